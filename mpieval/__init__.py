@@ -1,0 +1,31 @@
+"""mpieval: Abacus/Paddle CTR metrics over MPI, exact on any number of ranks.
+
+Trainer use, on every rank::
+
+    from mpieval import AucMetric
+    metric = AucMetric(comm=trainer_comm)      # any mpi4py communicator; None = world
+    for pred, label in batches:
+        metric.update(pred, label)             # local
+    result = metric.compute()                  # collective; same result on every rank
+    print(result.to_log_line("item_sim"))
+    metric.reset()
+"""
+
+from mpieval.comm import Comm, RemoteError
+from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.metric import Evaluator, Metric, compute_all
+from mpieval.metrics.auc import AucMetric, AucResult
+
+__all__ = [
+    "AucMetric",
+    "AucResult",
+    "Comm",
+    "Evaluator",
+    "InputError",
+    "Metric",
+    "RemoteError",
+    "UndefinedMetricWarning",
+    "compute_all",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,23 @@
+"""Number formats of the Abacus log lines: ``%g`` for values, whole numbers for counts."""
+
+from __future__ import annotations
+
+import math
+
+
+def value(x: float) -> str:
+    """C's ``%g`` (6 significant digits); NaN prints as ``nan``."""
+    return "nan" if math.isnan(x) else "%g" % x
+
+
+def count(x: float) -> str:
+    """A count as ``%d``; a half count (PN ``half`` ties, weighted rows) as ``12.5``, never
+    in exponent form."""
+    if float(x).is_integer():
+        return "%d" % x
+    return repr(float(x)) if abs(x) < 1e16 else "%.1f" % x
+
+
+def json_number(x: float) -> float | int | None:
+    """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere."""
+    return None if isinstance(x, float) and math.isnan(x) else x

@@ -1,0 +1,1 @@
+"""The metric kinds: one module each, all built on :mod:`mpieval.metric`."""

@@ -1,0 +1,84 @@
+"""Checks at the boundary: every array a user hands in is checked here, never fixed up.
+
+Each check raises :class:`~mpieval.errors.InputError` naming the field, the number of
+bad values and the first bad index. The fast path is one ``min``/``max`` pass; the
+slow path that locates the bad values runs only when something is wrong.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpieval.errors import InputError
+
+
+def as_vector(field: str, values: object) -> np.ndarray:
+    """``values`` as a 1-D numeric (bool, int, uint or float) numpy array, without copying."""
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
+    if array.dtype.kind not in "biuf":
+        raise InputError(field, f"must be numeric, got dtype {array.dtype}")
+    return array
+
+
+def check_lengths(**arrays: np.ndarray | None) -> int:
+    """The common length of the arrays given (``None`` entries are skipped)."""
+    lengths = {name: len(a) for name, a in arrays.items() if a is not None}
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        first = next(iter(lengths))
+        raise InputError(first, f"length mismatch: {detail}")
+    return next(iter(lengths.values()), 0)
+
+
+def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None:
+    where = np.flatnonzero(bad)
+    first = int(where[0])
+    raise InputError(
+        field, problem, count=len(where), first_index=first, value=values[first].item()
+    )
+
+
+def check_interval(field: str, values: np.ndarray, low: float, high: float) -> None:
+    """Every value finite and in ``[low, high]``."""
+    if len(values) == 0 or values.dtype.kind == "b":
+        return
+    lo, hi = values.min(), values.max()  # NaN propagates, so it fails the test below
+    if low <= lo and hi <= high:
+        return
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            _fail(field, bad, values, "must be finite")
+    _fail(field, (values < low) | (values > high), values, f"must be in [{low:g}, {high:g}]")
+
+
+def check_binary(field: str, values: np.ndarray) -> bool:
+    """Every value is 0 or 1. Returns True; raises otherwise."""
+    check_interval(field, values, 0, 1)
+    if values.dtype.kind == "f":
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            _fail(field, bad, values, "must be 0 or 1 (pass soft_labels=True for labels in [0, 1])")
+    return True
+
+
+def is_binary(values: np.ndarray) -> bool:
+    """Whether every value of an array already known to lie in [0, 1] is 0 or 1."""
+    if values.dtype.kind in "biu":
+        return True
+    return bool(np.all((values == 0) | (values == 1)))
+
+
+def check_weight(field: str, values: np.ndarray) -> None:
+    """Every weight finite and non-negative."""
+    if len(values) == 0 or values.dtype.kind == "b":
+        return
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            _fail(field, bad, values, "must be finite")
+    bad = values < 0
+    if bad.any():
+        _fail(field, bad, values, "must be >= 0")
