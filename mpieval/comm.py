@@ -59,6 +59,13 @@ class Comm:
         self.rank, self.size = self._comm.Get_rank(), self._comm.Get_size()
 
     @classmethod
+    def local(cls) -> Comm:
+        """One rank on its own, without MPI (a reference, or metrics kept per process)."""
+        comm = cls.__new__(cls)
+        comm._comm, comm._owned, comm.rank, comm.size = None, False, 0, 1
+        return comm
+
+    @classmethod
     def resolve(cls, comm: Comm | Any | None) -> Comm:
         """A :class:`Comm` from a Comm, an mpi4py communicator, or None (the world)."""
         return comm if isinstance(comm, Comm) else cls(comm)
