@@ -17,93 +17,91 @@ from mpieval.kernels.jit import compiled
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
 
-# Rows handled per step of the unweighted path: small enough that the float64 and
-# index temporaries stay in cache, large enough that numpy's per-call cost is noise.
-CHUNK_ROWS = 1 << 16
-# Bucket indexes collected before one ``bincount`` over them (bounds temporary memory).
-BINCOUNT_ROWS = 1 << 22
-
 SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS = range(4)
 N_SUMS = 4
 
+# dtypes the compiled update takes as they are; anything else is converted first.
+_PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_LABEL_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, np.float32,
+                                             np.float64))
 
-def buckets(pred: np.ndarray, table_size: int, out: np.ndarray | None = None) -> np.ndarray:
+
+def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
     """Bucket of each prediction: ``min(floor(pred * T), T - 1)``, the product in float64.
 
     ``pred`` must already lie in ``[0, 1]``, so truncation equals floor.
     """
-    scaled = np.multiply(pred, float(table_size), dtype=np.float64)
-    index = np.empty(len(pred), dtype=np.intp) if out is None else out
-    index[...] = scaled
+    index = np.multiply(pred, float(table_size), dtype=np.float64).astype(np.intp)
     np.minimum(index, table_size - 1, out=index)
     return index
 
 
-def accumulate_binary(
-    table: np.ndarray, sums: np.ndarray, pred: np.ndarray, label: np.ndarray
-) -> None:
-    """Add unweighted rows with labels in {0, 1} to ``table`` (2, T) and ``sums``, in place.
-
-    Chunked so that the temporaries stay in cache; one ``bincount`` per
-    ``BINCOUNT_ROWS`` rows over the flat index ``label * T + bucket``.
-    """
-    table_size = table.shape[1]
-    flat_table = table.reshape(-1)
-    n = len(pred)
-    scaled = np.empty(min(n, CHUNK_ROWS), dtype=np.float64)
-    diff = np.empty_like(scaled)
-    index = np.empty(min(n, BINCOUNT_ROWS), dtype=np.intp)
+@compiled
+def _accumulate_binary(table, pred, label):  # noqa: ANN001, ANN202
+    size = table.shape[1]
     abserr = sqrerr = pred_sum = 0.0
-    for block in range(0, n, BINCOUNT_ROWS):
-        block_end = min(block + BINCOUNT_ROWS, n)
-        for start in range(block, block_end, CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, block_end)
-            p, y = pred[start:stop], label[start:stop]
-            m = stop - start
-            s, d = scaled[:m], diff[:m]
-            ix = index[start - block : stop - block]
-            np.multiply(p, float(table_size), out=s, dtype=np.float64)
-            ix[...] = s
-            np.minimum(ix, table_size - 1, out=ix)
-            ix += y * table_size if y.dtype.kind == "b" else y.astype(np.intp) * table_size
-            np.subtract(p, y, out=d, dtype=np.float64)
-            sqrerr += float(d @ d)
-            np.abs(d, out=d)
-            abserr += float(d.sum())
-            pred_sum += float(p.sum(dtype=np.float64))
-        counts = np.bincount(index[: block_end - block], minlength=0)
-        flat_table[: len(counts)] += counts
-    sums[SUM_ABSERR] += abserr
-    sums[SUM_SQRERR] += sqrerr
-    sums[SUM_PRED] += pred_sum
-    sums[SUM_ROWS] += n
+    for i in range(pred.shape[0]):
+        p = np.float64(pred[i])
+        y = np.int64(label[i])
+        table[y, min(np.int64(p * size), size - 1)] += 1.0
+        d = p - y
+        abserr += abs(d)
+        sqrerr += d * d
+        pred_sum += p
+    return abserr, sqrerr, pred_sum
 
 
-def accumulate_weighted(
+@compiled
+def _accumulate_weighted(table, pred, label, weight):  # noqa: ANN001, ANN202
+    size = table.shape[1]
+    abserr = sqrerr = pred_sum = 0.0
+    for i in range(pred.shape[0]):
+        p = np.float64(pred[i])
+        y = np.float64(label[i])
+        w = np.float64(weight[i])
+        bucket = min(np.int64(p * size), size - 1)
+        table[0, bucket] += w * (1.0 - y)
+        table[1, bucket] += w * y
+        d = p - y
+        abserr += w * abs(d)
+        sqrerr += w * d * d
+        pred_sum += w * p
+    return abserr, sqrerr, pred_sum
+
+
+def _as_kernel_input(values: np.ndarray, accepted: tuple[np.dtype, ...]) -> np.ndarray:
+    if values.dtype == np.bool_:
+        return values.view(np.uint8)
+    return values if values.dtype in accepted else values.astype(np.float64)
+
+
+def accumulate(
     table: np.ndarray,
     sums: np.ndarray,
     pred: np.ndarray,
     label: np.ndarray,
-    weight: np.ndarray | None,
+    weight: np.ndarray | None = None,
+    *,
+    binary: bool = True,
 ) -> None:
-    """Add rows with soft labels and/or weights, in place.
+    """Add validated rows to ``table`` (2, T) and ``sums``, in place, in one compiled pass.
 
-    ``table[0] += w (1 - y)``, ``table[1] += w y``; abserr, sqrerr and the pred sum are
-    weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval does not,
-    so that integer weights equal repeated rows for every field).
+    Unweighted 0/1 labels (``binary``) add 1 to ``table[label, bucket]``. Otherwise a row
+    with label ``y`` and weight ``w`` (1 when absent) adds ``w (1 - y)`` to
+    ``table[0, bucket]`` and ``w y`` to ``table[1, bucket]``; abserr, sqrerr and the pred
+    sum are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
+    does not, so that integer weights equal repeated rows for every field).
     """
-    table_size = table.shape[1]
-    p = pred.astype(np.float64, copy=False)
-    y = label.astype(np.float64, copy=False)
-    w = np.ones_like(p) if weight is None else weight.astype(np.float64, copy=False)
-    bucket = buckets(p, table_size)
-    wy = w * y
-    table[1] += np.bincount(bucket, weights=wy, minlength=table_size)
-    table[0] += np.bincount(bucket, weights=w - wy, minlength=table_size)
-    d = p - y
-    sums[SUM_ABSERR] += float(w @ np.abs(d))
-    sums[SUM_SQRERR] += float(w @ (d * d))
-    sums[SUM_PRED] += float(w @ p)
+    p = _as_kernel_input(pred, _PRED_DTYPES)
+    y = _as_kernel_input(label, _LABEL_DTYPES)
+    if binary and weight is None:
+        abserr, sqrerr, pred_sum = _accumulate_binary(table, p, y)
+    else:
+        w = np.ones(len(p)) if weight is None else _as_kernel_input(weight, _LABEL_DTYPES)
+        abserr, sqrerr, pred_sum = _accumulate_weighted(table, p, y, w)
+    sums[SUM_ABSERR] += abserr
+    sums[SUM_SQRERR] += sqrerr
+    sums[SUM_PRED] += pred_sum
     sums[SUM_ROWS] += len(p)
 
 

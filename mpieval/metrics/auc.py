@@ -141,10 +141,8 @@ class AucMetric(Metric):
                 check_weight("weight", w)
         except InputError as error:
             raise self._record(error) from None
-        if w is None and (not self.soft_labels or is_binary(y)):
-            kernels.accumulate_binary(self.state.table, self.state.sums, p, y)
-        else:
-            kernels.accumulate_weighted(self.state.table, self.state.sums, p, y, w)
+        binary = not self.soft_labels or is_binary(y)
+        kernels.accumulate(self.state.table, self.state.sums, p, y, w, binary=binary)
 
     def reset(self) -> None:
         self.state = AucState.empty(self.table_size)
