@@ -1,0 +1,105 @@
+"""The communication module: exchange, agreement, and running without MPI or a launcher."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from mpieval import Comm, InputError
+
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+@pytest.mark.mpi
+def test_exchange_delivers_every_row_to_its_destination(comm, rng):
+    n = 1000 + 17 * comm.rank
+    if comm.size > 1 and comm.rank == 1:
+        n = 0  # a rank with nothing to send
+    dest = rng.integers(0, comm.size, n)
+    ident = (comm.rank * 10**6 + np.arange(n)).astype(np.int64)
+    columns = {
+        "ident": ident,
+        "value": ident.astype(np.float32) / 7,
+        "flag": ident % 3 == 0,
+        "key": ident.astype(np.uint64) * np.uint64(2654435761),
+    }
+    got = comm.exchange(dest, columns)
+    assert all(got[k].dtype == columns[k].dtype for k in columns)
+    everything = comm.allgather((ident, dest))
+    expected = np.concatenate([i[d == comm.rank] for i, d in everything])
+    assert np.array_equal(got["ident"], expected)  # rank order, then original order
+    assert np.array_equal(got["value"], expected.astype(np.float32) / 7)
+    assert np.array_equal(got["flag"], expected % 3 == 0)
+    assert np.array_equal(got["key"], expected.astype(np.uint64) * np.uint64(2654435761))
+
+
+@pytest.mark.mpi
+def test_agree_passes_when_no_rank_failed_and_keeps_input_error_fields(comm):
+    comm.agree(None)
+    error = InputError("uid", "must not be missing", count=3, first_index=5, value=None)
+    with pytest.raises(InputError) as info:
+        comm.agree(error if comm.rank == comm.size - 1 else None)
+    assert (info.value.field, info.value.count, info.value.first_index) == ("uid", 3, 5)
+
+
+@pytest.mark.mpi
+def test_sum_returns_a_new_array(comm):
+    local = np.full(5, comm.rank + 1.0)
+    total = comm.sum(local)
+    assert total is not local and np.all(local == comm.rank + 1.0)
+    assert np.all(total == comm.size * (comm.size + 1) / 2)
+
+
+def _run(code: str, env: dict[str, str] | None = None, launcher: list[str] | None = None,
+         timeout: float = 60) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([*(launcher or []), sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+COMPUTE_ONE_RANK = """
+    import numpy as np
+    from mpieval import AucMetric
+    m = AucMetric(100)
+    m.update(np.array([0.1, 0.9]), np.array([0, 1]))
+    print(m.comm.size, m.compute().auc)
+"""
+
+
+def test_runs_as_one_rank_without_mpi4py():
+    blocker = "import sys; sys.modules['mpi4py'] = None\n"  # ImportError on import
+    result = _run(blocker + textwrap.dedent(COMPUTE_ONE_RANK))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "1.0"]
+
+
+def test_runs_as_one_rank_with_mpi_switched_off_and_without_a_launcher():
+    for env in ({"MPIEVAL_NO_MPI": "1"}, {}):
+        result = _run(COMPUTE_ONE_RANK, env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["1", "1.0"]
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec beside this python")
+def test_unhandled_error_on_one_rank_ends_the_job_instead_of_hanging():
+    code = """
+        import numpy as np
+        from mpieval import AucMetric
+        from mpieval.comm import abort_on_unhandled_error
+        abort_on_unhandled_error()
+        m = AucMetric(100)
+        if m.comm.rank == 1:
+            raise RuntimeError("trainer crashed on rank 1")
+        m.compute()  # rank 0 would wait here forever
+    """
+    start = time.monotonic()
+    result = _run(code, launcher=[MPIEXEC, "-n", "2"], timeout=60)
+    assert result.returncode != 0
+    assert "trainer crashed on rank 1" in result.stderr
+    assert time.monotonic() - start < 30
