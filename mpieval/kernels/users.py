@@ -1,0 +1,104 @@
+"""Kernels of the per-user metrics: stable 64-bit uid hashing and per-user AUC.
+
+Pure numpy: no MPI, no state, no Python loop over rows or users.
+
+Hashing. ``mix64`` is the splitmix64/murmur3 finalizer, a bijection of uint64 with
+full avalanche. A string of code units ``c_0 .. c_{m-1}`` (packed eight bytes to a
+little-endian word ``w_j``) hashes to ``mix64(sum_j (mix64(w_j + K_j) - mix64(K_j)))``
+with fixed per-position constants ``K_j``: an all-zero word adds nothing, so the
+numpy padding of a fixed-width array never changes the hash, and the result is the
+same on every rank, host and run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_U64 = np.uint64
+# splitmix64 constants
+_GOLDEN = 0x9E3779B97F4A7C15
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+
+# Seeds of the two independent string hashes (the key and its collision check), per
+# kind of string, so that a str and a bytes value never share a key by construction.
+SEED_STR = (0x5851F42D4C957F2D, 0x14057B7EF767814F)
+SEED_BYTES = (0x2545F4914F6CDD1D, 0xD6E8FEB86659FD93)
+# Seeds of the combination of several key columns (group keys).
+SEED_GROUP = (0x9FB21C651E98DF25, 0xC2B2AE3D27D4EB4F)
+
+
+def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The splitmix64 finalizer of uint64 ``x``:
+    ``x ^= x >> 30; x *= M1; x ^= x >> 27; x *= M2; x ^= x >> 31`` (mod 2**64)."""
+    y = np.array(x, dtype=_U64, copy=True) if out is None else out
+    if out is not None and out is not x:
+        y[...] = x
+    y ^= y >> _U64(30)
+    y *= _M1
+    y ^= y >> _U64(27)
+    y *= _M2
+    y ^= y >> _U64(31)
+    return y
+
+
+def _position_constants(count: int, seed: int) -> np.ndarray:
+    """``K_j = mix64(seed + (j + 1) * golden)`` for ``j < count``."""
+    j = np.arange(1, count + 1, dtype=_U64)
+    return mix64(_U64(seed) + j * _U64(_GOLDEN))
+
+
+def hash_words(words: np.ndarray, seed: int) -> np.ndarray:
+    """The hash of each row of a 2-D uint64 ``words`` array (see the module docstring).
+
+    Zero words contribute nothing, so trailing padding does not change the hash.
+    """
+    n, width = words.shape
+    keys = _position_constants(width, seed)
+    zero_terms = mix64(keys)
+    total = np.zeros(n, dtype=_U64)
+    term = np.empty(n, dtype=_U64)
+    for j in range(width):  # a loop over word positions, each step over every row
+        np.add(words[:, j], keys[j], out=term)
+        mix64(term, out=term)
+        term -= zero_terms[j]
+        total += term
+    return mix64(total, out=total)
+
+
+def string_words(values: np.ndarray) -> np.ndarray:
+    """A fixed-width ``U`` or ``S`` array as little-endian uint64 words, one row a value.
+
+    ``U`` holds UTF-32 code points (two to a word), ``S`` bytes (eight to a word);
+    the padding numpy adds after a shorter value is zero.
+    """
+    n = len(values)
+    if values.dtype.kind == "U":
+        values = values.astype(f"<U{max(values.dtype.itemsize // 4, 1)}", copy=False)
+    width = values.dtype.itemsize
+    raw = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
+    padded_width = -(-width // 8) * 8
+    if padded_width != width:
+        padded = np.zeros((n, padded_width), dtype=np.uint8)
+        padded[:, :width] = raw
+        raw = padded
+    return raw.view("<u8").reshape(n, padded_width // 8).astype(_U64, copy=False)
+
+
+def hash_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent 64-bit hashes (key, check) of a ``U`` or ``S`` array."""
+    seeds = SEED_STR if values.dtype.kind == "U" else SEED_BYTES
+    words = string_words(values)
+    return hash_words(words, seeds[0]), hash_words(words, seeds[1])
+
+
+def combine_keys(columns: list[np.ndarray], seed: int) -> np.ndarray:
+    """One 64-bit hash of several uint64 key columns (row-wise)."""
+    return hash_words(np.stack(columns, axis=1), seed)
+
+
+def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """The rank that owns each key: ``mix64(key) mod size`` (int64)."""
+    if size == 1:
+        return np.zeros(len(keys), dtype=np.int64)
+    return (mix64(keys) % _U64(size)).astype(np.int64)

@@ -1,0 +1,375 @@
+"""Per-user rows, shared by the per-user kinds (``wuauc``, ``pn``).
+
+Three pieces:
+
+- **keys**: :func:`uid_keys` turns a uid column into uint64 keys. Integer uids (any
+  int dtype, or whole floats) are their own key (an int64 is read as its two's
+  complement uint64), so distinct integers never collide. Strings and bytes get a
+  stable 64-bit hash (:mod:`mpieval.kernels.users`), the same on every rank, host and
+  run; a second, independent hash (:func:`uid_keys_checked`) travels with the rows so
+  that a collision of the first is detected, never silently merged.
+  :func:`group_keys` does the same for a key of several columns (GAUC's (user, position)).
+- **storage**: :class:`RowBuffer` keeps rows in growing typed arrays (capacity doubles;
+  untouched capacity costs no resident memory).
+- **exchange**: :func:`gather_by_user` (collective) moves every row to the rank that owns
+  its user, ``mix64(key) mod size``, with :meth:`Comm.exchange` (``Alltoall`` of counts,
+  ``Alltoallv`` per typed column), and sorts each rank's rows so that every user's rows
+  are contiguous: a :class:`UserRows`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from mpieval.comm import Comm
+from mpieval.errors import InputError
+from mpieval.kernels import users as kernels
+
+KEY_DTYPE = np.dtype(np.uint64)
+_EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
+
+
+class UidCollisionError(RuntimeError):
+    """Two different uids hashed to the same 64-bit key (about n**2 / 2**65 likely)."""
+
+
+# -- keys ------------------------------------------------------------------------------
+
+
+def uid_keys(field: str, uid: Any) -> np.ndarray:
+    """uint64 keys of a 1-D uid column (see the module docstring); raises
+    :class:`InputError` naming ``field`` for missing, NaN, empty or non-id values."""
+    return uid_keys_checked(field, uid)[0]
+
+
+def uid_keys_checked(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(keys, checks)``: the uint64 keys and, for hashed (string/bytes) uids, a second
+    independent 64-bit hash to pass to :func:`gather_by_user`; ``None`` for integer uids,
+    whose keys are exact."""
+    values = _as_ids(field, uid)
+    if values.dtype.kind in "iu":
+        return values.astype(KEY_DTYPE, copy=False), None
+    return kernels.hash_strings(values)
+
+
+def group_keys(columns: Mapping[str, Any]) -> np.ndarray:
+    """uint64 keys of a group made of several key columns (e.g. user and position)."""
+    return group_keys_checked(columns)[0]
+
+
+def group_keys_checked(columns: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(keys, checks)`` of a several-column group key. One column is :func:`uid_keys_checked`;
+    with more, both are independent hashes of the per-column keys (and checks)."""
+    if not columns:
+        raise InputError("key", "at least one key column is needed")
+    if len(columns) == 1:
+        ((field, values),) = columns.items()
+        return uid_keys_checked(field, values)
+    parts = []
+    lengths = {}
+    for field, values in columns.items():
+        key, check = uid_keys_checked(field, values)
+        lengths[field] = len(key)
+        parts.append(key)
+        if check is not None:
+            parts.append(check)
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise InputError(next(iter(lengths)), f"length mismatch: {detail}")
+    seeds = kernels.SEED_GROUP
+    return kernels.combine_keys(parts, seeds[0]), kernels.combine_keys(parts, seeds[1])
+
+
+def _as_ids(field: str, uid: Any) -> np.ndarray:
+    """The uid column as a 1-D int (``i``/``u``) or string (``U``/``S``) array, checked."""
+    values = np.asarray(uid)
+    if values.ndim != 1:
+        raise InputError(field, f"must be 1-D, got an array of shape {values.shape}")
+    kind = values.dtype.kind
+    if kind in "iu":
+        return values
+    if kind == "f":
+        return _whole_floats(field, values)
+    if kind in "US":
+        _check_not_empty(field, values)
+        return values
+    if kind == "O":
+        return _from_objects(field, values)
+    raise InputError(field, f"must be integers or strings, got dtype {values.dtype}")
+
+
+def _whole_floats(field: str, values: np.ndarray) -> np.ndarray:
+    """Float ids (as a reader with missing values yields them) if every one is a whole
+    number that a float holds exactly; NaN is a missing uid."""
+    bad = np.isnan(values)
+    if bad.any():
+        _fail(field, bad, values, "is missing (NaN)")
+    bad = (values != np.floor(values)) | (np.abs(values) > _EXACT_FLOAT_LIMIT)
+    if bad.any():
+        _fail(field, bad, values, "must be a whole number below 2**53 (or an integer/string)")
+    return values.astype(np.int64)
+
+
+def _check_not_empty(field: str, values: np.ndarray) -> None:
+    if len(values) and values.dtype.itemsize == 0:
+        raise InputError(field, "is empty (a missing uid)", count=len(values), first_index=0)
+    if len(values):
+        bad = values == values.dtype.type()
+        if bad.any():
+            _fail(field, bad, values, "is empty (a missing uid)")
+
+
+def _object_kind(value: object) -> int:
+    """0 str, 1 bytes, 2 int, 3 missing (None or NaN), 4 anything else."""
+    if isinstance(value, str):
+        return 0
+    if isinstance(value, bytes):
+        return 1
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return 2
+    if value is None or (isinstance(value, (float, np.floating)) and value != value):
+        return 3
+    return 4
+
+
+_OBJECT_KIND = np.frompyfunc(_object_kind, 1, 1)
+
+
+def _from_objects(field: str, values: np.ndarray) -> np.ndarray:
+    """An object column of str, bytes or int as a typed array; None/NaN are missing."""
+    kinds = _OBJECT_KIND(values).astype(np.int8) if len(values) else np.zeros(0, np.int8)
+    for bad_kind, problem in ((3, "is missing (None or NaN)"), (4, "must be integers or strings")):
+        bad = kinds == bad_kind
+        if bad.any():
+            _fail(field, bad, values, problem)
+    if len(values) and (kinds != kinds[0]).any():
+        _fail(field, kinds != kinds[0], values, "mixes strings, bytes and integers")
+    if len(values) and kinds[0] == 2:
+        try:
+            return values.astype(np.int64)
+        except OverflowError:
+            return values.astype(np.uint64)
+    typed = values.astype(bytes if len(values) and kinds[0] == 1 else str)
+    _check_not_empty(field, typed)
+    return typed
+
+
+def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None:
+    where = np.flatnonzero(bad)
+    first = int(where[0])
+    value = values[first]
+    raise InputError(field, problem, count=len(where), first_index=first,
+                     value=value.item() if isinstance(value, np.generic) else value)
+
+
+# -- storage ---------------------------------------------------------------------------
+
+
+class RowBuffer:
+    """Typed columns that grow by appending rows; capacity doubles (amortised O(1) per row).
+
+    >>> rows = RowBuffer({"key": np.uint64, "pred": np.float64})
+    >>> rows.append(key=keys, pred=pred)
+    >>> rows.columns()["pred"]            # a view of the rows so far
+
+    ``append`` accepts only values that cast to the column dtype safely (no silent
+    narrowing); untouched capacity is never written, so it costs address space only.
+    """
+
+    MIN_CAPACITY = 1024
+
+    def __init__(self, dtypes: Mapping[str, DTypeLike]) -> None:
+        self.dtypes = {name: np.dtype(dtype) for name, dtype in dtypes.items()}
+        self._length = 0
+        self._arrays = {name: np.empty(0, dtype=dt) for name, dt in self.dtypes.items()}
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def capacity(self) -> int:
+        return len(next(iter(self._arrays.values()), ()))
+
+    @property
+    def row_nbytes(self) -> int:
+        """Bytes one row costs (the sum of the column item sizes)."""
+        return sum(dt.itemsize for dt in self.dtypes.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated: ``capacity * row_nbytes`` (only ``len * row_nbytes`` written)."""
+        return self.capacity * self.row_nbytes
+
+    def append(self, **columns: Any) -> None:
+        """Append rows: every column of the buffer, 1-D, of one length."""
+        if set(columns) != set(self.dtypes):
+            raise ValueError(f"append needs exactly the columns {sorted(self.dtypes)}, "
+                             f"got {sorted(columns)}")
+        arrays = {name: np.asarray(values) for name, values in columns.items()}
+        lengths = {len(a) if a.ndim == 1 else -1 for a in arrays.values()}
+        if len(lengths) != 1 or -1 in lengths:
+            raise ValueError("append needs 1-D columns of one length")
+        for name, array in arrays.items():
+            if not np.can_cast(array.dtype, self.dtypes[name], "safe"):
+                raise TypeError(f"column {name!r}: {array.dtype} does not cast safely to "
+                                f"{self.dtypes[name]}")
+        count = lengths.pop()
+        self._reserve(self._length + count)
+        end = self._length + count
+        for name, array in arrays.items():
+            self._arrays[name][self._length : end] = array
+        self._length = end
+
+    def _reserve(self, needed: int) -> None:
+        if needed <= self.capacity:
+            return
+        capacity = max(needed, 2 * self.capacity, self.MIN_CAPACITY)
+        for name, old in self._arrays.items():
+            new = np.empty(capacity, dtype=old.dtype)
+            new[: self._length] = old[: self._length]
+            self._arrays[name] = new
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Views of the filled rows, by column name (valid until the next append/clear)."""
+        return {name: array[: self._length] for name, array in self._arrays.items()}
+
+    def clear(self) -> None:
+        """Forget every row and release the memory."""
+        self._length = 0
+        self._arrays = {name: np.empty(0, dtype=dt) for name, dt in self.dtypes.items()}
+
+
+# -- exchange --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserRows:
+    """The rows of the users this rank owns, each user's rows contiguous.
+
+    - ``keys``: uint64 key of every row, non-decreasing (sorted by key);
+    - ``columns``: the other columns, in the same row order;
+    - ``starts``: int64, ``starts[u]`` is the first row of the ``u``-th user and
+      ``starts[-1] == len(keys)``; so user ``u`` is rows ``starts[u]:starts[u + 1]`` and
+      ``np.diff(starts)`` are the row counts (length ``n_users + 1``; ``[0]`` if no rows).
+
+    Within a user the rows are in the order of the ``within`` column given to
+    :func:`gather_by_user`, else in arrival order (by source rank, then original order).
+    """
+
+    keys: np.ndarray
+    columns: dict[str, np.ndarray]
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_users(self) -> int:
+        return len(self.starts) - 1
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Rows per user."""
+        return np.diff(self.starts)
+
+    @property
+    def user_keys(self) -> np.ndarray:
+        """The key of each user (sorted, distinct)."""
+        return self.keys[self.starts[:-1]]
+
+    def user_index(self) -> np.ndarray:
+        """The dense index (0 .. n_users - 1) of each row's user."""
+        return np.repeat(np.arange(self.n_users, dtype=np.int64), self.counts)
+
+
+def gather_by_user(
+    comm: Comm,
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+    within: str | None = None,
+    field: str = "uid",
+) -> UserRows:
+    """Collective: every rank's rows, moved to the rank that owns their user and grouped.
+
+    Owner of a row: ``mix64(key) mod comm.size``. Rows travel with :meth:`Comm.exchange`
+    (one ``Alltoall`` of counts, one ``Alltoallv`` per column), then are sorted by key
+    (stable), within a user by the ``within`` column if given. ``checks`` (from
+    :func:`uid_keys_checked`) travel too and must be constant within each key, else
+    :class:`UidCollisionError` on every rank. Every rank must pass the same column names
+    and dtypes (and ``checks`` on all or none). The inputs are not modified.
+    """
+    local = {"__key__": np.asarray(keys, dtype=KEY_DTYPE)}
+    if checks is not None:
+        local["__check__"] = np.asarray(checks, dtype=KEY_DTYPE)
+    local.update({name: np.asarray(values) for name, values in columns.items()})
+    _agree_layout(comm, local, within)
+    if comm.size > 1:
+        received = comm.exchange(kernels.owner_of(local["__key__"], comm.size), local)
+    else:
+        received = local
+    order = _user_order(received["__key__"], None if within is None else received[within])
+    sorted_keys = received.pop("__key__")[order]
+    sorted_checks = received.pop("__check__", None)
+    sorted_checks = None if sorted_checks is None else sorted_checks[order]
+    grouped = {name: values[order] for name, values in received.items()}
+    del order
+    starts = _starts(sorted_keys)
+    if checks is not None:  # the same on every rank (the layout is agreed)
+        comm.agree(_collision(field, sorted_keys, sorted_checks))
+    return UserRows(keys=sorted_keys, columns=grouped, starts=starts)
+
+
+def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray], within: str | None) -> None:
+    """Collective: every rank has the same columns and dtypes, of one length each."""
+    problem = None
+    lengths = {len(v) if v.ndim == 1 else -1 for v in local.values()}
+    if len(lengths) != 1 or -1 in lengths:
+        problem = "gather_by_user needs 1-D columns of one length"
+    elif within is not None and within not in local:
+        problem = f"gather_by_user: no column {within!r} to order by"
+    layout = tuple((name, values.dtype.str) for name, values in local.items())
+    views = comm.allgather((layout, problem))
+    problems = [(rank, p) for rank, (_, p) in enumerate(views) if p is not None]
+    if problems:
+        rank, text = problems[0]
+        raise ValueError(f"rank {rank}: {text}")
+    if any(other != layout for other, _ in views):
+        raise ValueError(f"gather_by_user: ranks pass different columns: {[v for v, _ in views]}")
+
+
+def _user_order(keys: np.ndarray, within: np.ndarray | None) -> np.ndarray:
+    """The permutation grouping rows by key (stable), ordered by ``within`` inside a key."""
+    if within is None:
+        return np.argsort(keys, kind="stable")
+    by_within = np.argsort(within, kind="stable")
+    by_key = np.argsort(keys[by_within], kind="stable")
+    return by_within[by_key]
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """First row of each run of equal keys, plus the total length."""
+    n = len(sorted_keys)
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    boundaries = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    return np.concatenate(([0], boundaries, [n])).astype(np.int64)
+
+
+def _collision(field: str, keys: np.ndarray, checks: np.ndarray | None) -> Exception | None:
+    if checks is None or len(keys) < 2:
+        return None
+    clash = (keys[1:] == keys[:-1]) & (checks[1:] != checks[:-1])
+    if not clash.any():
+        return None
+    key = int(keys[1:][clash][0])
+    return UidCollisionError(
+        f"{field}: {int(clash.sum())} rows share the 64-bit key {key:#018x} with a "
+        "different uid (a hash collision); rename one of the uids"
+    )
