@@ -119,7 +119,9 @@ class Comm:
         self._comm.Allreduce(local, total)
         return total
 
-    def exchange(self, dest: np.ndarray, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def exchange(
+        self, dest: np.ndarray, columns: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         """Collective: send row ``i`` of every column to rank ``dest[i]``.
 
         Returns the rows this rank received, grouped by source rank in rank order and,

@@ -43,7 +43,7 @@ class InputError(ValueError):
         )
 
 
-def _rebuild_input_error(cls, field, problem, count, first_index, value):  # noqa: ANN001
+def _rebuild_input_error(cls, field, problem, count, first_index, value):
     return cls(field, problem, count=count, first_index=first_index, value=value)
 
 

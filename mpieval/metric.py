@@ -78,7 +78,7 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     total = comm.sum(np.concatenate(parts) if parts else np.zeros(0))
     results: dict[str, Result] = {}
     offset = 0
-    for (name, metric), part in zip(metrics.items(), parts):
+    for (name, metric), part in zip(metrics.items(), parts, strict=True):
         results[name] = metric.finish(total[offset : offset + len(part)], comm)
         offset += len(part)
     return results

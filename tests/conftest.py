@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/ helpers (oracles, sharding)
 
-from mpieval.comm import Comm  # noqa: E402
-from mpieval.errors import UndefinedMetricWarning  # noqa: E402
+from mpieval.comm import Comm
+from mpieval.errors import UndefinedMetricWarning
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ import math
 def table_of(pred, label, table_size, weight=None):
     """The two rows of the histogram, as Python lists of floats."""
     table = [[0.0] * table_size, [0.0] * table_size]
-    for i, (p, y) in enumerate(zip(pred, label)):
+    for i, (p, y) in enumerate(zip(pred, label, strict=True)):
         w = 1.0 if weight is None else float(weight[i])
-        bucket = min(int(math.floor(float(p) * table_size)), table_size - 1)
+        bucket = min(math.floor(float(p) * table_size), table_size - 1)
         table[0][bucket] += w * (1.0 - float(y))
         table[1][bucket] += w * float(y)
     return table
@@ -58,7 +58,7 @@ def metrics(pred, label, table_size, weight=None):
     """Every value of the auc kind, as a dict of floats."""
     table = table_of(pred, label, table_size, weight)
     abserr = sqrerr = pred_sum = 0.0
-    for i, (p, y) in enumerate(zip(pred, label)):
+    for i, (p, y) in enumerate(zip(pred, label, strict=True)):
         w = 1.0 if weight is None else float(weight[i])
         abserr += w * abs(float(p) - float(y))
         sqrerr += w * (float(p) - float(y)) ** 2

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
 import numpy as np
+import oracle_auc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-import oracle_auc
 from mpieval import AucMetric, AucResult, Comm, InputError, UndefinedMetricWarning
 from mpieval.kernels import auc as kernels
 from mpieval.metrics.auc import result_from_state
@@ -172,7 +173,7 @@ def test_properties_order_and_sharding(data, random, shards):
     cuts = sorted(random.randint(0, len(pred)) for _ in range(shards - 1))
     edges = [0, *cuts, len(pred)]
     merged = AucState.empty(64)
-    for a, b in zip(edges, edges[1:]):
+    for a, b in itertools.pairwise(edges):
         merged = merged.merge(_state(pred[a:b], label[a:b]))
     np.testing.assert_allclose(merged.buffer, whole.buffer, rtol=1e-12, atol=1e-12)
     assert np.array_equal(merged.table, whole.table)  # counts exact
@@ -333,7 +334,7 @@ def test_bad_table_size(size):
         AucMetric(size)
 
 
-# -- the Abacus line ---------------------------------------------------------------------------------
+# -- the Abacus line ---------------------------------------------------------------------
 
 
 def test_golden_log_line_from_the_seed():

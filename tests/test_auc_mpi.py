@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from sharding import my_rows
 
 from mpieval import AucMetric, Comm, Evaluator, InputError, RemoteError
 from mpieval.errors import UndefinedMetricWarning
-from sharding import my_rows
 
 pytestmark = pytest.mark.mpi
 

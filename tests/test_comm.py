@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from mpieval import Comm, InputError
+from mpieval import InputError
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 

@@ -37,7 +37,7 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
 
 @compiled
-def _accumulate_binary(table, pred, label):  # noqa: ANN001, ANN202
+def _accumulate_binary(table, pred, label):
     size = table.shape[1]
     abserr = sqrerr = pred_sum = 0.0
     for i in range(pred.shape[0]):
@@ -52,7 +52,7 @@ def _accumulate_binary(table, pred, label):  # noqa: ANN001, ANN202
 
 
 @compiled
-def _accumulate_weighted(table, pred, label, weight):  # noqa: ANN001, ANN202
+def _accumulate_weighted(table, pred, label, weight):
     size = table.shape[1]
     abserr = sqrerr = pred_sum = 0.0
     for i in range(pred.shape[0]):

@@ -14,7 +14,14 @@ from mpieval.errors import InputError
 from mpieval.kernels import auc as kernels
 from mpieval.metric import Metric, warn_undefined
 from mpieval.state import AucState
-from mpieval.validation import as_vector, check_binary, check_interval, check_lengths, check_weight, is_binary
+from mpieval.validation import (
+    as_vector,
+    check_binary,
+    check_interval,
+    check_lengths,
+    check_weight,
+    is_binary,
+)
 
 DEFAULT_TABLE_SIZE = 1_000_000
 
