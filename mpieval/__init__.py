@@ -15,6 +15,8 @@ from mpieval.comm import Comm, RemoteError
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.metric import Evaluator, Metric, compute_all
 from mpieval.metrics.auc import AucMetric, AucResult
+from mpieval.metrics.pairwise import PairwiseMetric, PairwiseResult
+from mpieval.metrics.pn import PnMetric, PnResult
 
 __all__ = [
     "AucMetric",
@@ -23,6 +25,10 @@ __all__ = [
     "Evaluator",
     "InputError",
     "Metric",
+    "PairwiseMetric",
+    "PairwiseResult",
+    "PnMetric",
+    "PnResult",
     "RemoteError",
     "UndefinedMetricWarning",
     "compute_all",
