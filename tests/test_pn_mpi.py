@@ -92,3 +92,27 @@ def test_bad_input_on_one_rank_fails_every_rank(comm: Comm) -> None:
     metric.reset()  # a reset clears the error on every rank; the next compute works
     metric.update([0], [0.5], [1])
     assert computed(metric)["ins_number"] == comm.size
+
+
+def test_pair_kinds_in_one_evaluator(comm: Comm, rng: np.random.Generator) -> None:
+    """pn's exchange runs inside the Evaluator's single compute, beside a summable kind."""
+    from mpieval import Evaluator, PairwiseMetric
+
+    rows = rows_for(rng, 3000, 150, 8)
+    rows["left"] = rng.integers(0, 2, size=3000)
+    rows["right"] = rng.integers(0, 2, size=3000)
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    evaluator = Evaluator(
+        {"res_pn": PnMetric(ties="half", comm=comm), "click_ins_ratio": PairwiseMetric(comm=comm)},
+        comm=comm,
+    )
+    evaluator["res_pn"].update(mine["uid"], mine["pred"], mine["label"])
+    evaluator["click_ins_ratio"].update(mine["left"], mine["right"])
+    results = evaluator.compute()
+    got = results["res_pn"].to_dict()
+    got.pop("ties")
+    assert got == pn_totals(rows["uid"], rows["pred"], rows["label"], "half")
+    assert results["click_ins_ratio"].ins == 3000
+    lines = Evaluator.log_lines(results)
+    assert lines[0].startswith("res_pn: Average_PN=") and " negative_paris=" in lines[0]
+    assert lines[1].startswith("click_ins_ratio: Ins=3000 Same_label_click=")
