@@ -54,14 +54,34 @@ def check_interval(field: str, values: np.ndarray, low: float, high: float) -> N
     _fail(field, (values < low) | (values > high), values, f"must be in [{low:g}, {high:g}]")
 
 
-def check_binary(field: str, values: np.ndarray) -> bool:
-    """Every value is 0 or 1. Returns True; raises otherwise."""
+SOFT_LABEL_HINT = " (pass soft_labels=True for labels in [0, 1])"
+
+
+def check_binary(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT) -> None:
+    """Every value is 0 or 1; ``hint`` ends the message."""
     check_interval(field, values, 0, 1)
     if values.dtype.kind == "f":
         bad = (values != 0) & (values != 1)
         if bad.any():
-            _fail(field, bad, values, "must be 0 or 1 (pass soft_labels=True for labels in [0, 1])")
-    return True
+            _fail(field, bad, values, "must be 0 or 1" + hint)
+
+
+EXACT_FLOAT_LIMIT = 2**53  # integers beyond this are not exact as float64
+
+
+def check_finite(field: str, values: np.ndarray) -> None:
+    """Every value finite, and exact as float64 (integers within +-2**53)."""
+    if len(values) == 0 or values.dtype.kind == "b":
+        return
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            _fail(field, bad, values, "must be finite")
+    elif values.dtype.itemsize >= 8 and not (
+        -EXACT_FLOAT_LIMIT <= values.min() and values.max() <= EXACT_FLOAT_LIMIT
+    ):
+        bad = (values < -EXACT_FLOAT_LIMIT) | (values > EXACT_FLOAT_LIMIT)
+        _fail(field, bad, values, "must be within +-2**53 (exact as float64)")
 
 
 def is_binary(values: np.ndarray) -> bool:

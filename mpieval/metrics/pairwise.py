@@ -20,22 +20,11 @@ import numpy as np
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.metric import Metric
-from mpieval.validation import as_vector, check_interval, check_lengths
+from mpieval.validation import as_vector, check_binary, check_lengths
 
 # Layout of the summable state: the four cells indexed by 2 * left + right, then ins.
 _UNCLICK, _RIGHT, _LEFT, _CLICK, _INS = range(5)
 N_CELLS = 5
-
-
-def check_click(field: str, values: np.ndarray) -> None:
-    """Every value is 0 or 1 (a click label; there is no soft-label form of this kind)."""
-    check_interval(field, values, 0, 1)
-    if values.dtype.kind == "f":
-        bad = np.flatnonzero((values != 0) & (values != 1))
-        if len(bad):
-            first = int(bad[0])
-            raise InputError(field, "must be 0 or 1", count=len(bad), first_index=first,
-                             value=values[first].item())
 
 
 def pairwise_counts(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -120,8 +109,8 @@ class PairwiseMetric(Metric):
             left = as_vector("left_label", left_label)
             right = as_vector("right_label", right_label)
             check_lengths(left_label=left, right_label=right)
-            check_click("left_label", left)
-            check_click("right_label", right)
+            check_binary("left_label", left, hint="")
+            check_binary("right_label", right, hint="")
         except InputError as error:
             raise self._record(error) from None
         self.state = self.state.merge(PairwiseState(pairwise_counts(left, right)))

@@ -29,7 +29,7 @@ from mpieval.errors import InputError
 from mpieval.kernels.pn import pair_counts
 from mpieval.metric import Metric, warn_undefined
 from mpieval.users import RowBuffer, gather_by_user, uid_keys_checked
-from mpieval.validation import as_vector, check_lengths
+from mpieval.validation import as_vector, check_finite, check_lengths
 
 TIES_MODES = ("negative", "ignore", "half")
 
@@ -38,7 +38,6 @@ TIES_MODES = ("negative", "ignore", "half")
 # exact, it is the key itself.
 _COLUMNS = {"key": np.uint64, "check": np.uint64, "pred": np.float64, "label": np.float64}
 
-_EXACT_FLOAT = 2**53
 _WORD = 2**32
 # Layout of the summable part: rows, then each int64 pair count as two float64 words
 # (high, low 32 bits), so that the float64 Allreduce adds them exactly for < 2**21 ranks.
@@ -57,27 +56,6 @@ def _count(total: np.ndarray, at: int) -> int:
 def _halves(doubled: int) -> int | float:
     """``doubled / 2``: an int when whole, else a float ending in .5."""
     return doubled // 2 if doubled % 2 == 0 else doubled / 2
-
-
-def check_finite(field: str, values: np.ndarray) -> None:
-    """Every value finite, and exact as float64 (integers within +-2**53)."""
-    if len(values) == 0 or values.dtype.kind == "b":
-        return
-    if values.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(values))
-        problem = "must be finite"
-    elif values.dtype.itemsize < 8:
-        return
-    else:
-        if -_EXACT_FLOAT <= values.min() and values.max() <= _EXACT_FLOAT:
-            return
-        bad = np.flatnonzero((values < -_EXACT_FLOAT) | (values > _EXACT_FLOAT))
-        problem = "must be within +-2**53 (exact as float64)"
-    if len(bad):
-        first = int(bad[0])
-        raise InputError(
-            field, problem, count=len(bad), first_index=first, value=values[first].item()
-        )
 
 
 @dataclass(frozen=True)
