@@ -1,0 +1,7 @@
+"""``python -m mpieval``: the same as the ``mpieval`` command."""
+
+import sys
+
+from mpieval.cli import main
+
+sys.exit(main())

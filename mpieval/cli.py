@@ -1,0 +1,393 @@
+"""The command line: ``mpieval eval [OPTIONS] FILE...`` and ``mpieval demo``.
+
+Run alone or under ``mpiexec -n N``. Rank 0 inspects the files and plans who reads
+what (:mod:`mpieval.split`), every rank reads its pieces in lockstep batches
+(:mod:`mpieval.readers`) and feeds its metrics, and after every batch the ranks sum a
+few counters, so that a bad line on any rank stops every rank at once
+(:meth:`Comm.agree`). Rank 0 prints the Abacus lines on stdout, warnings and progress
+on stderr, and writes ``--json`` atomically.
+
+Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``), on
+every rank; 1 anything else (traceback, then ``MPI_Abort``: nothing hangs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+
+from mpieval import readers, split
+from mpieval.comm import Comm, abort
+from mpieval.config import MetricSpec, column_types, load_config, specs_from_flags
+from mpieval.errors import InputError
+from mpieval.kinds import TIE_MODES, Kind, kind_named
+from mpieval.metric import Evaluator, Metric, Result
+from mpieval.readers import Batch, DataError
+
+# Flags that choose columns or options of --metrics; with --config they are errors.
+_METRIC_FLAGS = {
+    "metrics": "--metrics", "pred": "--pred", "label": "--label", "uid": "--uid",
+    "tag": "--tag", "weight": "--weight", "left_label": "--left-label",
+    "right_label": "--right-label", "pn_ties": "--pn-ties", "table_size": "--table-size",
+    "soft_labels": "--soft-labels", "name": "--name",
+}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpieval",
+        description="Abacus/Paddle CTR metrics over prediction files, on any number of "
+        "MPI ranks (run under mpiexec -n N, or alone).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ev = commands.add_parser(
+        "eval", help="evaluate metrics over prediction files",
+        description="Evaluate metrics over TSV/CSV (header row, optionally gzip) or "
+        "Parquet files. Files and row ranges are split across ranks.",
+    )
+    ev.add_argument("files", nargs="+", metavar="FILE")
+    ev.add_argument("--metrics", metavar="LIST",
+                    help="comma list of kinds: auc, wuauc, pn, pairwise (default auc)")
+    ev.add_argument("--pred", metavar="COL", help="prediction column (default pred)")
+    ev.add_argument("--label", metavar="COL", help="label column (default label)")
+    ev.add_argument("--uid", metavar="COL", help="user id column (default uid)")
+    ev.add_argument("--tag", metavar="COL", help="tag column: adds per-tag blocks to wuauc")
+    ev.add_argument("--weight", metavar="COL", help="sample weight column (auc)")
+    ev.add_argument("--left-label", metavar="COL", help="pairwise left label (default left_label)")
+    ev.add_argument("--right-label", metavar="COL",
+                    help="pairwise right label (default right_label)")
+    ev.add_argument("--pn-ties", choices=TIE_MODES, help="how pn counts tied pairs "
+                    "(default negative)")
+    ev.add_argument("--table-size", type=_positive_int, metavar="N",
+                    help="auc histogram buckets (default 1000000)")
+    ev.add_argument("--soft-labels", action="store_true", default=None,
+                    help="auc: accept labels anywhere in [0, 1]")
+    ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
+    ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
+    ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
+    ev.add_argument("--progress", action="store_true",
+                    help="print progress on stderr (default: only when it is a terminal)")
+    demo = commands.add_parser(
+        "demo", help="the main job on built-in synthetic data",
+        description="Write synthetic prediction files like a training run's dumps and "
+        "evaluate every metric kind over them.",
+    )
+    demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
+    demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mpieval`` console script; returns the exit status."""
+    comm = Comm()
+    _quiet_warnings(comm)
+    try:
+        with _only_rank_zero_speaks(comm):
+            args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, or a usage error: the same on every rank
+        return int(done.code or 0)
+    try:
+        if args.command == "demo":
+            from mpieval import demo
+
+            return demo.run(comm, rows=args.rows, json_path=args.json)
+        return run_eval(args, comm)
+    except InputError as error:  # collective: every rank holds the same error
+        if comm.rank == 0:
+            print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
+        return 2
+    except Exception:
+        traceback.print_exc()
+        abort(1)
+        return 1  # pragma: no cover - abort does not return
+
+
+@contextlib.contextmanager
+def _only_rank_zero_speaks(comm: Comm) -> Iterator[None]:
+    if comm.rank == 0:
+        yield
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
+            contextlib.redirect_stderr(sink):
+        yield
+
+
+def _quiet_warnings(comm: Comm) -> None:
+    """Warnings as one ``mpieval: warning: ...`` line on stderr."""
+
+    def show(message: Any, category: Any, filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        print(f"mpieval: warning: {message}", file=file or sys.stderr, flush=True)
+
+    warnings.showwarning = show
+
+
+# -- eval ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every rank needs to evaluate: planned on rank 0, then shared."""
+
+    specs: list[MetricSpec]
+    files: list[split.InputFile]
+    pieces: list[list[split.Piece]]  # per rank
+    types: dict[str, str]  # column -> float / int / string (text files)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(file.weight for file in self.files)
+
+
+def run_eval(args: argparse.Namespace, comm: Comm) -> int:
+    """``mpieval eval``: every rank runs it; returns the exit status."""
+    job, error = None, None
+    if comm.rank == 0:
+        try:
+            job = prepare(args, comm.size)
+        except InputError as caught:
+            error = caught
+    comm.agree(error)
+    job = comm.allgather(job)[0]
+    results = evaluate(job, comm, progress=args.progress or (comm.rank == 0 and _tty()))
+    error = None
+    if comm.rank == 0:
+        print_results(job.specs, results)
+        if args.json:
+            try:
+                write_json(args.json, Evaluator.to_dict(results))
+            except OSError as caught:
+                error = InputError("--json", f"cannot write {args.json}: {caught}")
+    comm.agree(error)
+    return 0
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
+def prepare(args: argparse.Namespace, ranks: int) -> Job:
+    """Check the options and files, and plan the reads (rank 0)."""
+    if args.config is not None:
+        given = [flag for dest, flag in _METRIC_FLAGS.items() if getattr(args, dest) is not None]
+        if given:
+            raise InputError(given[0], "cannot be used with --config (say it in the config)")
+        specs = load_config(args.config)
+    else:
+        specs = specs_from_flags(
+            args.metrics or "auc",
+            columns={
+                "pred": args.pred, "label": args.label, "uid": args.uid, "tag": args.tag,
+                "weight": args.weight, "left_label": args.left_label,
+                "right_label": args.right_label,
+            },
+            options={"table_size": args.table_size, "soft_labels": args.soft_labels,
+                     "ties": args.pn_ties},
+            prefix=args.name,
+        )
+    for spec in specs:
+        kind_named(spec.kind).load()  # a kind missing from this build fails here
+    types = column_types(specs)
+    uses: dict[str, str] = {}
+    for spec in specs:
+        for column, use in spec.column_uses().items():
+            uses.setdefault(column, use)
+    if args.json:
+        check_writable(args.json)
+    return Job(specs=specs, files=(files := inspect_files(args.files, args.format, uses)),
+               pieces=split.plan(files, ranks), types=types)
+
+
+def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
+                  ) -> list[split.InputFile]:
+    """Every file inspected and checked for the columns in ``uses``; no file twice."""
+    seen: dict[str, str] = {}
+    files = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise DataError(path, f"is given twice (also as {seen[real]}): its rows "
+                            "would count twice")
+        seen[real] = path
+        file = readers.inspect(path, readers.file_format(path, forced))
+        readers.check_columns(file, uses)
+        files.append(file)
+    return files
+
+
+def check_writable(path: str) -> None:
+    """The directory of ``path`` exists and is writable (checked before reading)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError("--json", f"cannot write {path}: no directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise InputError("--json", f"cannot write {path}: {directory} is not writable")
+
+
+class Task:
+    """One named metric fed from batches: which rows count, which columns go where."""
+
+    def __init__(self, spec: MetricSpec, kind: Kind, metric: Metric) -> None:
+        self.spec = spec
+        self.kind = kind
+        self.metric = metric
+
+    def rows(self, batch: Batch) -> np.ndarray | None:
+        """The rows of ``batch`` that count (mask non-zero, filters equal), or None: all."""
+        keep = None
+        if self.spec.mask is not None:
+            mask = batch.numbers(self.spec.mask)
+            finite = np.isfinite(mask) if mask.dtype.kind == "f" else None
+            if finite is not None and not finite.all():
+                row = int(np.flatnonzero(~finite)[0])
+                raise DataError(batch.where(row), f"mask value {mask[row]!r} is not finite",
+                                self.spec.mask)
+            keep = mask != 0
+        for column, value in self.spec.filters.items():
+            try:
+                equal = batch.equals(column, value)
+            except TypeError as error:
+                raise DataError(batch.path, str(error), column) from None
+            keep = equal if keep is None else keep & equal
+        return keep
+
+    def feed(self, batch: Batch) -> None:
+        """Update the metric with the rows of ``batch`` that count (local)."""
+        keep = self.rows(batch)
+        if keep is not None and not keep.any():
+            return
+        values = {}
+        for arg, column in self.spec.columns.items():
+            array = batch.keys(column) if arg in self.kind.keys else batch.numbers(column)
+            values[arg] = array if keep is None else array[keep]
+        try:
+            self.metric.update(**values)
+        except InputError as error:
+            raise self._located(error, batch, keep) from None
+
+    def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
+        column = self.spec.columns.get(error.field, error.field)
+        problem = error.problem.replace("pass soft_labels=True", "pass --soft-labels")
+        if error.first_index is None:
+            return DataError(batch.path, problem, column)
+        row = error.first_index if keep is None else int(np.flatnonzero(keep)[error.first_index])
+        if error.value is not None:
+            problem = f"value {error.value!r} {problem}"
+        return DataError(batch.where(row), problem, column)
+
+
+def evaluate(job: Job, comm: Comm, *, progress: bool = False) -> dict[str, Result]:
+    """Collective: read this rank's pieces in lockstep with the others, then compute."""
+    error: InputError | None = None
+    evaluator = None
+    try:
+        metrics = {
+            spec.name: kind_named(spec.kind).build(spec.options, comm) for spec in job.specs
+        }
+        evaluator = Evaluator(metrics, comm)
+    except InputError as caught:
+        error = caught
+    comm.agree(error)
+    assert evaluator is not None
+    tasks = [Task(spec, kind_named(spec.kind), evaluator[spec.name]) for spec in job.specs]
+    batches = _batches(job, comm.rank)
+    meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
+    rows = bytes_done = 0
+    while True:
+        error, active = None, False
+        try:
+            batch = next(batches, None)
+            if batch is not None:
+                active = True
+                for task in tasks:
+                    task.feed(batch)
+                rows += batch.rows
+                bytes_done += batch.bytes
+        except InputError as caught:
+            error = caught
+        # One small Allreduce per batch: a failure anywhere, whether anyone still reads,
+        # and the progress counters.
+        totals = comm.sum(np.array([error is not None, active, rows, bytes_done], np.float64))
+        if totals[0]:
+            comm.agree(error)
+        if meter is not None:
+            meter.show(int(totals[2]), int(totals[3]), final=not totals[1])
+        if not totals[1]:
+            break
+    return evaluator.compute()
+
+
+def _batches(job: Job, rank: int) -> Iterator[Batch]:
+    for piece in job.pieces[rank]:
+        yield from readers.read_piece(job.files[piece.file], piece, job.types)
+
+
+class Progress:
+    """Rows read over all ranks, rows/s and bytes done, on stderr (rank 0)."""
+
+    def __init__(self, total_bytes: int, stream: TextIO | None = None) -> None:
+        self.total_bytes = total_bytes
+        self.stream = stream or sys.stderr
+        self.start = self.last = time.monotonic()
+        self.tty = self.stream.isatty()
+
+    def show(self, rows: int, bytes_done: int, *, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < (0.5 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        share = 100.0 * bytes_done / self.total_bytes if self.total_bytes else 100.0
+        text = (f"mpieval: {rows:,} rows, {rows / elapsed:,.0f} rows/s, "
+                f"{bytes_done / 1e6:,.1f} of {self.total_bytes / 1e6:,.1f} MB ({share:.0f}%)")
+        end = "\n" if final or not self.tty else ""
+        print(("\r" if self.tty else "") + text, end=end, file=self.stream, flush=True)
+
+
+def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
+                  stream: TextIO | None = None) -> None:
+    """The Abacus log lines, one per metric (per tag for wuauc), on stdout."""
+    out = stream or sys.stdout
+    for spec in specs:
+        for line in results[spec.name].to_log_line(spec.log_prefix).splitlines():
+            print(line, file=out)
+    out.flush()
+
+
+def write_json(path: str, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file beside it, then a rename."""
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w") as out:
+            json.dump(data, out, indent=2, allow_nan=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

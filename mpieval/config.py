@@ -1,0 +1,203 @@
+"""Which metrics to compute, from ``--metrics`` and the column flags or a TOML file.
+
+A config file is data, read with ``tomllib`` and never executed::
+
+    [metrics.ctr]              # the name: log-line prefix and JSON key
+    kind = "auc"
+    pred = "ctr_pred"          # columns, one per input of the kind
+    label = "click"
+    mask = "is_eval"           # optional: a row counts when this column is non-zero
+    filters = { cmatch = 222, rank = 1 }   # optional: equality on other columns
+    table_size = 1000000       # options of the kind: table_size, soft_labels, ties
+
+Inputs per kind: ``auc`` pred, label, weight (optional); ``wuauc`` uid, pred, label,
+tag (optional); ``pn`` uid, pred, label; ``pairwise`` left_label, right_label. An
+input left out reads the column of the same name (optional ones are then absent).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpieval.errors import InputError
+from mpieval.kinds import DEFAULT_COLUMNS, Kind, kind_named
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FilterValue = int | float | str
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One named metric: its kind, the columns it reads, which rows count, its options."""
+
+    name: str  # JSON key
+    kind: str
+    columns: Mapping[str, str]  # update() argument -> column
+    prefix: str = ""  # log-line prefix; the name when empty
+    mask: str | None = None
+    filters: Mapping[str, FilterValue] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def log_prefix(self) -> str:
+        return self.prefix or self.name
+
+    def column_uses(self) -> dict[str, str]:
+        """Every column this metric reads -> what for (for error messages)."""
+        uses = {column: f"{arg} of {self.name}" for arg, column in self.columns.items()}
+        if self.mask is not None:
+            uses.setdefault(self.mask, f"mask of {self.name}")
+        for column in self.filters:
+            uses.setdefault(column, f"filter of {self.name}")
+        return uses
+
+
+def _columns(kind: Kind, given: Mapping[str, str | None]) -> dict[str, str]:
+    """Columns of the kind's inputs: given, else the default column, else absent if optional."""
+    columns = {}
+    for arg in kind.inputs:
+        column = given.get(arg) or DEFAULT_COLUMNS.get(arg)
+        if column is None:
+            if arg not in kind.optional:  # pragma: no cover - every required input has a default
+                raise InputError(arg, f"a column is needed for kind {kind.name}")
+            continue
+        columns[arg] = column
+    return columns
+
+
+def specs_from_flags(
+    kinds: str, columns: Mapping[str, str | None], options: Mapping[str, Any], prefix: str | None
+) -> list[MetricSpec]:
+    """The metrics of ``--metrics auc,wuauc`` with the column flags and option flags.
+
+    Each metric is named after its kind; ``prefix`` (``--name``) replaces the kind in
+    the log lines only. Options apply to the kinds that have them.
+    """
+    names = [k.strip() for k in kinds.split(",")]
+    if any(not k for k in names):
+        raise InputError("--metrics", f"empty kind in {kinds!r}")
+    seen = set()
+    specs = []
+    for name in names:
+        if name in seen:
+            raise InputError("--metrics", f"kind {name!r} is listed twice")
+        seen.add(name)
+        kind = kind_named(name)
+        chosen = {k: v for k, v in options.items() if k in kind.options and v is not None}
+        specs.append(MetricSpec(
+            name=name, kind=name, columns=_columns(kind, columns), prefix=prefix or "",
+            options=kind.check_options(chosen),
+        ))
+    return specs
+
+
+_SPEC_KEYS = {"kind", "mask", "filters"}
+
+
+def load_config(path: str) -> list[MetricSpec]:
+    """The metrics of a TOML config file, in file order."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise InputError(path, f"cannot read the config: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(path, f"not valid TOML: {error}") from None
+    return specs_from_config(data, path)
+
+
+def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[MetricSpec]:
+    """The metrics of a parsed config (see the module docstring for the layout)."""
+    extra = set(data) - {"metrics"}
+    if extra:
+        raise InputError(source, f"unknown top-level key {sorted(extra)[0]!r} "
+                         "(a config holds [metrics.NAME] tables)")
+    metrics = data.get("metrics")
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise InputError(source, "no metrics: add at least one [metrics.NAME] table")
+    specs = []
+    for name, table in metrics.items():
+        where = f"{source}: metric {name!r}"
+        if not isinstance(table, Mapping):
+            raise InputError(where, "must be a table ([metrics.NAME])")
+        try:
+            specs.append(_spec(name, table))
+        except InputError as error:
+            raise InputError(where, str(error)) from None
+    return specs
+
+
+def _spec(name: str, table: Mapping[str, Any]) -> MetricSpec:
+    if "kind" not in table:
+        raise InputError("kind", "missing (one of auc, wuauc, pn, pairwise)")
+    kind = kind_named(table["kind"]) if isinstance(table["kind"], str) else None
+    if kind is None:
+        raise InputError("kind", f"must be a string, got {table['kind']!r}")
+    allowed = _SPEC_KEYS | set(kind.inputs) | set(kind.options)
+    for key in table:
+        if key not in allowed:
+            raise InputError(key, f"is not a key of kind {kind.name} "
+                             f"(allowed: {', '.join(sorted(allowed))})")
+    given = {arg: table[arg] for arg in kind.inputs if arg in table}
+    for arg, column in given.items():
+        _check_column_name(arg, column)
+    mask = table.get("mask")
+    if mask is not None:
+        _check_column_name("mask", mask)
+    filters = table.get("filters", {})
+    if not isinstance(filters, Mapping):
+        raise InputError("filters", "must be a table of column = value")
+    for column, value in filters.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise InputError(f"filters.{column}",
+                             f"must be a number or a string, got {value!r}")
+    options = kind.check_options({k: v for k, v in table.items() if k in kind.options})
+    return MetricSpec(
+        name=name, kind=kind.name, columns=_columns(kind, given), mask=mask,
+        filters=dict(filters), options=options,
+    )
+
+
+def _check_column_name(key: str, column: Any) -> None:
+    if not isinstance(column, str) or not column:
+        raise InputError(key, f"must be a column name (a non-empty string), got {column!r}")
+
+
+def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
+    """How each column is read for text files: ``float``, ``int`` or ``string``.
+
+    Numeric inputs and masks are floats; ids (uid, tag) are strings; a filtered
+    column takes its filter values' type (int and float together make float). A
+    column wanted both as text and as a number is an error.
+    """
+    wanted: dict[str, set[str]] = {}
+    users: dict[str, list[str]] = {}
+    for spec in specs:
+        kind = kind_named(spec.kind)
+        for arg, column in spec.columns.items():
+            wanted.setdefault(column, set()).add("string" if arg in kind.keys else "float")
+            users.setdefault(column, []).append(f"{arg} of {spec.name}")
+        if spec.mask is not None:
+            wanted.setdefault(spec.mask, set()).add("float")
+            users.setdefault(spec.mask, []).append(f"mask of {spec.name}")
+        for column, value in spec.filters.items():
+            wanted.setdefault(column, set()).add(
+                "string" if isinstance(value, str) else "int" if isinstance(value, int) else "float"
+            )
+            users.setdefault(column, []).append(f"filter of {spec.name}")
+    types = {}
+    for column, kinds in wanted.items():
+        if "string" in kinds and len(kinds) > 1:
+            raise InputError(
+                f"column {column}", "is read both as text and as a number "
+                f"({', '.join(users[column])}); quote a filter value to compare text"
+            )
+        types[column] = "string" if "string" in kinds else "float" if "float" in kinds else "int"
+    return types

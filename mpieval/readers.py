@@ -1,0 +1,442 @@
+"""Reading prediction files in record batches: TSV/CSV (plain or gzip) and Parquet.
+
+All parsing is pyarrow's: ``pyarrow.csv.open_csv`` streams a text file block by block
+(``block_size`` bytes, default 1 MiB) and ``ParquetFile.iter_batches`` streams row
+groups, so memory stays bounded by a few blocks whatever the file size.
+
+Threads: every read uses ``use_threads=False``, alone or under ``mpiexec``: a rank is
+one thread, and more cores are used by running more ranks (``mpiexec -n N``), which is
+what clusters expect. pyarrow's streaming CSV reader gains nothing from its thread pool
+anyway, and a single-threaded read reports the row of a bad value.
+
+Nothing is coerced: no value is treated as missing (``null_values=[]``), an empty
+line is an error, and every failure becomes a :class:`DataError` whose message names
+the file, the line (1-based, the header is line 1; a Parquet file gives the row) and
+the column: ``part-3.tsv:1042: column pred: 'abc' is not a number``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from mpieval.errors import InputError
+from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
+
+DEFAULT_BLOCK_BYTES = 1 << 20
+PARQUET_BATCH_ROWS = 1 << 16
+
+# What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
+# (a filter on whole numbers); "string": UTF-8 text (ids, tags, text filters).
+COLUMN_TYPES: dict[str, pa.DataType] = {
+    "float": pa.float64(),
+    "int": pa.int64(),
+    "string": pa.string(),
+}
+_TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 text"}
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+class DataError(InputError):
+    """Bad input data or a bad file, located: ``WHERE: column COL: PROBLEM``.
+
+    ``where`` is ``path:line`` for text, ``path: row N`` for Parquet, or the path.
+    """
+
+    def __init__(self, where: str, problem: str, column: str | None = None) -> None:
+        self.where = where
+        self.column = column
+        super().__init__(where if column is None else f"{where}: column {column}", problem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return DataError, (self.where, self.problem, self.column)
+
+
+# -- what a file is ------------------------------------------------------------------
+
+
+def file_format(path: str, forced: str | None = None) -> str:
+    """``tsv``, ``csv`` or ``parquet``: ``forced``, or from the name (``.gz`` ignored)."""
+    if forced is not None:
+        return forced
+    name = path[:-3] if path.endswith(".gz") else path
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix not in _SUFFIXES:
+        raise DataError(path, "cannot tell the format from the file name "
+                        "(.tsv, .csv, .parquet, optionally .gz); pass --format")
+    return _SUFFIXES[suffix]
+
+
+def inspect(path: str, format: str) -> InputFile:
+    """The planner's view of a file: size, header columns, data start or row groups."""
+    try:
+        size = os.stat(path).st_size
+        if not os.path.isfile(path):
+            raise DataError(path, "not a regular file")
+        if size == 0:
+            raise DataError(f"{path}:1", "empty file (no header line)")
+        with open(path, "rb") as handle:
+            gzipped = handle.read(2) == _GZIP_MAGIC
+        if format == "parquet":
+            return _inspect_parquet(path, size)
+        return _inspect_text(path, format, size, gzipped)
+    except OSError as error:
+        raise DataError(path, f"cannot read: {error.strerror or error}") from None
+
+
+def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile:
+    if gzipped:
+        import gzip
+
+        with gzip.open(path, "rb") as handle:
+            try:
+                header = handle.readline()
+            except (OSError, EOFError) as error:
+                raise DataError(path, f"cannot read: bad gzip data ({error})") from None
+    else:
+        with open(path, "rb") as handle:
+            header = handle.readline()
+    if not header.strip(b"\r\n"):
+        raise DataError(f"{path}:1", "empty header line")
+    try:
+        text = header.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise DataError(f"{path}:1", "the header is not UTF-8 text") from None
+    if format == "tsv":
+        names = text.split("\t")
+    else:
+        names = next(csv.reader([text]))
+    return InputFile(
+        path=path,
+        format=format,
+        size=size,
+        columns=tuple(names),
+        gzip=gzipped,
+        data_start=0 if gzipped else len(header),
+    )
+
+
+def _inspect_parquet(path: str, size: int) -> InputFile:
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (pa.ArrowException, OSError) as error:
+        raise DataError(path, f"not a readable Parquet file ({error})") from None
+    groups = tuple(
+        (meta.row_group(i).num_rows, meta.row_group(i).total_byte_size)
+        for i in range(meta.num_row_groups)
+    )
+    return InputFile(
+        path=path, format="parquet", size=size, columns=tuple(meta.schema.names), row_groups=groups
+    )
+
+
+def check_columns(file: InputFile, wanted: Mapping[str, str]) -> None:
+    """Every wanted column is in the file's header, once. ``wanted``: column -> use."""
+    where = file.path if file.format == "parquet" else f"{file.path}:1"
+    for column, use in wanted.items():
+        found = file.columns.count(column)
+        if found == 0:
+            listing = ", ".join(file.columns) if len(file.columns) <= 20 else (
+                ", ".join(file.columns[:20]) + ", ...")
+            raise DataError(where, f"not in the header ({use}); the file has: {listing}", column)
+        if found > 1:
+            raise DataError(where, f"appears {found} times in the header", column)
+
+
+# -- batches ---------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """Rows of one piece: pyarrow arrays by column name, and where they came from."""
+
+    path: str
+    columns: dict[str, pa.Array]
+    rows: int
+    bytes: int  # bytes of the file consumed with this batch (for progress)
+    _locate: Any = field(repr=False)  # row of the batch -> "path:line"
+    _numbers: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def where(self, row: int) -> str:
+        """``path:line`` (or ``path: row N``) of a row of this batch."""
+        return self._locate(row)
+
+    def numbers(self, column: str) -> np.ndarray:
+        """The column as a numpy array (no copy for numeric columns)."""
+        array = self._numbers.get(column)
+        if array is None:
+            array = self.columns[column].to_numpy(zero_copy_only=False)
+            self._numbers[column] = array
+        return array
+
+    def keys(self, column: str) -> np.ndarray:
+        """An id column (uid, tag) as numpy: integers stay integers, text becomes a
+        fixed-width bytes array (``S``), the form :mod:`mpieval.users` hashes fastest."""
+        array = self._numbers.get(column)
+        if array is None:
+            values = self.columns[column]
+            if pa.types.is_integer(values.type):
+                array = values.to_numpy(zero_copy_only=False)
+            else:
+                array = fixed_width_bytes(values)
+            self._numbers[column] = array
+        return array
+
+    def equals(self, column: str, value: int | float | str) -> np.ndarray:
+        """Which rows hold ``value`` in ``column`` (a TypeError if they cannot be compared)."""
+        array = self.columns[column]
+        try:
+            return pc.equal(array, pa.scalar(value)).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+            raise TypeError(
+                f"cannot compare its {array.type} values with the filter value {value!r}"
+            ) from None
+
+
+def read_piece(
+    file: InputFile,
+    piece: Piece,
+    types: Mapping[str, str],
+    *,
+    block_size: int = DEFAULT_BLOCK_BYTES,
+) -> Iterator[Batch]:
+    """The batches of a piece, with the columns ``types`` names (column -> kind of type)."""
+    try:
+        if file.format == "parquet":
+            yield from _parquet_batches(file, piece, types)
+        else:
+            yield from _text_batches(file, piece, types, block_size)
+    except OSError as error:
+        raise DataError(file.path, f"cannot read: {error.strerror or error}") from None
+
+
+def fixed_width_bytes(array: pa.Array) -> np.ndarray:
+    """A pyarrow string array as a numpy ``S`` array (shorter values padded with zeros).
+
+    One scatter of the value bytes into an ``n x width`` block: no Python object per row.
+    """
+    if pa.types.is_large_string(array.type):
+        offset_type: Any = np.int64
+    elif pa.types.is_string(array.type):
+        offset_type = np.int32
+    else:
+        raise TypeError(f"not a string array: {array.type}")
+    n = len(array)
+    _, offset_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=n + 1,
+                            offset=array.offset * np.dtype(offset_type).itemsize)
+    lengths = np.diff(offsets)
+    width = max(int(lengths.max()) if n else 0, 1)
+    block = np.zeros(n * width, dtype=np.uint8)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last > first:
+        data = np.frombuffer(data_buffer, dtype=np.uint8, count=last - first, offset=first)
+        row_starts = np.arange(n, dtype=np.int64) * width - (offsets[:-1] - first)
+        block[np.arange(last - first, dtype=np.int64) + np.repeat(row_starts, lengths)] = data
+    return block.view(f"S{width}")
+
+
+class _CountingReader(io.RawIOBase):
+    """A byte range of a file, counting the bytes handed out."""
+
+    def __init__(self, handle: BinaryIO, length: int | None) -> None:
+        self._handle = handle
+        self._left = length
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer)
+        if self._left is not None:
+            view = view[: self._left]
+        got = self._handle.readinto(view) or 0
+        if self._left is not None:
+            self._left -= got
+        self.consumed += got
+        return got
+
+
+def _text_batches(
+    file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
+) -> Iterator[Batch]:
+    with open(file.path, "rb", buffering=0) as handle:
+        if file.gzip:
+            start = 0
+            source = _CountingReader(handle, None)
+            stream: Any = pa.CompressedInputStream(pa.PythonFile(source, mode="r"), "gzip")
+        else:
+            start = line_start_at(handle, piece.start, file.data_start, file.size)
+            stop = line_start_at(handle, piece.stop, file.data_start, file.size)
+            if stop <= start:
+                return
+            handle.seek(start)
+            source = _CountingReader(handle, stop - start)
+            stream = pa.PythonFile(source, mode="r")
+        lines_before: list[int] = []  # filled on the first error only
+
+        def line_of_stream_row(row: int) -> int:
+            """1-based line of the ``row``-th (1-based) line of the stream."""
+            if file.gzip:
+                return row  # the stream holds the header: its row numbers are lines
+            if not lines_before:
+                with open(file.path, "rb") as again:
+                    lines_before.append(count_lines_before(again, start))
+            return lines_before[0] + row
+
+        reader = _open_text(file, stream, types, block_size, line_of_stream_row)
+        done_rows, done_bytes = 0, 0
+        while True:
+            try:
+                record_batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowException as error:
+                raise _text_error(file, error, line_of_stream_row) from None
+            offset = done_rows + (1 if file.gzip else 0)
+            done_rows += record_batch.num_rows
+            yield Batch(
+                path=file.path,
+                columns=_columns_of(record_batch),
+                rows=record_batch.num_rows,
+                bytes=source.consumed - done_bytes,
+                _locate=lambda row, offset=offset: f"{file.path}:"
+                f"{line_of_stream_row(offset + row + 1)}",
+            )
+            done_bytes = source.consumed
+
+
+def _columns_of(record_batch: pa.RecordBatch) -> dict[str, pa.Array]:
+    return {name: record_batch.column(name) for name in record_batch.schema.names}
+
+
+def _open_text(
+    file: InputFile, stream: Any, types: Mapping[str, str], block_size: int, line_of: Any
+) -> pacsv.CSVStreamingReader:
+    read_options = pacsv.ReadOptions(
+        use_threads=False,
+        block_size=block_size,
+        # Uncompressed pieces start past the header; gzip streams start with it.
+        column_names=None if file.gzip else list(file.columns),
+    )
+    parse_options = pacsv.ParseOptions(
+        delimiter="\t" if file.format == "tsv" else ",",
+        quote_char=False if file.format == "tsv" else '"',
+        newlines_in_values=False,
+        ignore_empty_lines=False,
+    )
+    convert_options = pacsv.ConvertOptions(
+        column_types={column: COLUMN_TYPES[kind] for column, kind in types.items()},
+        include_columns=list(types),
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    try:
+        return pacsv.open_csv(
+            stream,
+            read_options=read_options,
+            parse_options=parse_options,
+            convert_options=convert_options,
+        )
+    except pa.ArrowException as error:
+        raise _text_error(file, error, line_of) from None
+
+
+_ROW = re.compile(r"Row #(\d+): ")
+_CONVERSION = re.compile(r"In CSV column #(\d+): (?:Row #(\d+): )?CSV conversion error to (\w+): "
+                         r"invalid value '(.*)'$", re.S)
+_COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
+
+
+def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> DataError:
+    """A pyarrow parse or conversion error as ``path:line: column C: problem``."""
+    message = str(error)
+    row = _ROW.search(message)
+    where = file.path if row is None else f"{file.path}:{line_of(int(row.group(1)))}"
+    conversion = _CONVERSION.search(message)
+    if conversion is not None:
+        column = file.columns[int(conversion.group(1))]
+        value = conversion.group(4)
+        target = {"double": "float", "int64": "int"}.get(conversion.group(3), "string")
+        if value == "":
+            return DataError(where, f"empty value where {_TYPE_WORDS[target]} is expected",
+                             column)
+        return DataError(where, f"{value!r} is not {_TYPE_WORDS[target]}", column)
+    counts = _COLUMN_COUNT.search(message)
+    if counts is not None:
+        expected, got = int(counts.group(1)), int(counts.group(2))
+        if got < expected:
+            return DataError(where, f"missing: the line has {got} of the {expected} columns "
+                             "of the header (ragged row)", file.columns[got])
+        return DataError(where, f"the line has {got} columns, the header {expected} "
+                         "(ragged row)")
+    if "UTF8" in message or "UTF-8" in message:
+        return DataError(where, "invalid UTF-8 text")
+    return DataError(where, message.removeprefix("CSV parse error: "))
+
+
+def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) -> Iterator[Batch]:
+    try:
+        parquet = pq.ParquetFile(file.path)
+    except pa.ArrowException as error:
+        raise DataError(file.path, f"not a readable Parquet file ({error})") from None
+    first_row = sum(rows for rows, _ in file.row_groups[: piece.start])
+    for group in range(piece.start, piece.stop):
+        rows_in_group, bytes_in_group = file.row_groups[group]
+        batches = parquet.iter_batches(
+            batch_size=PARQUET_BATCH_ROWS, row_groups=[group], columns=list(types),
+            use_threads=False,
+        )
+        done = 0
+        while True:
+            try:
+                record_batch = next(batches)
+            except StopIteration:
+                break
+            except pa.ArrowException as error:
+                raise DataError(file.path, f"cannot read row group {group}: {error}") from None
+            columns = _columns_of(record_batch)
+            offset = first_row + done
+            for column, kind in types.items():
+                _check_parquet_column(file, column, kind, columns[column], offset)
+            done += record_batch.num_rows
+            yield Batch(
+                path=file.path,
+                columns=columns,
+                rows=record_batch.num_rows,
+                bytes=(bytes_in_group * record_batch.num_rows) // max(rows_in_group, 1),
+                _locate=lambda row, offset=offset: f"{file.path}: row {offset + row + 1}",
+            )
+        first_row += rows_in_group
+
+
+def _check_parquet_column(file: InputFile, column: str, kind: str, array: pa.Array,
+                          offset: int) -> None:
+    """No nulls, and a type that fits what the column is read as."""
+    if array.null_count:
+        first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataError(f"{file.path}: row {offset + first + 1}", "null value", column)
+    kind_ok = {
+        "float": pa.types.is_integer(array.type) or pa.types.is_floating(array.type)
+        or pa.types.is_boolean(array.type),
+        "int": pa.types.is_integer(array.type),
+        "string": pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+        or pa.types.is_integer(array.type),
+    }[kind]
+    if not kind_ok:
+        raise DataError(file.path, f"has type {array.type}, not {_TYPE_WORDS[kind]}", column)
