@@ -1,0 +1,295 @@
+"""Readers and the work split: every row read exactly once for any number of ranks, and
+every bad value located by file, line and column."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mpieval import readers, split
+from mpieval.readers import DataError
+
+TYPES = {"id": "int", "pred": "float"}
+
+
+def write_text(path: str, ids: list[int], *, sep: str = "\t", newline: str = "\n",
+               final_newline: bool = True, pad: list[int] | None = None) -> None:
+    """A text file with columns id, pred, note; ``pad`` makes rows of uneven length."""
+    lines = [sep.join(["id", "pred", "note"])]
+    for k, i in enumerate(ids):
+        note = "x" * (pad[k] if pad else i % 7)
+        lines.append(sep.join([str(i), f"{(i % 1000) / 1000:.3f}", note]))
+    text = newline.join(lines) + (newline if final_newline else "")
+    data = text.encode()
+    if path.endswith(".gz"):
+        data = gzip.compress(data)
+    with open(path, "wb") as out:
+        out.write(data)
+
+
+def write_parquet(path: str, ids: list[int], row_group_size: int) -> None:
+    table = pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "pred": pa.array([(i % 1000) / 1000 for i in ids], pa.float64()),
+        "note": pa.array(["x" * (i % 7) for i in ids]),
+    })
+    pq.write_table(table, path, row_group_size=max(row_group_size, 1))
+
+
+def inspect(path: str) -> split.InputFile:
+    return readers.inspect(path, readers.file_format(path))
+
+
+def read_all(files: list[split.InputFile], ranks: int, block_size: int = 1 << 20
+             ) -> list[list[int]]:
+    """The ids each rank reads."""
+    plan = split.plan(files, ranks)
+    seen = []
+    for pieces in plan:
+        ids: list[int] = []
+        for piece in pieces:
+            for batch in readers.read_piece(files[piece.file], piece, TYPES,
+                                            block_size=block_size):
+                ids.extend(batch.numbers("id").tolist())
+        seen.append(ids)
+    return seen
+
+
+@st.composite
+def file_sets(draw: st.DrawFn) -> list[tuple[str, int, dict]]:
+    """(format, rows, options) of 1 to 4 files."""
+    specs = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["tsv", "csv", "tsv.gz", "parquet"]))
+        rows = draw(st.integers(0, 300))
+        options = {
+            "crlf": draw(st.booleans()),
+            "final_newline": draw(st.booleans()),
+            "row_group": draw(st.integers(1, 80)),
+        }
+        specs.append((kind, rows, options))
+    return specs
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=file_sets(), ranks=st.integers(1, 7), block=st.sampled_from([1024, 4096, 1 << 20]))
+def test_every_row_is_read_exactly_once(tmp_path_factory, specs, ranks, block):
+    root = tmp_path_factory.mktemp("files")
+    files, expected, next_id = [], [], 0
+    for k, (kind, rows, options) in enumerate(specs):
+        ids = list(range(next_id, next_id + rows))
+        next_id += rows
+        path = str(root / f"part-{k}.{kind}")
+        if kind == "parquet":
+            write_parquet(path, ids, options["row_group"])
+        else:
+            write_text(path, ids, sep="," if kind == "csv" else "\t",
+                       newline="\r\n" if options["crlf"] else "\n",
+                       final_newline=options["final_newline"] or not ids)
+        files.append(inspect(path))
+        expected.extend(ids)
+    seen = read_all(files, ranks, block)
+    flat = [i for ids in seen for i in ids]
+    assert sorted(flat) == expected  # each row once: no loss, no duplicate
+    assert len(seen) == ranks
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_a_cut_at_any_byte_splits_the_rows_exactly(tmp_path, newline, final_newline):
+    path = str(tmp_path / "cut.tsv")
+    write_text(path, list(range(12)), newline=newline, final_newline=final_newline,
+               pad=[0, 3, 0, 0, 9, 1, 0, 2, 0, 0, 5, 0])
+    file = inspect(path)
+    for cut in range(file.size + 1):
+        halves = []
+        for start, stop in ((0, cut), (cut, file.size)):
+            piece = split.Piece(0, start, stop)
+            halves.append([i for b in readers.read_piece(file, piece, TYPES)
+                           for i in b.numbers("id").tolist()])
+        assert halves[0] + halves[1] == list(range(12)), cut
+
+
+def test_one_large_file_spreads_over_every_rank(tmp_path):
+    path = str(tmp_path / "big.tsv")
+    write_text(path, list(range(20_000)))
+    for ranks in (2, 3, 5):
+        seen = read_all([inspect(path)], ranks, block_size=4096)
+        assert all(len(ids) > 20_000 // ranks // 2 for ids in seen)
+        assert sorted(i for ids in seen for i in ids) == list(range(20_000))
+
+
+def test_plan_ignores_the_order_files_are_given_in(tmp_path):
+    paths = []
+    for k in range(4):
+        paths.append(str(tmp_path / f"p{k}.tsv"))
+        write_text(paths[-1], list(range(k * 100, k * 100 + 50 + 30 * k)))
+    files = [inspect(p) for p in paths]
+    forward = split.plan(files, 3)
+    backward = split.plan(files[::-1], 3)
+    as_paths = [[(files[p.file].path, p.start, p.stop) for p in r] for r in forward]
+    reversed_files = files[::-1]
+    as_paths_back = [[(reversed_files[p.file].path, p.start, p.stop) for p in r]
+                     for r in backward]
+    assert as_paths == as_paths_back
+
+
+def test_uncuttable_units_go_whole_to_one_rank(tmp_path):
+    gz, pqt = str(tmp_path / "a.tsv.gz"), str(tmp_path / "b.parquet")
+    write_text(gz, list(range(500)))
+    write_parquet(pqt, list(range(500, 1500)), 100)
+    files = [inspect(gz), inspect(pqt)]
+    assert files[0].gzip and not files[0].splittable
+    assert len(files[1].row_groups) == 10
+    plan = split.plan(files, 4)
+    gz_pieces = [p for r in plan for p in r if p.file == 0]
+    assert gz_pieces == [split.Piece(0, 0, 1)]
+    groups = sorted(g for r in plan for p in r if p.file == 1 for g in range(p.start, p.stop))
+    assert groups == list(range(10))
+
+
+def test_header_is_read_once_and_never_as_data(tmp_path):
+    path = str(tmp_path / "h.csv")
+    with open(path, "w") as out:
+        out.write('"id","pred",note\n1,0.5,a\n2,0.25,b\n')
+    file = inspect(path)
+    assert file.columns == ("id", "pred", "note")
+    assert file.data_start == len('"id","pred",note\n')
+    for ranks in (1, 2, 3):
+        assert sorted(i for ids in read_all([file], ranks) for i in ids) == [1, 2]
+
+
+def test_header_only_file_has_no_rows(tmp_path):
+    path = str(tmp_path / "h.tsv")
+    write_text(path, [])
+    assert read_all([inspect(path)], 2) == [[], []]
+
+
+# -- errors: file, line, column --------------------------------------------------------
+
+
+def bad_file(tmp_path, name: str, line: int, text: str, rows: int = 3000) -> str:
+    """A file of ``rows`` data rows whose line ``line`` (1-based, header = 1) is ``text``."""
+    path = str(tmp_path / name)
+    lines = ["id\tpred\tnote"] + [f"{i}\t0.5\tn" for i in range(rows)]
+    lines[line - 1] = text
+    data = ("\n".join(lines) + "\n").encode()
+    with open(path, "wb") as out:
+        out.write(gzip.compress(data) if name.endswith(".gz") else data)
+    return path
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("name", ["part-3.tsv", "part-3.tsv.gz"])
+@pytest.mark.parametrize(("text", "message"), [
+    ("7\tabc\tn", "{name}:{line}: column pred: 'abc' is not a number"),
+    ("7\t\tn", "{name}:{line}: column pred: empty value where a number is expected"),
+    ("x7\t0.5\tn", "{name}:{line}: column id: 'x7' is not an integer"),
+    ("7\t0.5", "{name}:{line}: column note: missing: the line has 2 of the 3 columns"),
+    ("7\t0.5\tn\t8", "{name}:{line}: the line has 4 columns, the header 3"),
+    ("", "{name}:{line}: column id: empty value where an integer is expected"),
+])
+def test_bad_values_are_located(tmp_path, ranks, name, text, message):
+    line = 2042
+    path = bad_file(tmp_path, name, line, text)
+    file = inspect(path)
+    with pytest.raises(DataError) as caught:
+        read_all([file], ranks, block_size=4096)
+    assert str(caught.value).startswith(message.format(name=path, line=line))
+
+
+def test_batch_rows_know_their_lines(tmp_path):
+    path = bad_file(tmp_path, "ok.tsv", 5, "4\t0.5\tn", rows=5000)
+    file = inspect(path)
+    for ranks in (1, 3):
+        for pieces in split.plan([file], ranks):
+            for piece in pieces:
+                for batch in readers.read_piece(file, piece, TYPES, block_size=2048):
+                    ids = batch.numbers("id")
+                    for row in (0, batch.rows - 1):
+                        # row i (0-based) of the data is on line i + 2
+                        assert batch.where(row) == f"{path}:{int(ids[row]) + 2}"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "{path}:1: empty file (no header line)"),
+    (b"\n1\t2\n", "{path}:1: empty header line"),
+])
+def test_empty_files(tmp_path, content, message):
+    path = str(tmp_path / "e.tsv")
+    with open(path, "wb") as out:
+        out.write(content)
+    with pytest.raises(DataError, match="^" + re.escape(message.format(path=path))):
+        inspect(path)
+
+
+def test_missing_and_unreadable_files(tmp_path):
+    with pytest.raises(DataError, match=r"nope\.tsv: cannot read: No such file"):
+        inspect(str(tmp_path / "nope.tsv"))
+    if os.geteuid() != 0:  # root reads anything
+        path = str(tmp_path / "locked.tsv")
+        write_text(path, [1])
+        os.chmod(path, 0)
+        with pytest.raises(DataError, match=r"locked\.tsv: cannot read"):
+            inspect(path)
+    with pytest.raises(DataError, match="not a regular file"):
+        readers.inspect(str(tmp_path), "tsv")
+
+
+def test_missing_column_names_the_header_line(tmp_path):
+    path = str(tmp_path / "m.tsv")
+    write_text(path, [1, 2])
+    file = inspect(path)
+    with pytest.raises(DataError, match=r"m.tsv:1: column label: not in the header"):
+        readers.check_columns(file, {"pred": "pred of auc", "label": "label of auc"})
+
+
+def test_format_from_the_name():
+    assert readers.file_format("a/b.tsv") == "tsv"
+    assert readers.file_format("b.csv.gz") == "csv"
+    assert readers.file_format("b.PARQUET") == "parquet"
+    assert readers.file_format("b.txt", "tsv") == "tsv"
+    with pytest.raises(DataError, match="pass --format"):
+        readers.file_format("b.txt")
+
+
+def test_parquet_nulls_and_types_are_errors(tmp_path):
+    path = str(tmp_path / "n.parquet")
+    pq.write_table(pa.table({"id": [1, 2, None], "pred": ["a", "b", "c"]}), path)
+    file = inspect(path)
+    piece = split.Piece(0, 0, 1)
+    with pytest.raises(DataError, match=r"n.parquet: row 3: column id: null value"):
+        list(readers.read_piece(file, piece, {"id": "int"}))
+    with pytest.raises(DataError, match=r"column pred: has type string, not a number"):
+        list(readers.read_piece(file, piece, {"pred": "float"}))
+
+
+def test_parquet_rows_know_their_numbers(tmp_path):
+    path = str(tmp_path / "r.parquet")
+    write_parquet(path, list(range(1000)), 300)
+    file = inspect(path)
+    for pieces in split.plan([file], 3):
+        for piece in pieces:
+            for batch in readers.read_piece(file, piece, TYPES):
+                ids = batch.numbers("id")
+                assert batch.where(batch.rows - 1) == f"{path}: row {int(ids[-1]) + 1}"
+
+
+def test_fixed_width_bytes_matches_python():
+    values = ["abc", "", "x", "hello world", "é", "12345678", "123456789"]
+    array = pa.array(values)
+    for start, length in ((0, 7), (1, 3), (4, 3), (2, 0)):
+        part = array.slice(start, length)
+        got = readers.fixed_width_bytes(part)
+        assert got.dtype.kind == "S"
+        assert got.tolist() == [v.encode() for v in values[start:start + length]]
+    large = readers.fixed_width_bytes(pa.array(values, pa.large_string()))
+    assert large.tolist() == [v.encode() for v in values]
