@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
     demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
+                      "and keep them (default: a temporary directory, removed)")
     return parser
 
 
@@ -112,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from mpieval import demo
 
-            return demo.run(comm, rows=args.rows, json_path=args.json)
+            return demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
         return run_eval(args, comm)
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
@@ -163,23 +165,33 @@ class Job:
 
 def run_eval(args: argparse.Namespace, comm: Comm) -> int:
     """``mpieval eval``: every rank runs it; returns the exit status."""
+    return run_job(
+        comm, lambda: plan_job(specs_from_args(args), args.files, comm.size,
+                               forced_format=args.format, json_path=args.json),
+        json_path=args.json, progress=args.progress,
+    )
+
+
+def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
+            progress: bool = False) -> int:
+    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, report."""
     job, error = None, None
     if comm.rank == 0:
         try:
-            job = prepare(args, comm.size)
+            job = make_job()
         except InputError as caught:
             error = caught
     comm.agree(error)
     job = comm.allgather(job)[0]
-    results = evaluate(job, comm, progress=args.progress or (comm.rank == 0 and _tty()))
+    results = evaluate(job, comm, progress=progress or (comm.rank == 0 and _tty()))
     error = None
     if comm.rank == 0:
         print_results(job.specs, results)
-        if args.json:
+        if json_path:
             try:
-                write_json(args.json, Evaluator.to_dict(results))
+                write_json(json_path, Evaluator.to_dict(results))
             except OSError as caught:
-                error = InputError("--json", f"cannot write {args.json}: {caught}")
+                error = InputError("--json", f"cannot write {json_path}: {caught}")
     comm.agree(error)
     return 0
 
@@ -188,25 +200,29 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
-def prepare(args: argparse.Namespace, ranks: int) -> Job:
-    """Check the options and files, and plan the reads (rank 0)."""
+def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
+    """The metrics the options ask for: ``--config``, or ``--metrics`` and its flags."""
     if args.config is not None:
         given = [flag for dest, flag in _METRIC_FLAGS.items() if getattr(args, dest) is not None]
         if given:
             raise InputError(given[0], "cannot be used with --config (say it in the config)")
-        specs = load_config(args.config)
-    else:
-        specs = specs_from_flags(
-            args.metrics or "auc",
-            columns={
-                "pred": args.pred, "label": args.label, "uid": args.uid, "tag": args.tag,
-                "weight": args.weight, "left_label": args.left_label,
-                "right_label": args.right_label,
-            },
-            options={"table_size": args.table_size, "soft_labels": args.soft_labels,
-                     "ties": args.pn_ties},
-            prefix=args.name,
-        )
+        return load_config(args.config)
+    return specs_from_flags(
+        args.metrics or "auc",
+        columns={
+            "pred": args.pred, "label": args.label, "uid": args.uid, "tag": args.tag,
+            "weight": args.weight, "left_label": args.left_label,
+            "right_label": args.right_label,
+        },
+        options={"table_size": args.table_size, "soft_labels": args.soft_labels,
+                 "ties": args.pn_ties},
+        prefix=args.name,
+    )
+
+
+def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
+             forced_format: str | None = None, json_path: str | None = None) -> Job:
+    """Check the metrics, the files and the output path, and plan the reads (rank 0)."""
     for spec in specs:
         kind_named(spec.kind).load()  # a kind missing from this build fails here
     types = column_types(specs)
@@ -214,10 +230,10 @@ def prepare(args: argparse.Namespace, ranks: int) -> Job:
     for spec in specs:
         for column, use in spec.column_uses().items():
             uses.setdefault(column, use)
-    if args.json:
-        check_writable(args.json)
-    return Job(specs=specs, files=(files := inspect_files(args.files, args.format, uses)),
-               pieces=split.plan(files, ranks), types=types)
+    if json_path:
+        check_writable(json_path)
+    files = inspect_files(paths, forced_format, uses)
+    return Job(specs=specs, files=files, pieces=split.plan(files, ranks), types=types)
 
 
 def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
