@@ -14,7 +14,9 @@ Three pieces:
 - **exchange**: :func:`gather_by_user` (collective) moves every row to the rank that owns
   its user, ``mix64(key) mod size``, with :meth:`Comm.exchange` (``Alltoall`` of counts,
   ``Alltoallv`` per typed column), and sorts each rank's rows so that every user's rows
-  are contiguous: a :class:`UserRows`.
+  are contiguous: a :class:`UserRows`. Its two steps are public too:
+  :func:`exchange_to_owners` (collective) and :func:`group_rows` (local), for a kind that
+  groups its rows another way after the exchange.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mpieval.kernels import users as kernels
 
 KEY_DTYPE = np.dtype(np.uint64)
 _EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
+_KEY, _CHECK = "\0key", "\0check"  # exchange column names no caller's column has
 
 
 class UidCollisionError(RuntimeError):
@@ -234,6 +237,18 @@ class RowBuffer:
             new[: self._length] = old[: self._length]
             self._arrays[name] = new
 
+    def widen(self, name: str, dtype: DTypeLike) -> None:
+        """Store column ``name`` as ``dtype`` from now on (a safe cast, e.g. float32 to
+        float64: the rows so far keep their values exactly)."""
+        dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtypes[name], dtype, "safe"):
+            raise TypeError(f"column {name!r}: {self.dtypes[name]} does not widen to {dtype}")
+        old = self._arrays[name]
+        new = np.empty(len(old), dtype=dtype)
+        new[: self._length] = old[: self._length]
+        self._arrays[name] = new
+        self.dtypes[name] = dtype
+
     def columns(self) -> dict[str, np.ndarray]:
         """Views of the filled rows, by column name (valid until the next append/clear)."""
         return {name: array[: self._length] for name, array in self._arrays.items()}
@@ -298,50 +313,94 @@ def gather_by_user(
 ) -> UserRows:
     """Collective: every rank's rows, moved to the rank that owns their user and grouped.
 
-    Owner of a row: ``mix64(key) mod comm.size``. Rows travel with :meth:`Comm.exchange`
-    (one ``Alltoall`` of counts, one ``Alltoallv`` per column), then are sorted by key
-    (stable), within a user by the ``within`` column if given. ``checks`` (from
-    :func:`uid_keys_checked`) travel too and must be constant within each key, else
-    :class:`UidCollisionError` on every rank. Every rank must pass the same column names
-    and dtypes (and ``checks`` on all or none). The inputs are not modified.
+    :func:`exchange_to_owners`, then :func:`group_rows` on each rank; a uid collision on
+    any rank raises :class:`UidCollisionError` on every rank. The inputs are not modified.
     """
-    local = {"__key__": np.asarray(keys, dtype=KEY_DTYPE)}
+    owned = exchange_to_owners(comm, keys, columns, checks=checks)
+    error, rows = None, None
+    try:
+        rows = group_rows(owned.keys, owned.columns, checks=owned.checks, within=within,
+                          field=field)
+    except UidCollisionError as collision:
+        error = collision
+    comm.agree(error)
+    assert rows is not None
+    return rows
+
+
+@dataclass(frozen=True)
+class OwnedRows:
+    """The rows a rank owns after :func:`exchange_to_owners`, in arrival order (by source
+    rank, then original order); ``checks`` as given (``None`` on every rank or none)."""
+
+    keys: np.ndarray
+    checks: np.ndarray | None
+    columns: dict[str, np.ndarray]
+
+
+def exchange_to_owners(
+    comm: Comm,
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+) -> OwnedRows:
+    """Collective: send every row to the rank that owns its key, ``mix64(key) mod size``.
+
+    One small ``allgather`` checks that every rank passes the same column names and
+    dtypes, then :meth:`Comm.exchange` moves the rows (``Alltoall`` of counts,
+    ``Alltoallv`` per column). With one rank the arrays come back as they are.
+    """
+    local = {_KEY: np.asarray(keys, dtype=KEY_DTYPE)}
     if checks is not None:
-        local["__check__"] = np.asarray(checks, dtype=KEY_DTYPE)
+        local[_CHECK] = np.asarray(checks, dtype=KEY_DTYPE)
     local.update({name: np.asarray(values) for name, values in columns.items()})
-    _agree_layout(comm, local, within)
+    _agree_layout(comm, local)
     if comm.size > 1:
-        received = comm.exchange(kernels.owner_of(local["__key__"], comm.size), local)
-    else:
-        received = local
-    order = _user_order(received["__key__"], None if within is None else received[within])
-    sorted_keys = received.pop("__key__")[order]
-    sorted_checks = received.pop("__check__", None)
-    sorted_checks = None if sorted_checks is None else sorted_checks[order]
-    grouped = {name: values[order] for name, values in received.items()}
-    del order
-    starts = _starts(sorted_keys)
-    if checks is not None:  # the same on every rank (the layout is agreed)
-        comm.agree(_collision(field, sorted_keys, sorted_checks))
-    return UserRows(keys=sorted_keys, columns=grouped, starts=starts)
+        local = comm.exchange(kernels.owner_of(local[_KEY], comm.size), local)
+    owned_keys = local.pop(_KEY)
+    owned_checks = local.pop(_CHECK, None)
+    return OwnedRows(keys=owned_keys, checks=owned_checks, columns=local)
 
 
-def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray], within: str | None) -> None:
+def group_rows(
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+    within: str | None = None,
+    field: str = "uid",
+) -> UserRows:
+    """Local: the rows sorted by key (stable), within a key by the ``within`` column if
+    given. ``checks`` must be constant within each key, else :class:`UidCollisionError`."""
+    if within is not None and within not in columns:
+        raise ValueError(f"group_rows: no column {within!r} to order by")
+    order = _user_order(keys, None if within is None else columns[within])
+    sorted_keys = keys[order]
+    if checks is not None:
+        collision = _collision(field, sorted_keys, checks[order])
+        if collision is not None:
+            raise collision
+    grouped = {name: values[order] for name, values in columns.items()}
+    return UserRows(keys=sorted_keys, columns=grouped, starts=_starts(sorted_keys))
+
+
+def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray]) -> None:
     """Collective: every rank has the same columns and dtypes, of one length each."""
     problem = None
     lengths = {len(v) if v.ndim == 1 else -1 for v in local.values()}
     if len(lengths) != 1 or -1 in lengths:
-        problem = "gather_by_user needs 1-D columns of one length"
-    elif within is not None and within not in local:
-        problem = f"gather_by_user: no column {within!r} to order by"
+        problem = "the key and columns must be 1-D and of one length"
     layout = tuple((name, values.dtype.str) for name, values in local.items())
     views = comm.allgather((layout, problem))
     problems = [(rank, p) for rank, (_, p) in enumerate(views) if p is not None]
     if problems:
         rank, text = problems[0]
-        raise ValueError(f"rank {rank}: {text}")
+        raise ValueError(f"exchange_to_owners: rank {rank}: {text}")
     if any(other != layout for other, _ in views):
-        raise ValueError(f"gather_by_user: ranks pass different columns: {[v for v, _ in views]}")
+        raise ValueError(
+            f"exchange_to_owners: ranks pass different columns: {[v for v, _ in views]}"
+        )
 
 
 def _user_order(keys: np.ndarray, within: np.ndarray | None) -> np.ndarray:
@@ -362,8 +421,8 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], boundaries, [n])).astype(np.int64)
 
 
-def _collision(field: str, keys: np.ndarray, checks: np.ndarray | None) -> Exception | None:
-    if checks is None or len(keys) < 2:
+def _collision(field: str, keys: np.ndarray, checks: np.ndarray) -> UidCollisionError | None:
+    if len(keys) < 2:
         return None
     clash = (keys[1:] == keys[:-1]) & (checks[1:] != checks[:-1])
     if not clash.any():

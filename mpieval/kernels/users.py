@@ -102,3 +102,114 @@ def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
     if size == 1:
         return np.zeros(len(keys), dtype=np.int64)
     return (mix64(keys) % _U64(size)).astype(np.int64)
+
+
+# -- dense codes for one value sort ------------------------------------------------------
+
+# float32 bit patterns of [0, 1] lie below 2**30 (1.0 is 0x3F800000) and order as the
+# floats do; a float64 prediction that a float32 holds exactly has this 30-bit code.
+PRED_CODE_BITS = 30
+_PRED_CODE_MASK = np.uint32(0x7FFFFFFF)  # drops the sign bit: -0.0 codes as 0.0
+_PREFILTER_BITS = 20  # bitmap over the top bits of a hash, to find a few hashes fast
+
+
+def pred_codes(pred: np.ndarray) -> np.ndarray:
+    """uint32 codes of float32 predictions in [0, 1]: equal iff the preds are equal, and
+    ordered as the preds."""
+    return pred.astype(np.float32, copy=False).view(np.uint32) & _PRED_CODE_MASK
+
+
+def user_codes(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int] | None:
+    """``(codes, users)``: a uint64 code below ``2**bits`` per row, equal for equal keys
+    and distinct for distinct keys, and the number of distinct keys; ``None`` if there are
+    more than ``2**(bits - 1)`` distinct keys.
+
+    The code is the top ``bits`` bits of ``mix64(key)``; a key whose prefix clashes with
+    a smaller hash's takes the smallest code no key has. One value sort of the hashes.
+    """
+    hashes = mix64(keys)
+    ordered = np.sort(hashes)
+    distinct = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=distinct[1:])
+    unique = ordered[distinct]
+    del ordered, distinct
+    if len(unique) > 2 ** (bits - 1):
+        return None
+    shift = _U64(64 - bits)
+    prefix = unique >> shift
+    clashing = np.flatnonzero(prefix[1:] == prefix[:-1]) + 1
+    if len(clashing) == 0:
+        hashes >>= shift
+        return hashes, len(unique)
+    moved = unique[clashing]  # sorted: the hashes that need a free code
+    used = prefix[np.r_[True, prefix[1:] != prefix[:-1]]]
+    free = _free_codes(used, len(moved))
+    top = _U64(64 - _PREFILTER_BITS)
+    suspect = np.zeros(1 << _PREFILTER_BITS, dtype=bool)
+    suspect[moved >> top] = True
+    rows = np.flatnonzero(suspect[hashes >> top])
+    slot = np.minimum(np.searchsorted(moved, hashes[rows]), len(moved) - 1)
+    hit = moved[slot] == hashes[rows]
+    hashes >>= shift
+    hashes[rows[hit]] = free[slot[hit]]
+    return hashes, len(unique)
+
+
+def _free_codes(used: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` smallest non-negative integers not in the sorted array ``used``."""
+    candidates = np.arange(count + len(used), dtype=_U64)
+    slot = np.minimum(np.searchsorted(used, candidates), len(used) - 1)
+    return candidates[used[slot] != candidates][:count]
+
+
+def count_distinct(values: np.ndarray) -> int:
+    """The number of distinct values (one value sort)."""
+    if len(values) == 0:
+        return 0
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1
+
+
+def pair_hashes(keys: np.ndarray, checks: np.ndarray) -> np.ndarray:
+    """One 64-bit hash of each (key, check) pair."""
+    mixed = mix64(checks)
+    mixed ^= keys
+    return mix64(mixed, out=mixed)
+
+
+# -- per-group AUC ---------------------------------------------------------------------
+
+
+def group_auc(
+    group_start: np.ndarray, run_start: np.ndarray, label: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, positives, twice_u)`` of each group of rows, the Mann-Whitney count with
+    ties as one half: ``AUC_g = twice_u_g / (2 P_g N_g)``.
+
+    The rows come group by group, each group's rows in pred order; ``group_start`` marks
+    the first row of each group and ``run_start`` the first row of each run of equal
+    preds (every group start included). A run with ``p`` positives and ``q`` negatives,
+    after ``b`` negatives of its group, adds ``p (2 b + q)``: each positive beats the
+    ``b`` negatives below it and ties the ``q`` beside it.
+    """
+    m = len(label)
+    negatives = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(label == 0, out=negatives[1:])
+    runs = np.flatnonzero(run_start)
+    run_end = np.append(runs[1:], m)
+    run_negatives = negatives[run_end] - negatives[runs]
+    run_positives = (run_end - runs) - run_negatives
+    groups = np.flatnonzero(group_start)
+    opens_group = group_start[runs]
+    group_of_run = np.cumsum(opens_group) - 1
+    before = negatives[runs] - negatives[groups[group_of_run]]
+    run_twice_u = run_positives * (2 * before + run_negatives)
+    twice_u = (
+        np.add.reduceat(run_twice_u, np.flatnonzero(opens_group))
+        if len(runs)
+        else np.zeros(0, dtype=np.int64)
+    )
+    group_end = np.append(groups[1:], m)
+    rows = group_end - groups
+    positives = rows - (negatives[group_end] - negatives[groups])
+    return rows, positives, twice_u
