@@ -17,6 +17,7 @@ from mpieval.metric import Evaluator, Metric, compute_all
 from mpieval.metrics.auc import AucMetric, AucResult
 from mpieval.metrics.pairwise import PairwiseMetric, PairwiseResult
 from mpieval.metrics.pn import PnMetric, PnResult
+from mpieval.metrics.wuauc import WuaucMetric, WuaucResult
 
 __all__ = [
     "AucMetric",
@@ -31,6 +32,8 @@ __all__ = [
     "PnResult",
     "RemoteError",
     "UndefinedMetricWarning",
+    "WuaucMetric",
+    "WuaucResult",
     "compute_all",
 ]
 

@@ -213,3 +213,75 @@ def group_auc(
     rows = group_end - groups
     positives = rows - (negatives[group_end] - negatives[groups])
     return rows, positives, twice_u
+
+
+# Per-block user sums, in this order (see :func:`auc_block_sums`).
+USER_SUM_FIELDS = (
+    "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
+    "auc_clicks_sum",
+)
+
+
+def auc_block_sums(
+    rows: np.ndarray,
+    positives: np.ndarray,
+    twice_u: np.ndarray,
+    block: np.ndarray | None = None,
+    n_blocks: int = 1,
+) -> np.ndarray:
+    """Sums over groups, per block (``USER_SUM_FIELDS``; shape ``(n_blocks, 7)``).
+
+    A group is valid when it has both classes; then ``AUC = twice_u / (2 P N)`` and it
+    adds 1 to ``valid_users``, its rows and clicks to ``valid_rows``/``valid_clicks``, and
+    ``AUC``, ``AUC * rows``, ``AUC * clicks`` to the three AUC sums. Every group adds 1 to
+    ``users``.
+    """
+    negatives = rows - positives
+    valid = (positives > 0) & (negatives > 0)
+    auc = np.zeros(len(rows), dtype=np.float64)
+    np.divide(twice_u, 2.0 * positives * negatives, out=auc, where=valid)
+    weights = (
+        None, valid, np.where(valid, rows, 0), np.where(valid, positives, 0), auc,
+        auc * rows, auc * positives,
+    )
+    if block is None:
+        return np.array([[len(rows) if w is None else float(np.sum(w)) for w in weights]])
+    return np.stack(
+        [np.bincount(block, weights=w, minlength=n_blocks) for w in weights], axis=1
+    )
+
+
+def changes(values: np.ndarray) -> np.ndarray:
+    """``True`` where a value differs from the one before (and at index 0)."""
+    flags = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=flags[1:])
+    return flags
+
+
+# Rows packed per step (bounds the temporaries of :func:`pack_rows`).
+PACK_ROWS = 1 << 20
+
+
+def pack_rows(
+    user_code: np.ndarray,
+    pred_code: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    tag_bits: int,
+) -> np.ndarray:
+    """One uint64 per row whose order is (user, pred, label, tag), written over
+    ``user_code``: ``user << (31 + t) | pred << (1 + t) | label << t | tag`` with
+    ``t = tag_bits`` and the 30-bit pred code of :func:`pred_codes`."""
+    packed = user_code
+    packed <<= _U64(PRED_CODE_BITS + 1 + tag_bits)
+    for start in range(0, len(packed), PACK_ROWS):
+        part = slice(start, start + PACK_ROWS)
+        field = pred_code[part].astype(_U64)
+        field <<= _U64(1 + tag_bits)
+        packed[part] |= field
+        field = label[part].astype(_U64)
+        field <<= _U64(tag_bits)
+        packed[part] |= field
+        if tag is not None:
+            packed[part] |= tag[part].astype(_U64)
+    return packed

@@ -1,0 +1,558 @@
+"""The ``wuauc`` kind: per-user AUC per tag (WUAUC, UAUC), LogLoss, CTRs, COPC, counts.
+
+Exact however the rows are split across ranks: :meth:`WuaucMetric.compute` moves every
+user's rows to the rank that owns the user (:func:`mpieval.users.exchange_to_owners`),
+each rank computes its users' AUCs with sorts and segment sums, and the per-tag sums
+join the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
+
+Per block (tag ``all``, then each tag value), over its users ``u`` (a user's AUC counts a
+tied pair as one half; a user with one class only is not valid)::
+
+    UAUC  = sum_valid AUC_u / ValidUserCount
+    WUAUC = sum_valid AUC_u * rows_u / ValidInsNum
+    click_wuauc = sum_valid AUC_u * clicks_u / valid_click_num     (GAUC, click-weighted)
+    LogLoss = -sum log(label ? p : 1 - p) / RealInsNum,  p clipped to [1e-15, 1 - 1e-15]
+    ActualCTR = clicks / RealInsNum,  PredictedCTR = sum pred / RealInsNum
+    COPC = ActualCTR / PredictedCTR
+
+Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
+else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
+detects collisions). Capacity doubles as rows arrive; untouched capacity is not resident.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mpieval import logline
+from mpieval.comm import Comm
+from mpieval.errors import InputError
+from mpieval.kernels import users as kernels
+from mpieval.metric import Metric, warn_undefined
+from mpieval.users import (
+    OwnedRows,
+    RowBuffer,
+    UidCollisionError,
+    exchange_to_owners,
+    group_keys_checked,
+    group_rows,
+    uid_keys_checked,
+)
+from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
+
+ALL = "all"
+LOGLOSS_EPSILON = 1e-15
+NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
+MAX_TAGS = int(NO_TAG) - 1
+# Rows of whole users handled per step of the per-user AUC (bounds its temporaries).
+CHUNK_ROWS = 1 << 20
+
+# Layout of one block of the summable buffer: row sums (kept by update), then user sums.
+ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
+FIELDS = ROW_SUM_FIELDS + kernels.USER_SUM_FIELDS
+F = {name: i for i, name in enumerate(FIELDS)}
+N_ROW_SUMS = len(ROW_SUM_FIELDS)
+
+
+@dataclass(frozen=True)
+class WuaucBlock:
+    """The values of one tag (``all`` or a tag value); NaN marks an undefined value."""
+
+    tag: str
+    wuauc: float
+    uauc: float
+    logloss: float
+    actual_ctr: float
+    predicted_ctr: float
+    copc: float
+    real_user_count: int
+    real_ins_num: int
+    valid_user_count: int
+    valid_ins_num: int
+    click_wuauc: float
+    valid_click_num: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "wuauc": logline.json_number(self.wuauc),
+            "uauc": logline.json_number(self.uauc),
+            "logloss": logline.json_number(self.logloss),
+            "actual_ctr": logline.json_number(self.actual_ctr),
+            "predicted_ctr": logline.json_number(self.predicted_ctr),
+            "copc": logline.json_number(self.copc),
+            "real_user_count": self.real_user_count,
+            "real_ins_num": self.real_ins_num,
+            "valid_user_count": self.valid_user_count,
+            "valid_ins_num": self.valid_ins_num,
+            "click_wuauc": logline.json_number(self.click_wuauc),
+            "valid_click_num": self.valid_click_num,
+        }
+
+    def to_log_line(self, name: str) -> str:
+        v, n = logline.value, logline.count
+        return (
+            f"{name}: Tag={self.tag} WUAUC={v(self.wuauc)} UAUC={v(self.uauc)} "
+            f"LogLoss={v(self.logloss)} ActualCTR={v(self.actual_ctr)} "
+            f"PredictedCTR={v(self.predicted_ctr)} COPC={v(self.copc)} "
+            f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)} "
+            f"ValidUserCount={n(self.valid_user_count)} ValidInsNum={n(self.valid_ins_num)}"
+        )
+
+
+@dataclass(frozen=True)
+class WuaucResult:
+    """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
+
+    blocks: tuple[WuaucBlock, ...]
+
+    @property
+    def all(self) -> WuaucBlock:
+        return self.blocks[0]
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(block.tag for block in self.blocks)
+
+    def __getitem__(self, tag: object) -> WuaucBlock:
+        for block in self.blocks:
+            if block.tag == str(tag):
+                return block
+        raise KeyError(tag)
+
+    def __iter__(self) -> Iterator[WuaucBlock]:
+        return iter(self.blocks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "wuauc", "tags": {block.tag: block.to_dict() for block in self.blocks}}
+
+    def to_log_line(self, name: str) -> str:
+        """One Abacus line per tag, ``all`` first, joined with newlines."""
+        return "\n".join(block.to_log_line(name) for block in self.blocks)
+
+
+def block_from_sums(tag: str, sums: np.ndarray) -> tuple[WuaucBlock, list[str]]:
+    """The values of one block from its summed fields (``FIELDS``), and why any is NaN."""
+    s = {name: float(sums[i]) for name, i in F.items()}
+    reasons = []
+    rows, valid_rows = s["rows"], s["valid_rows"]
+    if rows == 0:
+        reasons.append(f"tag {tag}: no rows")
+    if s["valid_users"] == 0 and rows > 0:
+        reasons.append(f"tag {tag}: no user has both labels, WUAUC and UAUC are undefined")
+    actual = _ratio(s["clicks"], rows)
+    predicted = _ratio(s["pred_sum"], rows)
+    if predicted == 0:
+        reasons.append(f"tag {tag}: predicted ctr is 0, COPC is undefined")
+    block = WuaucBlock(
+        tag=tag,
+        wuauc=_ratio(s["auc_rows_sum"], valid_rows),
+        uauc=_ratio(s["auc_sum"], s["valid_users"]),
+        logloss=_ratio(s["logloss_sum"], rows),
+        actual_ctr=actual,
+        predicted_ctr=predicted,
+        copc=_ratio(actual, predicted),
+        real_user_count=int(s["users"]),
+        real_ins_num=int(rows),
+        valid_user_count=int(s["valid_users"]),
+        valid_ins_num=int(valid_rows),
+        click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
+        valid_click_num=int(s["valid_clicks"]),
+    )
+    return block, reasons
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b != 0 and not math.isnan(b) else math.nan
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What every rank agreed on before the exchange."""
+
+    tags: tuple[Any, ...]  # tag values, sorted
+    hashed: bool  # keys are hashes: a check column travels with them
+    pred_dtype: np.dtype  # float32 when every rank's preds are float32 values
+
+    @property
+    def tag_bits(self) -> int:
+        """Bits of a global tag code (``len(tags)`` codes untagged rows)."""
+        return len(self.tags).bit_length() if self.tags else 0
+
+
+class WuaucMetric(Metric):
+    """Per-user AUC per tag, exact for any split of a user's rows across ranks.
+
+    ``update(uid, pred, label, tag=None, keys=None)``: ``uid`` integers or strings/bytes
+    (never missing); ``pred`` in [0, 1]; ``label`` 0/1; ``tag`` integers or strings (rows
+    without a tag count in ``all`` only). With ``extra_keys=("position",)`` a user is the
+    pair (uid, position), given as ``keys={"position": ...}`` (GAUC by user and position).
+    """
+
+    kind = "wuauc"
+
+    def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = ()) -> None:
+        super().__init__(comm)
+        self.extra_keys = tuple(extra_keys)
+        if "uid" in self.extra_keys:
+            raise InputError("extra_keys", "must not repeat 'uid', the key is always in it")
+        self._layout: _Layout | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        self._rows: RowBuffer | None = None
+        self._hashed: bool | None = None
+        self._tag_values: list[Any] = []
+        self._tag_index: dict[Any, int] = {}
+        self._tag_type: type | None = None
+        self._all_sums = np.zeros(N_ROW_SUMS)
+        self._tag_sums = np.zeros((0, N_ROW_SUMS))
+        self._error = None
+
+    @property
+    def rows(self) -> int:
+        """Rows held on this rank."""
+        return 0 if self._rows is None else len(self._rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for the rows held on this rank."""
+        return 0 if self._rows is None else self._rows.nbytes
+
+    # -- update ------------------------------------------------------------------------
+
+    def update(
+        self,
+        uid: Any,
+        pred: Any,
+        label: Any,
+        tag: Any = None,
+        keys: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Add a batch of rows (local: no communication)."""
+        try:
+            p = as_vector("pred", pred)
+            y = as_vector("label", label)
+            user, check = self._user_keys(uid, keys)
+            check_lengths(uid=user, pred=p, label=y)
+            check_interval("pred", p, 0.0, 1.0)
+            check_binary("label", y)
+            codes = None if tag is None else self._tag_codes(tag, len(p))
+        except InputError as error:
+            raise self._record(error) from None
+        self._store(user, check, p, y.astype(np.uint8), codes)
+
+    def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None) -> tuple[np.ndarray, Any]:
+        given = tuple(keys or ())
+        if set(given) != set(self.extra_keys):
+            raise InputError("keys", f"expected the key columns {list(self.extra_keys)}, "
+                                     f"got {list(given)}")
+        if self.extra_keys:
+            assert keys is not None
+            user, check = group_keys_checked({"uid": uid, **{k: keys[k] for k in self.extra_keys}})
+        else:
+            user, check = uid_keys_checked("uid", uid)
+        hashed = check is not None
+        if self._hashed is not None and hashed != self._hashed:
+            raise InputError("uid", "integer uids in one batch and strings in another")
+        self._hashed = hashed
+        return user, check
+
+    def _tag_codes(self, tag: Any, n: int) -> np.ndarray:
+        """Local uint16 codes of a tag column (new values get the next codes)."""
+        values = _tag_values(tag)
+        if len(values) != n:
+            raise InputError("tag", f"length mismatch: tag={len(values)}, pred={n}")
+        distinct, inverse = np.unique(values, return_inverse=True)
+        lookup = np.empty(len(distinct), dtype=np.uint16)
+        for i, value in enumerate(distinct.tolist()):
+            lookup[i] = self._tag_code(value)
+        return lookup[inverse.reshape(-1)]
+
+    def _tag_code(self, value: Any) -> int:
+        code = self._tag_index.get(value)
+        if code is not None:
+            return code
+        kind = str if isinstance(value, str) else int
+        if self._tag_type is not None and kind is not self._tag_type:
+            raise InputError("tag", "integer tags in one batch and strings in another")
+        if value == ALL:
+            raise InputError("tag", "'all' is the block of every row; it cannot be a tag value")
+        if len(self._tag_values) >= MAX_TAGS:
+            raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
+        self._tag_type = kind
+        code = self._tag_index[value] = len(self._tag_values)
+        self._tag_values.append(value)
+        return code
+
+    def _store(
+        self,
+        user: np.ndarray,
+        check: np.ndarray | None,
+        pred: np.ndarray,
+        label: np.ndarray,
+        tag: np.ndarray | None,
+    ) -> None:
+        if self._rows is None:
+            dtypes = {"key": np.uint64, "pred": np.float32, "label": np.uint8, "tag": np.uint16}
+            if check is not None:
+                dtypes["check"] = np.uint64
+            self._rows = RowBuffer(dtypes)
+        pred64 = pred.astype(np.float64, copy=False)
+        if self._rows.dtypes["pred"] == np.float32:
+            pred32 = pred.astype(np.float32)
+            if np.array_equal(pred32, pred64):
+                pred = pred32
+            else:
+                self._rows.widen("pred", np.float64)
+                pred = pred64
+        else:
+            pred = pred64
+        columns = {"key": user, "pred": pred, "label": label}
+        columns["tag"] = np.full(len(user), NO_TAG, dtype=np.uint16) if tag is None else tag
+        if check is not None:
+            columns["check"] = check
+        self._rows.append(**columns)
+        sums = _row_sums(pred64, label, tag, len(self._tag_values))
+        self._all_sums += sums[0]
+        if len(sums) > 1:
+            grown = np.zeros((len(self._tag_values), N_ROW_SUMS))
+            grown[: len(self._tag_sums)] = self._tag_sums
+            grown += sums[1:]
+            self._tag_sums = grown
+
+    # -- compute -----------------------------------------------------------------------
+
+    def local_part(self, comm: Comm) -> np.ndarray:
+        """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
+        layout, local_to_global = self._agree(comm)
+        self._layout = layout
+        n_tags = len(layout.tags)
+        sums = np.zeros((1 + n_tags, len(FIELDS)))
+        sums[0, :N_ROW_SUMS] = self._all_sums
+        if len(self._tag_sums):
+            sums[1 + local_to_global[: len(self._tag_sums)], :N_ROW_SUMS] = self._tag_sums
+        keys, columns, checks = self._outgoing(layout, local_to_global)
+        owned = exchange_to_owners(comm, keys, columns, checks=checks)
+        del keys, columns, checks
+        error = None
+        try:
+            sums[:, N_ROW_SUMS:] = _user_sums(owned, layout)
+        except UidCollisionError as collision:
+            error = collision
+        comm.agree(error)
+        return sums.ravel()
+
+    def finish(self, total: np.ndarray, comm: Comm) -> WuaucResult:
+        assert self._layout is not None, "finish() follows local_part()"
+        table = total.reshape(1 + len(self._layout.tags), len(FIELDS))
+        names = (ALL, *(str(tag) for tag in self._layout.tags))
+        blocks, reasons = [], []
+        for name, sums in zip(names, table, strict=True):
+            block, why = block_from_sums(name, sums)
+            blocks.append(block)
+            reasons += why
+        if reasons:
+            warn_undefined(comm, "wuauc: " + "; ".join(reasons))
+        return WuaucResult(tuple(blocks))
+
+    def _agree(self, comm: Comm) -> tuple[_Layout, np.ndarray]:
+        """Collective: the sorted tag values of every rank, the key kind and pred dtype."""
+        pred32 = self._rows is None or self._rows.dtypes["pred"] == np.float32
+        tag_type = None if self._tag_type is None else self._tag_type.__name__
+        views = comm.allgather((self._hashed, tag_type, pred32, self._tag_values))
+        hashed = {v[0] for v in views if v[0] is not None}
+        if len(hashed) > 1:
+            raise InputError("uid", "integer uids on some ranks and strings on others")
+        tag_types = {v[1] for v in views if v[1] is not None}
+        if len(tag_types) > 1:
+            raise InputError("tag", "integer tags on some ranks and strings on others")
+        tags = tuple(sorted({value for view in views for value in view[3]}))
+        if len(tags) > MAX_TAGS:
+            raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
+        layout = _Layout(
+            tags=tags,
+            hashed=any(v[0] for v in views) or bool(self.extra_keys),
+            pred_dtype=np.dtype(np.float32 if all(v[2] for v in views) else np.float64),
+        )
+        position = {value: i for i, value in enumerate(tags)}
+        local_to_global = np.full(int(NO_TAG) + 1, len(tags), dtype=np.uint16)
+        for code, value in enumerate(self._tag_values):
+            local_to_global[code] = position[value]
+        return layout, local_to_global
+
+    def _outgoing(
+        self, layout: _Layout, local_to_global: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+        """This rank's rows as the agreed columns: (keys, columns, checks)."""
+        if self._rows is None:
+            rows = {"key": np.zeros(0, np.uint64), "pred": np.zeros(0, layout.pred_dtype),
+                    "label": np.zeros(0, np.uint8), "tag": np.zeros(0, np.uint16),
+                    "check": np.zeros(0, np.uint64)}
+        else:
+            rows = self._rows.columns()
+        columns = {
+            "pred": rows["pred"].astype(layout.pred_dtype, copy=False),
+            "label": rows["label"],
+        }
+        if layout.tags:
+            columns["tag"] = local_to_global[rows["tag"]]
+        checks = rows.get("check", np.zeros(0, np.uint64)) if layout.hashed else None
+        return rows["key"], columns, checks
+
+
+def _tag_values(tag: Any) -> np.ndarray:
+    """A tag column as a 1-D int or str array; missing, empty or other values raise."""
+    values = np.asarray(tag)
+    if values.ndim != 1:
+        raise InputError("tag", f"must be 1-D, got an array of shape {values.shape}")
+    if values.dtype.kind == "O" and len(values):
+        is_str = np.frompyfunc(lambda v: isinstance(v, str), 1, 1)(values).astype(bool)
+        is_int = np.frompyfunc(
+            lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
+            1, 1,
+        )(values).astype(bool)
+        for bad, problem in ((~(is_str | is_int), "must be integers or strings (not missing)"),
+                             (is_int if is_str[0] else is_str, "mixes integers and strings")):
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise InputError("tag", problem, count=int(bad.sum()), first_index=first,
+                                 value=values[first])
+        values = values.astype(str if is_str[0] else np.int64)
+    if values.dtype.kind not in "iuU" and len(values):
+        raise InputError("tag", f"must be integers or strings, got dtype {values.dtype}")
+    if values.dtype.kind == "U" and len(values):
+        empty = values == ""
+        if empty.any():
+            raise InputError("tag", "is empty (a missing tag)", count=int(empty.sum()),
+                             first_index=int(np.flatnonzero(empty)[0]), value="")
+    return values
+
+
+def _row_sums(
+    pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int
+) -> np.ndarray:
+    """``ROW_SUM_FIELDS`` of a batch: row 0 over every row, then one row per local tag."""
+    clipped = np.clip(pred, LOGLOSS_EPSILON, 1.0 - LOGLOSS_EPSILON)
+    likelihood = np.where(label == 1, clipped, 1.0 - clipped)
+    logloss = -np.log(likelihood)
+    clicks = label.astype(np.float64)
+    whole = [[len(pred), clicks.sum(), pred.sum(), logloss.sum()]]
+    if tag is None:
+        return np.array(whole, dtype=np.float64)
+    per_tag = [np.bincount(tag, weights=w, minlength=n_tags)
+               for w in (None, clicks, pred, logloss)]
+    return np.vstack([np.array(whole, dtype=np.float64), np.stack(per_tag, axis=1)])
+
+
+# -- per-user sums on the owner ----------------------------------------------------------
+
+
+def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
+    """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns.
+
+    Fast path (every pred a float32 value, users fit the code): one value sort of a packed
+    uint64 per row ordered (user, pred, label, tag). Otherwise rows are grouped with
+    :func:`group_rows` (a stable sort by pred, then by key).
+    """
+    n_tags = len(layout.tags)
+    sums = np.zeros((1 + n_tags, len(kernels.USER_SUM_FIELDS)))
+    tag = owned.columns.get("tag")
+    label, pred = owned.columns["label"], owned.columns["pred"]
+    coded = None
+    if layout.pred_dtype == np.float32:
+        bits = 64 - kernels.PRED_CODE_BITS - 1 - layout.tag_bits
+        coded = kernels.user_codes(owned.keys, bits)
+    if coded is not None:
+        codes, users = coded
+        if owned.checks is not None and users != kernels.count_distinct(
+            kernels.pair_hashes(owned.keys, owned.checks)
+        ):
+            raise UidCollisionError(
+                "uid: two different uids share a 64-bit key (a hash collision); "
+                "rename one of them"
+            )
+        packed = kernels.pack_rows(codes, kernels.pred_codes(pred), label, tag, layout.tag_bits)
+        packed.sort()
+        t = layout.tag_bits
+        user_shift = np.uint64(kernels.PRED_CODE_BITS + 1 + t)
+        for part in _chunks_by_prefix(packed, int(user_shift)):
+            rows = packed[part]
+            _add_user_sums(
+                sums,
+                user=rows >> user_shift,
+                pred_key=rows >> np.uint64(1 + t),
+                label=(rows >> np.uint64(t)) & np.uint64(1),
+                tag=(rows & np.uint64((1 << t) - 1)) if n_tags else None,
+                n_tags=n_tags,
+            )
+        return sums
+    grouped = group_rows(owned.keys, owned.columns, checks=owned.checks, within="pred")
+    starts = grouped.starts
+    for first, last in _chunks_by_starts(starts):
+        part = slice(starts[first], starts[last])
+        counts = np.diff(starts[first : last + 1])
+        _add_user_sums(
+            sums,
+            user=np.repeat(np.arange(last - first), counts),
+            pred_key=grouped.columns["pred"][part],
+            label=grouped.columns["label"][part],
+            tag=grouped.columns["tag"][part] if n_tags else None,
+            n_tags=n_tags,
+        )
+    return sums
+
+
+def _add_user_sums(
+    sums: np.ndarray,
+    user: np.ndarray,
+    pred_key: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+) -> None:
+    """Add the user sums of whole users' rows, in (user, pred) order, to ``sums``."""
+    group_start = kernels.changes(user)
+    run_start = group_start | kernels.changes(pred_key)
+    sums[0] += kernels.auc_block_sums(*kernels.group_auc(group_start, run_start, label))[0]
+    if tag is None:
+        return
+    order = np.argsort(tag, kind="stable")  # (tag, user, pred) order: groups are (tag, user)
+    tag, user, pred_key, label = tag[order], user[order], pred_key[order], label[order]
+    group_start = kernels.changes(tag) | kernels.changes(user)
+    run_start = group_start | kernels.changes(pred_key)
+    rows, positives, twice_u = kernels.group_auc(group_start, run_start, label)
+    block = tag[group_start].astype(np.intp)
+    tagged = block < n_tags  # untagged rows count in "all" only
+    sums[1:] += kernels.auc_block_sums(
+        rows[tagged], positives[tagged], twice_u[tagged], block[tagged], n_tags
+    )
+
+
+def _chunks_by_prefix(packed: np.ndarray, shift: int) -> Iterator[slice]:
+    """Slices of about ``CHUNK_ROWS`` sorted rows that never split a ``value >> shift``."""
+    start, n = 0, len(packed)
+    while start < n:
+        end = start + CHUNK_ROWS
+        if end < n:
+            following = ((int(packed[end - 1]) >> shift) + 1) << shift
+            end = n if following >= 2**64 else int(
+                np.searchsorted(packed, np.uint64(following), side="left")
+            )
+        yield slice(start, min(end, n))
+        start = end
+
+
+def _chunks_by_starts(starts: np.ndarray) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` user ranges of about ``CHUNK_ROWS`` rows each."""
+    n_users = len(starts) - 1
+    first = 0
+    while first < n_users:
+        last = int(np.searchsorted(starts, starts[first] + CHUNK_ROWS, side="right")) - 1
+        last = min(max(last, first + 1), n_users)
+        yield first, last
+        first = last
