@@ -109,21 +109,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _only_rank_zero_speaks(comm):
             args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, or a usage error: the same on every rank
+        comm.close()
         return int(done.code or 0)
     try:
         if args.command == "demo":
             from mpieval import demo
 
-            return demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
-        return run_eval(args, comm)
+            status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
+        else:
+            status = run_eval(args, comm)
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
-        return 2
+        status = 2
     except Exception:
         traceback.print_exc()
         abort(1)
-        return 1  # pragma: no cover - abort does not return
+    comm.close()
+    return status
 
 
 @contextlib.contextmanager
@@ -278,7 +281,7 @@ class Task:
             finite = np.isfinite(mask) if mask.dtype.kind == "f" else None
             if finite is not None and not finite.all():
                 row = int(np.flatnonzero(~finite)[0])
-                raise DataError(batch.where(row), f"mask value {mask[row]!r} is not finite",
+                raise DataError(batch.where(row), f"mask value {float(mask[row])!r} is not finite",
                                 self.spec.mask)
             keep = mask != 0
         for column, value in self.spec.filters.items():
@@ -296,7 +299,12 @@ class Task:
             return
         values = {}
         for arg, column in self.spec.columns.items():
-            array = batch.keys(column) if arg in self.kind.keys else batch.numbers(column)
+            if arg in self.kind.ids:
+                array = batch.keys(column)
+            elif arg in self.kind.names:
+                array = batch.names(column)
+            else:
+                array = batch.numbers(column)
             values[arg] = array if keep is None else array[keep]
         try:
             self.metric.update(**values)

@@ -182,7 +182,7 @@ def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
     for spec in specs:
         kind = kind_named(spec.kind)
         for arg, column in spec.columns.items():
-            wanted.setdefault(column, set()).add("string" if arg in kind.keys else "float")
+            wanted.setdefault(column, set()).add("string" if arg in kind.texts else "float")
             users.setdefault(column, []).append(f"{arg} of {spec.name}")
         if spec.mask is not None:
             wanted.setdefault(spec.mask, set()).add("float")

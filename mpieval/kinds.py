@@ -57,8 +57,14 @@ class Kind:
     class_name: str
     inputs: tuple[str, ...]  # update() arguments, each read from one column
     optional: frozenset[str] = frozenset()  # inputs that may be left out
-    keys: frozenset[str] = frozenset()  # inputs that are ids (uid, tag), not numbers
+    ids: frozenset[str] = frozenset()  # inputs that are ids (uid): hashed text
+    names: frozenset[str] = frozenset()  # inputs that name a group (tag): text shown in results
     options: Mapping[str, Option] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> frozenset[str]:
+        """Inputs read as text (ids and names), not as numbers."""
+        return self.ids | self.names
 
     def load(self) -> type[Metric]:
         """The metric class (imported now)."""
@@ -104,12 +110,13 @@ KINDS: dict[str, Kind] = {
             "wuauc", "mpieval.metrics.wuauc", "WuaucMetric",
             inputs=("uid", "pred", "label", "tag"),
             optional=frozenset({"tag"}),
-            keys=frozenset({"uid", "tag"}),
+            ids=frozenset({"uid"}),
+            names=frozenset({"tag"}),
         ),
         Kind(
             "pn", "mpieval.metrics.pn", "PnMetric",
             inputs=("uid", "pred", "label"),
-            keys=frozenset({"uid"}),
+            ids=frozenset({"uid"}),
             options={"ties": Option("negative", _tie_mode)},
         ),
         Kind(

@@ -183,16 +183,27 @@ class Batch:
         return array
 
     def keys(self, column: str) -> np.ndarray:
-        """An id column (uid, tag) as numpy: integers stay integers, text becomes a
-        fixed-width bytes array (``S``), the form :mod:`mpieval.users` hashes fastest."""
-        array = self._numbers.get(column)
+        """An id column (uid, tag) as its text, a fixed-width bytes array (``S``).
+
+        Always text, whatever the file format: a uid ``7`` in a Parquet int column and
+        ``7`` in a TSV file are one user, and ``007`` is another, on every rank.
+        """
+        key = f"keys:{column}"
+        array = self._numbers.get(key)
         if array is None:
-            values = self.columns[column]
-            if pa.types.is_integer(values.type):
-                array = values.to_numpy(zero_copy_only=False)
-            else:
-                array = fixed_width_bytes(values)
-            self._numbers[column] = array
+            array = fixed_width_bytes(_as_text(self.columns[column]))
+            self._numbers[key] = array
+        return array
+
+    def names(self, column: str) -> np.ndarray:
+        """A column of a few distinct values (a tag) as its text, a numpy ``U`` array."""
+        key = f"names:{column}"
+        array = self._numbers.get(key)
+        if array is None:
+            encoded = _as_text(self.columns[column]).dictionary_encode()
+            texts = np.asarray(encoded.dictionary.to_pylist(), dtype=str)
+            array = texts[encoded.indices.to_numpy(zero_copy_only=False)]
+            self._numbers[key] = array
         return array
 
     def equals(self, column: str, value: int | float | str) -> np.ndarray:
@@ -221,6 +232,13 @@ def read_piece(
             yield from _text_batches(file, piece, types, block_size)
     except OSError as error:
         raise DataError(file.path, f"cannot read: {error.strerror or error}") from None
+
+
+def _as_text(values: pa.Array) -> pa.Array:
+    """Ids as text: a Parquet int column reads as its decimal digits."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return values
+    return values.cast(pa.string())
 
 
 def fixed_width_bytes(array: pa.Array) -> np.ndarray:

@@ -293,3 +293,17 @@ def test_fixed_width_bytes_matches_python():
         assert got.tolist() == [v.encode() for v in values[start:start + length]]
     large = readers.fixed_width_bytes(pa.array(values, pa.large_string()))
     assert large.tolist() == [v.encode() for v in values]
+
+
+def test_ids_are_text_whatever_the_format(tmp_path):
+    """A uid 7 in a Parquet int column is the uid 7 of a text file (one user)."""
+    tsv, pqt = str(tmp_path / "a.tsv"), str(tmp_path / "b.parquet")
+    write_text(tsv, [7, 70, 123456789012])
+    write_parquet(pqt, [7, 70, 123456789012], 2)
+    keys = []
+    for path in (tsv, pqt):
+        file = inspect(path)
+        stop = len(file.row_groups) if file.format == "parquet" else file.size
+        batches = readers.read_piece(file, split.Piece(0, 0, stop), {"id": "string"})
+        keys.append([k for b in batches for k in b.keys("id").tolist()])
+    assert keys[0] == keys[1] == [b"7", b"70", b"123456789012"]

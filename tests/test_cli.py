@@ -1,0 +1,417 @@
+"""``mpieval eval`` in-process, one rank: the numbers equal the API's and the oracles',
+in every file format; configs (multi-task, masks, filters); JSON; every usage error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+
+import numpy as np
+import oracle_auc
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from oracle_pairs import pn_totals
+
+from mpieval import cli, kinds
+from mpieval.comm import Comm
+from mpieval.kinds import KINDS, available
+from mpieval.metric import Evaluator
+
+KIND_INPUTS = {
+    "auc": {"pred": "pred", "label": "label"},
+    "wuauc": {"uid": "uid", "pred": "pred", "label": "label", "tag": "tag"},
+    "pn": {"uid": "uid", "pred": "pred", "label": "grade"},
+    "pairwise": {"left_label": "left", "right_label": "right"},
+}
+ALL_KINDS = [k for k in KINDS if available(k)]
+
+
+def rows(n: int, seed: int = 5) -> dict[str, np.ndarray]:
+    """A small prediction dump: ties in pred, repeated users, tags, graded labels."""
+    rng = np.random.default_rng(seed)
+    pred = np.round(rng.beta(2, 6, n), 3)
+    label = (rng.random(n) < pred).astype(np.int64)
+    return {
+        "uid": rng.integers(0, max(n // 15, 1), n) * 7919 + 10**12,
+        "tag": rng.choice(np.array(["feed", "search", "video"]), n),
+        "pred": pred,
+        "label": label,
+        "grade": label * (1 + (rng.random(n) < 0.3)),
+        "left": (rng.random(n) < 0.3).astype(np.int64),
+        "right": (rng.random(n) < 0.2).astype(np.int64),
+        "pred2": np.round(rng.random(n), 4),
+        "label2": (rng.random(n) < 0.1).astype(np.int64),
+        "cmatch": rng.choice(np.array([222, 223]), n),
+        "w": rng.integers(0, 4, n).astype(np.float64),
+    }
+
+
+def write(path: str, data: dict[str, np.ndarray], row_group: int = 700) -> str:
+    """``data`` as ``path`` in the format its name says (tsv, csv, .gz, parquet)."""
+    table = pa.table(data)
+    if path.endswith(".parquet"):
+        pq.write_table(table, path, row_group_size=row_group)
+        return path
+    sep = "\t" if ".tsv" in path else ","
+    sink = pa.BufferOutputStream()
+    sink.write((sep.join(table.column_names) + "\n").encode())
+    pacsv.write_csv(table, sink, write_options=pacsv.WriteOptions(
+        include_header=False, delimiter=sep, quoting_style="none"))
+    text = sink.getvalue().to_pybytes()
+    with open(path, "wb") as out:
+        out.write(gzip.compress(text) if path.endswith(".gz") else text)
+    return path
+
+
+def shards(tmp_path, data: dict[str, np.ndarray], names: list[str]) -> list[str]:
+    """``data`` cut into uneven consecutive parts, one per file name."""
+    n = len(next(iter(data.values())))
+    cuts = np.linspace(0, n, len(names) + 1).astype(int)
+    cuts[1:-1] += np.arange(1, len(names)) * 37 % 101  # uneven
+    return [write(str(tmp_path / name), {k: v[a:b] for k, v in data.items()})
+            for name, a, b in zip(names, cuts[:-1], cuts[1:], strict=True)]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def api(specs: dict[str, tuple[str, dict]], data: dict[str, np.ndarray],
+        select: dict[str, np.ndarray] | None = None) -> tuple[dict, list[str]]:
+    """JSON and log lines from the Python API: name -> (kind, options); inputs from
+    KIND_INPUTS; ``select`` restricts a metric to some rows."""
+    comm = Comm()
+    metrics = {name: KINDS[kind].build(options, comm) for name, (kind, options) in specs.items()}
+    for name, (kind, _) in specs.items():
+        keep = (select or {}).get(name, slice(None))
+        metrics[name].update(**{arg: data[col][keep] for arg, col in KIND_INPUTS[kind].items()})
+    results = Evaluator(metrics, comm).compute()
+    return Evaluator.to_dict(results), Evaluator.log_lines(results)
+
+
+def assert_same(got: dict, want: dict) -> None:
+    """Equal JSON: exact for ints and strings, floats to 1e-12 (summation order)."""
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        if isinstance(value, dict):
+            assert_same(got[key], value)
+        elif isinstance(value, float):
+            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+        else:
+            assert got[key] == value, key
+
+
+@pytest.fixture
+def data() -> dict[str, np.ndarray]:
+    return rows(3000)
+
+
+def test_auc_equals_the_api_and_the_oracle(tmp_path, capsys):
+    data = rows(100_000)
+    files = shards(tmp_path, data, ["a.tsv", "b.tsv", "c.tsv"])
+    out_json = tmp_path / "run.json"
+    status, out, err = run(capsys, "eval", "--table-size", "1000", "--json", out_json, *files)
+    assert status == 0, err
+    got = json.loads(out_json.read_text())
+    want, lines = api({"auc": ("auc", {"table_size": 1000})}, data)
+    assert_same(got, want)
+    assert out.splitlines() == lines
+    oracle = oracle_auc.metrics(data["pred"], data["label"], 1000)
+    assert not math.isnan(oracle["bucket_error"])
+    for field, value in oracle.items():
+        assert got["auc"][field] == pytest.approx(value, rel=1e-9), field
+
+
+@pytest.mark.parametrize("names", [
+    ["a.csv"], ["a.tsv.gz", "b.csv.gz"], ["a.parquet", "b.parquet"],
+    ["a.tsv", "b.csv", "c.tsv.gz", "d.parquet"],
+])
+def test_every_format_gives_the_same_numbers(tmp_path, capsys, data, names):
+    files = shards(tmp_path, data, names)
+    kinds_here = ",".join(ALL_KINDS)
+    out_json = tmp_path / "run.json"
+    status, out, err = run(
+        capsys, "eval", "--metrics", kinds_here, "--label", "label", "--tag", "tag",
+        "--left-label", "left", "--right-label", "right", "--json", out_json, *files,
+    )
+    assert status == 0, err
+    got = json.loads(out_json.read_text())
+    # pn reads its label from --label here: the binary click label
+    inputs = dict(KIND_INPUTS, pn={"uid": "uid", "pred": "pred", "label": "label"})
+    saved = dict(KIND_INPUTS)
+    KIND_INPUTS.update(inputs)
+    try:
+        want, lines = api({k: (k, {}) for k in ALL_KINDS}, data)
+    finally:
+        KIND_INPUTS.update(saved)
+    assert_same(got, want)
+    assert out.splitlines() == lines
+
+
+def test_pn_and_pairwise_equal_their_oracles(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.tsv", "b.parquet"])
+    out_json = tmp_path / "run.json"
+    status, _, err = run(
+        capsys, "eval", "--metrics", "pn,pairwise", "--label", "grade", "--pn-ties", "half",
+        "--left-label", "left", "--right-label", "right", "--json", out_json, *files,
+    )
+    assert status == 0, err
+    got = json.loads(out_json.read_text())
+    oracle = pn_totals(data["uid"].tolist(), data["pred"].tolist(), data["grade"].tolist(),
+                       "half")
+    for field in ("ins_number", "positive_pairs", "negative_pairs", "average_pn"):
+        assert got["pn"][field] == pytest.approx(oracle[field], rel=1e-12), field
+    left, right = data["left"], data["right"]
+    assert got["pairwise"] == {
+        "kind": "pairwise", "ins": len(left),
+        "same_label_click": int(((left == 1) & (right == 1)).sum()),
+        "left_label_click": int(((left == 1) & (right == 0)).sum()),
+        "right_label_click": int(((left == 0) & (right == 1)).sum()),
+        "same_label_unclick": int(((left == 0) & (right == 0)).sum()),
+    }
+
+
+def test_name_prefixes_the_lines_only(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.tsv"])
+    out_json = tmp_path / "run.json"
+    status, out, _ = run(capsys, "eval", "--name", "item_sim", "--json", out_json, *files)
+    assert status == 0
+    assert out.startswith("item_sim: auc=")
+    assert list(json.loads(out_json.read_text())) == ["auc"]
+
+
+def test_weights_and_soft_labels(tmp_path, capsys, data):
+    soft = dict(data, label=np.round(data["pred"] * 0.8, 2))
+    files = shards(tmp_path, soft, ["a.tsv", "b.csv"])
+    out_json = tmp_path / "run.json"
+    status, _, err = run(capsys, "eval", "--weight", "w", "--soft-labels", "--json", out_json,
+                         *files)
+    assert status == 0, err
+    comm = Comm()
+    metric = KINDS["auc"].build({"soft_labels": True}, comm)
+    metric.update(soft["pred"], soft["label"], soft["w"])
+    assert_same(json.loads(out_json.read_text()),
+                Evaluator.to_dict(Evaluator({"auc": metric}, comm).compute()))
+    status, _, err = run(capsys, "eval", *files)
+    assert status == 2
+    assert "column label: value" in err and "pass --soft-labels" in err
+
+
+CONFIG = """
+# two tasks in one file, a mask and filters
+[metrics.ctr]
+kind = "auc"
+table_size = 5000
+
+[metrics.cvr]
+kind = "auc"
+pred = "pred2"
+label = "label2"
+mask = "label"          # conversions count on clicked rows only
+
+[metrics.ctr_search_222]
+kind = "auc"
+filters = { tag = "search", cmatch = 222 }
+
+[metrics.user_pn]
+kind = "pn"
+label = "grade"
+ties = "ignore"
+filters = { cmatch = 223 }
+
+[metrics.pairs]
+kind = "pairwise"
+left_label = "left"
+right_label = "right"
+mask = "w"
+"""
+
+
+def test_config_masks_filters_and_several_tasks(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.tsv", "b.tsv.gz", "c.parquet"])
+    config = tmp_path / "metrics.toml"
+    config.write_text(CONFIG)
+    out_json = tmp_path / "run.json"
+    status, out, err = run(capsys, "eval", "--config", config, "--json", out_json, *files)
+    assert status == 0, err
+    select = {
+        "cvr": data["label"] != 0,
+        "ctr_search_222": (data["tag"] == "search") & (data["cmatch"] == 222),
+        "user_pn": data["cmatch"] == 223,
+        "pairs": data["w"] != 0,
+    }
+    inputs = dict(KIND_INPUTS)
+    comm = Comm()
+    metrics = {
+        "ctr": KINDS["auc"].build({"table_size": 5000}, comm),
+        "cvr": KINDS["auc"].build({}, comm),
+        "ctr_search_222": KINDS["auc"].build({}, comm),
+        "user_pn": KINDS["pn"].build({"ties": "ignore"}, comm),
+        "pairs": KINDS["pairwise"].build({}, comm),
+    }
+    columns = {"cvr": {"pred": "pred2", "label": "label2"}}
+    for name, metric in metrics.items():
+        keep = select.get(name, slice(None))
+        cols = columns.get(name, inputs[metric.kind])
+        metric.update(**{arg: data[col][keep] for arg, col in cols.items()})
+    results = Evaluator(metrics, comm).compute()
+    assert_same(json.loads(out_json.read_text()), Evaluator.to_dict(results))
+    assert out.splitlines() == Evaluator.log_lines(results)
+
+
+def test_progress_on_request(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.tsv", "b.parquet"])
+    status, _, err = run(capsys, "eval", "--progress", *files)
+    assert status == 0
+    assert "mpieval: 3,000 rows" in err and "(100%)" in err
+    status, _, err = run(capsys, "eval", *files)
+    assert "rows/s" not in err  # silent when stderr is not a terminal
+
+
+def test_undefined_values_warn_and_are_null(tmp_path, capsys):
+    path = write(str(tmp_path / "one.tsv"), {"pred": np.array([0.2, 0.4]),
+                                             "label": np.array([1, 1])})
+    out_json = tmp_path / "run.json"
+    status, out, err = run(capsys, "eval", "--json", out_json, path)
+    assert status == 0
+    assert "auc=nan" in out
+    assert "mpieval: warning: auc: auc is undefined" in err
+    assert json.loads(out_json.read_text())["auc"]["auc"] is None
+
+
+def test_help_and_subcommand_required(capsys):
+    status, out, _ = run(capsys, "eval", "--help")
+    assert status == 0 and "--pn-ties" in out
+    status, _, err = run(capsys)
+    assert status == 2 and "required" in err
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def test_json_only_on_success_and_atomic(tmp_path, capsys, data):
+    good = shards(tmp_path, data, ["a.tsv"])[0]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("pred\tlabel\n0.5\t1\nabc\t0\n")
+    out_json = tmp_path / "run.json"
+    out_json.write_text('{"old": true}')
+    status, _, err = run(capsys, "eval", "--json", out_json, good, bad)
+    assert status == 2
+    assert f"{bad}:3: column pred: 'abc' is not a number" in err
+    assert json.loads(out_json.read_text()) == {"old": True}  # untouched
+    status, _, _ = run(capsys, "eval", "--json", out_json, good)
+    assert status == 0 and "auc" in json.loads(out_json.read_text())
+    assert sorted(os.listdir(tmp_path)) == ["a.tsv", "bad.tsv", "run.json"]  # no temp left
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--metrics", "auc,foo"], "unknown metric kind 'foo'"),
+    (["--metrics", "auc,,pn"], "--metrics: empty kind"),
+    (["--metrics", "auc,auc"], "kind 'auc' is listed twice"),
+    (["--pn-ties", "sometimes"], "invalid choice: 'sometimes'"),
+    (["--table-size", "0"], "--table-size: must be >= 1"),
+    (["--table-size", "1e6"], "--table-size: not an integer"),
+    (["--format", "xlsx"], "invalid choice: 'xlsx'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--pred", "nope"], "column nope: not in the header (pred of auc)"),
+    (["--json", "/no/such/dir/run.json"], "--json: cannot write /no/such/dir/run.json"),
+    (["--config", "CONFIG", "--pred", "p"], "--pred: cannot be used with --config"),
+    (["--config", "/no/such.toml"], "/no/such.toml: cannot read the config"),
+])
+def test_usage_errors_exit_2(tmp_path, capsys, data, argv, message):
+    files = shards(tmp_path, data, ["a.tsv"])
+    config = tmp_path / "m.toml"
+    config.write_text(CONFIG)
+    argv = [str(config) if a == "CONFIG" else a for a in argv]
+    status, out, err = run(capsys, "eval", *argv, *files)
+    assert status == 2
+    assert message in err
+    assert out == ""
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("[metrics.a]\nkind = 'auc'\npred_col = 'p'\n",
+     "metric 'a': pred_col: is not a key of kind auc"),
+    ("[metrics.a]\nkind = 'gauc'\n", "unknown metric kind 'gauc'"),
+    ("[metrics.a]\npred = 'p'\n", "metric 'a': kind: missing"),
+    ("[metrics.a]\nkind = 'auc'\ntable_size = 0\n", "table_size: must be a positive integer"),
+    ("[metrics.a]\nkind = 'pn'\nties = 'maybe'\n", "ties: must be one of negative, ignore, half"),
+    ("[metrics.a]\nkind = 'auc'\nfilters = { tag = true }\n", "filters.tag: must be a number"),
+    ("[metrics.a]\nkind = 'auc'\nfilters = { pred = 'x' }\n",
+     "column pred: is read both as text and as a number"),
+    ("[metrics.a]\nkind = 'auc'\nmask = 'nope'\n", "column nope: not in the header (mask of a)"),
+    ("[metric.a]\nkind = 'auc'\n", "unknown top-level key 'metric'"),
+    ("[metrics]\n", "no metrics"),
+    ("[metrics.a\nkind = 'auc'\n", "not valid TOML"),
+    ("import os\n", "not valid TOML"),
+])
+def test_config_errors_exit_2(tmp_path, capsys, data, config, message):
+    files = shards(tmp_path, data, ["a.tsv"])
+    path = tmp_path / "m.toml"
+    path.write_text(config)
+    status, _, err = run(capsys, "eval", "--config", path, *files)
+    assert status == 2
+    assert message in err
+
+
+def test_file_errors_exit_2(tmp_path, capsys, data):
+    (good,) = shards(tmp_path, data, ["a.tsv"])
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    cases = [
+        ([str(tmp_path / "missing.tsv")], "missing.tsv: cannot read: No such file"),
+        ([str(empty)], "empty.tsv:1: empty file"),
+        ([good, good], "is given twice"),
+        ([str(tmp_path / "a.dat")], "pass --format"),
+    ]
+    for files, message in cases:
+        status, _, err = run(capsys, "eval", *files)
+        assert status == 2, files
+        assert message in err
+
+
+def test_a_kind_missing_from_the_build_is_a_usage_error(tmp_path, capsys, data, monkeypatch):
+    files = shards(tmp_path, data, ["a.tsv"])
+    gone = kinds.Kind("auc", "mpieval.metrics.not_here", "Nope", inputs=("pred", "label"))
+    monkeypatch.setitem(KINDS, "auc", gone)
+    status, _, err = run(capsys, "eval", *files)
+    assert status == 2
+    assert "kind 'auc' is not available" in err
+
+
+def test_filter_on_a_parquet_column_of_another_type(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.parquet"])
+    config = tmp_path / "m.toml"
+    config.write_text("[metrics.a]\nkind = 'auc'\nfilters = { cmatch = 'x' }\n")
+    status, _, err = run(capsys, "eval", "--config", config, *files)
+    assert status == 2
+    assert "column cmatch: cannot compare its int64 values with the filter value 'x'" in err
+
+
+def test_mask_must_be_finite(tmp_path, capsys, data):
+    path = tmp_path / "m.tsv"
+    path.write_text("pred\tlabel\tm\n0.5\t1\t1\n0.5\t0\tnan\n")
+    config = tmp_path / "m.toml"
+    config.write_text("[metrics.a]\nkind = 'auc'\nmask = 'm'\n")
+    status, _, err = run(capsys, "eval", "--config", config, path)
+    assert status == 2
+    assert f"{path}:3: column m: mask value nan is not finite" in err
+
+
+def test_no_rows_selected_gives_nan_not_an_error(tmp_path, capsys, data):
+    files = shards(tmp_path, data, ["a.tsv"])
+    config = tmp_path / "m.toml"
+    config.write_text("[metrics.a]\nkind = 'auc'\nfilters = { cmatch = 1 }\n")
+    out_json = tmp_path / "run.json"
+    status, out, err = run(capsys, "eval", "--config", config, "--json", out_json, *files)
+    assert status == 0
+    result = json.loads(out_json.read_text())["a"]
+    assert result["num"] == 0 and result["auc"] is None
+    assert "num=0" in out and "no rows" in err
+    assert math.isnan(float(out.split("auc=")[1].split()[0]))
