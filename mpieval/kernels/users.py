@@ -119,6 +119,18 @@ def pred_codes(pred: np.ndarray) -> np.ndarray:
     return pred.astype(np.float32, copy=False).view(np.uint32) & _PRED_CODE_MASK
 
 
+def pred_ranks(pred: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(ranks, bits)``: the dense rank of each pred among the distinct preds (one
+    argsort), equal iff the preds are equal and ordered as they are, below ``2**bits``."""
+    order = np.argsort(pred)
+    ranks_in_order = np.cumsum(changes(pred[order]), dtype=np.int64)
+    ranks_in_order -= 1
+    ranks = np.empty(len(pred), dtype=np.uint64)
+    ranks[order] = ranks_in_order
+    distinct = int(ranks_in_order[-1]) + 1 if len(pred) else 0
+    return ranks, max(distinct - 1, 1).bit_length()
+
+
 def user_codes(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int] | None:
     """``(codes, users)``: a uint64 code below ``2**bits`` per row, equal for equal keys
     and distinct for distinct keys, and the number of distinct keys; ``None`` if there are
@@ -188,30 +200,43 @@ def group_auc(
 
     The rows come group by group, each group's rows in pred order; ``group_start`` marks
     the first row of each group and ``run_start`` the first row of each run of equal
-    preds (every group start included). A run with ``p`` positives and ``q`` negatives,
-    after ``b`` negatives of its group, adds ``p (2 b + q)``: each positive beats the
-    ``b`` negatives below it and ties the ``q`` beside it.
+    preds (every group start included). Each positive ``i`` first counts twice the
+    negatives before it in its group (``2 b_i``); a run of tied preds with ``p``
+    positives and ``q`` negatives then adds ``p q - 2 X``, where ``X`` sums, over its
+    positives, the negatives of the run before them: so each positive scores 2 per
+    negative below it and 1 per negative tied with it, whatever the order inside the run.
     """
     m = len(label)
-    negatives = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(label == 0, out=negatives[1:])
-    runs = np.flatnonzero(run_start)
-    run_end = np.append(runs[1:], m)
-    run_negatives = negatives[run_end] - negatives[runs]
-    run_positives = (run_end - runs) - run_negatives
+    label = label.astype(np.int64, copy=False)
+    positives_before = np.cumsum(label)
+    positives_before -= label
+    negatives_before = np.arange(m, dtype=np.int64)
+    negatives_before -= positives_before  # b_i, counted from the first row
+    del positives_before
     groups = np.flatnonzero(group_start)
-    opens_group = group_start[runs]
-    group_of_run = np.cumsum(opens_group) - 1
-    before = negatives[runs] - negatives[groups[group_of_run]]
-    run_twice_u = run_positives * (2 * before + run_negatives)
-    twice_u = (
-        np.add.reduceat(run_twice_u, np.flatnonzero(opens_group))
-        if len(runs)
-        else np.zeros(0, dtype=np.int64)
-    )
-    group_end = np.append(groups[1:], m)
-    rows = group_end - groups
-    positives = rows - (negatives[group_end] - negatives[groups])
+    if m == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    rows = np.diff(groups, append=m)
+    positives = np.add.reduceat(label, groups)
+    twice_u = np.add.reduceat(label * negatives_before, groups)
+    twice_u -= positives * negatives_before[groups]
+    twice_u *= 2
+    tied = ~run_start
+    if tied.any():  # rows of runs of two or more
+        member = tied.copy()
+        member[:-1] |= tied[1:]
+        where = np.flatnonzero(member)
+        first = np.flatnonzero(run_start[where])  # each run's first row, in ``where``
+        run_label = label[where]
+        run_before = negatives_before[where]
+        run_positives = np.add.reduceat(run_label, first)
+        run_negatives = np.diff(first, append=len(where)) - run_positives
+        run_x = np.add.reduceat(run_label * run_before, first)
+        run_x -= run_positives * run_before[first]
+        correction = run_positives * run_negatives - 2 * run_x
+        group_of_run = np.searchsorted(groups, where[first], side="right") - 1
+        np.add.at(twice_u, group_of_run, correction)
     return rows, positives, twice_u
 
 
@@ -268,12 +293,14 @@ def pack_rows(
     label: np.ndarray,
     tag: np.ndarray | None,
     tag_bits: int,
+    pred_bits: int,
 ) -> np.ndarray:
     """One uint64 per row whose order is (user, pred, label, tag), written over
-    ``user_code``: ``user << (31 + t) | pred << (1 + t) | label << t | tag`` with
-    ``t = tag_bits`` and the 30-bit pred code of :func:`pred_codes`."""
+    ``user_code``: ``user << (p + 1 + t) | pred << (1 + t) | label << t | tag`` with
+    ``t = tag_bits`` and ``p = pred_bits`` (the codes of :func:`pred_codes` or
+    :func:`pred_ranks`)."""
     packed = user_code
-    packed <<= _U64(PRED_CODE_BITS + 1 + tag_bits)
+    packed <<= _U64(pred_bits + 1 + tag_bits)
     for start in range(0, len(packed), PACK_ROWS):
         part = slice(start, start + PACK_ROWS)
         field = pred_code[part].astype(_U64)

@@ -455,18 +455,22 @@ def _row_sums(
 def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns.
 
-    Fast path (every pred a float32 value, users fit the code): one value sort of a packed
-    uint64 per row ordered (user, pred, label, tag). Otherwise rows are grouped with
-    :func:`group_rows` (a stable sort by pred, then by key).
+    One value sort of a packed uint64 per row ordered (user, pred, label, tag): the user
+    code from one value sort of the key hashes, the pred code the float32 bits when every
+    pred is a float32 value, else the dense rank of the pred (one argsort). If the codes
+    do not fit 64 bits (too many users and distinct preds on this rank), rows are grouped
+    with :func:`group_rows` instead (a stable sort by pred, then by key).
     """
     n_tags = len(layout.tags)
     sums = np.zeros((1 + n_tags, len(kernels.USER_SUM_FIELDS)))
     tag = owned.columns.get("tag")
     label, pred = owned.columns["label"], owned.columns["pred"]
-    coded = None
     if layout.pred_dtype == np.float32:
-        bits = 64 - kernels.PRED_CODE_BITS - 1 - layout.tag_bits
-        coded = kernels.user_codes(owned.keys, bits)
+        pred_bits, pred_code = kernels.PRED_CODE_BITS, kernels.pred_codes(pred)
+    else:
+        pred_code, pred_bits = kernels.pred_ranks(pred)
+    user_bits = 64 - pred_bits - 1 - layout.tag_bits
+    coded = kernels.user_codes(owned.keys, user_bits) if user_bits >= 2 else None
     if coded is not None:
         codes, users = coded
         if owned.checks is not None and users != kernels.count_distinct(
@@ -476,18 +480,19 @@ def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
                 "uid: two different uids share a 64-bit key (a hash collision); "
                 "rename one of them"
             )
-        packed = kernels.pack_rows(codes, kernels.pred_codes(pred), label, tag, layout.tag_bits)
+        packed = kernels.pack_rows(codes, pred_code, label, tag, layout.tag_bits, pred_bits)
+        del pred_code
         packed.sort()
         t = layout.tag_bits
-        user_shift = np.uint64(kernels.PRED_CODE_BITS + 1 + t)
+        user_shift = np.uint64(pred_bits + 1 + t)
         for part in _chunks_by_prefix(packed, int(user_shift)):
             rows = packed[part]
             _add_user_sums(
                 sums,
                 user=rows >> user_shift,
                 pred_key=rows >> np.uint64(1 + t),
-                label=(rows >> np.uint64(t)) & np.uint64(1),
-                tag=(rows & np.uint64((1 << t) - 1)) if n_tags else None,
+                label=((rows >> np.uint64(t)) & np.uint64(1)).view(np.int64),
+                tag=(rows & np.uint64((1 << t) - 1)).astype(np.uint16) if n_tags else None,
                 n_tags=n_tags,
             )
         return sums
@@ -521,7 +526,8 @@ def _add_user_sums(
     sums[0] += kernels.auc_block_sums(*kernels.group_auc(group_start, run_start, label))[0]
     if tag is None:
         return
-    order = np.argsort(tag, kind="stable")  # (tag, user, pred) order: groups are (tag, user)
+    # (tag, user, pred) order, so that the groups are (tag, user): a stable radix sort
+    order = np.argsort(tag, kind="stable")
     tag, user, pred_key, label = tag[order], user[order], pred_key[order], label[order]
     group_start = kernels.changes(tag) | kernels.changes(user)
     run_start = group_start | kernels.changes(pred_key)
