@@ -1,0 +1,384 @@
+"""The ``wuauc`` kind on one process: the pair-counting oracle, sklearn per user, properties
+(row order, batches), the seed's log line, bad input, a huge user and a million users."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle_users import wuauc as oracle
+from sklearn.metrics import roc_auc_score
+
+from mpieval import Evaluator, WuaucMetric, WuaucResult
+from mpieval.comm import Comm
+from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.kernels import users as user_kernels
+from mpieval.metrics.auc import AucMetric
+from mpieval.metrics.wuauc import WuaucBlock
+
+COUNTS = ("real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num",
+          "valid_click_num")
+
+
+def rows_for(
+    rng: np.random.Generator, n: int, users: int, pred_kind: str = "float32", uid_kind: str = "int"
+) -> dict[str, np.ndarray]:
+    """Rows with many single-row users (uids above ``users``), single-class users
+    (uid % 5 == 0 never clicks) and ties (few distinct preds)."""
+    uid = np.where(rng.random(n) < 0.25, rng.integers(users, 100 * users, n),
+                   rng.integers(0, users, n))
+    if pred_kind == "float32":  # float32 values, many ties
+        pred = rng.integers(0, 9, n) / 8
+    elif pred_kind == "float64":  # not float32 values, many ties
+        pred = rng.integers(0, 8, n) / 7
+    else:  # distinct float64 values
+        pred = rng.random(n)
+    label = rng.integers(0, 2, n) * (uid % 5 != 0)
+    rows = {"uid": uid, "pred": pred, "label": label,
+            "tag": rng.choice(np.array(["b", "a", "c"]), n)}
+    if uid_kind == "str":
+        rows["uid"] = np.array([f"user-{u}" for u in uid])
+    return rows
+
+
+def assert_matches(got: dict, want: dict, tol: float = 1e-12) -> None:
+    assert list(got) == list(want), "tags, 'all' first then sorted"
+    for tag, values in want.items():
+        for name, value in values.items():
+            if name in COUNTS:
+                assert got[tag][name] == value, (tag, name)
+            elif math.isnan(value):
+                assert got[tag][name] is None, (tag, name)
+            else:
+                assert got[tag][name] == pytest.approx(value, rel=tol, abs=tol), (tag, name)
+
+
+def assert_same(got: dict, want: dict, tol: float = 1e-12) -> None:
+    """Two ``to_dict()["tags"]``: equal counts and nulls, values to ``tol``."""
+    assert list(got) == list(want)
+    for tag, values in want.items():
+        assert got[tag].keys() == values.keys()
+        for name, value in values.items():
+            if value is None or name in COUNTS:
+                assert got[tag][name] == value, (tag, name)
+            else:
+                assert got[tag][name] == pytest.approx(value, rel=tol, abs=tol), (tag, name)
+
+
+def quiet(metric: WuaucMetric) -> WuaucResult:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+def fed(rows: dict[str, np.ndarray], batches: int = 3, **kwargs) -> WuaucMetric:
+    metric = WuaucMetric(comm=Comm.local(), **kwargs)
+    for part in np.array_split(np.arange(len(rows["uid"])), batches):
+        metric.update(rows["uid"][part], rows["pred"][part], rows["label"][part],
+                      None if "tag" not in rows else rows["tag"][part])
+    return metric
+
+
+# -- against the oracles ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pred_kind", ["float32", "float64", "distinct"])
+@pytest.mark.parametrize("uid_kind", ["int", "str"])
+def test_matches_pair_counting(rng: np.random.Generator, pred_kind: str, uid_kind: str) -> None:
+    rows = rows_for(rng, 2500, 150, pred_kind, uid_kind)
+    got = quiet(fed(rows)).to_dict()
+    assert got["kind"] == "wuauc"
+    want = oracle(rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist(),
+                  rows["tag"].tolist())
+    assert_matches(got["tags"], want)
+    assert 0 < got["tags"]["all"]["valid_user_count"] < got["tags"]["all"]["real_user_count"]
+
+
+def test_the_grouping_fallback_gives_the_same_numbers(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the packed codes do not fit 64 bits, rows are grouped by sorting instead."""
+    rows = rows_for(rng, 2500, 150, "float64")
+    fast = quiet(fed(rows)).to_dict()
+    monkeypatch.setattr(user_kernels, "user_codes", lambda keys, bits: None)
+    slow = quiet(fed(rows)).to_dict()
+    assert_same(slow["tags"], fast["tags"])
+
+
+def test_matches_sklearn_per_user(rng: np.random.Generator) -> None:
+    n = 20_000
+    uid = rng.integers(0, 300, n)
+    pred = np.round(rng.random(n), 2).astype(np.float32)  # ties
+    label = (rng.random(n) < pred).astype(np.int64)
+    block = quiet(fed({"uid": uid, "pred": pred, "label": label})).all
+    aucs, rows = [], []
+    for u in np.unique(uid):
+        mine = uid == u
+        if 0 < label[mine].sum() < mine.sum():
+            aucs.append(roc_auc_score(label[mine], pred[mine]))
+            rows.append(mine.sum())
+    assert block.valid_user_count == len(aucs)
+    assert block.uauc == pytest.approx(np.mean(aucs), abs=1e-12)
+    assert block.wuauc == pytest.approx(np.average(aucs, weights=rows), abs=1e-12)
+    assert block.logloss == pytest.approx(
+        -np.mean(np.log(np.where(label == 1, np.clip(pred.astype(np.float64), 1e-15, 1),
+                                 np.clip(1 - pred.astype(np.float64), 1e-15, 1)))), rel=1e-12)
+
+
+def test_click_weighted_gauc_by_user_and_position(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 2000, 60)
+    position = rng.integers(0, 3, len(rows["uid"]))
+    metric = WuaucMetric(comm=Comm.local(), extra_keys=("position",))
+    metric.update(rows["uid"], rows["pred"], rows["label"], rows["tag"],
+                  keys={"position": position})
+    got = quiet(metric).to_dict()["tags"]
+    groups = list(zip(rows["uid"].tolist(), position.tolist(), strict=True))
+    want = oracle(groups, rows["pred"].tolist(), rows["label"].tolist(), rows["tag"].tolist())
+    assert_matches(got, want)
+    assert got["all"]["click_wuauc"] != got["all"]["wuauc"]
+    with pytest.raises(InputError, match="key columns"):
+        metric.update(rows["uid"], rows["pred"], rows["label"])
+
+
+def test_rows_without_a_tag_count_in_all_only(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 1200, 80)
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(rows["uid"][:500], rows["pred"][:500], rows["label"][:500])
+    metric.update(rows["uid"][500:], rows["pred"][500:], rows["label"][500:], rows["tag"][500:])
+    tags = [None] * 500 + rows["tag"][500:].tolist()
+    want = oracle(rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist(), tags)
+    assert_matches(quiet(metric).to_dict()["tags"], want)
+
+
+def test_without_tags_there_is_one_block(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 800, 50)
+    del rows["tag"]
+    result = quiet(fed(rows))
+    assert result.tags == ("all",)
+    assert len(result.to_log_line("x").splitlines()) == 1
+
+
+def test_integer_tags_sort_as_numbers(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 600, 30)
+    rows["tag"] = rng.choice(np.array([10, 2, 33]), 600)
+    result = quiet(fed(rows))
+    assert result.tags == ("all", "2", "10", "33")
+    assert [line.split()[1] for line in result.to_log_line("n").splitlines()] == [
+        "Tag=all", "Tag=2", "Tag=10", "Tag=33"]
+    assert result[10].real_ins_num == int((rows["tag"] == 10).sum())
+
+
+# -- properties ------------------------------------------------------------------------
+
+
+@st.composite
+def data_sets(draw: st.DrawFn) -> dict[str, np.ndarray]:
+    n = draw(st.integers(1, 120))
+    ints = st.lists(st.integers(0, 12), min_size=n, max_size=n)
+    return {
+        "uid": np.array(draw(ints)),
+        "pred": np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))) / 4,
+        "label": np.array(draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))),
+        "tag": np.array(draw(st.lists(st.sampled_from(["x", "y"]), min_size=n, max_size=n))),
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(data_sets(), st.randoms(use_true_random=False), st.integers(1, 5))
+def test_row_order_and_batches_do_not_matter(rows, random, batches) -> None:
+    order = np.array(random.sample(range(len(rows["uid"])), len(rows["uid"])))
+    shuffled = {k: v[order] for k, v in rows.items()}
+    one = quiet(fed(rows, batches=1)).to_dict()
+    other = quiet(fed(shuffled, batches=min(batches, len(order)))).to_dict()
+    assert_same(other["tags"], one["tags"])
+    want = oracle(rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist(),
+                  rows["tag"].tolist())
+    assert_matches(one["tags"], want)
+
+
+# -- result and log line ---------------------------------------------------------------
+
+
+def test_the_seed_numbers_give_the_seed_line() -> None:
+    block = WuaucBlock(
+        tag="all", wuauc=0.835354, uauc=0.829737, logloss=0.506748, actual_ctr=0.498121,
+        predicted_ctr=0.50286, copc=0.990576, real_user_count=1995877, real_ins_num=5454408,
+        valid_user_count=411705, valid_ins_num=2844012, click_wuauc=0.8, valid_click_num=1,
+    )
+    assert WuaucResult((block,)).to_log_line("t7_order_wuauc_join") == (
+        "t7_order_wuauc_join: Tag=all WUAUC=0.835354 UAUC=0.829737 LogLoss=0.506748 "
+        "ActualCTR=0.498121 PredictedCTR=0.50286 COPC=0.990576 RealUserCount=1995877 "
+        "RealInsNum=5454408 ValidUserCount=411705 ValidInsNum=2844012"
+    )
+
+
+def test_log_line_and_json_of_a_computed_result() -> None:
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update([1, 1, 1, 2, 2, 3], [0.1, 0.4, 0.4, 0.3, 0.2, 0.9], [0, 1, 0, 1, 1, 0],
+                  ["p", "q", "p", "p", "q", "q"])
+    result = quiet(metric)
+    # user 1: positive 0.4 vs negatives 0.1 (win) and 0.4 (tie) -> 0.75; others one class
+    assert result.to_log_line("j").splitlines()[0] == (
+        "j: Tag=all WUAUC=0.75 UAUC=0.75 LogLoss=%g ActualCTR=0.5 PredictedCTR=0.383333 "
+        "COPC=1.30435 RealUserCount=3 RealInsNum=6 ValidUserCount=1 ValidInsNum=3"
+        % result.all.logloss
+    )
+    as_json = json.loads(json.dumps(result.to_dict()))
+    assert list(as_json["tags"]) == ["all", "p", "q"]
+    assert as_json["tags"]["p"]["wuauc"] is None  # tag p: user 1 has one negative only
+    assert set(as_json["tags"]["all"]) >= {
+        "wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc", "real_user_count",
+        "real_ins_num", "valid_user_count", "valid_ins_num"}
+    assert "Tag=p WUAUC=nan UAUC=nan" in result.to_log_line("j")
+
+
+def test_undefined_values_warn_once_and_are_nan() -> None:
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update([1, 2, 2], [0.5, 0.2, 0.1], [1, 0, 0])
+    with pytest.warns(UndefinedMetricWarning, match="no user has both labels") as caught:
+        result = metric.compute()
+    assert len(caught) == 1
+    assert math.isnan(result.all.wuauc) and math.isnan(result.all.uauc)
+    assert result.all.real_user_count == 2 and result.all.valid_user_count == 0
+    empty = WuaucMetric(comm=Comm.local())
+    with pytest.warns(UndefinedMetricWarning, match="no rows"):
+        nothing = empty.compute()
+    assert math.isnan(nothing.all.logloss) and nothing.all.real_ins_num == 0
+    zero = WuaucMetric(comm=Comm.local())
+    zero.update([1, 1], [0.0, 0.0], [0, 1])
+    with pytest.warns(UndefinedMetricWarning, match="COPC"):
+        assert math.isnan(zero.compute().all.copc)
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "field", "count", "first"),
+    [
+        ("uid", np.array([1.0, np.nan, 3.0, np.nan]), "uid", 2, 1),
+        ("uid", np.array(["a", None, "c", "d"], dtype=object), "uid", 1, 1),
+        ("uid", np.array(["a", "b", "", "d"]), "uid", 1, 2),
+        ("pred", np.array([0.1, 1.5, 0.3, -1.0]), "pred", 2, 1),
+        ("pred", np.array([0.1, np.nan, 0.3, 0.2]), "pred", 1, 1),
+        ("label", np.array([0, 1, 2, 1]), "label", 1, 2),
+        ("label", np.array([0.0, 0.5, 1.0, 1.0]), "label", 1, 1),
+        ("tag", np.array(["a", None, "b", "a"], dtype=object), "tag", 1, 1),
+        ("tag", np.array(["a", "b", "", "a"]), "tag", 1, 2),
+    ],
+)
+def test_bad_input_names_field_count_and_first_index(column, values, field, count, first) -> None:
+    rows = {"uid": np.array([1, 2, 3, 4]), "pred": np.array([0.1, 0.2, 0.3, 0.4]),
+            "label": np.array([0, 1, 0, 1]), "tag": np.array(["a", "b", "a", "b"])}
+    rows[column] = values
+    metric = WuaucMetric(comm=Comm.local())
+    with pytest.raises(InputError) as caught:
+        metric.update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
+    assert (caught.value.field, caught.value.count, caught.value.first_index) == (
+        field, count, first)
+    with pytest.raises(InputError) as again:  # the next compute fails too, on every rank
+        metric.compute()
+    assert again.value.field == field
+    assert metric.rows == 0  # nothing of the bad batch was kept
+
+
+@pytest.mark.parametrize(
+    ("update", "match"),
+    [
+        (lambda m: m.update([1, 2], [0.1], [0, 1]), "length"),
+        (lambda m: m.update([1, 2], [0.1, 0.2], [0, 1], ["a"]), "length"),
+        (lambda m: m.update([1, 2], [0.1, 0.2], [0, 1], ["all", "a"]), "'all'"),
+        (lambda m: m.update([1, 2], [0.1, 0.2], [0, 1], [0.5, 1.5]), "integers or strings"),
+        (lambda m: m.update([[1, 2]], [0.1, 0.2], [0, 1]), "1-D"),
+    ],
+)
+def test_bad_shapes_and_reserved_tag(update, match) -> None:
+    with pytest.raises(InputError, match=match):
+        update(WuaucMetric(comm=Comm.local()))
+
+
+def test_uid_and_tag_kinds_must_not_change_between_batches() -> None:
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update([1, 2], [0.1, 0.2], [0, 1], ["a", "b"])
+    with pytest.raises(InputError, match="integer uids in one batch"):
+        metric.update(["x", "y"], [0.1, 0.2], [0, 1])
+    with pytest.raises(InputError, match="integer tags in one batch"):
+        metric.update([1, 2], [0.1, 0.2], [0, 1], [3, 4])
+
+
+# -- state -----------------------------------------------------------------------------
+
+
+def test_compute_leaves_the_rows_alone_and_reset_forgets(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 1000, 40)
+    metric = fed(rows)
+    first = quiet(metric)
+    assert quiet(metric) == first
+    metric.update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
+    assert quiet(metric).all.real_ins_num == 2000
+    metric.reset()
+    assert metric.rows == 0
+    metric.update([1, 1], [0.2, 0.7], [0, 1])
+    assert quiet(metric).all.uauc == 1.0
+
+
+def test_row_cost_is_fifteen_bytes_for_integer_uids_and_float32_preds() -> None:
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(np.arange(10), np.full(10, 0.5, dtype=np.float32), np.zeros(10, np.int8))
+    assert metric._rows.row_nbytes == 15
+    metric.update(np.arange(10), np.full(10, 0.1), np.zeros(10, np.int8))  # not a float32
+    assert metric._rows.row_nbytes == 19
+    assert quiet(metric).all.predicted_ctr == pytest.approx((0.5 * 10 + 0.1 * 10) / 20)
+
+
+def test_with_auc_in_one_evaluator(rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 500, 20)
+    ev = Evaluator({"ctr": AucMetric(comm=Comm.local()), "t7": WuaucMetric(comm=Comm.local())},
+                   comm=Comm.local())
+    ev["ctr"].update(rows["pred"], rows["label"])
+    ev["t7"].update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        results = ev.compute()
+    lines = ev.log_lines(results)
+    assert lines[0].startswith("ctr: auc=")
+    assert [line.split()[1] for line in lines[1:]] == ["Tag=all", "Tag=a", "Tag=b", "Tag=c"]
+    assert_same(results["t7"].to_dict()["tags"], quiet(fed(rows)).to_dict()["tags"])
+
+
+# -- size ------------------------------------------------------------------------------
+
+
+def test_a_user_with_200000_rows(rng: np.random.Generator) -> None:
+    n = 200_000
+    pred = rng.random(n).astype(np.float32)
+    label = (rng.random(n) < pred).astype(np.int8)
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(np.full(n, 42), pred, label)
+    metric.update(np.array([7, 7]), np.array([0.1, 0.2], np.float32), np.array([0, 1]))
+    block = metric.compute().all
+    expected = roc_auc_score(label, pred)
+    assert block.valid_user_count == 2 and block.real_ins_num == n + 2
+    assert block.uauc == pytest.approx((expected + 1.0) / 2, abs=1e-12)
+    assert block.wuauc == pytest.approx((expected * n + 2) / (n + 2), abs=1e-12)
+
+
+def test_a_million_users_with_one_row_each(rng: np.random.Generator) -> None:
+    n = 1_000_000
+    uid = rng.permutation(n).astype(np.int64) * 7919
+    pred = rng.random(n).astype(np.float32)
+    label = rng.integers(0, 2, n)
+    metric = WuaucMetric(comm=Comm.local())
+    for part in np.array_split(np.arange(n), 4):
+        metric.update(uid[part], pred[part], label[part])
+    metric.update(np.array([-5, -5]), np.array([0.3, 0.2], np.float32), np.array([1, 0]))
+    block = metric.compute().all
+    assert block.real_user_count == n + 1
+    assert block.valid_user_count == 1 and block.valid_ins_num == 2
+    assert block.uauc == 1.0 and block.wuauc == 1.0
+    assert block.real_ins_num == n + 2
