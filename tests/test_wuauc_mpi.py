@@ -1,0 +1,162 @@
+"""The ``wuauc`` kind across ranks: each user's rows scattered over the ranks (and one rank
+with no rows) give exactly the counts and, to 1e-12, the values of one process; bad input
+on one rank fails every rank, none hangs. The assertions hold for any ``comm.size``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sharding import my_rows
+from test_wuauc import assert_same, rows_for
+
+from mpieval import Evaluator
+from mpieval.comm import Comm, RemoteError
+from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.metrics.auc import AucMetric
+from mpieval.metrics.pn import PnMetric
+from mpieval.metrics.wuauc import WuaucMetric
+
+pytestmark = pytest.mark.mpi
+
+
+def one_process(rows: dict[str, np.ndarray], **kwargs) -> dict:
+    metric = WuaucMetric(comm=Comm.local(), **kwargs)
+    keys = {"position": rows["position"]} if "position" in rows else None
+    metric.update(rows["uid"], rows["pred"], rows["label"], rows.get("tag"), keys=keys)
+    return quiet(metric).to_dict()
+
+
+def on_every_rank(comm: Comm, mine: dict[str, np.ndarray], batches: int = 3, **kwargs) -> dict:
+    metric = WuaucMetric(comm=comm, **kwargs)
+    for part in np.array_split(np.arange(len(mine["uid"])), batches):
+        keys = {"position": mine["position"][part]} if "position" in mine else None
+        metric.update(mine["uid"][part], mine["pred"][part], mine["label"][part],
+                      mine["tag"][part] if "tag" in mine else None, keys=keys)
+    return quiet(metric).to_dict()
+
+
+def quiet(metric: WuaucMetric):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+def same_on_every_rank(comm: Comm, result: dict) -> None:
+    assert all(other == result for other in comm.allgather(result))
+
+
+@pytest.mark.parametrize("pred_kind", ["float32", "float64", "distinct"])
+@pytest.mark.parametrize("uid_kind", ["int", "str"])
+@pytest.mark.parametrize("scatter", [True, False])
+def test_scattered_users_give_the_one_process_result(
+    comm: Comm, rng: np.random.Generator, pred_kind: str, uid_kind: str, scatter: bool
+) -> None:
+    rows = rows_for(rng, 6000, 300, pred_kind, uid_kind)
+    want = one_process(rows)
+    got = on_every_rank(comm, my_rows(rows, comm.rank, comm.size, rng, scatter=scatter))
+    assert_same(got["tags"], want["tags"])
+    same_on_every_rank(comm, got)
+
+
+def test_gauc_keys_and_untagged_rows_across_ranks(comm: Comm, rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 4000, 100)
+    rows["position"] = rng.integers(0, 3, len(rows["uid"]))
+    want = one_process(rows, extra_keys=("position",))
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    assert_same(on_every_rank(comm, mine, extra_keys=("position",))["tags"], want["tags"])
+    untagged = {k: v for k, v in rows.items() if k not in ("tag", "position")}
+    want = one_process(untagged)
+    mine = my_rows(untagged, comm.rank, comm.size, rng, scatter=True)
+    assert_same(on_every_rank(comm, mine)["tags"], want["tags"])
+
+
+def test_tags_seen_on_one_rank_only(comm: Comm, rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 3000, 100)
+    rows["tag"] = np.where(np.arange(3000) < 2900, rows["tag"], "zz-late")
+    want = one_process(rows)
+    got = on_every_rank(comm, my_rows(rows, comm.rank, comm.size, rng))
+    assert list(got["tags"]) == ["all", "a", "b", "c", "zz-late"]
+    assert_same(got["tags"], want["tags"])
+
+
+def test_a_big_user_split_over_every_rank(comm: Comm, rng: np.random.Generator) -> None:
+    n = 60_000
+    rows = {"uid": np.where(rng.random(n) < 0.8, 7, rng.integers(0, 5000, n)),
+            "pred": rng.random(n).astype(np.float32), "label": rng.integers(0, 2, n)}
+    want = one_process(rows)
+    got = on_every_rank(comm, my_rows(rows, comm.rank, comm.size, rng, scatter=True))
+    assert_same(got["tags"], want["tags"])
+
+
+def test_no_rows_anywhere(comm: Comm) -> None:
+    metric = WuaucMetric(comm=comm)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        block = metric.compute().all
+    assert block.real_ins_num == 0 and block.real_user_count == 0
+
+
+def test_in_one_evaluator_with_other_kinds(comm: Comm, rng: np.random.Generator) -> None:
+    rows = rows_for(rng, 3000, 100)
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    ev = Evaluator({"ctr": AucMetric(comm=comm), "t7": WuaucMetric(comm=comm),
+                    "pn": PnMetric(comm=comm)}, comm=comm)
+    ev["ctr"].update(mine["pred"], mine["label"])
+    ev["t7"].update(mine["uid"], mine["pred"], mine["label"], mine["tag"])
+    ev["pn"].update(mine["uid"], mine["pred"], mine["label"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        results = ev.compute()
+    assert_same(results["t7"].to_dict()["tags"], one_process(rows)["tags"])
+    assert results["ctr"].num == 3000
+
+
+def test_bad_input_on_one_rank_fails_every_rank(comm: Comm) -> None:
+    metric = WuaucMetric(comm=comm)
+    bad_rank = comm.size - 1
+    uid = np.array([1.0, 2.0, np.nan]) if comm.rank == bad_rank else np.array([1.0, 2.0, 3.0])
+    try:
+        metric.update(uid, [0.1, 0.2, 0.3], [0, 1, 1])
+    except InputError:
+        assert comm.rank == bad_rank
+    with pytest.raises(InputError) as caught:
+        metric.compute()
+    error = caught.value
+    assert (error.field, error.count, error.first_index) == ("uid", 1, 2)
+    # everyone is still in step: a fresh metric computes on every rank
+    metric.reset()
+    metric.update([comm.rank, comm.rank], [0.2, 0.8], [0, 1])
+    assert metric.compute().all.valid_user_count == comm.size
+
+
+def test_uid_kinds_disagreeing_across_ranks_fail_every_rank(comm: Comm) -> None:
+    if comm.size == 1:
+        pytest.skip("needs two ranks to disagree")
+    metric = WuaucMetric(comm=comm)
+    uid = ["u1", "u2"] if comm.rank == 0 else [1, 2]
+    metric.update(uid, [0.2, 0.8], [0, 1])
+    with pytest.raises(InputError, match="integer uids on some ranks"):
+        metric.compute()
+    tags = WuaucMetric(comm=comm)
+    tags.update([1, 2], [0.2, 0.8], [0, 1], ["x", "y"] if comm.rank == 0 else [3, 4])
+    with pytest.raises(InputError, match="integer tags on some ranks"):
+        tags.compute()
+
+
+def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force every string to one key (the check hashes stay apart): detected everywhere."""
+    import mpieval.users as users_module
+
+    real = users_module.uid_keys_checked
+
+    def colliding(field, uid):
+        keys, checks = real(field, uid)
+        return np.zeros_like(keys), checks
+
+    monkeypatch.setattr("mpieval.metrics.wuauc.uid_keys_checked", colliding)
+    metric = WuaucMetric(comm=comm)
+    metric.update([f"a{comm.rank}", f"b{comm.rank}"], [0.2, 0.8], [0, 1])
+    with pytest.raises((users_module.UidCollisionError, RemoteError), match="collision"):
+        metric.compute()
