@@ -267,27 +267,42 @@ def _as_text(values: pa.Array) -> pa.Array:
 def fixed_width_bytes(array: pa.Array) -> np.ndarray:
     """A pyarrow string array as a numpy ``S`` array (shorter values padded with zeros).
 
-    One scatter of the value bytes into an ``n x width`` block: no Python object per row.
+    Fast path: pad every value with NUL to the longest (``utf8_rpad``); when all values
+    then have the same byte length (ASCII ids), the padded data buffer *is* the array.
+    Otherwise one scatter of the value bytes into an ``n x width`` block. No Python
+    object per row either way.
     """
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, dtype="S1")
+    width = max(pc.max(pc.binary_length(array)).as_py(), 1)
+    padded = pc.utf8_rpad(array, width=width, padding="\0")
+    offsets, data = _offsets_and_data(padded)
+    if int(offsets[-1]) - int(offsets[0]) == n * width:
+        return np.frombuffer(data, dtype=f"S{width}", count=n, offset=int(offsets[0]))
+    offsets, data = _offsets_and_data(array)
+    lengths = np.diff(offsets)
+    block = np.zeros(n * width, dtype=np.uint8)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last > first:
+        values = np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first)
+        row_starts = np.arange(n, dtype=np.int64) * width - (offsets[:-1] - first)
+        block[np.arange(last - first, dtype=np.int64) + np.repeat(row_starts, lengths)] = values
+    return block.view(f"S{width}")
+
+
+def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, Any]:
+    """The value offsets (``len + 1``) and the data buffer of a string array."""
     if pa.types.is_large_string(array.type):
         offset_type: Any = np.int64
     elif pa.types.is_string(array.type):
         offset_type = np.int32
     else:
         raise TypeError(f"not a string array: {array.type}")
-    n = len(array)
     _, offset_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=n + 1,
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(array) + 1,
                             offset=array.offset * np.dtype(offset_type).itemsize)
-    lengths = np.diff(offsets)
-    width = max(int(lengths.max()) if n else 0, 1)
-    block = np.zeros(n * width, dtype=np.uint8)
-    first, last = int(offsets[0]), int(offsets[-1])
-    if last > first:
-        data = np.frombuffer(data_buffer, dtype=np.uint8, count=last - first, offset=first)
-        row_starts = np.arange(n, dtype=np.int64) * width - (offsets[:-1] - first)
-        block[np.arange(last - first, dtype=np.int64) + np.repeat(row_starts, lengths)] = data
-    return block.view(f"S{width}")
+    return offsets, data_buffer
 
 
 class _CountingReader(io.RawIOBase):
