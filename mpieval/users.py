@@ -21,6 +21,7 @@ Three pieces:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +136,7 @@ def _object_kind(value: object) -> int:
         return 1
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return 2
-    if value is None or (isinstance(value, (float, np.floating)) and value != value):
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return 3
     return 4
 

@@ -98,10 +98,14 @@ def combine_keys(columns: list[np.ndarray], seed: int) -> np.ndarray:
 
 
 def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
-    """The rank that owns each key: ``mix64(key) mod size`` (int64)."""
+    """The rank that owns each key: ``mix64(key) mod size`` (uint16 below 65536 ranks, so
+    that the exchange's stable sort by rank is a radix sort)."""
+    dtype = np.uint16 if size <= 1 << 16 else np.int64
     if size == 1:
-        return np.zeros(len(keys), dtype=np.int64)
-    return (mix64(keys) % _U64(size)).astype(np.int64)
+        return np.zeros(len(keys), dtype=dtype)
+    owner = mix64(keys)
+    owner %= _U64(size)
+    return owner.astype(dtype)
 
 
 # -- dense codes for one value sort ------------------------------------------------------

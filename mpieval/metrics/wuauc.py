@@ -51,6 +51,8 @@ NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
 # Rows of whole users handled per step of the per-user AUC (bounds its temporaries).
 CHUNK_ROWS = 1 << 20
+# Rows per step of the row sums of an update.
+ROW_SUM_CHUNK = 1 << 16
 
 # Layout of one block of the summable buffer: row sums (kept by update), then user sums.
 ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
@@ -302,22 +304,18 @@ class WuaucMetric(Metric):
             if check is not None:
                 dtypes["check"] = np.uint64
             self._rows = RowBuffer(dtypes)
-        pred64 = pred.astype(np.float64, copy=False)
-        if self._rows.dtypes["pred"] == np.float32:
-            pred32 = pred.astype(np.float32)
-            if np.array_equal(pred32, pred64):
-                pred = pred32
-            else:
+        stored = pred
+        if self._rows.dtypes["pred"] == np.float32 and not np.can_cast(pred, np.float32, "safe"):
+            stored = pred.astype(np.float32)
+            if not np.array_equal(stored, pred):  # not float32 values: keep them whole
                 self._rows.widen("pred", np.float64)
-                pred = pred64
-        else:
-            pred = pred64
-        columns = {"key": user, "pred": pred, "label": label}
+                stored = pred
+        columns = {"key": user, "pred": stored, "label": label}
         columns["tag"] = np.full(len(user), NO_TAG, dtype=np.uint16) if tag is None else tag
         if check is not None:
             columns["check"] = check
         self._rows.append(**columns)
-        sums = _row_sums(pred64, label, tag, len(self._tag_values))
+        sums = _row_sums(pred, label, tag, len(self._tag_values))
         self._all_sums += sums[0]
         if len(sums) > 1:
             grown = np.zeros((len(self._tag_values), N_ROW_SUMS))
@@ -436,17 +434,26 @@ def _tag_values(tag: Any) -> np.ndarray:
 def _row_sums(
     pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int
 ) -> np.ndarray:
-    """``ROW_SUM_FIELDS`` of a batch: row 0 over every row, then one row per local tag."""
-    clipped = np.clip(pred, LOGLOSS_EPSILON, 1.0 - LOGLOSS_EPSILON)
-    likelihood = np.where(label == 1, clipped, 1.0 - clipped)
-    logloss = -np.log(likelihood)
-    clicks = label.astype(np.float64)
-    whole = [[len(pred), clicks.sum(), pred.sum(), logloss.sum()]]
-    if tag is None:
-        return np.array(whole, dtype=np.float64)
-    per_tag = [np.bincount(tag, weights=w, minlength=n_tags)
-               for w in (None, clicks, pred, logloss)]
-    return np.vstack([np.array(whole, dtype=np.float64), np.stack(per_tag, axis=1)])
+    """``ROW_SUM_FIELDS`` of a batch: row 0 over every row, then one row per local tag.
+
+    ``logloss = -log(label ? p : 1 - p)`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``;
+    in steps of ``ROW_SUM_CHUNK`` rows, so the float64 temporaries stay small.
+    """
+    sums = np.zeros((1 + (n_tags if tag is not None else 0), N_ROW_SUMS))
+    for start in range(0, len(pred), ROW_SUM_CHUNK):
+        part = slice(start, start + ROW_SUM_CHUNK)
+        p = pred[part].astype(np.float64)
+        clicks = label[part].astype(np.float64)
+        likelihood = np.clip(p, LOGLOSS_EPSILON, 1.0 - LOGLOSS_EPSILON)
+        np.subtract(1.0, likelihood, out=likelihood, where=clicks == 0)
+        logloss = np.log(likelihood)
+        np.negative(logloss, out=logloss)
+        sums[0] += (len(p), clicks.sum(), p.sum(), logloss.sum())
+        if tag is not None:
+            codes = tag[part]
+            for field, weights in enumerate((None, clicks, p, logloss)):
+                sums[1:, field] += np.bincount(codes, weights=weights, minlength=n_tags)
+    return sums
 
 
 # -- per-user sums on the owner ----------------------------------------------------------
