@@ -437,3 +437,55 @@ def test_no_rows_selected_gives_nan_not_an_error(tmp_path, capsys, data):
     assert result["num"] == 0 and result["auc"] is None
     assert "num=0" in out and "no rows" in err
     assert math.isnan(float(out.split("auc=")[1].split()[0]))
+
+
+# -- the documented examples ----------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def example_rows(n: int) -> dict[str, np.ndarray]:
+    """Columns named as in scripts/example-metrics.toml and the README."""
+    base = rows(n, seed=9)
+    return {
+        "user_id": base["uid"], "page": base["tag"], "ctr_pred": base["pred"],
+        "click": base["label"], "cvr_pred": base["pred2"], "convert": base["label2"],
+        "grade": base["grade"], "cmatch": base["cmatch"],
+        "rank": (np.arange(n) % 3).astype(np.int64),
+        "left_click": base["left"], "right_click": base["right"],
+    }
+
+
+def test_the_example_config_runs(tmp_path, capsys):
+    files = shards(tmp_path, example_rows(2000), ["a.tsv", "b.parquet"])
+    config = os.path.join(ROOT, "scripts", "example-metrics.toml")
+    out_json = tmp_path / "run.json"
+    status, _, err = run(capsys, "eval", "--config", config, "--json", out_json, *files)
+    assert status == 0, err
+    got = json.loads(out_json.read_text())
+    assert list(got) == ["item_sim", "cvr", "item_sim_cmatch222_rank1", "user_ctr",
+                         "grade_pn", "pair_click"]
+    assert got["cvr"]["num"] == int(example_rows(2000)["click"].sum())
+
+
+def test_the_readme_config_block_is_valid():
+    from mpieval.config import specs_from_config, tomllib
+
+    with open(os.path.join(ROOT, "README.md")) as readme:
+        text = readme.read()
+    section = text.split("## Config", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    specs = specs_from_config(tomllib.loads(block), "README")
+    assert [s.name for s in specs] == ["item_sim", "cvr", "item_sim_cmatch222", "user_ctr",
+                                       "grade_pn"]
+
+
+def test_the_dockerfile_installs_with_the_ci_script():
+    with open(os.path.join(ROOT, "docker", "Dockerfile")) as dockerfile:
+        lines = [line.split() for line in dockerfile if line.strip() and line[0] != "#"]
+    for words in lines:
+        if words[0] == "COPY":
+            for source in words[1:-1]:
+                assert os.path.exists(os.path.join(ROOT, source)), source
+    runs = [" ".join(words) for words in lines if words[0] == "RUN"]
+    assert len(runs) == 1 and "scripts/setup" in runs[0] and "MPIEVAL_EXTRAS=mpich" in runs[0]
