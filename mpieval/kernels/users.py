@@ -123,16 +123,16 @@ def pred_codes(pred: np.ndarray) -> np.ndarray:
     return pred.astype(np.float32, copy=False).view(np.uint32) & _PRED_CODE_MASK
 
 
-def pred_ranks(pred: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(ranks, bits)``: the dense rank of each pred among the distinct preds (one
-    argsort), equal iff the preds are equal and ordered as they are, below ``2**bits``."""
+def pred_ranks(pred: np.ndarray) -> np.ndarray:
+    """The dense rank of each pred among the distinct preds (one argsort): equal iff the
+    preds are equal and ordered as they are; uint32 below 2**32 rows, else uint64."""
+    dtype = np.uint32 if len(pred) < 2**32 else np.uint64
     order = np.argsort(pred)
-    ranks_in_order = np.cumsum(changes(pred[order]), dtype=np.int64)
-    ranks_in_order -= 1
-    ranks = np.empty(len(pred), dtype=np.uint64)
+    ranks_in_order = np.cumsum(changes(pred[order]), dtype=dtype)
+    ranks_in_order -= dtype(1)
+    ranks = np.empty(len(pred), dtype=dtype)
     ranks[order] = ranks_in_order
-    distinct = int(ranks_in_order[-1]) + 1 if len(pred) else 0
-    return ranks, max(distinct - 1, 1).bit_length()
+    return ranks
 
 
 def user_codes(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int] | None:
@@ -143,14 +143,13 @@ def user_codes(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int] | None:
     The code is the top ``bits`` bits of ``mix64(key)``; a key whose prefix clashes with
     a smaller hash's takes the smallest code no key has. One value sort of the hashes.
     """
-    hashes = mix64(keys)
-    ordered = np.sort(hashes)
-    distinct = np.ones(len(ordered), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=distinct[1:])
-    unique = ordered[distinct]
-    del ordered, distinct
+    ordered = mix64(keys)
+    ordered.sort()
+    unique = ordered[changes(ordered)]
+    del ordered
     if len(unique) > 2 ** (bits - 1):
         return None
+    hashes = mix64(keys)  # again rather than a sorted copy: 8 bytes a row less at the peak
     shift = _U64(64 - bits)
     prefix = unique >> shift
     clashing = np.flatnonzero(prefix[1:] == prefix[:-1]) + 1

@@ -50,7 +50,7 @@ LOGLOSS_EPSILON = 1e-15
 NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
 # Rows of whole users handled per step of the per-user AUC (bounds its temporaries).
-CHUNK_ROWS = 1 << 20
+CHUNK_ROWS = 1 << 18
 # Rows per step of the row sums of an update.
 ROW_SUM_CHUNK = 1 << 16
 
@@ -472,13 +472,12 @@ def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
     sums = np.zeros((1 + n_tags, len(kernels.USER_SUM_FIELDS)))
     tag = owned.columns.get("tag")
     label, pred = owned.columns["label"], owned.columns["pred"]
-    if layout.pred_dtype == np.float32:
-        pred_bits, pred_code = kernels.PRED_CODE_BITS, kernels.pred_codes(pred)
-    else:
-        pred_code, pred_bits = kernels.pred_ranks(pred)
+    float32 = layout.pred_dtype == np.float32
+    pred_bits = kernels.PRED_CODE_BITS if float32 else max(len(pred) - 1, 1).bit_length()
     user_bits = 64 - pred_bits - 1 - layout.tag_bits
     coded = kernels.user_codes(owned.keys, user_bits) if user_bits >= 2 else None
     if coded is not None:
+        pred_code = kernels.pred_codes(pred) if float32 else kernels.pred_ranks(pred)
         codes, users = coded
         if owned.checks is not None and users != kernels.count_distinct(
             kernels.pair_hashes(owned.keys, owned.checks)
