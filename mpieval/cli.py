@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mpieval`` console script; returns the exit status."""
     comm = Comm()
-    _quiet_warnings(comm)
+    _quiet_warnings()
     try:
         with _only_rank_zero_speaks(comm):
             args = build_parser().parse_args(argv)
@@ -139,7 +139,7 @@ def _only_rank_zero_speaks(comm: Comm) -> Iterator[None]:
         yield
 
 
-def _quiet_warnings(comm: Comm) -> None:
+def _quiet_warnings() -> None:
     """Warnings as one ``mpieval: warning: ...`` line on stderr."""
 
     def show(message: Any, category: Any, filename: str, lineno: int,

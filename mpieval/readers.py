@@ -109,6 +109,8 @@ def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile
     else:
         with open(path, "rb") as handle:
             header = handle.readline()
+    if not header:
+        raise DataError(f"{path}:1", "empty file (no header line)")
     if not header.strip(b"\r\n"):
         raise DataError(f"{path}:1", "empty header line")
     try:

@@ -223,10 +223,11 @@ def test_batch_rows_know_their_lines(tmp_path):
     (b"", "{path}:1: empty file (no header line)"),
     (b"\n1\t2\n", "{path}:1: empty header line"),
 ])
-def test_empty_files(tmp_path, content, message):
-    path = str(tmp_path / "e.tsv")
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_empty_files(tmp_path, content, message, gzipped):
+    path = str(tmp_path / ("e.tsv.gz" if gzipped else "e.tsv"))
     with open(path, "wb") as out:
-        out.write(content)
+        out.write(gzip.compress(content) if gzipped else content)
     with pytest.raises(DataError, match="^" + re.escape(message.format(path=path))):
         inspect(path)
 
