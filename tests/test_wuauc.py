@@ -382,3 +382,16 @@ def test_a_million_users_with_one_row_each(rng: np.random.Generator) -> None:
     assert block.valid_user_count == 1 and block.valid_ins_num == 2
     assert block.uauc == 1.0 and block.wuauc == 1.0
     assert block.real_ins_num == n + 2
+
+
+def test_empty_batches_and_a_rejected_batch_change_nothing() -> None:
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update([], [], [], [])  # an empty float array: no uid kind is fixed by it
+    with pytest.raises(InputError, match="'all'"):
+        metric.update(["u", "v"], [0.1, 0.2], [0, 1], ["q", "all"])
+    assert metric.rows == 0 and metric._tag_values == []  # no "q" from the rejected batch
+    metric.reset()  # forget the recorded error
+    metric.update(["a", "a", "b"], [0.5, 0.5, 0.5], [1, 0, 1], ["x", "x", "y"])
+    result = quiet(metric)
+    assert result.tags == ("all", "x", "y")
+    assert result.all.uauc == 0.5  # one tie: half a pair

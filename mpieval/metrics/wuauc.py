@@ -235,7 +235,7 @@ class WuaucMetric(Metric):
         tag: Any = None,
         keys: Mapping[str, Any] | None = None,
     ) -> None:
-        """Add a batch of rows (local: no communication)."""
+        """Add a batch of rows (local: no communication). A bad batch changes nothing."""
         try:
             p = as_vector("pred", pred)
             y = as_vector("label", label)
@@ -243,9 +243,13 @@ class WuaucMetric(Metric):
             check_lengths(uid=user, pred=p, label=y)
             check_interval("pred", p, 0.0, 1.0)
             check_binary("label", y)
-            codes = None if tag is None else self._tag_codes(tag, len(p))
+            tags = None if tag is None else self._check_tags(tag, len(p))
         except InputError as error:
             raise self._record(error) from None
+        if len(p) == 0:
+            return
+        self._hashed = check is not None
+        codes = None if tags is None else self._tag_codes(*tags)
         self._store(user, check, p, y.astype(np.uint8), codes)
 
     def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None) -> tuple[np.ndarray, Any]:
@@ -258,38 +262,40 @@ class WuaucMetric(Metric):
             user, check = group_keys_checked({"uid": uid, **{k: keys[k] for k in self.extra_keys}})
         else:
             user, check = uid_keys_checked("uid", uid)
-        hashed = check is not None
-        if self._hashed is not None and hashed != self._hashed:
+        if len(user) and self._hashed is not None and (check is not None) != self._hashed:
             raise InputError("uid", "integer uids in one batch and strings in another")
-        self._hashed = hashed
         return user, check
 
-    def _tag_codes(self, tag: Any, n: int) -> np.ndarray:
-        """Local uint16 codes of a tag column (new values get the next codes)."""
+    def _check_tags(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
+        """The distinct values of a tag column (as Python ints or strs) and each row's
+        index among them; checked against the tags seen so far."""
         values = _tag_values(tag)
         if len(values) != n:
             raise InputError("tag", f"length mismatch: tag={len(values)}, pred={n}")
         distinct, inverse = np.unique(values, return_inverse=True)
-        lookup = np.empty(len(distinct), dtype=np.uint16)
-        for i, value in enumerate(distinct.tolist()):
-            lookup[i] = self._tag_code(value)
-        return lookup[inverse.reshape(-1)]
-
-    def _tag_code(self, value: Any) -> int:
-        code = self._tag_index.get(value)
-        if code is not None:
-            return code
-        kind = str if isinstance(value, str) else int
-        if self._tag_type is not None and kind is not self._tag_type:
+        distinct_values = distinct.tolist()
+        if ALL in distinct_values:
+            first = int(np.flatnonzero(values == ALL)[0])
+            raise InputError("tag", "'all' is the block of every row; it cannot be a tag value",
+                             count=int((values == ALL).sum()), first_index=first, value=ALL)
+        kind = str if values.dtype.kind == "U" else int
+        if distinct_values and self._tag_type is not None and kind is not self._tag_type:
             raise InputError("tag", "integer tags in one batch and strings in another")
-        if value == ALL:
-            raise InputError("tag", "'all' is the block of every row; it cannot be a tag value")
-        if len(self._tag_values) >= MAX_TAGS:
+        new = sum(value not in self._tag_index for value in distinct_values)
+        if len(self._tag_values) + new > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
-        self._tag_type = kind
-        code = self._tag_index[value] = len(self._tag_values)
-        self._tag_values.append(value)
-        return code
+        return distinct_values, inverse.reshape(-1)
+
+    def _tag_codes(self, distinct: list[Any], inverse: np.ndarray) -> np.ndarray:
+        """Local uint16 codes of checked tags (new values get the next codes)."""
+        lookup = np.empty(len(distinct), dtype=np.uint16)
+        for i, value in enumerate(distinct):
+            if value not in self._tag_index:
+                self._tag_index[value] = len(self._tag_values)
+                self._tag_values.append(value)
+                self._tag_type = type(value)
+            lookup[i] = self._tag_index[value]
+        return lookup[inverse]
 
     def _store(
         self,
