@@ -89,7 +89,10 @@ def specs_from_flags(
         if name in seen:
             raise InputError("--metrics", f"kind {name!r} is listed twice")
         seen.add(name)
-        kind = kind_named(name)
+        try:
+            kind = kind_named(name)
+        except InputError as error:
+            raise InputError("--metrics", error.problem) from None
         chosen = {k: v for k, v in options.items() if k in kind.options and v is not None}
         specs.append(MetricSpec(
             name=name, kind=name, columns=_columns(kind, columns), prefix=prefix or "",
