@@ -28,12 +28,13 @@ from typing import Any, TextIO
 import numpy as np
 
 from mpieval import readers, split
-from mpieval.comm import Comm, abort
+from mpieval.comm import Comm, RemoteError, abort
 from mpieval.config import MetricSpec, column_types, load_config, specs_from_flags
 from mpieval.errors import InputError
 from mpieval.kinds import TIE_MODES, Kind, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch, DataError
+from mpieval.users import UidCollisionError
 
 # Flags that choose columns or options of --metrics; with --config they are errors.
 _METRIC_FLAGS = {
@@ -111,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, or a usage error: the same on every rank
         comm.close()
         return int(done.code or 0)
+    readers.use_one_thread()
     try:
         if args.command == "demo":
             from mpieval import demo
@@ -122,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 2
+    except (RemoteError, UidCollisionError) as error:  # raised on every rank by Comm.agree
+        if comm.rank == 0:
+            print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
+        status = 1
     except Exception:
         traceback.print_exc()
         abort(1)

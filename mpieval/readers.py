@@ -65,6 +65,12 @@ class DataError(InputError):
         return DataError, (self.where, self.problem, self.column)
 
 
+def use_one_thread() -> None:
+    """Size pyarrow's CPU pool to one thread, so that a rank of the command line is one
+    thread whatever pyarrow computes (reads already pass ``use_threads=False``)."""
+    pa.set_cpu_count(1)
+
+
 # -- what a file is ------------------------------------------------------------------
 
 
