@@ -29,7 +29,13 @@ import numpy as np
 
 from mpieval import readers, split
 from mpieval.comm import Comm, RemoteError, abort
-from mpieval.config import MetricSpec, column_types, load_config, specs_from_flags
+from mpieval.config import (
+    MetricSpec,
+    column_types,
+    column_uses,
+    load_config,
+    specs_from_flags,
+)
 from mpieval.errors import InputError
 from mpieval.kinds import TIE_MODES, Kind, kind_named
 from mpieval.metric import Evaluator, Metric, Result
@@ -235,13 +241,9 @@ def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
     for spec in specs:
         kind_named(spec.kind).load()  # a kind missing from this build fails here
     types = column_types(specs)
-    uses: dict[str, str] = {}
-    for spec in specs:
-        for column, use in spec.column_uses().items():
-            uses.setdefault(column, use)
     if json_path:
         check_writable(json_path)
-    files = inspect_files(paths, forced_format, uses)
+    files = inspect_files(paths, forced_format, column_uses(specs))
     return Job(specs=specs, files=files, pieces=split.plan(files, ranks), types=types)
 
 

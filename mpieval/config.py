@@ -49,14 +49,22 @@ class MetricSpec:
     def log_prefix(self) -> str:
         return self.prefix or self.name
 
-    def column_uses(self) -> dict[str, str]:
-        """Every column this metric reads -> what for (for error messages)."""
-        uses = {column: f"{arg} of {self.name}" for arg, column in self.columns.items()}
+    def reads(self) -> list[tuple[str, str, str]]:
+        """Every column this metric reads: ``(column, read as, what for)``.
+
+        Numeric inputs and masks are read as ``float``; ids and tags as ``string``; a
+        filtered column as its value's type (``int``, ``float`` or ``string``).
+        """
+        kind = kind_named(self.kind)
+        reads = [(column, "string" if arg in kind.texts else "float", f"{arg} of {self.name}")
+                 for arg, column in self.columns.items()]
         if self.mask is not None:
-            uses.setdefault(self.mask, f"mask of {self.name}")
-        for column in self.filters:
-            uses.setdefault(column, f"filter of {self.name}")
-        return uses
+            reads.append((self.mask, "float", f"mask of {self.name}"))
+        for column, value in self.filters.items():
+            read_as = ("string" if isinstance(value, str)
+                       else "int" if isinstance(value, int) else "float")
+            reads.append((column, read_as, f"filter of {self.name}"))
+        return reads
 
 
 def _columns(kind: Kind, given: Mapping[str, str | None]) -> dict[str, str]:
@@ -174,27 +182,17 @@ def _check_column_name(key: str, column: Any) -> None:
 
 
 def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
-    """How each column is read for text files: ``float``, ``int`` or ``string``.
+    """How each column is read from text files: ``float``, ``int`` or ``string``.
 
-    Numeric inputs and masks are floats; ids (uid, tag) are strings; a filtered
-    column takes its filter values' type (int and float together make float). A
-    column wanted both as text and as a number is an error.
+    A column read as ``int`` by one metric and ``float`` by another is read as
+    ``float``; one wanted both as text and as a number is an error.
     """
     wanted: dict[str, set[str]] = {}
     users: dict[str, list[str]] = {}
     for spec in specs:
-        kind = kind_named(spec.kind)
-        for arg, column in spec.columns.items():
-            wanted.setdefault(column, set()).add("string" if arg in kind.texts else "float")
-            users.setdefault(column, []).append(f"{arg} of {spec.name}")
-        if spec.mask is not None:
-            wanted.setdefault(spec.mask, set()).add("float")
-            users.setdefault(spec.mask, []).append(f"mask of {spec.name}")
-        for column, value in spec.filters.items():
-            wanted.setdefault(column, set()).add(
-                "string" if isinstance(value, str) else "int" if isinstance(value, int) else "float"
-            )
-            users.setdefault(column, []).append(f"filter of {spec.name}")
+        for column, read_as, use in spec.reads():
+            wanted.setdefault(column, set()).add(read_as)
+            users.setdefault(column, []).append(use)
     types = {}
     for column, kinds in wanted.items():
         if "string" in kinds and len(kinds) > 1:
@@ -204,3 +202,12 @@ def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
             )
         types[column] = "string" if "string" in kinds else "float" if "float" in kinds else "int"
     return types
+
+
+def column_uses(specs: Sequence[MetricSpec]) -> dict[str, str]:
+    """Each column read -> its first use, for messages about a missing column."""
+    uses: dict[str, str] = {}
+    for spec in specs:
+        for column, _, use in spec.reads():
+            uses.setdefault(column, use)
+    return uses

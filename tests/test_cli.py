@@ -29,6 +29,8 @@ KIND_INPUTS = {
     "pn": {"uid": "uid", "pred": "pred", "label": "grade"},
     "pairwise": {"left_label": "left", "right_label": "right"},
 }
+# pn on the binary click label, as `--metrics ...,pn --label label` reads it
+CLICK_INPUTS = dict(KIND_INPUTS, pn={"uid": "uid", "pred": "pred", "label": "label"})
 ALL_KINDS = [k for k in KINDS if available(k)]
 
 
@@ -85,14 +87,13 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def api(specs: dict[str, tuple[str, dict]], data: dict[str, np.ndarray],
-        select: dict[str, np.ndarray] | None = None) -> tuple[dict, list[str]]:
-    """JSON and log lines from the Python API: name -> (kind, options); inputs from
-    KIND_INPUTS; ``select`` restricts a metric to some rows."""
+        inputs: dict[str, dict[str, str]] = KIND_INPUTS) -> tuple[dict, list[str]]:
+    """JSON and log lines from the Python API: name -> (kind, options); the columns of
+    each kind's inputs from ``inputs``."""
     comm = Comm()
     metrics = {name: KINDS[kind].build(options, comm) for name, (kind, options) in specs.items()}
     for name, (kind, _) in specs.items():
-        keep = (select or {}).get(name, slice(None))
-        metrics[name].update(**{arg: data[col][keep] for arg, col in KIND_INPUTS[kind].items()})
+        metrics[name].update(**{arg: data[col] for arg, col in inputs[kind].items()})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         results = Evaluator(metrics, comm).compute()
@@ -164,14 +165,7 @@ def test_every_format_gives_the_same_numbers(tmp_path, capsys, data, names):
     )
     assert status == 0, err
     got = json.loads(out_json.read_text())
-    # pn reads its label from --label here: the binary click label
-    inputs = dict(KIND_INPUTS, pn={"uid": "uid", "pred": "pred", "label": "label"})
-    saved = dict(KIND_INPUTS)
-    KIND_INPUTS.update(inputs)
-    try:
-        want, lines = api({k: (k, {}) for k in ALL_KINDS}, data)
-    finally:
-        KIND_INPUTS.update(saved)
+    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
     assert_same(got, want)
     assert_same_lines(out.splitlines(), lines)
 

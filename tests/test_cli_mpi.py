@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from test_cli import (
     ALL_KINDS,
-    KIND_INPUTS,
+    CLICK_INPUTS,
     api,
     assert_same,
     assert_same_lines,
@@ -70,15 +70,6 @@ def dataset(tmp_path_factory) -> tuple[dict[str, np.ndarray], list[str]]:
     return data, files
 
 
-def expected(data: dict[str, np.ndarray]) -> tuple[dict, list[str]]:
-    inputs = dict(KIND_INPUTS)
-    KIND_INPUTS["pn"] = {"uid": "uid", "pred": "pred", "label": "label"}
-    try:
-        return api({k: (k, {}) for k in ALL_KINDS}, data)
-    finally:
-        KIND_INPUTS.update(inputs)
-
-
 @pytest.mark.parametrize(("ranks", "order"), [
     (ALONE, 1), (1, 1), (2, 1), (3, 1), (2, -1), (3, -1),
 ])
@@ -89,7 +80,7 @@ def test_same_numbers_on_any_ranks_and_file_order(tmp_path, dataset, ranks, orde
                      "--left-label", "left", "--right-label", "right", "--json", out_json,
                      *files[::order])
     assert proc.returncode == 0, proc.stderr
-    want, lines = expected(data)
+    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
     assert_same(json.loads(out_json.read_text()), want)
     assert_same_lines(proc.stdout.splitlines(), lines)
 
