@@ -37,7 +37,7 @@ from mpieval.config import (
     specs_from_flags,
 )
 from mpieval.errors import InputError
-from mpieval.kinds import TIE_MODES, Kind, kind_named
+from mpieval.kinds import TIE_MODES, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch, DataError
 from mpieval.users import UidCollisionError
@@ -276,9 +276,9 @@ def check_writable(path: str) -> None:
 class Task:
     """One named metric fed from batches: which rows count, which columns go where."""
 
-    def __init__(self, spec: MetricSpec, kind: Kind, metric: Metric) -> None:
+    def __init__(self, spec: MetricSpec, metric: Metric) -> None:
         self.spec = spec
-        self.kind = kind
+        self.kind = kind_named(spec.kind)
         self.metric = metric
 
     def rows(self, batch: Batch) -> np.ndarray | None:
@@ -343,7 +343,7 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False) -> dict[str, Resul
         error = caught
     comm.agree(error)
     assert evaluator is not None
-    tasks = [Task(spec, kind_named(spec.kind), evaluator[spec.name]) for spec in job.specs]
+    tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
     batches = _batches(job, comm.rank)
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
     rows = bytes_done = 0
