@@ -92,13 +92,10 @@ def is_binary(values: np.ndarray) -> bool:
 
 
 def check_weight(field: str, values: np.ndarray) -> None:
-    """Every weight finite and non-negative."""
+    """Every weight finite (exact as float64) and non-negative."""
+    check_finite(field, values)
     if len(values) == 0 or values.dtype.kind == "b":
         return
-    if values.dtype.kind == "f":
-        bad = ~np.isfinite(values)
-        if bad.any():
-            _fail(field, bad, values, "must be finite")
     bad = values < 0
     if bad.any():
         _fail(field, bad, values, "must be >= 0")
