@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +55,7 @@ class Comm:
             self.rank, self.size = 0, 1
             return
         base = mpi.COMM_WORLD if mpi_comm is None else mpi_comm
+        _arrive(base)
         self._comm = base.Dup() if duplicate else base
         self._owned = duplicate
         self.rank, self.size = self._comm.Get_rank(), self._comm.Get_size()
@@ -91,6 +93,7 @@ class Comm:
             return
         flag = np.array([0 if error is None else 1], dtype=np.int64)
         total = np.empty_like(flag)
+        _arrive(self._comm)
         self._comm.Allreduce(flag, total)
         if total[0] == 0:
             return
@@ -107,6 +110,7 @@ class Comm:
             return flag
         local = np.array([int(flag)], dtype=np.int64)
         total = np.empty_like(local)
+        _arrive(self._comm)
         self._comm.Allreduce(local, total)
         return bool(total[0])
 
@@ -116,6 +120,7 @@ class Comm:
         if self._comm is None:
             return local.copy()
         total = np.empty_like(local)
+        _arrive(self._comm)
         self._comm.Allreduce(local, total)
         return total
 
@@ -133,6 +138,7 @@ class Comm:
         order = np.argsort(dest, kind="stable")
         send_counts = np.bincount(dest, minlength=self.size).astype(np.int64)
         recv_counts = np.empty_like(send_counts)
+        _arrive(self._comm)
         self._comm.Alltoall(send_counts, recv_counts)
         send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
         recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
@@ -155,11 +161,32 @@ class Comm:
         """Collective: every rank's small object, in rank order (pickled: keep it small)."""
         if self._comm is None:
             return [obj]
+        _arrive(self._comm)
         return self._comm.allgather(obj)
 
     def barrier(self) -> None:
         if self._comm is not None:
-            self._comm.Barrier()
+            _arrive(self._comm)
+
+
+# Waiting for the other ranks: poll a non-blocking barrier, sleeping between polls.
+_FIRST_NAP, _LONGEST_NAP = 20e-6, 2e-3
+
+
+def _arrive(comm: Any) -> None:
+    """Return once every rank of ``comm`` has arrived here, sleeping while waiting.
+
+    MPI implementations busy-poll inside a blocking collective; with more ranks than free
+    cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
+    from the rank it waits for (measured here: a 1.3 s loop took 2.1 s on the other rank).
+    Every collective of this module first meets the others here, so the blocking call
+    that follows finds everyone present and hardly waits.
+    """
+    request = comm.Ibarrier()
+    nap = _FIRST_NAP
+    while not request.Test():
+        time.sleep(nap)
+        nap = min(2 * nap, _LONGEST_NAP)
 
 
 def _summarize(error: BaseException) -> tuple:
