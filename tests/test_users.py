@@ -1,4 +1,4 @@
-"""Per-user building blocks: uid keys, the row buffer, grouping, user codes, group AUC.
+"""Per-user building blocks: uid keys, the row buffer, grouping, the exchange.
 
 The ``mpi``-marked tests run under ``mpiexec -n N``; their assertions hold for any N."""
 
@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from oracle_users import user_auc
 from sharding import my_rows
 
 from mpieval.comm import Comm, RemoteError
@@ -198,55 +195,6 @@ def test_mix64_is_the_splitmix64_finalizer_and_a_bijection() -> None:
     for value in (0, 1, 12345, 2**63, 2**64 - 1):
         got = int(kernels.mix64(np.array([value], dtype=np.uint64))[0])
         assert got == _splitmix64_finalizer(value)
-
-
-@pytest.mark.parametrize("bits", [12, 16, 40])
-def test_user_codes_are_one_per_user(rng: np.random.Generator, bits: int) -> None:
-    distinct = rng.integers(0, 2**64 - 1, size=1500, dtype=np.uint64)
-    keys = distinct[rng.integers(0, len(distinct), size=20_000)]
-    codes, users = kernels.user_codes(keys, bits)
-    assert users == len(np.unique(keys))
-    assert int(codes.max()) < 2**bits
-    pairs = np.unique(np.stack([keys, codes]), axis=1)
-    assert pairs.shape[1] == users  # each key one code ...
-    assert len(np.unique(pairs[1])) == users  # ... and each code one key
-    assert kernels.user_codes(keys, 10) is None  # 1500 users do not fit 2**9
-
-
-def test_pred_codes_and_ranks_keep_order_and_ties() -> None:
-    pred = np.array([0.5, -0.0, 0.0, 1.0, 0.25, 0.5, 1e-30], dtype=np.float32)
-    codes = kernels.pred_codes(pred)
-    assert int(codes.max()) < 2**kernels.PRED_CODE_BITS
-    for i in range(len(pred)):
-        for j in range(len(pred)):
-            assert (codes[i] < codes[j]) == (pred[i] < pred[j])
-    assert kernels.pred_ranks(pred.astype(np.float64)).tolist() == [3, 0, 0, 4, 2, 3, 1]
-
-
-def _brute_group_aucs(group: np.ndarray, pred: np.ndarray, label: np.ndarray) -> list[float]:
-    return [user_auc(pred[group == g].tolist(), label[group == g].tolist())
-            for g in np.unique(group)]
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(0, 1)),
-                max_size=80))
-def test_group_auc_counts_ties_half_in_any_order_inside_a_run(rows) -> None:
-    """Rows sorted by (group, pred) only, so the labels inside a tie run come in any order."""
-    array = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    group, pred, label = array[:, 0], array[:, 1] / 3, array[:, 2]
-    order = np.lexsort((pred, group))
-    group, pred, label = group[order], pred[order], label[order]
-    group_start = kernels.changes(group)
-    run_start = group_start | kernels.changes(pred)
-    n_rows, positives, twice_u = kernels.group_auc(group_start, run_start, label)
-    expected = _brute_group_aucs(group, pred, label)
-    assert n_rows.sum() == len(rows)
-    for want, p, n, u in zip(expected, positives, n_rows - positives, twice_u, strict=True):
-        if want == -1:
-            assert p == 0 or n == 0
-        else:
-            assert u / (2 * p * n) == pytest.approx(want, abs=1e-15)
 
 
 # -- across ranks ----------------------------------------------------------------------

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle_users import user_auc
 from oracle_users import wuauc as oracle
 from sklearn.metrics import roc_auc_score
 
 from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kernels import users as user_kernels
+from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.metrics.auc import AucMetric
 from mpieval.metrics.wuauc import WuaucBlock
 
@@ -99,15 +100,40 @@ def test_matches_pair_counting(rng: np.random.Generator, pred_kind: str, uid_kin
     assert 0 < got["tags"]["all"]["valid_user_count"] < got["tags"]["all"]["real_user_count"]
 
 
-def test_the_grouping_fallback_gives_the_same_numbers(
-    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+def test_float64_preds_apart_below_float32_precision_are_not_tied(
+    rng: np.random.Generator,
 ) -> None:
-    """When the packed codes do not fit 64 bits, rows are grouped by sorting instead."""
-    rows = rows_for(rng, 2500, 150, "float64")
-    fast = quiet(fed(rows)).to_dict()
-    monkeypatch.setattr(user_kernels, "user_codes", lambda keys, bits: None)
-    slow = quiet(fed(rows)).to_dict()
-    assert_same(slow["tags"], fast["tags"])
+    """Preds that one float32 would merge stay distinct: no pair among them is a tie."""
+    rows = rows_for(rng, 2500, 120, "float32")
+    rows["pred"] = np.minimum(rows["pred"] * 0.75 + rng.integers(0, 3, 2500) * 2.0**-40, 1.0)
+    assert len(np.unique(rows["pred"])) > len(np.unique(rows["pred"].astype(np.float32)))
+    got = quiet(fed(rows)).to_dict()["tags"]
+    want = oracle(rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist(),
+                  rows["tag"].tolist())
+    assert_matches(got, want)
+    rounded = quiet(fed({**rows, "pred": rows["pred"].astype(np.float32)})).to_dict()["tags"]
+    assert rounded["all"]["uauc"] != got["all"]["uauc"]
+
+
+def test_long_users_with_ties_and_tags(rng: np.random.Generator) -> None:
+    """Users of 1 to 400 rows (both per-user paths: pair counting and merge sort), few
+    distinct preds, three tags and untagged rows."""
+    counts = np.r_[rng.integers(1, 20, 40), rng.integers(17, 400, 12), [1000]]
+    uid = np.repeat(rng.permutation(len(counts)) * 1_000_003, counts)
+    n = len(uid)
+    pred = rng.integers(0, 6, n) / 6 + rng.integers(0, 2, n) * 2.0**-45
+    label = (rng.random(n) < np.clip(pred, 0.1, 0.9)).astype(np.int64)
+    tag = rng.choice(np.array(["x", "y", "z"]), n)
+    untagged = rng.random(n) < 0.2
+    order = rng.permutation(n)
+    uid, pred, label, tag, untagged = (v[order] for v in (uid, pred, label, tag, untagged))
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(uid[untagged], pred[untagged], label[untagged])
+    metric.update(uid[~untagged], pred[~untagged], label[~untagged], tag[~untagged])
+    got = quiet(metric).to_dict()["tags"]
+    tags = [None if u else t for u, t in zip(untagged.tolist(), tag.tolist(), strict=True)]
+    want = oracle(uid.tolist(), pred.tolist(), label.tolist(), tags)
+    assert_matches(got, want)
 
 
 def test_matches_sklearn_per_user(rng: np.random.Generator) -> None:
@@ -171,6 +197,92 @@ def test_integer_tags_sort_as_numbers(rng: np.random.Generator) -> None:
     assert [line.split()[1] for line in result.to_log_line("n").splitlines()] == [
         "Tag=all", "Tag=2", "Tag=10", "Tag=33"]
     assert result[10].real_ins_num == int((rows["tag"] == 10).sum())
+
+
+# -- the per-user kernel ---------------------------------------------------------------
+
+
+def oracle_user_sums(keys, pred, label, tag, n_tags: int) -> np.ndarray:
+    """``USER_SUM_FIELDS`` per block by pair counting (:func:`oracle_users.user_auc`)."""
+    sums = np.zeros((1 + n_tags, len(USER_SUM_FIELDS)))
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (key, code) in enumerate(zip(keys.tolist(), tag.tolist(), strict=True)):
+        groups.setdefault((0, key), []).append(i)
+        if code < n_tags:
+            groups.setdefault((1 + code, key), []).append(i)
+    for (block, _), rows in groups.items():
+        auc = user_auc(pred[rows].tolist(), label[rows].tolist())
+        clicks = int(label[rows].sum())
+        sums[block, 0] += 1
+        if auc != -1.0:
+            sums[block, 1:] += (1, len(rows), clicks, auc, auc * len(rows), auc * clicks)
+    return sums
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3), st.integers(0, 1),
+                       st.integers(0, 3)), max_size=150),
+    st.sampled_from([None, 1, 2, 5]),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_user_auc_sums_match_pair_counting(rows, prefix_bits, dtype) -> None:
+    """Ties in any order, tag code 3 untagged, and keys sharing a hash prefix (few bits)."""
+    array = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    keys = array[:, 0].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # spread bits
+    pred = (array[:, 1] / 3).astype(dtype)
+    label = array[:, 2].astype(np.uint8)
+    tag = array[:, 3].astype(np.uint16)
+    bits = None if prefix_bits is None or len(keys) < 2 else prefix_bits
+    got, collision = user_auc_sums(keys, None, pred, label, tag, 3, prefix_bits=bits)
+    assert not collision
+    np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 3), rtol=1e-12)
+
+
+@pytest.mark.parametrize("prefix_bits", [None, 1, 4])
+def test_user_auc_sums_of_long_users_and_near_ties(
+    rng: np.random.Generator, prefix_bits: int | None
+) -> None:
+    """Users up to 3000 rows, float64 preds 2**-40 apart, ties; without tags and with."""
+    counts = np.r_[rng.integers(1, 30, 200), rng.integers(30, 300, 10), [3000]]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    pred = rng.integers(0, 20, n) / 20 + rng.integers(0, 3, n) * 2.0**-40
+    label = (rng.random(n) < 0.4).astype(np.uint8)
+    tag = rng.integers(0, 6, n).astype(np.uint16)  # 5: untagged
+    order = rng.permutation(n)
+    keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
+    got, _ = user_auc_sums(keys, None, pred, label, tag, 5, prefix_bits=prefix_bits)
+    np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 5), rtol=1e-12)
+    untagged, _ = user_auc_sums(keys, None, pred, label, None, 0, prefix_bits=prefix_bits)
+    np.testing.assert_allclose(untagged, got[:1], rtol=1e-12)
+
+
+def test_user_auc_sums_with_more_tags_than_a_user_has_rows(rng: np.random.Generator) -> None:
+    """Long users' rows grouped by tag with a merge sort (fewer rows than tag codes)."""
+    counts = rng.integers(17, 120, 30)
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    pred = (rng.integers(0, 8, n) / 8).astype(np.float32)
+    label = (rng.random(n) < 0.5).astype(np.uint8)
+    tag = rng.integers(0, 160, n).astype(np.uint16)  # 150 and above: untagged
+    got, _ = user_auc_sums(keys, None, pred, label, tag, 150)
+    np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 150), rtol=1e-12)
+
+
+@pytest.mark.parametrize("prefix_bits", [None, 1])
+def test_user_auc_sums_report_a_key_with_two_checks(prefix_bits: int | None) -> None:
+    keys = np.array([7, 3, 7, 3, 9], dtype=np.uint64)
+    pred = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    label = np.array([0, 1, 1, 0, 1], dtype=np.uint8)
+    same = np.array([70, 30, 70, 30, 90], dtype=np.uint64)
+    sums, collision = user_auc_sums(keys, same, pred, label, None, 0, prefix_bits=prefix_bits)
+    assert not collision and sums[0, :2].tolist() == [3, 2]
+    other = same.copy()
+    other[3] = 31
+    assert user_auc_sums(keys, other, pred, label, None, 0, prefix_bits=prefix_bits)[1]
+    empty, collision = user_auc_sums(keys[:0], None, pred[:0], label[:0], None, 2)
+    assert not collision and empty.shape == (3, len(USER_SUM_FIELDS)) and not empty.any()
 
 
 # -- properties ------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Exact however the rows are split across ranks: :meth:`WuaucMetric.compute` moves every
 user's rows to the rank that owns the user (:func:`mpieval.users.exchange_to_owners`),
-each rank computes its users' AUCs with sorts and segment sums, and the per-tag sums
-join the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
+each rank computes its users' AUCs (one value sort groups the rows by user, then one
+compiled pass over the users: :mod:`mpieval.kernels.wuauc`), and the per-tag sums join
+the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
 
 Per block (tag ``all``, then each tag value), over its users ``u`` (a user's AUC counts a
 tied pair as one half; a user with one class only is not valid)::
@@ -18,10 +19,12 @@ tied pair as one half; a user with one class only is not valid)::
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
 detects collisions). Capacity doubles as rows arrive; untouched capacity is not resident.
-``compute()`` holds about 25 more bytes a row for a moment (key hashes, one packed uint64
-a row, more with float64 preds for their rank sort) plus what the exchange receives: at one
-rank the measured peak is about 45 bytes a row with float32 preds, 57 with float64
-(``scripts/bench_wuauc.py``, 10M rows).
+``compute()`` holds about 10 more bytes a row for a moment (the uint64 a row whose sort
+groups the rows by user, the global tag codes) plus what the exchange receives, and about
+40 MB once, when numba loads the compiled pass: at one rank the measured peak is about 42
+bytes a row with float32 preds, 45 with float64, and ``compute()`` takes about 1.8 times
+one ``np.sort`` of as many uint64 keys with either (``scripts/bench_wuauc.py``, 10M rows,
+1M users, 3 tags).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
-from mpieval.kernels import users as kernels
+from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.metric import Metric, warn_undefined
 from mpieval.users import (
     OwnedRows,
@@ -44,7 +47,6 @@ from mpieval.users import (
     UidCollisionError,
     exchange_to_owners,
     group_keys_checked,
-    group_rows,
     uid_keys_checked,
 )
 from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
@@ -53,14 +55,12 @@ ALL = "all"
 LOGLOSS_EPSILON = 1e-15
 NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
-# Rows of whole users handled per step of the per-user AUC (bounds its temporaries).
-CHUNK_ROWS = 1 << 18
 # Rows per step of the row sums of an update.
 ROW_SUM_CHUNK = 1 << 16
 
 # Layout of one block of the summable buffer: row sums (kept by update), then user sums.
 ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
-FIELDS = ROW_SUM_FIELDS + kernels.USER_SUM_FIELDS
+FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS
 FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
 N_ROW_SUMS = len(ROW_SUM_FIELDS)
 
@@ -183,11 +183,6 @@ class _Layout:
     tags: tuple[Any, ...]  # tag values, sorted
     hashed: bool  # keys are hashes: a check column travels with them
     pred_dtype: np.dtype  # float32 when every rank's preds are float32 values
-
-    @property
-    def tag_bits(self) -> int:
-        """Bits of a global tag code (``len(tags)`` codes untagged rows)."""
-        return len(self.tags).bit_length() if self.tags else 0
 
 
 class WuaucMetric(Metric):
@@ -470,111 +465,16 @@ def _row_sums(
 
 
 def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
-    """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns.
-
-    One value sort of a packed uint64 per row ordered (user, pred, label, tag): the user
-    code from one value sort of the key hashes, the pred code the float32 bits when every
-    pred is a float32 value, else the dense rank of the pred (one argsort). If the codes
-    do not fit 64 bits (too many users and distinct preds on this rank), rows are grouped
-    with :func:`group_rows` instead (a stable sort by pred, then by key).
-    """
-    n_tags = len(layout.tags)
-    sums = np.zeros((1 + n_tags, len(kernels.USER_SUM_FIELDS)))
-    tag = owned.columns.get("tag")
-    label, pred = owned.columns["label"], owned.columns["pred"]
-    float32 = layout.pred_dtype == np.float32
-    pred_bits = kernels.PRED_CODE_BITS if float32 else max(len(pred) - 1, 1).bit_length()
-    user_bits = 64 - pred_bits - 1 - layout.tag_bits
-    coded = kernels.user_codes(owned.keys, user_bits) if user_bits >= 2 else None
-    if coded is not None:
-        pred_code = kernels.pred_codes(pred) if float32 else kernels.pred_ranks(pred)
-        codes, users = coded
-        if owned.checks is not None and users != kernels.count_distinct(
-            kernels.pair_hashes(owned.keys, owned.checks)
-        ):
-            raise UidCollisionError(
-                "uid: two different uids share a 64-bit key (a hash collision); "
-                "rename one of them"
-            )
-        packed = kernels.pack_rows(codes, pred_code, label, tag, layout.tag_bits, pred_bits)
-        del pred_code
-        packed.sort()
-        t = layout.tag_bits
-        user_shift = np.uint64(pred_bits + 1 + t)
-        for part in _chunks_by_prefix(packed, int(user_shift)):
-            rows = packed[part]
-            _add_user_sums(
-                sums,
-                user=rows >> user_shift,
-                pred_key=rows >> np.uint64(1 + t),
-                label=((rows >> np.uint64(t)) & np.uint64(1)).view(np.int64),
-                tag=(rows & np.uint64((1 << t) - 1)).astype(np.uint16) if n_tags else None,
-                n_tags=n_tags,
-            )
-        return sums
-    grouped = group_rows(owned.keys, owned.columns, checks=owned.checks, within="pred")
-    starts = grouped.starts
-    for first, last in _chunks_by_starts(starts):
-        part = slice(starts[first], starts[last])
-        counts = np.diff(starts[first : last + 1])
-        _add_user_sums(
-            sums,
-            user=np.repeat(np.arange(last - first), counts),
-            pred_key=grouped.columns["pred"][part],
-            label=grouped.columns["label"][part],
-            tag=grouped.columns["tag"][part] if n_tags else None,
-            n_tags=n_tags,
+    """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns:
+    one value sort of a uint64 per row (key hash prefix, row index) groups the rows by user,
+    then one compiled pass sorts each user's rows by pred (:mod:`mpieval.kernels.wuauc`)."""
+    sums, collision = user_auc_sums(
+        owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
+        owned.columns.get("tag"), len(layout.tags),
+    )
+    if collision:
+        raise UidCollisionError(
+            "uid: two different uids share a 64-bit key (a hash collision); "
+            "rename one of them"
         )
     return sums
-
-
-def _add_user_sums(
-    sums: np.ndarray,
-    user: np.ndarray,
-    pred_key: np.ndarray,
-    label: np.ndarray,
-    tag: np.ndarray | None,
-    n_tags: int,
-) -> None:
-    """Add the user sums of whole users' rows, in (user, pred) order, to ``sums``."""
-    group_start = kernels.changes(user)
-    run_start = group_start | kernels.changes(pred_key)
-    sums[0] += kernels.auc_block_sums(*kernels.group_auc(group_start, run_start, label))[0]
-    if tag is None:
-        return
-    # (tag, user, pred) order, so that the groups are (tag, user): a stable radix sort
-    order = np.argsort(tag, kind="stable")
-    tag, user, pred_key, label = tag[order], user[order], pred_key[order], label[order]
-    group_start = kernels.changes(tag) | kernels.changes(user)
-    run_start = group_start | kernels.changes(pred_key)
-    rows, positives, twice_u = kernels.group_auc(group_start, run_start, label)
-    block = tag[group_start].astype(np.intp)
-    tagged = block < n_tags  # untagged rows count in "all" only
-    sums[1:] += kernels.auc_block_sums(
-        rows[tagged], positives[tagged], twice_u[tagged], block[tagged], n_tags
-    )
-
-
-def _chunks_by_prefix(packed: np.ndarray, shift: int) -> Iterator[slice]:
-    """Slices of about ``CHUNK_ROWS`` sorted rows that never split a ``value >> shift``."""
-    start, n = 0, len(packed)
-    while start < n:
-        end = start + CHUNK_ROWS
-        if end < n:
-            following = ((int(packed[end - 1]) >> shift) + 1) << shift
-            end = n if following >= 2**64 else int(
-                np.searchsorted(packed, np.uint64(following), side="left")
-            )
-        yield slice(start, min(end, n))
-        start = end
-
-
-def _chunks_by_starts(starts: np.ndarray) -> Iterator[tuple[int, int]]:
-    """``(first, last)`` user ranges of about ``CHUNK_ROWS`` rows each."""
-    n_users = len(starts) - 1
-    first = 0
-    while first < n_users:
-        last = int(np.searchsorted(starts, starts[first] + CHUNK_ROWS, side="right")) - 1
-        last = min(max(last, first + 1), n_users)
-        yield first, last
-        first = last

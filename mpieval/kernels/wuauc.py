@@ -1,0 +1,436 @@
+"""Per-user AUC sums of the ``wuauc`` kind: one value sort, then one compiled pass over users.
+
+Grouping. Each row becomes one uint64, ``prefix << row_bits | row``: ``prefix`` the top
+``64 - row_bits`` bits of ``mix64(key)`` (a bijection, so equal keys share a prefix), ``row``
+the row index. One value sort of these puts every user's rows together. Distinct keys may
+share a prefix (rarely at 40 bits; often when the bits are few): inside a run of one prefix
+the pass compares the keys themselves and, when they differ, sorts the run's rows by key, so
+the grouping is exact whatever the prefix width.
+
+Per user. The pass gathers rows by row index a chunk at a time (a tight loop, so the
+random reads overlap), then counts, for each positive, twice the negatives below it plus
+the negatives tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
+
+- a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
+  pair's score to its tag's count too when both rows have the same tag;
+- a longer user sorts its positives' and its negatives' preds apart (a merge sort, so
+  O(m log m) whatever the order) and counts with two pointers; then the same for each of
+  its tags.
+
+Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
+1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
+``AUC * rows`` and ``AUC * clicks``. Preds are compared as given (float32 or float64).
+Scratch beside the 8 bytes a row of the sort: buffers as long as the longest user.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpieval.kernels.jit import compiled
+
+# Per-block user sums, in this order (see :func:`_add_counts`).
+USER_SUM_FIELDS = (
+    "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
+    "auc_clicks_sum",
+)
+RUN = 16
+"""Runs this short are sorted by insertion before merging."""
+SHORT = 16
+"""Users of at most this many rows compare every (positive, negative) pair instead."""
+CHUNK = 1 << 14
+"""Rows gathered per step of the pass over users."""
+
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)  # the splitmix64 finalizer's (mpieval.kernels.users.mix64)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@compiled
+def _pack(keys: np.ndarray, packed: np.ndarray, prefix_shift: int, row_shift: int) -> None:
+    """``packed[i] = mix64(keys[i]) >> prefix_shift << row_shift | i``."""
+    drop = np.uint64(prefix_shift)
+    lift = np.uint64(row_shift)
+    for i in range(len(keys)):
+        x = keys[i]
+        x ^= x >> np.uint64(30)
+        x *= _M1
+        x ^= x >> np.uint64(27)
+        x *= _M2
+        x ^= x >> np.uint64(31)
+        packed[i] = ((x >> drop) << lift) | np.uint64(i)
+
+
+@compiled
+def _sort_positions(order: np.ndarray, keys: np.ndarray, tmp: np.ndarray, m: int) -> None:
+    """Sort ``order[:m]`` so that ``keys[order[:m]]`` is non-decreasing; stable (equal
+    keys keep their order): insertion-sorted runs of ``RUN``, then bottom-up merges."""
+    for start in range(0, m, RUN):
+        stop = min(start + RUN, m)
+        for j in range(start + 1, stop):
+            o = order[j]
+            v = keys[o]
+            i = j - 1
+            while i >= start and keys[order[i]] > v:
+                order[i + 1] = order[i]
+                i -= 1
+            order[i + 1] = o
+    width = RUN
+    while width < m:
+        for start in range(0, m, 2 * width):
+            mid = min(start + width, m)
+            stop = min(start + 2 * width, m)
+            if mid >= stop or keys[order[mid - 1]] <= keys[order[mid]]:
+                continue  # already in order
+            i, j, k = start, mid, start
+            while i < mid and j < stop:
+                if keys[order[j]] < keys[order[i]]:
+                    tmp[k] = order[j]
+                    j += 1
+                else:
+                    tmp[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = order[i]
+                i += 1
+                k += 1
+            # the rest of the right run is already in place
+            for t in range(start, k):
+                order[t] = tmp[t]
+        width *= 2
+
+
+@compiled
+def _sort_values(values: np.ndarray, tmp: np.ndarray) -> None:
+    """Sort ``values`` in place (``tmp`` at least as long): insertion-sorted runs of
+    ``RUN``, then bottom-up merges; O(m log m) whatever the input's order."""
+    m = len(values)
+    for start in range(0, m, RUN):
+        stop = min(start + RUN, m)
+        for j in range(start + 1, stop):
+            v = values[j]
+            i = j - 1
+            while i >= start and values[i] > v:
+                values[i + 1] = values[i]
+                i -= 1
+            values[i + 1] = v
+    width = RUN
+    while width < m:
+        for start in range(0, m, 2 * width):
+            mid = min(start + width, m)
+            stop = min(start + 2 * width, m)
+            if mid >= stop or values[mid - 1] <= values[mid]:
+                continue  # already in order
+            i, j, k = start, mid, start
+            while i < mid and j < stop:
+                if values[j] < values[i]:
+                    tmp[k] = values[j]
+                    j += 1
+                else:
+                    tmp[k] = values[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = values[i]
+                i += 1
+                k += 1
+            # the rest of the right run is already in place
+            for t in range(start, k):
+                values[t] = tmp[t]
+        width *= 2
+
+
+@compiled
+def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u: int) -> None:
+    """Add one group (``rows``, ``positives``, ``twice_u``) to ``sums[block]``."""
+    negatives = rows - positives
+    sums[block, 0] += 1.0
+    if positives > 0 and negatives > 0:
+        auc = twice_u / (2.0 * positives * negatives)
+        sums[block, 1] += 1.0
+        sums[block, 2] += rows
+        sums[block, 3] += positives
+        sums[block, 4] += auc
+        sums[block, 5] += auc * rows
+        sums[block, 6] += auc * positives
+
+
+@compiled
+def _add_split_group(
+    split: np.ndarray, p: int, m: int, tmp: np.ndarray, sums: np.ndarray, block: int
+) -> None:
+    """Add the group whose positives' preds are ``split[:p]`` and negatives' ``split[p:m]``
+    to ``sums[block]``; sorts both parts, then counts with two pointers."""
+    _sort_values(split[:p], tmp)
+    _sort_values(split[p:m], tmp)
+    below = p  # first negative not below the current positive
+    not_above = p  # first negative above it
+    twice_u = 0
+    for i in range(p):
+        value = split[i]
+        while below < m and split[below] < value:
+            below += 1
+        while not_above < m and split[not_above] <= value:
+            not_above += 1
+        twice_u += (below - p) + (not_above - p)  # 2 per lower negative, 1 per tied one
+    _add_counts(sums, block, m, p, twice_u)
+
+
+@compiled
+def _add_short_user(
+    pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
+    work_pred: np.ndarray, work_local: np.ndarray, tag_counts: np.ndarray, sums: np.ndarray,
+) -> None:
+    """:func:`_add_long_user` for the short user of rows ``lo:hi``: every (positive,
+    negative) pair is compared, 2 when the positive is higher, 1 when tied.
+
+    Scratch: ``work_pred``/``work_local`` (2, SHORT) hold the positives' then the negatives'
+    preds and local tag numbers; ``tag_counts`` (4, SHORT) each local tag's code,
+    positives, negatives and twice its Mann-Whitney count."""
+    has_tags = len(tag) > 0
+    n_local = 0
+    p = 0
+    q = 0
+    for k in range(lo, hi):  # partition by label without a branch: write both, advance one
+        y = 1 if label[k] else 0
+        local = 0
+        if has_tags:
+            code = tag[k]
+            local = n_local
+            for d in range(n_local):
+                if tag_counts[0, d] == code:
+                    local = d
+                    break
+            if local == n_local:
+                tag_counts[0, local] = code
+                tag_counts[1, local] = 0
+                tag_counts[2, local] = 0
+                tag_counts[3, local] = 0
+                n_local += 1
+            tag_counts[1, local] += y
+            tag_counts[2, local] += 1 - y
+        work_pred[0, p] = pred[k]
+        work_pred[1, q] = pred[k]
+        work_local[0, p] = local
+        work_local[1, q] = local
+        p += y
+        q += 1 - y
+    twice_u = 0
+    for i in range(p):
+        a = work_pred[0, i]
+        local = work_local[0, i]
+        mine = 0
+        for j in range(q):
+            b = work_pred[1, j]
+            score = (a > b) + (a >= b)
+            twice_u += score
+            mine += score * (work_local[1, j] == local)
+        if has_tags:
+            tag_counts[3, local] += mine
+    _add_counts(sums, 0, hi - lo, p, twice_u)
+    for d in range(n_local):
+        code = tag_counts[0, d]
+        if code < n_tags:  # untagged rows count in "all" only
+            _add_counts(sums, 1 + code, tag_counts[1, d] + tag_counts[2, d], tag_counts[1, d],
+                        tag_counts[3, d])
+
+
+@compiled
+def _add_long_user(
+    pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
+    split: np.ndarray, split_tmp: np.ndarray, by_tag: np.ndarray, by_tag_tmp: np.ndarray,
+    sums: np.ndarray,
+) -> None:
+    """Add the user of rows ``lo:hi`` to ``sums`` (``all``, then its tags): positives' and
+    negatives' preds sorted apart (:func:`_add_split_group`), once for the user and once
+    for each of its tags (rows grouped as ``tag << 40 | row`` values, by a counting sort
+    when there are fewer tags than rows, else a merge sort)."""
+    m = hi - lo
+    p = 0
+    q = m
+    for k in range(lo, hi):  # positives from the front, negatives from the back
+        if label[k]:
+            split[p] = pred[k]
+            p += 1
+        else:
+            q -= 1
+            split[q] = pred[k]
+    _add_split_group(split, p, m, split_tmp, sums, 0)
+    if len(tag) == 0:
+        return
+    shift = np.uint64(40)
+    mask = np.uint64((1 << 40) - 1)
+    if n_tags < m:  # a counting sort by tag code (codes above n_tags - 1 mean no tag)
+        ends = np.zeros(n_tags + 2, np.int64)
+        for k in range(lo, hi):
+            ends[min(np.int64(tag[k]), n_tags) + 1] += 1
+        for code in range(n_tags + 1):
+            ends[code + 1] += ends[code]
+        for k in range(m):
+            code = min(np.int64(tag[lo + k]), n_tags)
+            by_tag[ends[code]] = (np.uint64(code) << shift) | np.uint64(k)
+            ends[code] += 1
+    else:
+        for k in range(m):
+            by_tag[k] = (np.uint64(tag[lo + k]) << shift) | np.uint64(k)
+        _sort_values(by_tag[:m], by_tag_tmp)
+    first = 0
+    while first < m:
+        code = by_tag[first] >> shift
+        last = first + 1
+        while last < m and by_tag[last] >> shift == code:
+            last += 1
+        if code < n_tags:  # untagged rows count in "all" only
+            p = 0
+            q = last - first
+            for r in range(first, last):
+                k = lo + np.int64(by_tag[r] & mask)
+                if label[k]:
+                    split[p] = pred[k]
+                    p += 1
+                else:
+                    q -= 1
+                    split[q] = pred[k]
+            _add_split_group(split, p, last - first, split_tmp, sums, 1 + np.int64(code))
+        first = last
+
+
+@compiled
+def _permute(values: np.ndarray, order: np.ndarray) -> None:
+    """``values[:] = values[order]`` (no-op on an empty array)."""
+    if len(values):
+        values[:] = values[order]
+
+
+@compiled
+def _user_sums(
+    packed: np.ndarray, row_bits: int, keys: np.ndarray, checks: np.ndarray,
+    pred: np.ndarray, label: np.ndarray, tag: np.ndarray, n_tags: int, sums: np.ndarray,
+) -> bool:
+    """Add every user of the sorted ``packed`` rows to ``sums``; ``True`` if two rows of
+    one key have different ``checks`` (a collision; ``checks`` empty: no check).
+
+    Rows are gathered by row index ``CHUNK`` at a time (whole prefixes) into buffers, in
+    one tight loop, so that the random reads overlap; users are then read from there."""
+    n = len(packed)
+    row_shift = np.uint64(row_bits)
+    row_mask = np.uint64((1 << row_bits) - 1)
+    longest = 0
+    start = 0
+    while start < n:  # the longest run of one prefix
+        end = start + 1
+        while end < n and packed[end] >> row_shift == packed[start] >> row_shift:
+            end += 1
+        longest = max(longest, end - start)
+        start = end
+    size = min(n, CHUNK + longest)
+    got_pred = np.empty(size, pred.dtype)
+    got_label = np.empty(size, label.dtype)
+    got_tag = np.empty(size if len(tag) else 0, tag.dtype)
+    got_key = np.empty(size, keys.dtype)
+    got_check = np.empty(size if len(checks) else 0, checks.dtype)
+    order = np.empty(longest, np.int64)  # rows of one prefix by key
+    tmp = np.empty(longest, np.int64)
+    split = np.empty(longest, pred.dtype)
+    split_tmp = np.empty(longest, pred.dtype)
+    by_tag = np.empty(longest if len(tag) else 0, np.uint64)
+    by_tag_tmp = np.empty(len(by_tag), np.uint64)
+    work_pred = np.empty((2, SHORT), pred.dtype)
+    work_local = np.empty((2, SHORT), np.int64)
+    tag_counts = np.empty((4, SHORT), np.int64)
+    collision = False
+    start = 0
+    while start < n:
+        stop = min(start + CHUNK, n)
+        while stop < n and packed[stop] >> row_shift == packed[stop - 1] >> row_shift:
+            stop += 1  # whole prefixes only
+        for k in range(stop - start):
+            row = packed[start + k] & row_mask
+            got_pred[k] = pred[row]
+            got_label[k] = label[row]
+            got_key[k] = keys[row]
+            if len(tag):
+                got_tag[k] = tag[row]
+            if len(checks):
+                got_check[k] = checks[row]
+        lo = 0
+        while lo < stop - start:
+            hi = lo + 1
+            prefix = packed[start + lo] >> row_shift
+            while hi < stop - start and packed[start + hi] >> row_shift == prefix:
+                hi += 1
+            one_key = True
+            for k in range(lo + 1, hi):
+                if got_key[k] != got_key[lo]:
+                    one_key = False
+                    break
+            if not one_key:  # keys sharing a prefix: sort the prefix's rows by key
+                by_key = order[: hi - lo]
+                for k in range(hi - lo):
+                    by_key[k] = k
+                _sort_positions(by_key, got_key[lo:hi], tmp, hi - lo)
+                _permute(got_key[lo:hi], by_key)
+                _permute(got_pred[lo:hi], by_key)
+                _permute(got_label[lo:hi], by_key)
+                _permute(got_tag[lo:hi] if len(tag) else got_tag, by_key)
+                _permute(got_check[lo:hi] if len(checks) else got_check, by_key)
+            first = lo
+            while first < hi:  # each key of the prefix
+                last = first + 1
+                while last < hi and got_key[last] == got_key[first]:
+                    last += 1
+                if len(checks):
+                    for k in range(first + 1, last):
+                        if got_check[k] != got_check[first]:
+                            collision = True
+                if last - first <= SHORT:
+                    _add_short_user(got_pred, got_label, got_tag, first, last, n_tags,
+                                    work_pred, work_local, tag_counts, sums)
+                else:
+                    _add_long_user(got_pred, got_label, got_tag, first, last, n_tags, split,
+                                   split_tmp, by_tag, by_tag_tmp, sums)
+                first = last
+            lo = hi
+        start = stop
+    return collision
+
+
+def user_auc_sums(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+    prefix_bits: int | None = None,
+) -> tuple[np.ndarray, bool]:
+    """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
+    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
+    (distinct ``keys``), and whether two rows of one key have different ``checks``.
+
+    ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
+    uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
+    how often keys share a prefix; the sums do not depend on it. Holds 8 bytes a row (the
+    packed sort keys) plus scratch as long as the longest user.
+    """
+    n = len(keys)
+    sums = np.zeros((1 + n_tags, len(USER_SUM_FIELDS)))
+    if n == 0:
+        return sums, False
+    row_bits = max(n - 1, 1).bit_length()
+    if prefix_bits is None:
+        prefix_bits = 64 - row_bits
+    if not 0 < prefix_bits <= 64 - row_bits:
+        raise ValueError(f"prefix_bits must be in 1..{64 - row_bits}, got {prefix_bits}")
+    packed = np.empty(n, np.uint64)
+    _pack(keys, packed, 64 - prefix_bits, row_bits)
+    packed.sort()
+    collision = _user_sums(
+        packed, row_bits, keys,
+        np.zeros(0, np.uint64) if checks is None else checks,
+        pred, label,
+        np.zeros(0, np.uint16) if tag is None else tag,
+        n_tags, sums,
+    )
+    return sums, bool(collision)
