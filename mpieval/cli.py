@@ -267,6 +267,8 @@ def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
 def check_writable(path: str) -> None:
     """The directory of ``path`` exists and is writable (checked before reading)."""
     directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        raise InputError("--json", f"cannot write {path}: it exists and is not a regular file")
     if not os.path.isdir(directory):
         raise InputError("--json", f"cannot write {path}: no directory {directory}")
     if not os.access(directory, os.W_OK):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -79,9 +80,25 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     results: dict[str, Result] = {}
     offset = 0
     for (name, metric), part in zip(metrics.items(), parts, strict=True):
-        results[name] = metric.finish(total[offset : offset + len(part)], comm)
+        with _warnings_named(name, metric.kind):
+            results[name] = metric.finish(total[offset : offset + len(part)], comm)
         offset += len(part)
     return results
+
+
+@contextmanager
+def _warnings_named(name: str, kind: str) -> Iterator[None]:
+    """Warnings of one metric's finish, shown under the metric's name (``item_sim: no
+    rows``, not ``auc: no rows``) and every time, not once per message: an undefined
+    value in a later pass or in a second metric of the same kind is still reported."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        text = str(warning.message)
+        if issubclass(warning.category, UndefinedMetricWarning) and text.startswith(kind + ":"):
+            text = name + text[len(kind) :]
+        warnings.warn_explicit(text, warning.category, warning.filename, warning.lineno)
 
 
 def warn_undefined(comm: Comm, message: str) -> None:

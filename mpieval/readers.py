@@ -474,7 +474,10 @@ def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) ->
                 break
             except pa.ArrowException as error:
                 raise DataError(file.path, f"cannot read row group {group}: {error}") from None
-            columns = _columns_of(record_batch)
+            columns = {
+                name: array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+                for name, array in _columns_of(record_batch).items()
+            }  # categoricals (pandas, dictionary-encoded writers) read as their values
             offset = first_row + done
             for column, kind in types.items():
                 _check_parquet_column(file, column, kind, columns[column], offset)

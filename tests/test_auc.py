@@ -355,3 +355,22 @@ def test_json_names(rng):
     assert {"auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
             "copc"} <= d.keys()
     assert isinstance(d["num"], int) and d["num"] == 1000
+
+
+def test_weighted_num_is_a_whole_number_in_the_log_line_and_exact_in_json():
+    m = AucMetric(10, comm=Comm.local())
+    m.update([0.2, 0.7], [0, 1], [0.5, 1.25])
+    result = m.compute()
+    assert " num=2 " in result.to_log_line("w")
+    assert result.to_dict()["num"] == 1.75
+
+
+def test_undefined_warnings_name_the_metric_and_repeat_every_pass():
+    from mpieval import Evaluator
+
+    ev = Evaluator({"ctr": AucMetric(10), "cvr": AucMetric(10)}, comm=Comm.local())
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            ev.compute()
+        assert [str(w.message) for w in caught] == ["ctr: no rows", "cvr: no rows"]

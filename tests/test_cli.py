@@ -337,6 +337,7 @@ def test_json_only_on_success_and_atomic(tmp_path, capsys, data):
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--pred", "nope"], "column nope: not in the header (pred of auc)"),
     (["--json", "/no/such/dir/run.json"], "--json: cannot write /no/such/dir/run.json"),
+    (["--json", "/tmp"], "--json: cannot write /tmp: it exists and is not a regular file"),
     (["--config", "CONFIG", "--pred", "p"], "--pred: cannot be used with --config"),
     (["--config", "/no/such.toml"], "/no/such.toml: cannot read the config"),
 ])
@@ -483,3 +484,21 @@ def test_the_dockerfile_installs_with_the_ci_script():
                 assert os.path.exists(os.path.join(ROOT, source)), source
     runs = [" ".join(words) for words in lines if words[0] == "RUN"]
     assert len(runs) == 1 and "scripts/setup" in runs[0] and "MPIEVAL_EXTRAS=mpich" in runs[0]
+
+
+def test_parquet_categorical_ids_read_as_their_values(tmp_path, capsys, data):
+    """A pandas categorical / dictionary-encoded column is its values, not an error."""
+    plain = write(str(tmp_path / "plain.parquet"), data)
+    table = pa.table(data)
+    for name in ("uid", "tag"):
+        as_text = pa.array(data[name].astype(str)).dictionary_encode()
+        table = table.set_column(table.schema.get_field_index(name), name, as_text)
+    encoded = str(tmp_path / "dict.parquet")
+    pq.write_table(table, encoded, row_group_size=700)
+    assert pa.types.is_dictionary(pq.read_schema(encoded).field("uid").type)
+    argv = ("eval", "--metrics", "wuauc,pn", "--tag", "tag")
+    status, want, err = run(capsys, *argv, plain)
+    assert status == 0, err
+    status, got, err = run(capsys, *argv, encoded)
+    assert status == 0, err
+    assert got == want

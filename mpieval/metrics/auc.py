@@ -28,7 +28,8 @@ DEFAULT_TABLE_SIZE = 1_000_000
 
 @dataclass(frozen=True)
 class AucResult:
-    """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted);
+    """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
+    the log line's ``num=%d`` rounds a fractional weight sum, JSON keeps it whole);
     NaN marks an undefined value."""
 
     auc: float
@@ -55,7 +56,7 @@ class AucResult:
         v = logline.value
         return (
             f"{name}: auc={v(self.auc)} bucket_error={v(self.bucket_error)} "
-            f"rmse={v(self.rmse)} num={logline.count(self.num)} mae={v(self.mae)} "
+            f"rmse={v(self.rmse)} num={round(self.num):d} mae={v(self.mae)} "
             f"actural_ctr={v(self.actual_ctr)} predict_ctr={v(self.predicted_ctr)} "
             f"copc={v(self.copc)}"
         )

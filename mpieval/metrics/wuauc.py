@@ -241,7 +241,7 @@ class WuaucMetric(Metric):
             user, check = self._user_keys(uid, keys)
             check_lengths(uid=user, pred=p, label=y)
             check_interval("pred", p, 0.0, 1.0)
-            check_binary("label", y)
+            check_binary("label", y, hint="")
             tags = None if tag is None else self._check_tags(tag, len(p))
         except InputError as error:
             raise self._record(error) from None
