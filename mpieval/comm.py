@@ -205,12 +205,6 @@ def _rebuild(summary: tuple, origin: int) -> BaseException:
     return RemoteError(f"rank {origin} failed: {type_name}: {text}")
 
 
-def world_size() -> int:
-    """Number of ranks in the world (1 without MPI)."""
-    mpi = _mpi()
-    return 1 if mpi is None else mpi.COMM_WORLD.Get_size()
-
-
 def abort(code: int = 1) -> None:
     """End every rank of the world now (after an unhandled error on one rank)."""
     mpi = _mpi()
