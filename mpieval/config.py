@@ -86,7 +86,8 @@ def specs_from_flags(
     """The metrics of ``--metrics auc,wuauc`` with the column flags and option flags.
 
     Each metric is named after its kind; ``prefix`` (``--name``) replaces the kind in
-    the log lines only. Options apply to the kinds that have them.
+    the log lines only. Options apply to the kinds that have them; a column or option
+    flag that no listed kind uses is an error, never silently ignored.
     """
     names = [k.strip() for k in kinds.split(",")]
     if any(not k for k in names):
@@ -106,6 +107,13 @@ def specs_from_flags(
             name=name, kind=name, columns=_columns(kind, columns), prefix=prefix or "",
             options=kind.check_options(chosen),
         ))
+    used = {name for spec in specs
+            for name in (*kind_named(spec.kind).inputs, *kind_named(spec.kind).options)}
+    flag_of = {"ties": "--pn-ties"}
+    for name, value in {**columns, **options}.items():
+        if value is not None and name not in used:
+            flag = flag_of.get(name, "--" + name.replace("_", "-"))
+            raise InputError(flag, f"no metric of --metrics {kinds} uses it")
     return specs
 
 

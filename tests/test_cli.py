@@ -338,6 +338,10 @@ def test_json_only_on_success_and_atomic(tmp_path, capsys, data):
     (["--pred", "nope"], "column nope: not in the header (pred of auc)"),
     (["--json", "/no/such/dir/run.json"], "--json: cannot write /no/such/dir/run.json"),
     (["--json", "/tmp"], "--json: cannot write /tmp: it exists and is not a regular file"),
+    (["--metrics", "pn", "--weight", "w"], "--weight: no metric of --metrics pn uses it"),
+    (["--metrics", "auc", "--pn-ties", "half"], "--pn-ties: no metric of --metrics auc uses it"),
+    (["--table-size", "10", "--metrics", "wuauc"], "--table-size: no metric of --metrics wuauc"),
+    (["--soft-labels", "--metrics", "pairwise"], "--soft-labels: no metric of --metrics pairwise"),
     (["--config", "CONFIG", "--pred", "p"], "--pred: cannot be used with --config"),
     (["--config", "/no/such.toml"], "/no/such.toml: cannot read the config"),
 ])
