@@ -427,6 +427,9 @@ _CONVERSION = re.compile(r"In CSV column #(\d+): (?:Row #(\d+): )?CSV conversion
 _COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
 
 
+_COLUMN_NUMBER = re.compile(r"In CSV column #(\d+)")
+
+
 def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> DataError:
     """A pyarrow parse or conversion error as ``path:line: column C: problem``."""
     message = str(error)
@@ -450,7 +453,9 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         return DataError(where, f"the line has {got} columns, the header {expected} "
                          "(ragged row)")
     if "UTF8" in message or "UTF-8" in message:
-        return DataError(where, "invalid UTF-8 text")
+        column = _COLUMN_NUMBER.search(message)
+        return DataError(where, "invalid UTF-8 text",
+                         None if column is None else file.columns[int(column.group(1))])
     return DataError(where, message.removeprefix("CSV parse error: "))
 
 

@@ -506,3 +506,11 @@ def test_parquet_categorical_ids_read_as_their_values(tmp_path, capsys, data):
     status, got, err = run(capsys, *argv, encoded)
     assert status == 0, err
     assert got == want
+
+
+def test_invalid_utf8_names_file_line_and_column(tmp_path, capsys):
+    bad = tmp_path / "utf.tsv"
+    bad.write_bytes(b"uid\tpred\tlabel\nu1\t0.5\t1\n\xff\xfe\t0.2\t0\n")
+    status, out, err = run(capsys, "eval", "--metrics", "pn", bad)
+    assert status == 2 and out == ""
+    assert f"{bad}:3: column uid: invalid UTF-8 text" in err
