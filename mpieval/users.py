@@ -167,8 +167,10 @@ def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None
     where = np.flatnonzero(bad)
     first = int(where[0])
     value = values[first]
-    raise InputError(field, problem, count=len(where), first_index=first,
-                     value=value.item() if isinstance(value, np.generic) else value)
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, bytes):  # ids read as bytes: show them as the text they are
+        value = value.decode("utf-8", errors="backslashreplace")
+    raise InputError(field, problem, count=len(where), first_index=first, value=value)
 
 
 # -- storage ---------------------------------------------------------------------------

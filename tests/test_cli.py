@@ -514,3 +514,17 @@ def test_invalid_utf8_names_file_line_and_column(tmp_path, capsys):
     status, out, err = run(capsys, "eval", "--metrics", "pn", bad)
     assert status == 2 and out == ""
     assert f"{bad}:3: column uid: invalid UTF-8 text" in err
+
+
+@pytest.mark.parametrize(("text", "argv", "message"), [
+    ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\tall\n", ["--tag", "tag"],
+     ":3: column tag: the tag 'all' is reserved for the block of every row"),
+    ("uid\tpred\tlabel\na\t0.5\t1\n\t0.5\t1\n", [],
+     ":3: column uid: value '' is empty (a missing uid)"),
+])
+def test_bad_ids_read_well(tmp_path, capsys, text, argv, message):
+    bad = tmp_path / "ids.tsv"
+    bad.write_text(text)
+    status, _, err = run(capsys, "eval", "--metrics", "wuauc", *argv, bad)
+    assert status == 2
+    assert f"{bad}{message}\n" in err

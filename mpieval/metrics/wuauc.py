@@ -275,8 +275,8 @@ class WuaucMetric(Metric):
         distinct_values = distinct.tolist()
         if ALL in distinct_values:
             first = int(np.flatnonzero(values == ALL)[0])
-            raise InputError("tag", "'all' is the block of every row; it cannot be a tag value",
-                             count=int((values == ALL).sum()), first_index=first, value=ALL)
+            raise InputError("tag", "the tag 'all' is reserved for the block of every row",
+                             count=int((values == ALL).sum()), first_index=first)
         kind = str if values.dtype.kind == "U" else int
         if distinct_values and self._tag_type is not None and kind is not self._tag_type:
             raise InputError("tag", "integer tags in one batch and strings in another")
