@@ -275,8 +275,7 @@ class UserRows:
       ``starts[-1] == len(keys)``; so user ``u`` is rows ``starts[u]:starts[u + 1]`` and
       ``np.diff(starts)`` are the row counts (length ``n_users + 1``; ``[0]`` if no rows).
 
-    Within a user the rows are in the order of the ``within`` column given to
-    :func:`gather_by_user`, else in arrival order (by source rank, then original order).
+    Within a user the rows are in arrival order (by source rank, then original order).
     """
 
     keys: np.ndarray
@@ -300,10 +299,6 @@ class UserRows:
         """The key of each user (sorted, distinct)."""
         return self.keys[self.starts[:-1]]
 
-    def user_index(self) -> np.ndarray:
-        """The dense index (0 .. n_users - 1) of each row's user."""
-        return np.repeat(np.arange(self.n_users, dtype=np.int64), self.counts)
-
 
 def gather_by_user(
     comm: Comm,
@@ -311,7 +306,6 @@ def gather_by_user(
     columns: Mapping[str, np.ndarray],
     *,
     checks: np.ndarray | None = None,
-    within: str | None = None,
     field: str = "uid",
 ) -> UserRows:
     """Collective: every rank's rows, moved to the rank that owns their user and grouped.
@@ -322,8 +316,7 @@ def gather_by_user(
     owned = exchange_to_owners(comm, keys, columns, checks=checks)
     error, rows = None, None
     try:
-        rows = group_rows(owned.keys, owned.columns, checks=owned.checks, within=within,
-                          field=field)
+        rows = group_rows(owned.keys, owned.columns, checks=owned.checks, field=field)
     except UidCollisionError as collision:
         error = collision
     comm.agree(error)
@@ -371,14 +364,11 @@ def group_rows(
     columns: Mapping[str, np.ndarray],
     *,
     checks: np.ndarray | None = None,
-    within: str | None = None,
     field: str = "uid",
 ) -> UserRows:
-    """Local: the rows sorted by key (stable), within a key by the ``within`` column if
-    given. ``checks`` must be constant within each key, else :class:`UidCollisionError`."""
-    if within is not None and within not in columns:
-        raise ValueError(f"group_rows: no column {within!r} to order by")
-    order = _user_order(keys, None if within is None else columns[within])
+    """Local: the rows sorted by key (stable). ``checks`` must be constant within each key,
+    else :class:`UidCollisionError`."""
+    order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     if checks is not None:
         collision = _collision(field, sorted_keys, checks[order])
@@ -404,15 +394,6 @@ def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray]) -> None:
         raise ValueError(
             f"exchange_to_owners: ranks pass different columns: {[v for v, _ in views]}"
         )
-
-
-def _user_order(keys: np.ndarray, within: np.ndarray | None) -> np.ndarray:
-    """The permutation grouping rows by key (stable), ordered by ``within`` inside a key."""
-    if within is None:
-        return np.argsort(keys, kind="stable")
-    by_within = np.argsort(within, kind="stable")
-    by_key = np.argsort(keys[by_within], kind="stable")
-    return by_within[by_key]
 
 
 def _starts(sorted_keys: np.ndarray) -> np.ndarray:
