@@ -2,6 +2,6 @@
 
 import sys
 
-from mpieval.cli import main
+from mpieval.cli import command
 
-sys.exit(main())
+sys.exit(command())

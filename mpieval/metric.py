@@ -55,6 +55,13 @@ class Metric(ABC):
         """The first bad-input error since the last reset, if any."""
         return self._error
 
+    @classmethod
+    def warm_up(cls) -> None:
+        """Load the kind's compiled kernels now rather than at their first call (numba
+        reads them from its disk cache: about 0.4 s in a fresh process). Optional: the
+        command line calls it on a background thread while it reads."""
+        return  # a kind without compiled kernels has nothing to load
+
     @abstractmethod
     def reset(self) -> None:
         """Forget every row (for the next pass)."""

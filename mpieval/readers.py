@@ -1,13 +1,18 @@
 """Reading prediction files in record batches: TSV/CSV (plain or gzip) and Parquet.
 
-All parsing is pyarrow's: ``pyarrow.csv.open_csv`` streams a text file block by block
-(``block_size`` bytes, default 1 MiB) and ``ParquetFile.iter_batches`` streams row
-groups, so memory stays bounded by a few blocks whatever the file size.
+All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
-Threads: every read uses ``use_threads=False``, alone or under ``mpiexec``: a rank is
-one thread, and more cores are used by running more ranks (``mpiexec -n N``), which is
-what clusters expect. pyarrow's streaming CSV reader gains nothing from its thread pool
-anyway, and a single-threaded read reports the row of a bad value.
+- a plain text piece is read in chunks of whole lines (``block_size`` bytes, default
+  16 MiB), each parsed by ``pyarrow.csv.read_csv``, which splits it into 1 MiB blocks
+  parsed in parallel on pyarrow's CPU pool;
+- a gzip file streams through ``pyarrow.csv.open_csv`` (1 MiB blocks, one thread:
+  decompression is serial);
+- ``ParquetFile.iter_batches`` streams row groups.
+
+Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the command
+line gives a rank all the cores when it runs alone and one thread under ``mpiexec -n N``
+(N > 1), which is what clusters expect (:func:`mpieval.cli.threads_per_rank`). A chunk
+that fails to parse is parsed again on one thread, which reports the row at fault.
 
 Nothing is coerced: no value is treated as missing (``null_values=[]``), an empty
 line is an error, and every failure becomes a :class:`DataError` whose message names
@@ -34,7 +39,8 @@ import pyarrow.parquet as pq
 from mpieval.errors import InputError
 from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
 
-DEFAULT_BLOCK_BYTES = 1 << 20
+DEFAULT_CHUNK_BYTES = 16 << 20  # plain text: bytes of whole lines parsed at a time
+DEFAULT_BLOCK_BYTES = 1 << 20  # gzip text: pyarrow's streaming block
 PARQUET_BATCH_ROWS = 1 << 16
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
@@ -65,10 +71,14 @@ class DataError(InputError):
         return DataError, (self.where, self.problem, self.column)
 
 
-def use_one_thread() -> None:
-    """Size pyarrow's CPU pool to one thread, so that a rank of the command line is one
-    thread whatever pyarrow computes (reads already pass ``use_threads=False``)."""
-    pa.set_cpu_count(1)
+def use_threads(count: int) -> None:
+    """Size pyarrow's CPU pool, which every read and pyarrow computation uses, to
+    ``count`` threads (1: everything on the calling thread)."""
+    pa.set_cpu_count(count)
+
+
+def _threaded() -> bool:
+    return pa.cpu_count() > 1
 
 
 # -- what a file is ------------------------------------------------------------------
@@ -230,14 +240,20 @@ def read_piece(
     piece: Piece,
     types: Mapping[str, str],
     *,
-    block_size: int = DEFAULT_BLOCK_BYTES,
+    block_size: int | None = None,
 ) -> Iterator[Batch]:
-    """The batches of a piece, with the columns ``types`` names (column -> kind of type)."""
+    """The batches of a piece, with the columns ``types`` names (column -> kind of type).
+
+    ``block_size``: bytes per batch of plain text (default ``DEFAULT_CHUNK_BYTES``), or
+    pyarrow's block for gzip text (default ``DEFAULT_BLOCK_BYTES``).
+    """
     try:
         if file.format == "parquet":
             yield from _parquet_batches(file, piece, types)
+        elif file.gzip:
+            yield from _gzip_batches(file, types, block_size or DEFAULT_BLOCK_BYTES)
         else:
-            yield from _text_batches(file, piece, types, block_size)
+            yield from _text_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
     except OSError as error:
         raise DataError(file.path, f"cannot read: {error.strerror or error}") from None
 
@@ -336,33 +352,95 @@ class _CountingReader(io.RawIOBase):
 
 
 def _text_batches(
-    file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
+    file: InputFile, piece: Piece, types: Mapping[str, str], chunk_bytes: int
 ) -> Iterator[Batch]:
+    """A plain text piece in chunks of whole lines, each parsed at once (threads allowed)."""
     with open(file.path, "rb", buffering=0) as handle:
-        if file.gzip:
-            start = 0
-            source = _CountingReader(handle, None)
-            stream: Any = pa.CompressedInputStream(pa.PythonFile(source, mode="r"), "gzip")
-        else:
-            start = line_start_at(handle, piece.start, file.data_start, file.size)
-            stop = line_start_at(handle, piece.stop, file.data_start, file.size)
-            if stop <= start:
-                return
-            handle.seek(start)
-            source = _CountingReader(handle, stop - start)
-            stream = pa.PythonFile(source, mode="r")
+        start = line_start_at(handle, piece.start, file.data_start, file.size)
+        stop = line_start_at(handle, piece.stop, file.data_start, file.size)
         lines_before: list[int] = []  # filled on the first error only
 
-        def line_of_stream_row(row: int) -> int:
-            """1-based line of the ``row``-th (1-based) line of the stream."""
-            if file.gzip:
-                return row  # the stream holds the header: its row numbers are lines
+        def line_of(row: int) -> int:
+            """1-based line of the ``row``-th (1-based) line of the piece."""
             if not lines_before:
                 with open(file.path, "rb") as again:
                     lines_before.append(count_lines_before(again, start))
             return lines_before[0] + row
 
-        reader = _open_text(file, stream, types, block_size, line_of_stream_row)
+        options = _text_options(file, types, DEFAULT_BLOCK_BYTES)
+        done_rows = 0
+        for chunk in _line_chunks(handle, start, stop, chunk_bytes):
+            offset = done_rows
+            table = _parse_chunk(file, chunk, options,
+                                 lambda row, offset=offset: line_of(offset + row))
+            done_rows += table.num_rows
+            yield Batch(
+                path=file.path,
+                columns={name: table.column(name).combine_chunks()
+                         for name in table.column_names},
+                rows=table.num_rows,
+                bytes=chunk.size,
+                _locate=lambda row, offset=offset: f"{file.path}:{line_of(offset + row + 1)}",
+            )
+
+
+def _line_chunks(handle: BinaryIO, start: int, stop: int, chunk_bytes: int
+                 ) -> Iterator[pa.Buffer]:
+    """Bytes ``start:stop`` of the file (both line starts) in chunks that end at a line
+    end: about ``chunk_bytes`` each, longer when one line is."""
+    position = start
+    want = chunk_bytes
+    while position < stop:
+        handle.seek(position)
+        data = handle.read(min(want, stop - position))
+        if not data:
+            raise OSError(f"the file ended at byte {position} (it was {stop} bytes or more)")
+        end = len(data) if position + len(data) >= stop else data.rfind(b"\n") + 1
+        if end == 0:  # a line longer than the chunk: read more of it
+            want *= 2
+            continue
+        yield pa.py_buffer(data).slice(0, end)
+        position += end
+        want = chunk_bytes
+
+
+def _parse_chunk(file: InputFile, chunk: pa.Buffer, options: _TextOptions, line_of: Any
+                 ) -> pa.Table:
+    """A chunk of whole lines parsed; on a bad value, parsed again on one thread, which
+    names the row, and raised as a :class:`DataError`."""
+    read, parse, convert = options
+    try:
+        return pacsv.read_csv(pa.BufferReader(chunk), read_options=read,
+                              parse_options=parse, convert_options=convert)
+    except pa.ArrowException as error:
+        failure = error
+    if read.use_threads:
+        one_thread = pacsv.ReadOptions(use_threads=False, block_size=read.block_size,
+                                       column_names=read.column_names)
+        try:
+            pacsv.read_csv(pa.BufferReader(chunk), read_options=one_thread,
+                           parse_options=parse, convert_options=convert)
+        except pa.ArrowException as error:
+            failure = error
+    raise _text_error(file, failure, line_of)
+
+
+def _gzip_batches(file: InputFile, types: Mapping[str, str], block_size: int
+                  ) -> Iterator[Batch]:
+    """A gzip text file (one piece: it cannot be cut) streamed block by block."""
+    with open(file.path, "rb", buffering=0) as handle:
+        source = _CountingReader(handle, None)
+        stream = pa.CompressedInputStream(pa.PythonFile(source, mode="r"), "gzip")
+
+        def line_of(row: int) -> int:
+            return row  # the stream holds the header: its row numbers are lines
+
+        read, parse, convert = _text_options(file, types, block_size, gzip=True)
+        try:
+            reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
+                                    convert_options=convert)
+        except pa.ArrowException as error:
+            raise _text_error(file, error, line_of) from None
         done_rows, done_bytes = 0, 0
         while True:
             try:
@@ -370,16 +448,15 @@ def _text_batches(
             except StopIteration:
                 return
             except pa.ArrowException as error:
-                raise _text_error(file, error, line_of_stream_row) from None
-            offset = done_rows + (1 if file.gzip else 0)
+                raise _text_error(file, error, line_of) from None
+            offset = done_rows + 1  # the header is line 1
             done_rows += record_batch.num_rows
             yield Batch(
                 path=file.path,
                 columns=_columns_of(record_batch),
                 rows=record_batch.num_rows,
                 bytes=source.consumed - done_bytes,
-                _locate=lambda row, offset=offset: f"{file.path}:"
-                f"{line_of_stream_row(offset + row + 1)}",
+                _locate=lambda row, offset=offset: f"{file.path}:{offset + row + 1}",
             )
             done_bytes = source.consumed
 
@@ -388,37 +465,32 @@ def _columns_of(record_batch: pa.RecordBatch) -> dict[str, pa.Array]:
     return {name: record_batch.column(name) for name in record_batch.schema.names}
 
 
-def _open_text(
-    file: InputFile, stream: Any, types: Mapping[str, str], block_size: int, line_of: Any
-) -> pacsv.CSVStreamingReader:
-    read_options = pacsv.ReadOptions(
-        use_threads=False,
+_TextOptions = tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions]
+
+
+def _text_options(file: InputFile, types: Mapping[str, str], block_size: int, *,
+                  gzip: bool = False) -> _TextOptions:
+    """How pyarrow reads a text file: the header's names (a gzip stream holds the header
+    itself), only the wanted columns, each as its type, nothing read as missing."""
+    read = pacsv.ReadOptions(
+        use_threads=_threaded() and not gzip,
         block_size=block_size,
-        # Uncompressed pieces start past the header; gzip streams start with it.
-        column_names=None if file.gzip else list(file.columns),
+        column_names=None if gzip else list(file.columns),
     )
-    parse_options = pacsv.ParseOptions(
+    parse = pacsv.ParseOptions(
         delimiter="\t" if file.format == "tsv" else ",",
         quote_char=False if file.format == "tsv" else '"',
         newlines_in_values=False,
         ignore_empty_lines=False,
     )
-    convert_options = pacsv.ConvertOptions(
+    convert = pacsv.ConvertOptions(
         column_types={column: COLUMN_TYPES[kind] for column, kind in types.items()},
         include_columns=list(types),
         null_values=[],
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
     )
-    try:
-        return pacsv.open_csv(
-            stream,
-            read_options=read_options,
-            parse_options=parse_options,
-            convert_options=convert_options,
-        )
-    except pa.ArrowException as error:
-        raise _text_error(file, error, line_of) from None
+    return read, parse, convert
 
 
 _ROW = re.compile(r"Row #(\d+): ")
@@ -469,7 +541,7 @@ def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) ->
         rows_in_group, bytes_in_group = file.row_groups[group]
         batches = parquet.iter_batches(
             batch_size=PARQUET_BATCH_ROWS, row_groups=[group], columns=list(types),
-            use_threads=False,
+            use_threads=_threaded(),
         )
         done = 0
         while True:

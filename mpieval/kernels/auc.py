@@ -163,3 +163,15 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
             error_count += impression_sum
             last_ctr = -1.0
     return error_sum / error_count if error_count > 0 else math.nan
+
+
+def warm_up() -> None:
+    """Load the compiled update (float64 pred and label, as files are read) and sweep.
+
+    numba loads a compiled function from its disk cache at the first call, which costs
+    about 0.4 s in a fresh process; :func:`mpieval.cli.main` pays it on a background
+    thread while the first batches are read.
+    """
+    table = np.zeros((2, 4))
+    accumulate(table, np.zeros(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
+    bucket_error_from_table(table[0], table[1])

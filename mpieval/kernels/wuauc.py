@@ -434,3 +434,14 @@ def user_auc_sums(
         n_tags, sums,
     )
     return sums, bool(collision)
+
+
+def warm_up() -> None:
+    """Load the compiled pass for float32 and float64 preds, with and without uid checks
+    and tags (see :func:`mpieval.kernels.auc.warm_up`)."""
+    keys = np.array([7, 7], np.uint64)
+    label = np.array([0, 1], np.uint8)
+    tag = np.zeros(2, np.uint16)
+    for pred_dtype in (np.float32, np.float64):
+        pred = np.array([0.25, 0.75], pred_dtype)
+        user_auc_sums(keys, keys, pred, label, tag, 1)

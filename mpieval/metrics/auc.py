@@ -119,6 +119,10 @@ class AucMetric(Metric):
 
     kind = "auc"
 
+    @classmethod
+    def warm_up(cls) -> None:
+        kernels.warm_up()
+
     def __init__(
         self,
         table_size: int = DEFAULT_TABLE_SIZE,

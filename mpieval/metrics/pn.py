@@ -27,6 +27,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.pn import pair_counts
+from mpieval.kernels.pn import warm_up as warm_up_kernels
 from mpieval.metric import Metric, warn_undefined
 from mpieval.users import RowBuffer, gather_by_user, uid_keys_checked
 from mpieval.validation import as_vector, check_finite, check_lengths
@@ -136,6 +137,10 @@ class PnMetric(Metric):
     """
 
     kind = "pn"
+
+    @classmethod
+    def warm_up(cls) -> None:
+        warm_up_kernels()
 
     def __init__(self, ties: str = "negative", comm: Comm | Any | None = None) -> None:
         super().__init__(comm)

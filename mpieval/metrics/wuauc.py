@@ -40,6 +40,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
+from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.metric import Metric, warn_undefined
 from mpieval.users import (
     OwnedRows,
@@ -195,6 +196,10 @@ class WuaucMetric(Metric):
     """
 
     kind = "wuauc"
+
+    @classmethod
+    def warm_up(cls) -> None:
+        warm_up_kernels()
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = ()) -> None:
         super().__init__(comm)
