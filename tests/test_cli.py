@@ -7,6 +7,9 @@ import gzip
 import json
 import math
 import os
+import subprocess
+import sys
+import threading
 import warnings
 
 import numpy as np
@@ -17,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from oracle_pairs import pn_totals
 
-from mpieval import cli, kinds
+from mpieval import cli, kinds, readers
 from mpieval.comm import Comm
 from mpieval.errors import UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
@@ -528,3 +531,126 @@ def test_bad_ids_read_well(tmp_path, capsys, text, argv, message):
     status, _, err = run(capsys, "eval", "--metrics", "wuauc", *argv, bad)
     assert status == 2
     assert f"{bad}{message}\n" in err
+
+
+# -- threads, and the kernels loaded while reading ------------------------------------
+
+
+class _Ranks:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def test_threads_per_rank(monkeypatch):
+    monkeypatch.delenv("MPIEVAL_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert cli.threads_per_rank(_Ranks(1)) == cores  # alone: every core
+    assert cli.threads_per_rank(_Ranks(2)) == 1  # under mpiexec -n 2: one per rank
+    monkeypatch.setenv("MPIEVAL_THREADS", "3")
+    assert cli.threads_per_rank(_Ranks(1)) == cli.threads_per_rank(_Ranks(4)) == 3
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", ""])
+def test_a_bad_thread_count_is_a_usage_error(tmp_path, capsys, data, monkeypatch, value):
+    files = shards(tmp_path, data, ["a.tsv"])
+    monkeypatch.setenv("MPIEVAL_THREADS", value)
+    status, out, err = run(capsys, "eval", *files)
+    assert status == 2
+    assert f"MPIEVAL_THREADS: must be a positive integer, got {value!r}" in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_thread_count_does_not_change_results(tmp_path, capsys, data, monkeypatch, threads):
+    files = shards(tmp_path, data, ["a.tsv", "b.csv"])
+    monkeypatch.setenv("MPIEVAL_THREADS", threads)
+    status, out, _ = run(capsys, "eval", "--metrics", "auc,wuauc", "--tag", "tag", *files)
+    assert status == 0
+    _, want = api({"auc": ("auc", {}), "wuauc": ("wuauc", {})}, data)
+    assert_same_lines(out.splitlines(), want)
+
+
+@pytest.mark.parametrize("held_bytes", [1 << 30, 1])
+def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch, data,
+                                                          held_bytes):
+    """While the warm-up runs, batches are held (up to ``_HELD_BYTES``), then fed in file
+    order; the numbers are those of a run without the warm-up."""
+    files = shards(tmp_path, data, ["a.tsv", "b.tsv"])
+    monkeypatch.setattr(readers, "DEFAULT_CHUNK_BYTES", 4096)  # many batches
+    monkeypatch.setattr(cli, "_HELD_BYTES", held_bytes)
+    job = cli.plan_job(cli.specs_from_args(cli.build_parser().parse_args(
+        ["eval", "--metrics", "auc,pn", *files])), files, 1)
+    comm = Comm.local()
+    loaded = threading.Event()
+    warming = threading.Thread(target=loaded.wait, args=(30,))
+    warming.start()
+    read: list[str] = []
+    fed: list[tuple[str, bool]] = []
+    real_batches, real_feed = cli._batches, cli.Task.feed
+
+    def batches(job, rank):
+        for batch in real_batches(job, rank):
+            read.append(batch.where(0))
+            if len(read) == 5:
+                loaded.set()  # the kernels are in once five batches are read
+            yield batch
+
+    def feed(task, batch):
+        fed.append((batch.where(0), loaded.is_set()))
+        real_feed(task, batch)
+
+    monkeypatch.setattr(cli, "_batches", batches)
+    monkeypatch.setattr(cli.Task, "feed", feed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        held = cli.evaluate(job, comm, warming=warming)
+        monkeypatch.setattr(cli, "_batches", real_batches)
+        monkeypatch.setattr(cli.Task, "feed", real_feed)
+        plain = cli.evaluate(job, comm)
+    warming.join()
+    assert len(read) > 10
+    assert [where for where, _ in fed][::2] == read  # two tasks, each batch in order
+    if held_bytes > 1:
+        assert all(was_loaded for _, was_loaded in fed)  # nothing fed before the kernels
+    else:
+        assert not fed[0][1]  # no room to hold: fed at once, the kernels wait for it
+    assert Evaluator.to_dict(held) == Evaluator.to_dict(plain)
+
+
+@pytest.mark.parametrize(("kind", "argv"), [
+    ("auc", ["--metrics", "auc"]),
+    ("wuauc", ["--metrics", "wuauc", "--tag", "tag"]),
+    ("pn", ["--metrics", "pn", "--label", "grade"]),
+])
+def test_the_warm_up_loads_what_the_command_line_runs(tmp_path, data, kind, argv):
+    """In a fresh process: after ``warm_up`` a run of the command line compiles or loads
+    no new kernel (numba's dispatchers gain no signature)."""
+    (path,) = shards(tmp_path, data, ["a.tsv"])
+    script = f"""
+import sys
+from mpieval import cli
+from mpieval.kinds import KINDS
+KINDS[{kind!r}].load().warm_up()
+from mpieval.kernels import auc, pn, wuauc
+def signatures():
+    return {{(m.__name__, name): len(f.signatures) for m in (auc, pn, wuauc)
+             for name, f in vars(m).items() if hasattr(f, "signatures")}}
+before = signatures()
+assert cli.main(["eval", *{argv!r}, {path!r}]) == 0
+after = signatures()
+assert after == before, [k for k in after if after[k] != before[k]]
+assert any(before.values())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "MPIEVAL_NO_MPI": "1"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_importing_the_command_line_does_not_load_numba():
+    script = ("import sys, mpieval, mpieval.cli\n"
+              "assert 'numba' not in sys.modules\n"
+              "assert all(getattr(mpieval, name) for name in mpieval.__all__)\n"
+              "assert 'numba' in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -308,3 +308,49 @@ def test_ids_are_text_whatever_the_format(tmp_path):
         batches = readers.read_piece(file, split.Piece(0, 0, stop), {"id": "string"})
         keys.append([k for b in batches for k in b.keys("id").tolist()])
     assert keys[0] == keys[1] == [b"7", b"70", b"123456789012"]
+
+
+# -- plain text in chunks, parsed with threads ----------------------------------------
+
+
+@pytest.fixture
+def pool_size():
+    """Set pyarrow's CPU pool for a test (reads use threads when it has more than one)."""
+    before = pa.cpu_count()
+    yield readers.use_threads
+    readers.use_threads(before)
+
+
+def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path):
+    path = str(tmp_path / "long.tsv")
+    pad = [5] * 40
+    pad[17] = 50_000  # one line of 50 kB against chunks of 1 kB
+    write_text(path, list(range(40)), pad=pad)
+    file = inspect(path)
+    for ranks in (1, 2, 3):
+        seen = read_all([file], ranks, block_size=1024)
+        assert sorted(i for ids in seen for i in ids) == list(range(40))
+
+
+@pytest.mark.parametrize("name", ["big.tsv", "big.csv", "big.tsv.gz"])
+def test_threads_change_neither_rows_nor_error_lines(tmp_path, pool_size, name):
+    """A chunk of several pyarrow blocks is parsed in parallel; a bad value in a late
+    block is still named by its line (the chunk is parsed again on one thread)."""
+    rows = 160_000  # about 2.5 MB: three 1 MiB blocks in one 16 MiB chunk
+    good = bad_file(tmp_path, "good-" + name, 2, "0\t0.5\tn", rows=rows)  # line 2 as it is
+    line = 150_007
+    bad = bad_file(tmp_path, name, line, "7\tabc\tn", rows=rows)
+    if name.endswith(".csv"):
+        for path in (good, bad):
+            with open(path) as handle:
+                text = handle.read().replace("\t", ",")
+            with open(path, "w") as out:
+                out.write(text)
+    reads = {}
+    for threads in (1, 2):
+        pool_size(threads)
+        reads[threads] = read_all([inspect(good)], 1, block_size=16 << 20)
+        with pytest.raises(DataError) as caught:
+            read_all([inspect(bad)], 1, block_size=16 << 20)
+        assert str(caught.value) == f"{bad}:{line}: column pred: 'abc' is not a number"
+    assert reads[1] == reads[2] == [list(range(rows))]
