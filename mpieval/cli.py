@@ -232,13 +232,15 @@ def kinds_asked(args: argparse.Namespace) -> list[str]:
         return []  # the run itself reports it
 
 
+# While the warm-up thread runs Python, the main thread, back from each pyarrow call that
+# released the GIL, waits up to the switch interval for it (5 ms by default).
 _WARM_UP_SWITCH_INTERVAL = 0.5e-3
 
 
 def warm_up(kind_names: Iterable[str]) -> threading.Thread:
     """Load the kinds' compiled kernels on a background thread, started now.
 
-    numba spends about 0.5 s of a fresh process importing itself and loading the kernels
+    numba spends 0.3 to 0.5 s of a fresh process importing itself and loading the kernels
     from its cache. On this thread it overlaps what the main thread does meanwhile:
     importing pyarrow and MPI, planning, and parsing the first batches, which
     :func:`evaluate` holds back until the kernels are in. Only a speed-up: a name that

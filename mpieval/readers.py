@@ -2,12 +2,12 @@
 
 All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
-- a plain text piece is read in chunks of whole lines (``block_size`` bytes, default
-  16 MiB), each parsed by ``pyarrow.csv.read_csv``, which splits it into 1 MiB blocks
-  parsed in parallel on pyarrow's CPU pool;
-- a gzip file streams through ``pyarrow.csv.open_csv`` (1 MiB blocks, one thread:
-  decompression is serial);
-- ``ParquetFile.iter_batches`` streams row groups.
+- text on one thread (and gzip text always: decompression is serial) streams through
+  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time;
+- plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
+  ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
+  streaming reader gains nothing from threads; on one thread it is about 10% faster);
+- Parquet streams row groups with ``ParquetFile.iter_batches``.
 
 Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the command
 line gives a rank all the cores when it runs alone and one thread under ``mpiexec -n N``
@@ -244,16 +244,16 @@ def read_piece(
 ) -> Iterator[Batch]:
     """The batches of a piece, with the columns ``types`` names (column -> kind of type).
 
-    ``block_size``: bytes per batch of plain text (default ``DEFAULT_CHUNK_BYTES``), or
-    pyarrow's block for gzip text (default ``DEFAULT_BLOCK_BYTES``).
+    ``block_size``: bytes of text per batch (default ``DEFAULT_BLOCK_BYTES`` streamed,
+    ``DEFAULT_CHUNK_BYTES`` in chunks).
     """
     try:
         if file.format == "parquet":
             yield from _parquet_batches(file, piece, types)
-        elif file.gzip:
-            yield from _gzip_batches(file, types, block_size or DEFAULT_BLOCK_BYTES)
+        elif file.gzip or not _threaded():
+            yield from _streamed_batches(file, piece, types, block_size or DEFAULT_BLOCK_BYTES)
         else:
-            yield from _text_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
+            yield from _chunk_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
     except OSError as error:
         raise DataError(file.path, f"cannot read: {error.strerror or error}") from None
 
@@ -351,28 +351,83 @@ class _CountingReader(io.RawIOBase):
         return got
 
 
-def _text_batches(
+class _Lines:
+    """Line numbers of a text piece, for error messages: the lines before the piece are
+    counted on the first error only."""
+
+    def __init__(self, file: InputFile, start: int) -> None:
+        self.file = file
+        self.start = start
+        self._before: int | None = None
+
+    def of(self, row: int) -> int:
+        """1-based line of the ``row``-th (1-based) line of the piece."""
+        if self.file.gzip:
+            return row  # a gzip stream holds the header: its row numbers are lines
+        if self._before is None:
+            with open(self.file.path, "rb") as again:
+                self._before = count_lines_before(again, self.start)
+        return self._before + row
+
+
+def _streamed_batches(
+    file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
+) -> Iterator[Batch]:
+    """A text piece (a gzip file is one piece) streamed block by block, on one thread."""
+    with open(file.path, "rb", buffering=0) as handle:
+        if file.gzip:
+            start = 0
+            source = _CountingReader(handle, None)
+            stream: Any = pa.CompressedInputStream(pa.PythonFile(source, mode="r"), "gzip")
+        else:
+            start = line_start_at(handle, piece.start, file.data_start, file.size)
+            stop = line_start_at(handle, piece.stop, file.data_start, file.size)
+            if stop <= start:
+                return
+            handle.seek(start)
+            source = _CountingReader(handle, stop - start)
+            stream = pa.PythonFile(source, mode="r")
+        lines = _Lines(file, start)
+        read, parse, convert = _text_options(file, types, block_size, threads=False)
+        try:
+            reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
+                                    convert_options=convert)
+        except pa.ArrowException as error:
+            raise _text_error(file, error, lines.of) from None
+        done_rows, done_bytes = 0, 0
+        while True:
+            try:
+                record_batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowException as error:
+                raise _text_error(file, error, lines.of) from None
+            offset = done_rows + (1 if file.gzip else 0)
+            done_rows += record_batch.num_rows
+            yield Batch(
+                path=file.path,
+                columns=_columns_of(record_batch),
+                rows=record_batch.num_rows,
+                bytes=source.consumed - done_bytes,
+                _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
+            )
+            done_bytes = source.consumed
+
+
+def _chunk_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], chunk_bytes: int
 ) -> Iterator[Batch]:
-    """A plain text piece in chunks of whole lines, each parsed at once (threads allowed)."""
+    """A plain text piece in chunks of whole lines, each parsed on pyarrow's threads."""
     with open(file.path, "rb", buffering=0) as handle:
         start = line_start_at(handle, piece.start, file.data_start, file.size)
         stop = line_start_at(handle, piece.stop, file.data_start, file.size)
-        lines_before: list[int] = []  # filled on the first error only
-
-        def line_of(row: int) -> int:
-            """1-based line of the ``row``-th (1-based) line of the piece."""
-            if not lines_before:
-                with open(file.path, "rb") as again:
-                    lines_before.append(count_lines_before(again, start))
-            return lines_before[0] + row
-
-        options = _text_options(file, types, DEFAULT_BLOCK_BYTES)
+        lines = _Lines(file, start)
+        options = _text_options(file, types, DEFAULT_BLOCK_BYTES, threads=True)
         done_rows = 0
         for chunk in _line_chunks(handle, start, stop, chunk_bytes):
             offset = done_rows
             table = _parse_chunk(file, chunk, options,
-                                 lambda row, offset=offset: line_of(offset + row))
+                                 lambda row, offset=offset: lines.of(offset + row))
             done_rows += table.num_rows
             yield Batch(
                 path=file.path,
@@ -380,7 +435,7 @@ def _text_batches(
                          for name in table.column_names},
                 rows=table.num_rows,
                 bytes=chunk.size,
-                _locate=lambda row, offset=offset: f"{file.path}:{line_of(offset + row + 1)}",
+                _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
             )
 
 
@@ -425,42 +480,6 @@ def _parse_chunk(file: InputFile, chunk: pa.Buffer, options: _TextOptions, line_
     raise _text_error(file, failure, line_of)
 
 
-def _gzip_batches(file: InputFile, types: Mapping[str, str], block_size: int
-                  ) -> Iterator[Batch]:
-    """A gzip text file (one piece: it cannot be cut) streamed block by block."""
-    with open(file.path, "rb", buffering=0) as handle:
-        source = _CountingReader(handle, None)
-        stream = pa.CompressedInputStream(pa.PythonFile(source, mode="r"), "gzip")
-
-        def line_of(row: int) -> int:
-            return row  # the stream holds the header: its row numbers are lines
-
-        read, parse, convert = _text_options(file, types, block_size, gzip=True)
-        try:
-            reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
-                                    convert_options=convert)
-        except pa.ArrowException as error:
-            raise _text_error(file, error, line_of) from None
-        done_rows, done_bytes = 0, 0
-        while True:
-            try:
-                record_batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except pa.ArrowException as error:
-                raise _text_error(file, error, line_of) from None
-            offset = done_rows + 1  # the header is line 1
-            done_rows += record_batch.num_rows
-            yield Batch(
-                path=file.path,
-                columns=_columns_of(record_batch),
-                rows=record_batch.num_rows,
-                bytes=source.consumed - done_bytes,
-                _locate=lambda row, offset=offset: f"{file.path}:{offset + row + 1}",
-            )
-            done_bytes = source.consumed
-
-
 def _columns_of(record_batch: pa.RecordBatch) -> dict[str, pa.Array]:
     return {name: record_batch.column(name) for name in record_batch.schema.names}
 
@@ -469,13 +488,13 @@ _TextOptions = tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions
 
 
 def _text_options(file: InputFile, types: Mapping[str, str], block_size: int, *,
-                  gzip: bool = False) -> _TextOptions:
+                  threads: bool) -> _TextOptions:
     """How pyarrow reads a text file: the header's names (a gzip stream holds the header
     itself), only the wanted columns, each as its type, nothing read as missing."""
     read = pacsv.ReadOptions(
-        use_threads=_threaded() and not gzip,
+        use_threads=threads,
         block_size=block_size,
-        column_names=None if gzip else list(file.columns),
+        column_names=None if file.gzip else list(file.columns),
     )
     parse = pacsv.ParseOptions(
         delimiter="\t" if file.format == "tsv" else ",",

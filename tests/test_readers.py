@@ -19,6 +19,15 @@ from mpieval.readers import DataError
 TYPES = {"id": "int", "pred": "float"}
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    """Text is streamed on one thread and read in parsed chunks on several: both ways."""
+    before = pa.cpu_count()
+    readers.use_threads(request.param)
+    yield request.param
+    readers.use_threads(before)
+
+
 def write_text(path: str, ids: list[int], *, sep: str = "\t", newline: str = "\n",
                final_newline: bool = True, pad: list[int] | None = None) -> None:
     """A text file with columns id, pred, note; ``pad`` makes rows of uneven length."""
@@ -81,7 +90,7 @@ def file_sets(draw: st.DrawFn) -> list[tuple[str, int, dict]]:
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=file_sets(), ranks=st.integers(1, 7), block=st.sampled_from([1024, 4096, 1 << 20]))
-def test_every_row_is_read_exactly_once(tmp_path_factory, specs, ranks, block):
+def test_every_row_is_read_exactly_once(tmp_path_factory, threads, specs, ranks, block):
     root = tmp_path_factory.mktemp("files")
     files, expected, next_id = [], [], 0
     for k, (kind, rows, options) in enumerate(specs):
@@ -104,7 +113,7 @@ def test_every_row_is_read_exactly_once(tmp_path_factory, specs, ranks, block):
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 @pytest.mark.parametrize("final_newline", [True, False])
-def test_a_cut_at_any_byte_splits_the_rows_exactly(tmp_path, newline, final_newline):
+def test_a_cut_at_any_byte_splits_the_rows_exactly(tmp_path, threads, newline, final_newline):
     path = str(tmp_path / "cut.tsv")
     write_text(path, list(range(12)), newline=newline, final_newline=final_newline,
                pad=[0, 3, 0, 0, 9, 1, 0, 2, 0, 0, 5, 0])
@@ -118,7 +127,7 @@ def test_a_cut_at_any_byte_splits_the_rows_exactly(tmp_path, newline, final_newl
         assert halves[0] + halves[1] == list(range(12)), cut
 
 
-def test_one_large_file_spreads_over_every_rank(tmp_path):
+def test_one_large_file_spreads_over_every_rank(tmp_path, threads):
     path = str(tmp_path / "big.tsv")
     write_text(path, list(range(20_000)))
     for ranks in (2, 3, 5):
@@ -197,7 +206,7 @@ def bad_file(tmp_path, name: str, line: int, text: str, rows: int = 3000) -> str
     ("7\t0.5\tn\t8", "{name}:{line}: the line has 4 columns, the header 3"),
     ("", "{name}:{line}: column id: empty value where an integer is expected"),
 ])
-def test_bad_values_are_located(tmp_path, ranks, name, text, message):
+def test_bad_values_are_located(tmp_path, threads, ranks, name, text, message):
     line = 2042
     path = bad_file(tmp_path, name, line, text)
     file = inspect(path)
@@ -206,7 +215,7 @@ def test_bad_values_are_located(tmp_path, ranks, name, text, message):
     assert str(caught.value).startswith(message.format(name=path, line=line))
 
 
-def test_batch_rows_know_their_lines(tmp_path):
+def test_batch_rows_know_their_lines(tmp_path, threads):
     path = bad_file(tmp_path, "ok.tsv", 5, "4\t0.5\tn", rows=5000)
     file = inspect(path)
     for ranks in (1, 3):
@@ -321,7 +330,8 @@ def pool_size():
     readers.use_threads(before)
 
 
-def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path):
+def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path, pool_size):
+    pool_size(2)
     path = str(tmp_path / "long.tsv")
     pad = [5] * 40
     pad[17] = 50_000  # one line of 50 kB against chunks of 1 kB
