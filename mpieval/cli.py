@@ -127,8 +127,12 @@ def command() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``mpieval`` with ``argv`` (default: the command line); returns the exit status."""
-    comm = Comm()
+    """Run ``mpieval`` with ``argv`` (default: the command line); returns the exit status.
+
+    Started by an MPI launcher, the ranks are the world's; started alone, the command
+    runs as one rank without loading MPI (:meth:`Comm.world_or_alone`).
+    """
+    comm = Comm.world_or_alone()
     _quiet_warnings()
     try:
         with _only_rank_zero_speaks(comm):

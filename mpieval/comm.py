@@ -38,6 +38,20 @@ def _mpi() -> Any | None:
     return MPI
 
 
+# Set in a process that an MPI launcher started (mpiexec/mpirun of MPICH, Intel MPI,
+# MVAPICH or Open MPI; srun; Cray's aprun and PALS). Prefixes of variable names.
+_LAUNCHER_VARIABLES = (
+    "PMI_", "PMIX_", "OMPI_", "MV2_", "HYDI_", "MPI_LOCALNRANKS", "SLURM_PROCID",
+    "ALPS_APP_PE", "PALS_",
+)
+
+
+def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether an MPI launcher seems to have started this process (from its environment)."""
+    names = os.environ if environ is None else environ
+    return any(name.startswith(_LAUNCHER_VARIABLES) for name in names)
+
+
 class RemoteError(RuntimeError):
     """An error raised on another rank, raised here too so that no rank goes on alone."""
 
@@ -66,6 +80,12 @@ class Comm:
         comm = cls.__new__(cls)
         comm._comm, comm._owned, comm.rank, comm.size = None, False, 0, 1
         return comm
+
+    @classmethod
+    def world_or_alone(cls) -> Comm:
+        """The world when an MPI launcher started this process, else :meth:`local`
+        without loading MPI at all (0.1 s of a command's start-up): the command line's."""
+        return cls() if launched_by_mpi() else cls.local()
 
     @classmethod
     def resolve(cls, comm: Comm | Any | None) -> Comm:
@@ -207,7 +227,7 @@ def _rebuild(summary: tuple, origin: int) -> BaseException:
 
 def abort(code: int = 1) -> None:
     """End every rank of the world now (after an unhandled error on one rank)."""
-    mpi = _mpi()
+    mpi = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
     sys.stderr.flush()
     if mpi is not None and mpi.COMM_WORLD.Get_size() > 1:
         mpi.COMM_WORLD.Abort(code)

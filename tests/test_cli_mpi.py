@@ -53,7 +53,7 @@ def launch(ranks: int, *argv: object, per_rank_status: bool = False,
         command = [MPIEXEC, "-n", str(ranks), *command]
     # a fresh job: none of this process's own MPI launch settings, if it has any
     env = {k: v for k, v in os.environ.items()
-           if k != "MPIEVAL_NO_MPI" and not k.startswith(("PMI_", "PMIX_", "MPI_LOCAL"))}
+           if k != "MPIEVAL_NO_MPI" and not k.startswith(("PMI_", "PMIX_", "MPI_LOCAL", "HYDI_"))}
     start = time.monotonic()
     proc = subprocess.run(["timeout", "-k", "5", str(LIMIT), *command], capture_output=True,
                           text=True, timeout=LIMIT + 15, env=env)

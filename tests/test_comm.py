@@ -103,3 +103,36 @@ def test_unhandled_error_on_one_rank_ends_the_job_instead_of_hanging():
     assert result.returncode != 0
     assert "trainer crashed on rank 1" in result.stderr
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize(("environ", "launched"), [
+    ({"HOME": "/root", "PATH": "/bin"}, False),
+    ({"PMI_RANK": "0", "PMI_SIZE": "4"}, True),  # MPICH / Intel MPI hydra
+    ({"OMPI_COMM_WORLD_SIZE": "4"}, True),  # Open MPI
+    ({"PMIX_RANK": "3"}, True),  # PMIx launchers
+    ({"SLURM_PROCID": "0"}, True),  # srun
+    ({"MV2_COMM_WORLD_SIZE": "2"}, True),  # MVAPICH
+    ({"PALS_RANKID": "1"}, True),  # HPE PALS
+])
+def test_launched_by_mpi_reads_the_launchers_variables(environ, launched):
+    from mpieval.comm import launched_by_mpi
+
+    assert launched_by_mpi(environ) is launched
+
+
+def test_the_command_line_alone_does_not_load_mpi(tmp_path):
+    """Without a launcher the command runs as one rank and never loads the MPI library."""
+    path = tmp_path / "a.tsv"
+    path.write_text("pred\tlabel\n0.2\t0\n0.7\t1\n")
+    code = f"""
+        import sys
+        from mpieval import cli
+        assert cli.main(["eval", {str(path)!r}]) == 0
+        assert "mpi4py.MPI" not in sys.modules
+    """
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "PMIX_", "MPI_LOCAL", "HYDI_", "MPIEVAL_NO_MPI"))}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("auc: auc=1 ")
