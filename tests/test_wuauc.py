@@ -507,3 +507,18 @@ def test_empty_batches_and_a_rejected_batch_change_nothing() -> None:
     result = quiet(metric)
     assert result.tags == ("all", "x", "y")
     assert result.all.uauc == 0.5  # one tie: half a pair
+
+
+@settings(max_examples=80, deadline=None)
+@given(codes=st.lists(st.integers(0, 30), max_size=200), as_text=st.booleans())
+def test_distinct_tags_equal_numpy_unique(codes, as_text):
+    """The tag grouping (a comparison per value while few, then a sort) against np.unique."""
+    from mpieval.metrics.wuauc import _distinct
+
+    values = np.array([f"t{c}" if as_text else c * 7 for c in codes],
+                      dtype=str if as_text else np.int64)
+    distinct, inverse = _distinct(values)
+    assert sorted(distinct) == np.unique(values).tolist()
+    assert len(set(distinct)) == len(distinct)
+    assert [distinct[i] for i in inverse] == values.tolist()
+    assert all(type(v) is (str if as_text else int) for v in distinct)

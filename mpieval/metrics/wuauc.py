@@ -276,8 +276,7 @@ class WuaucMetric(Metric):
         values = _tag_values(tag)
         if len(values) != n:
             raise InputError("tag", f"length mismatch: tag={len(values)}, pred={n}")
-        distinct, inverse = np.unique(values, return_inverse=True)
-        distinct_values = distinct.tolist()
+        distinct_values, inverse = _distinct(values)
         if ALL in distinct_values:
             first = int(np.flatnonzero(values == ALL)[0])
             raise InputError("tag", "the tag 'all' is reserved for the block of every row",
@@ -288,7 +287,7 @@ class WuaucMetric(Metric):
         new = sum(value not in self._tag_index for value in distinct_values)
         if len(self._tag_values) + new > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
-        return distinct_values, inverse.reshape(-1)
+        return distinct_values, inverse
 
     def _tag_codes(self, distinct: list[Any], inverse: np.ndarray) -> np.ndarray:
         """Local uint16 codes of checked tags (new values get the next codes)."""
@@ -411,6 +410,33 @@ class WuaucMetric(Metric):
             columns["tag"] = local_to_global[rows["tag"]]
         checks = rows.get("check", np.zeros(0, np.uint64)) if layout.hashed else None
         return rows["key"], columns, checks
+
+
+_FEW_TAGS = 8
+
+
+def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of ``values`` (as Python ints or strs) and the index of each
+    row's value among them, as ``np.unique(values, return_inverse=True)`` but unsorted.
+
+    Tag columns hold a few values: while they are few (``_FEW_TAGS``), each costs one
+    whole-array comparison, about 20x cheaper than sorting strings; the rest are sorted.
+    """
+    inverse = np.full(len(values), -1, dtype=np.intp)
+    distinct: list[Any] = []
+    first = 0
+    while len(distinct) < _FEW_TAGS:
+        unassigned = inverse[first:] < 0
+        if not unassigned.any():
+            return distinct, inverse
+        first += int(np.argmax(unassigned))
+        value = values[first]
+        inverse[values == value] = len(distinct)
+        distinct.append(value.item())
+    rest = inverse < 0
+    more, more_inverse = np.unique(values[rest], return_inverse=True)
+    inverse[rest] = len(distinct) + more_inverse.reshape(-1)
+    return distinct + more.tolist(), inverse
 
 
 def _tag_values(tag: Any) -> np.ndarray:
