@@ -1,8 +1,8 @@
 """The command line: ``mpieval eval [OPTIONS] FILE...`` and ``mpieval demo``.
 
 Run alone or under ``mpiexec -n N``. Rank 0 inspects the files and plans who reads
-what (:mod:`mpieval.split`), every rank reads its pieces in lockstep batches
-(:mod:`mpieval.readers`) and feeds its metrics, and after every batch the ranks sum a
+what (:mod:`mpieval.split`), every rank reads its pieces in lockstep rounds
+(:mod:`mpieval.readers`) and feeds its metrics, and after every round the ranks sum a
 few counters, so that a bad line on any rank stops every rank at once
 (:meth:`Comm.agree`). Rank 0 prints the Abacus lines on stdout, warnings and progress
 on stderr, and writes ``--json`` atomically.
@@ -415,14 +415,19 @@ class Task:
 
 # Batches held back while the kernels load (see warm_up): at most this many file bytes.
 _HELD_BYTES = 64 << 20
+# File bytes a rank reads between two agreements with the others (see evaluate).
+_ROUND_BYTES = 8 << 20
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
              warming: threading.Thread | None = None) -> dict[str, Result]:
     """Collective: read this rank's pieces in lockstep with the others, then compute.
 
-    While ``warming`` (:func:`warm_up`) still loads the kernels, batches are read and
-    held (up to ``_HELD_BYTES`` of file), then fed in order: parsing needs no kernel.
+    The ranks read in rounds of about ``_ROUND_BYTES`` of file each, and after each round
+    agree (one small ``Allreduce``) on whether any failed, so that a bad line anywhere
+    stops every rank within a round. While ``warming`` (:func:`warm_up`) still loads the
+    kernels, batches are read and held (up to ``_HELD_BYTES`` of file), then fed in
+    order: parsing needs no kernel.
     """
     error: InputError | None = None
     evaluator = None
@@ -440,28 +445,33 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
     rows = bytes_done = held_bytes = 0
     held: list[Batch] = []
+    reading = True
     while True:
-        error, active = None, False
+        error = None
         try:
-            batch = next(batches, None)
-            if batch is not None:
-                active = True
-                rows += batch.rows
-                bytes_done += batch.bytes
-                held.append(batch)
-                held_bytes += batch.bytes
-            loading = warming is not None and warming.is_alive()
-            if batch is None or not loading or held_bytes > _HELD_BYTES:
-                for ready in held:
-                    for task in tasks:
-                        task.feed(ready)
-                held.clear()
-                held_bytes = 0
+            round_bytes = 0
+            while reading and round_bytes < _ROUND_BYTES:
+                batch = next(batches, None)
+                if batch is None:
+                    reading = False
+                else:
+                    rows += batch.rows
+                    bytes_done += batch.bytes
+                    round_bytes += batch.bytes
+                    held.append(batch)
+                    held_bytes += batch.bytes
+                loading = warming is not None and warming.is_alive()
+                if not reading or not loading or held_bytes > _HELD_BYTES:
+                    for ready in held:
+                        for task in tasks:
+                            task.feed(ready)
+                    held.clear()
+                    held_bytes = 0
         except InputError as caught:
             error = caught
-        # One small Allreduce per batch: a failure anywhere, whether anyone still reads,
+        # One small Allreduce per round: a failure anywhere, whether anyone still reads,
         # and the progress counters.
-        totals = comm.sum(np.array([error is not None, active, rows, bytes_done], np.float64))
+        totals = comm.sum(np.array([error is not None, reading, rows, bytes_done], np.float64))
         if totals[0]:
             comm.agree(error)
         if meter is not None:
