@@ -58,7 +58,7 @@ class Metric(ABC):
     @classmethod
     def warm_up(cls) -> None:
         """Load the kind's compiled kernels now rather than at their first call (numba
-        reads them from its disk cache: about 0.4 s in a fresh process). Optional: the
+        reads them from its disk cache: 0.3 to 0.5 s in a fresh process). Optional: the
         command line calls it on a background thread while it reads."""
         return  # a kind without compiled kernels has nothing to load
 
