@@ -3,16 +3,18 @@
 All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
 - text on one thread (and gzip text always: decompression is serial) streams through
-  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time;
+  ``pyarrow.csv.open_csv``, 16 MiB blocks at a time (a longer line is an error that
+  says so);
 - plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
   ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
-  streaming reader gains nothing from threads; on one thread it is about 10% faster);
+  streaming reader gains nothing from threads; on one thread it is about 10% faster); a
+  chunk that fails is parsed again on one thread as one block, so lines of any length
+  read, and a bad value is named by its line;
 - Parquet streams row groups with ``ParquetFile.iter_batches``.
 
 Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the command
 line gives a rank all the cores when it runs alone and one thread under ``mpiexec -n N``
-(N > 1), which is what clusters expect (:func:`mpieval.cli.threads_per_rank`). A chunk
-that fails to parse is parsed again on one thread, which reports the row at fault.
+(N > 1), which is what clusters expect (:func:`mpieval.cli.threads_per_rank`).
 
 Nothing is coerced: no value is treated as missing (``null_values=[]``), an empty
 line is an error, and every failure becomes a :class:`DataError` whose message names
@@ -40,8 +42,10 @@ import pyarrow.csv as pacsv
 from mpieval.errors import InputError
 from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
 
-DEFAULT_CHUNK_BYTES = 16 << 20  # text on several threads: whole lines parsed at a time
-DEFAULT_BLOCK_BYTES = 1 << 20  # text streamed: pyarrow's block (and a chunk's blocks)
+DEFAULT_STREAM_BYTES = 16 << 20  # text on one thread: pyarrow's streaming block (the
+# longest line it can read; as fast as 1 MiB blocks)
+DEFAULT_CHUNK_BYTES = 16 << 20  # text on several threads: whole lines parsed at a time,
+PARALLEL_BLOCK_BYTES = 1 << 20  # in blocks of this size, in parallel
 PARQUET_BATCH_ROWS = 1 << 16
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
@@ -249,14 +253,15 @@ def read_piece(
 ) -> Iterator[Batch]:
     """The batches of a piece, with the columns ``types`` names (column -> kind of type).
 
-    ``block_size``: bytes of text per batch (default ``DEFAULT_BLOCK_BYTES`` streamed,
+    ``block_size``: bytes of text per batch (default ``DEFAULT_STREAM_BYTES`` streamed,
     ``DEFAULT_CHUNK_BYTES`` in chunks).
     """
     try:
         if file.format == "parquet":
             yield from _parquet_batches(file, piece, types)
         elif file.gzip or not _threaded():
-            yield from _streamed_batches(file, piece, types, block_size or DEFAULT_BLOCK_BYTES)
+            yield from _streamed_batches(file, piece, types,
+                                         block_size or DEFAULT_STREAM_BYTES)
         else:
             yield from _chunk_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
     except OSError as error:
@@ -428,7 +433,7 @@ def _streamed_batches(
             reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
                                     convert_options=convert)
         except pa.ArrowException as error:
-            raise _text_error(file, error, lines.of) from None
+            raise _stream_error(file, error, lines, block_size) from None
         done_rows, done_bytes = 0, 0
         while True:
             try:
@@ -436,7 +441,7 @@ def _streamed_batches(
             except StopIteration:
                 return
             except pa.ArrowException as error:
-                raise _text_error(file, error, lines.of) from None
+                raise _stream_error(file, error, lines, block_size) from None
             offset = done_rows + (1 if file.gzip else 0)
             done_rows += record_batch.num_rows
             yield Batch(
@@ -449,6 +454,16 @@ def _streamed_batches(
             done_bytes = source.consumed
 
 
+def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
+                  ) -> DataError:
+    """:func:`_text_error`, and a line too long for the streaming reader said plainly."""
+    if "straddl" not in str(error):
+        return _text_error(file, error, lines.of)
+    way = "" if file.gzip else "; read with MPIEVAL_THREADS=2 or more, which takes any length"
+    return DataError(file.path, f"a line is longer than {block_size:,} bytes, the most the "
+                     f"one-thread reader takes{way}")
+
+
 def _chunk_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], chunk_bytes: int
 ) -> Iterator[Batch]:
@@ -457,7 +472,7 @@ def _chunk_batches(
         start = line_start_at(handle, piece.start, file.data_start, file.size)
         stop = line_start_at(handle, piece.stop, file.data_start, file.size)
         lines = _Lines(file, start)
-        options = _text_options(file, types, DEFAULT_BLOCK_BYTES, threads=True)
+        options = _text_options(file, types, PARALLEL_BLOCK_BYTES, threads=True)
         done_rows = 0
         for chunk in _line_chunks(handle, start, stop, chunk_bytes):
             offset = done_rows
@@ -496,23 +511,23 @@ def _line_chunks(handle: BinaryIO, start: int, stop: int, chunk_bytes: int
 
 def _parse_chunk(file: InputFile, chunk: pa.Buffer, options: _TextOptions, line_of: Any
                  ) -> pa.Table:
-    """A chunk of whole lines parsed; on a bad value, parsed again on one thread, which
-    names the row, and raised as a :class:`DataError`."""
+    """A chunk of whole lines parsed in parallel blocks. When it fails it is parsed again
+    on one thread, as one block: a line longer than a block then reads, and a bad value
+    is named by its row (the parallel parse does not say which); that error is raised
+    as a :class:`DataError`."""
     read, parse, convert = options
     try:
         return pacsv.read_csv(pa.BufferReader(chunk), read_options=read,
                               parse_options=parse, convert_options=convert)
+    except pa.ArrowException:
+        pass
+    whole = pacsv.ReadOptions(use_threads=False, block_size=max(chunk.size, 1),
+                              column_names=read.column_names)
+    try:
+        return pacsv.read_csv(pa.BufferReader(chunk), read_options=whole,
+                              parse_options=parse, convert_options=convert)
     except pa.ArrowException as error:
-        failure = error
-    if read.use_threads:
-        one_thread = pacsv.ReadOptions(use_threads=False, block_size=read.block_size,
-                                       column_names=read.column_names)
-        try:
-            pacsv.read_csv(pa.BufferReader(chunk), read_options=one_thread,
-                           parse_options=parse, convert_options=convert)
-        except pa.ArrowException as error:
-            failure = error
-    raise _text_error(file, failure, line_of)
+        raise _text_error(file, error, line_of) from None
 
 
 def _columns_of(record_batch: pa.RecordBatch) -> dict[str, pa.Array]:

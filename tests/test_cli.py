@@ -576,7 +576,8 @@ def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch,
     """While the warm-up runs, batches are held (up to ``_HELD_BYTES``), then fed in file
     order; the numbers are those of a run without the warm-up."""
     files = shards(tmp_path, data, ["a.tsv", "b.tsv"])
-    monkeypatch.setattr(readers, "DEFAULT_CHUNK_BYTES", 4096)  # many batches
+    monkeypatch.setattr(readers, "DEFAULT_CHUNK_BYTES", 4096)  # many batches,
+    monkeypatch.setattr(readers, "DEFAULT_STREAM_BYTES", 4096)  # on any thread count
     monkeypatch.setattr(cli, "_HELD_BYTES", held_bytes)
     job = cli.plan_job(cli.specs_from_args(cli.build_parser().parse_args(
         ["eval", "--metrics", "auc,pn", *files])), files, 1)

@@ -56,7 +56,7 @@ def inspect(path: str) -> split.InputFile:
     return readers.inspect(path, readers.file_format(path))
 
 
-def read_all(files: list[split.InputFile], ranks: int, block_size: int = 1 << 20
+def read_all(files: list[split.InputFile], ranks: int, block_size: int | None = 1 << 20
              ) -> list[list[int]]:
     """The ids each rank reads."""
     plan = split.plan(files, ranks)
@@ -328,6 +328,28 @@ def pool_size():
     before = pa.cpu_count()
     yield readers.use_threads
     readers.use_threads(before)
+
+
+def test_a_line_longer_than_a_parallel_block_reads_on_any_thread_count(tmp_path, threads):
+    """A 3 MB line: longer than the 1 MiB blocks a chunk is parsed in (on several threads),
+    shorter than the streaming reader's block (on one)."""
+    path = str(tmp_path / "wide.tsv")
+    pad = [4] * 30
+    pad[11] = 3_000_000
+    write_text(path, list(range(30)), pad=pad)
+    assert read_all([inspect(path)], 1, block_size=None) == [list(range(30))]
+
+
+@pytest.mark.parametrize("name", ["wide.tsv", "wide.tsv.gz"])
+def test_a_line_too_long_for_the_streaming_block_is_named(tmp_path, pool_size, name):
+    pool_size(1)
+    path = str(tmp_path / name)
+    pad = [4] * 30
+    pad[11] = 20_000
+    write_text(path, list(range(30)), pad=pad)
+    with pytest.raises(DataError, match=f"^{re.escape(path)}: a line is longer than 4,096 "
+                       "bytes, the most the one-thread reader takes"):
+        read_all([inspect(path)], 1, block_size=4096)
 
 
 def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path, pool_size):
