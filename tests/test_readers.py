@@ -330,9 +330,9 @@ def pool_size():
     readers.use_threads(before)
 
 
-def test_a_line_longer_than_a_parallel_block_reads_on_any_thread_count(tmp_path, threads):
-    """A 3 MB line: longer than the 1 MiB blocks a chunk is parsed in (on several threads),
-    shorter than the streaming reader's block (on one)."""
+def test_a_line_longer_than_a_block_reads_on_several_threads(tmp_path, pool_size):
+    """A 3 MB line: longer than the 1 MiB blocks a chunk is parsed in."""
+    pool_size(2)
     path = str(tmp_path / "wide.tsv")
     pad = [4] * 30
     pad[11] = 3_000_000
