@@ -368,7 +368,7 @@ def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path, pool_size):
 def test_threads_change_neither_rows_nor_error_lines(tmp_path, pool_size, name):
     """A chunk of several pyarrow blocks is parsed in parallel; a bad value in a late
     block is still named by its line (the chunk is parsed again on one thread)."""
-    rows = 160_000  # about 2.5 MB: three 1 MiB blocks in one 16 MiB chunk
+    rows = 160_000  # about 2 MB: two 1 MiB blocks in one 16 MiB chunk
     good = bad_file(tmp_path, "good-" + name, 2, "0\t0.5\tn", rows=rows)  # line 2 as it is
     line = 150_007
     bad = bad_file(tmp_path, name, line, "7\tabc\tn", rows=rows)
