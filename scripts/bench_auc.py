@@ -22,18 +22,11 @@ import sys
 import time
 
 import numpy as np
+from timing import median_time
 
 N_ROWS = 10_000_000
 T = 1_000_000
 
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def ctr_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -12,24 +12,14 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_time
 
 from mpieval.comm import Comm
 from mpieval.kernels.pn import pair_counts
 from mpieval.metrics.pn import PnMetric
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -19,13 +19,19 @@ from mpieval.readers import DataError
 TYPES = {"id": "int", "pred": "float"}
 
 
-@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
-def threads(request):
-    """Text is streamed on one thread and read in parsed chunks on several: both ways."""
+@pytest.fixture
+def pool_size():
+    """Set pyarrow's CPU pool for a test (reads use threads when it has more than one)."""
     before = pa.cpu_count()
-    readers.use_threads(request.param)
-    yield request.param
+    yield readers.use_threads
     readers.use_threads(before)
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request, pool_size):
+    """Text is streamed on one thread and read in parsed chunks on several: both ways."""
+    pool_size(request.param)
+    return request.param
 
 
 def write_text(path: str, ids: list[int], *, sep: str = "\t", newline: str = "\n",
@@ -320,14 +326,6 @@ def test_ids_are_text_whatever_the_format(tmp_path):
 
 
 # -- plain text in chunks, parsed with threads ----------------------------------------
-
-
-@pytest.fixture
-def pool_size():
-    """Set pyarrow's CPU pool for a test (reads use threads when it has more than one)."""
-    before = pa.cpu_count()
-    yield readers.use_threads
-    readers.use_threads(before)
 
 
 def test_a_line_longer_than_a_block_reads_on_several_threads(tmp_path, pool_size):
