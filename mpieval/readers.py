@@ -3,8 +3,8 @@
 All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
 - text on one thread (and gzip text always: decompression is serial) streams through
-  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a longer line is an error that
-  says so);
+  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a line may span two blocks; a
+  longer one is an error that says so);
 - plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
   ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
   streaming reader gains nothing from threads; on one thread it is about 10% faster); a
@@ -42,8 +42,8 @@ import pyarrow.csv as pacsv
 from mpieval.errors import InputError
 from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
 
-DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (also the
-# longest line it takes; 4 MiB blocks read no faster and raised the peak RSS by 100 MB)
+DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (a line
+# may span two; 4 MiB blocks read no faster and raised the peak RSS by 100 MB)
 DEFAULT_CHUNK_BYTES = 16 << 20  # text on several threads: whole lines parsed at a time,
 PARALLEL_BLOCK_BYTES = 1 << 20  # in blocks of this size, in parallel
 PARQUET_BATCH_ROWS = 1 << 16
@@ -460,8 +460,8 @@ def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, bloc
     if "straddl" not in str(error):
         return _text_error(file, error, lines.of)
     way = "" if file.gzip else "; read with MPIEVAL_THREADS=2 or more, which takes any length"
-    return DataError(file.path, f"a line is longer than {block_size:,} bytes, the most the "
-                     f"one-thread reader takes{way}")
+    return DataError(file.path, f"a line spans more than two of the one-thread reader's "
+                     f"{block_size:,}-byte blocks{way}")
 
 
 def _chunk_batches(

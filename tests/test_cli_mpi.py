@@ -94,6 +94,20 @@ def test_one_file_on_three_ranks(tmp_path):
     assert_same(json.loads(out_json.read_text()), api({"auc": ("auc", {})}, data)[0])
 
 
+def test_ranks_with_nothing_to_read(tmp_path):
+    """One gzip file (it cannot be cut) on three ranks: two ranks read nothing, take part in
+    every round and the per-user exchange, and the numbers are the API's."""
+    data = rows(3000, seed=7)
+    (path,) = shards(tmp_path, data, ["only.tsv.gz"])
+    out_json = tmp_path / "run.json"
+    proc, _ = launch(3, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
+                     "--left-label", "left", "--right-label", "right", "--json", out_json, path)
+    assert proc.returncode == 0, proc.stderr
+    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
+    assert_same(json.loads(out_json.read_text()), want)
+    assert_same_lines(proc.stdout.splitlines(), lines)
+
+
 # -- errors: every rank exits 2, promptly, with one message and no JSON -----------------
 
 

@@ -345,8 +345,8 @@ def test_a_line_too_long_for_the_streaming_block_is_named(tmp_path, pool_size, n
     pad = [4] * 30
     pad[11] = 20_000
     write_text(path, list(range(30)), pad=pad)
-    with pytest.raises(DataError, match=f"^{re.escape(path)}: a line is longer than 4,096 "
-                       "bytes, the most the one-thread reader takes"):
+    with pytest.raises(DataError, match=f"^{re.escape(path)}: a line spans more than two of "
+                       "the one-thread reader's 4,096-byte blocks"):
         read_all([inspect(path)], 1, block_size=4096)
 
 
