@@ -21,8 +21,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mpieval.comm import Comm, RemoteError
-    from mpieval.errors import InputError, UndefinedMetricWarning
+    from mpieval.comm import Comm
+    from mpieval.errors import InputError, RemoteError, UndefinedMetricWarning
     from mpieval.metric import Evaluator, Metric, compute_all
     from mpieval.metrics.auc import AucMetric, AucResult
     from mpieval.metrics.pairwise import PairwiseMetric, PairwiseResult
@@ -40,7 +40,7 @@ _HOMES = {
     "PairwiseResult": "mpieval.metrics.pairwise",
     "PnMetric": "mpieval.metrics.pn",
     "PnResult": "mpieval.metrics.pn",
-    "RemoteError": "mpieval.comm",
+    "RemoteError": "mpieval.errors",
     "UndefinedMetricWarning": "mpieval.errors",
     "WuaucMetric": "mpieval.metrics.wuauc",
     "WuaucResult": "mpieval.metrics.wuauc",

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mpieval import readers, split
-from mpieval.comm import Comm, RemoteError, abort
+from mpieval.comm import Comm, abort
 from mpieval.config import (
     MetricSpec,
     column_types,
@@ -38,11 +38,10 @@ from mpieval.config import (
     load_config,
     specs_from_flags,
 )
-from mpieval.errors import InputError
+from mpieval.errors import DataError, InputError, RemoteError, UidCollisionError
 from mpieval.kinds import KINDS, TIE_MODES, kind_named
 from mpieval.metric import Evaluator, Metric, Result
-from mpieval.readers import Batch, DataError
-from mpieval.users import UidCollisionError
+from mpieval.readers import Batch
 
 # Flags that choose columns or options of --metrics; with --config they are errors.
 _METRIC_FLAGS = {

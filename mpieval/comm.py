@@ -5,7 +5,8 @@ sub-communicator works and mpieval's messages never mix with the trainer's), or 
 as a single rank when mpi4py is absent or ``MPIEVAL_NO_MPI=1`` is set. The collectives:
 
 - :meth:`Comm.agree` — small ``Allreduce`` of an error flag (+ ``allgather`` of the
-  messages when one is set): every rank raises the same error or none does;
+  messages when one is set): every rank raises the same error or none does
+  (:meth:`Comm.agreed` runs a step and agrees on its errors: the one way to go on together);
 - :meth:`Comm.sum` — one ``Allreduce`` of a float64 buffer: how states merge;
 - :meth:`Comm.exchange` — ``Alltoall`` of counts, then ``Alltoallv`` per typed column:
   how per-user rows reach the rank that owns their user;
@@ -19,12 +20,14 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
-from mpieval.errors import InputError
+from mpieval.errors import InputError, RemoteError
+
+T = TypeVar("T")
 
 
 def _mpi() -> Any | None:
@@ -50,10 +53,6 @@ def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
     """Whether an MPI launcher seems to have started this process (from its environment)."""
     names = os.environ if environ is None else environ
     return any(name.startswith(_LAUNCHER_VARIABLES) for name in names)
-
-
-class RemoteError(RuntimeError):
-    """An error raised on another rank, raised here too so that no rank goes on alone."""
 
 
 class Comm:
@@ -123,6 +122,24 @@ class Comm:
             assert error is not None
             raise error
         raise _rebuild(summaries[origin], origin)
+
+    def agreed(
+        self,
+        step: Callable[[], T],
+        catch: type[BaseException] | tuple[type[BaseException], ...] = InputError,
+    ) -> T:
+        """Collective: run ``step`` on this rank, then agree (:meth:`agree`) on the errors
+        of the ``catch`` types it raised: every rank returns its own value, or every rank
+        raises the lowest-ranked error. Other exceptions propagate at once (unexpected:
+        the command line ends the job)."""
+        error: BaseException | None = None
+        value: T | None = None
+        try:
+            value = step()
+        except catch as caught:
+            error = caught
+        self.agree(error)
+        return value  # type: ignore[return-value]  # set: no error was agreed on
 
     def any(self, flag: bool) -> bool:
         """Collective: whether any rank passed True."""

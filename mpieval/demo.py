@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from mpieval.comm import Comm
 from mpieval.config import specs_from_config, tomllib
-from mpieval.errors import InputError
-from mpieval.kinds import KindUnavailable, kind_named
+from mpieval.errors import InputError, KindUnavailable
+from mpieval.kinds import kind_named
 
 TAGS = ("feed", "search", "video", "mall")
 TAG_SHARE = (0.45, 0.25, 0.2, 0.1)

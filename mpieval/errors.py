@@ -1,6 +1,15 @@
-"""The errors and warnings mpieval raises."""
+"""Every error and warning mpieval raises, in one place.
+
+- :class:`InputError` (exit 2): bad data or usage, naming the field; :class:`DataError`
+  locates it in a file; :class:`KindUnavailable` is a kind missing from this build.
+- :class:`RemoteError` and :class:`UidCollisionError` (exit 1): an error raised on another
+  rank, and two uids that share a 64-bit key.
+- :class:`UndefinedMetricWarning`: a value is undefined (NaN) for the data seen.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class InputError(ValueError):
@@ -45,6 +54,33 @@ class InputError(ValueError):
 
 def _rebuild_input_error(cls, field, problem, count, first_index, value):
     return cls(field, problem, count=count, first_index=first_index, value=value)
+
+
+class DataError(InputError):
+    """Bad input data or a bad file, located: ``WHERE: column COL: PROBLEM``.
+
+    ``where`` is ``path:line`` for text, ``path: row N`` for Parquet, or the path.
+    """
+
+    def __init__(self, where: str, problem: str, column: str | None = None) -> None:
+        self.where = where
+        self.column = column
+        super().__init__(where if column is None else f"{where}: column {column}", problem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return DataError, (self.where, self.problem, self.column)
+
+
+class KindUnavailable(InputError):
+    """A known kind whose module is not in this build."""
+
+
+class RemoteError(RuntimeError):
+    """An error raised on another rank, raised here too so that no rank goes on alone."""
+
+
+class UidCollisionError(RuntimeError):
+    """Two different uids hashed to the same 64-bit key (about n**2 / 2**65 likely)."""
 
 
 class UndefinedMetricWarning(RuntimeWarning):

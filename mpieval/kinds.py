@@ -12,14 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpieval.errors import InputError
+from mpieval.errors import InputError, KindUnavailable
 from mpieval.metric import Metric
 
 TIE_MODES = ("negative", "ignore", "half")
-
-
-class KindUnavailable(InputError):
-    """A known kind whose module is not in this build."""
 
 
 def _positive_int(name: str, value: Any) -> int:

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from mpieval.errors import InputError
+from mpieval.errors import DataError
 from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
 
 DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (a line
@@ -59,21 +59,6 @@ _TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-
-
-class DataError(InputError):
-    """Bad input data or a bad file, located: ``WHERE: column COL: PROBLEM``.
-
-    ``where`` is ``path:line`` for text, ``path: row N`` for Parquet, or the path.
-    """
-
-    def __init__(self, where: str, problem: str, column: str | None = None) -> None:
-        self.where = where
-        self.column = column
-        super().__init__(where if column is None else f"{where}: column {column}", problem)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return DataError, (self.where, self.problem, self.column)
 
 
 def use_threads(count: int) -> None:

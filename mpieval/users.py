@@ -30,16 +30,12 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, UidCollisionError
 from mpieval.kernels import users as kernels
 
 KEY_DTYPE = np.dtype(np.uint64)
 _EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
 _KEY, _CHECK = "\0key", "\0check"  # exchange column names no caller's column has
-
-
-class UidCollisionError(RuntimeError):
-    """Two different uids hashed to the same 64-bit key (about n**2 / 2**65 likely)."""
 
 
 # -- keys ------------------------------------------------------------------------------

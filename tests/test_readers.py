@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mpieval import readers, split
-from mpieval.readers import DataError
+from mpieval.errors import DataError
 
 TYPES = {"id": "int", "pred": "float"}
 

@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 from sharding import my_rows
 
-from mpieval.comm import Comm, RemoteError
-from mpieval.errors import InputError
+from mpieval.comm import Comm
+from mpieval.errors import InputError, RemoteError, UidCollisionError
 from mpieval.kernels import users as kernels
 from mpieval.users import (
     RowBuffer,
-    UidCollisionError,
     gather_by_user,
     group_keys,
     group_keys_checked,

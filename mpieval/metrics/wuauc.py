@@ -38,14 +38,13 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, UidCollisionError
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.metric import Metric, warn_undefined
 from mpieval.users import (
     OwnedRows,
     RowBuffer,
-    UidCollisionError,
     exchange_to_owners,
     group_keys_checked,
     uid_keys_checked,
