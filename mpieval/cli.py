@@ -39,7 +39,7 @@ from mpieval.config import (
     specs_from_flags,
 )
 from mpieval.errors import DataError, InputError, RemoteError, UidCollisionError
-from mpieval.kinds import KINDS, TIE_MODES, kind_named
+from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
 
@@ -85,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--left-label", metavar="COL", help="pairwise left label (default left_label)")
     ev.add_argument("--right-label", metavar="COL",
                     help="pairwise right label (default right_label)")
-    ev.add_argument("--pn-ties", choices=TIE_MODES, help="how pn counts tied pairs "
-                    "(default negative)")
+    ev.add_argument("--pn-ties", choices=KINDS["pn"].options["ties"].choices,
+                    help="how pn counts tied pairs (default negative)")
     ev.add_argument("--table-size", type=_positive_int, metavar="N",
                     help="auc histogram buckets (default 1000000)")
     ev.add_argument("--soft-labels", action="store_true", default=None,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpieval.errors import InputError
-from mpieval.kinds import DEFAULT_COLUMNS, Kind, kind_named
+from mpieval.kinds import Kind, kind_named
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,7 +71,7 @@ def _columns(kind: Kind, given: Mapping[str, str | None]) -> dict[str, str]:
     """Columns of the kind's inputs: given, else the default column, else absent if optional."""
     columns = {}
     for arg in kind.inputs:
-        column = given.get(arg) or DEFAULT_COLUMNS.get(arg)
+        column = given.get(arg) or kind.default_columns.get(arg)
         if column is None:
             if arg not in kind.optional:  # pragma: no cover - every required input has a default
                 raise InputError(arg, f"a column is needed for kind {kind.name}")

@@ -1,50 +1,135 @@
-"""Mergeable state: what one rank accumulates, in one contiguous float64 buffer.
+"""Mergeable state: what one rank accumulates, declared by each kind as named parts.
 
-A state merges with another by adding buffers, so ranks merge with one ``Allreduce``
-and shards merge in any order. Counts are stored as float64, which holds integers
-exactly up to 2**53 (9e15 rows); nothing is float32.
+Each part says how it merges with the same part of another state (another shard, another
+rank, a saved run):
+
+- :class:`Summed` — a float64 array of a fixed shape (histograms, sums, counts), merged by
+  addition. Counts are exact up to 2**53; nothing is float32.
+- :class:`Rows` — typed columns of rows kept until compute (the per-user kinds), merged by
+  concatenation.
+
+A :class:`State` holds the parts of one metric; all its summed parts live in one
+contiguous float64 buffer, so that ranks merge them with one ``Allreduce``. Merging
+returns a new state and never changes its inputs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
+from numpy.typing import DTypeLike
 
-from mpieval.kernels import auc as auc_kernels
+from mpieval.users import RowBuffer
 
 
 @dataclass(frozen=True)
-class AucState:
-    """Histogram table and sums of the ``auc`` kind.
+class Summed:
+    """A part that merges by addition: a float64 array of shape ``shape``."""
 
-    Layout of ``buffer`` (length ``2 T + 4``): ``T`` negative buckets, ``T`` positive
-    buckets, then abserr, sqrerr, pred sum and the row count. 16 MB at T = 1,000,000,
-    whatever the number of rows.
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A part that merges by concatenation: columns of rows of the given dtypes (a column
+    may be widened later, e.g. float32 to float64, by :meth:`RowBuffer.widen`)."""
+
+    dtypes: Mapping[str, DTypeLike]
+
+
+Part = Summed | Rows
+
+
+class State(Mapping[str, "np.ndarray | RowBuffer"]):
+    """The parts of one metric's state, by name, as its kind declares them.
+
+    ``state[name]`` is a float64 array (a view into :attr:`buffer`) for a summed part, a
+    :class:`RowBuffer` for a rows part.
     """
 
-    buffer: np.ndarray
+    def __init__(self, layout: Mapping[str, Part]) -> None:
+        self.layout = dict(layout)
+        summed = [part.size for part in self.layout.values() if isinstance(part, Summed)]
+        self.buffer = np.zeros(sum(summed), dtype=np.float64)
+        self._parts: dict[str, np.ndarray | RowBuffer] = {}
+        offset = 0
+        for name, part in self.layout.items():
+            if isinstance(part, Summed):
+                self._parts[name] = self.buffer[offset : offset + part.size].reshape(part.shape)
+                offset += part.size
+            else:
+                self._parts[name] = RowBuffer(part.dtypes)
 
-    @classmethod
-    def empty(cls, table_size: int) -> AucState:
-        return cls(np.zeros(2 * table_size + auc_kernels.N_SUMS, dtype=np.float64))
+    def __getitem__(self, name: str) -> np.ndarray | RowBuffer:
+        return self._parts[name]
 
-    @property
-    def table_size(self) -> int:
-        return (len(self.buffer) - auc_kernels.N_SUMS) // 2
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
 
-    @property
-    def table(self) -> np.ndarray:
-        """View of shape (2, T): row 0 negatives, row 1 positives."""
-        t = self.table_size
-        return self.buffer[: 2 * t].reshape(2, t)
+    def __len__(self) -> int:
+        return len(self._parts)
 
-    @property
-    def sums(self) -> np.ndarray:
-        return self.buffer[2 * self.table_size :]
+    def summed(self, name: str) -> np.ndarray:
+        """The summed part ``name`` (a view into :attr:`buffer`)."""
+        part = self._parts[name]
+        assert isinstance(part, np.ndarray), f"{name} is not a summed part"
+        return part
 
-    def merge(self, other: AucState) -> AucState:
-        """A new state holding both; neither input changes."""
-        if len(other.buffer) != len(self.buffer):
-            raise ValueError("cannot merge auc states of different table sizes")
-        return AucState(self.buffer + other.buffer)
+    def rows(self, name: str) -> RowBuffer:
+        """The rows part ``name``."""
+        part = self._parts[name]
+        assert isinstance(part, RowBuffer), f"{name} is not a rows part"
+        return part
+
+    def merge(self, other: State) -> State:
+        """A new state holding both: summed parts added, rows concatenated (a column
+        stored narrower on one side is widened). Neither input changes."""
+        if self._shapes() != other._shapes():
+            raise ValueError(f"cannot merge states of different layouts: {self._shapes()} "
+                             f"and {other._shapes()}")
+        merged = State(self.layout)
+        merged.buffer += self.buffer
+        merged.buffer += other.buffer
+        for name in self.layout:
+            if isinstance(self.layout[name], Rows):
+                _concatenate(merged.rows(name), self.rows(name), other.rows(name))
+        return merged
+
+    def _shapes(self) -> dict[str, object]:
+        return {name: part.shape if isinstance(part, Summed) else tuple(part.dtypes)
+                for name, part in self.layout.items()}
+
+
+def _concatenate(into: RowBuffer, first: RowBuffer, second: RowBuffer) -> None:
+    for name in into.dtypes:
+        wide = np.promote_types(first.dtypes[name], second.dtypes[name])
+        if wide != into.dtypes[name]:
+            into.widen(name, wide)
+    into.append(**first.columns())
+    into.append(**second.columns())
+
+
+def pack(parts: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Named float64 arrays as one flat buffer, in order (the inverse of :func:`unpack`)."""
+    if not parts:
+        return np.zeros(0, dtype=np.float64)
+    return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in parts.values()])
+
+
+def unpack(buffer: np.ndarray, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Views of ``buffer`` with the given shapes, in order (the inverse of :func:`pack`)."""
+    parts, offset = {}, 0
+    for name, shape in shapes.items():
+        size = prod(shape)
+        parts[name] = buffer[offset : offset + size].reshape(shape)
+        offset += size
+    if offset != len(buffer):
+        raise ValueError(f"buffer of {len(buffer)} values does not hold the parts {dict(shapes)}")
+    return parts

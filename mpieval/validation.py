@@ -7,6 +7,8 @@ slow path that locates the bad values runs only when something is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from mpieval.errors import InputError
@@ -99,3 +101,32 @@ def check_weight(field: str, values: np.ndarray) -> None:
     bad = values < 0
     if bad.any():
         _fail(field, bad, values, "must be >= 0")
+
+
+# -- options ---------------------------------------------------------------------------
+
+
+def positive_int(name: str, value: object) -> int:
+    """An option that is a whole number >= 1 (``True`` is not a number here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < 1:
+        raise InputError(name, f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def boolean(name: str, value: object) -> bool:
+    """An option that is ``True`` or ``False``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(name, f"must be true or false, got {value!r}")
+    return bool(value)
+
+
+def one_of(*allowed: str) -> Callable[[str, object], str]:
+    """A check for an option whose value is one of ``allowed``."""
+
+    def check(name: str, value: object) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise InputError(name, f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return check

@@ -15,8 +15,7 @@ from sklearn.metrics import roc_auc_score
 
 from mpieval import AucMetric, AucResult, Comm, InputError, UndefinedMetricWarning
 from mpieval.kernels import auc as kernels
-from mpieval.metrics.auc import result_from_state
-from mpieval.state import AucState
+from mpieval.metrics.auc import result_from_table
 
 FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc")
 
@@ -158,7 +157,7 @@ rows = st.integers(0, 300).flatmap(
 def _state(pred, label, table_size=64, weight=None):
     m = AucMetric(table_size, comm=Comm.local())
     m.update(np.asarray(pred, dtype=np.float64), np.asarray(label, dtype=np.int64), weight)
-    return m.state
+    return m
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -169,14 +168,14 @@ def test_properties_order_and_sharding(data, random, shards):
     order = list(range(len(pred)))
     random.shuffle(order)
     shuffled = _state([pred[i] for i in order], [label[i] for i in order])
-    np.testing.assert_allclose(shuffled.buffer, whole.buffer, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(shuffled.state.buffer, whole.state.buffer, rtol=1e-12, atol=1e-12)
     cuts = sorted(random.randint(0, len(pred)) for _ in range(shards - 1))
     edges = [0, *cuts, len(pred)]
-    merged = AucState.empty(64)
+    merged = AucMetric(64, comm=Comm.local())
     for a, b in itertools.pairwise(edges):
         merged = merged.merge(_state(pred[a:b], label[a:b]))
-    np.testing.assert_allclose(merged.buffer, whole.buffer, rtol=1e-12, atol=1e-12)
-    assert np.array_equal(merged.table, whole.table)  # counts exact
+    np.testing.assert_allclose(merged.state.buffer, whole.state.buffer, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(merged.state["table"], whole.state["table"])  # counts exact
 
 
 @settings(max_examples=60, deadline=None)
@@ -186,10 +185,11 @@ def test_properties_integer_weights_repeat_rows_and_zero_drops(data, counts):
     counts = counts[: len(pred)]
     weighted = _state(pred, label, weight=np.asarray(counts, dtype=np.float64))
     repeated = _state(np.repeat(pred, counts), np.repeat(label, counts))
-    np.testing.assert_allclose(weighted.table, repeated.table, rtol=0, atol=0)
-    np.testing.assert_allclose(weighted.sums[:3], repeated.sums[:3], rtol=1e-12, atol=1e-12)
-    a = result_from_state(weighted)
-    b = result_from_state(repeated)
+    w, r = weighted.state, repeated.state
+    np.testing.assert_allclose(w["table"], r["table"], rtol=0, atol=0)
+    np.testing.assert_allclose(w["sums"][:3], r["sums"][:3], rtol=1e-12, atol=1e-12)
+    a = result_from_table(w["table"], w["sums"])
+    b = result_from_table(r["table"], r["sums"])
     for field in FIELDS:
         x, y = getattr(a, field), getattr(b, field)
         assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-12)
@@ -197,10 +197,12 @@ def test_properties_integer_weights_repeat_rows_and_zero_drops(data, counts):
 
 def test_merge_does_not_mutate_inputs(rng):
     a, b = _state(rng.random(10), rng.integers(0, 2, 10)), _state(rng.random(5), np.ones(5))
-    before_a, before_b = a.buffer.copy(), b.buffer.copy()
+    before_a, before_b = a.state.buffer.copy(), b.state.buffer.copy()
     merged = a.merge(b)
-    assert np.array_equal(a.buffer, before_a) and np.array_equal(b.buffer, before_b)
-    assert merged.buffer is not a.buffer and merged.buffer is not b.buffer
+    assert np.array_equal(a.state.buffer, before_a) and np.array_equal(b.state.buffer, before_b)
+    assert not np.shares_memory(merged.state.buffer, a.state.buffer)
+    assert not np.shares_memory(merged.state.buffer, b.state.buffer)
+    np.testing.assert_array_equal(merged.state.buffer, before_a + before_b)
 
 
 def test_compute_keeps_local_state_and_reset_clears_it(rng):

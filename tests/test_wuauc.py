@@ -442,9 +442,9 @@ def test_compute_leaves_the_rows_alone_and_reset_forgets(rng: np.random.Generato
 def test_row_cost_is_fifteen_bytes_for_integer_uids_and_float32_preds() -> None:
     metric = WuaucMetric(comm=Comm.local())
     metric.update(np.arange(10), np.full(10, 0.5, dtype=np.float32), np.zeros(10, np.int8))
-    assert metric._rows.row_nbytes == 15
+    assert metric.state.rows("rows").row_nbytes == 15
     metric.update(np.arange(10), np.full(10, 0.1), np.zeros(10, np.int8))  # not a float32
-    assert metric._rows.row_nbytes == 19
+    assert metric.state.rows("rows").row_nbytes == 19
     assert quiet(metric).all.predicted_ctr == pytest.approx((0.5 * 10 + 0.1 * 10) / 20)
 
 

@@ -1,22 +1,88 @@
 """The one switch for compiled loops.
 
-Two pieces of mpieval are inherently sequential and cannot be written as whole-array
+Some pieces of mpieval are inherently sequential and cannot be written as whole-array
 numpy operations without changing their meaning: the seed's bucket-error sweep (each
-bucket range starts where the previous one ended) and the per-user merge count of PN.
+bucket range starts where the previous one ended), the per-user passes of PN and WUAUC.
 They are compiled with numba (``nopython``, cached on disk, numpy's float error model so
 that ``0/0`` is NaN exactly as in the C++ original).
+
+numba itself is imported only when a compiled function is first needed (its first call,
+or :func:`load`), not when a kernel module is imported: the metric modules, which declare
+what each kind reads, are then cheap to import (the command line plans a run before the
+kernels are in, and loads them on a background thread meanwhile).
 """
 
 from __future__ import annotations
 
+import functools
+import sys
+import threading
 from collections.abc import Callable
-from typing import TypeVar
-
-import numba
+from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., object])
 
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
+_LOCK = threading.RLock()
+_PENDING: list[Kernel] = []
+_njit: Callable[..., Any] | None = None  # numba.njit once loaded
+
+
+class Kernel:
+    """A function compiled with numba on first use (see the module docstring).
+
+    Until :func:`load` runs it is a stand-in: calling it loads numba and every pending
+    kernel, then calls the compiled function. :func:`load` also points every module-level
+    name that refers to a stand-in at its compiled function, so that compiled callers see
+    compiled callees.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.dispatcher: Any = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        if self.dispatcher is None:
+            load()
+        return self.dispatcher(*args)
+
 
 def compiled(fn: F) -> F:
-    """Compile ``fn`` with numba: no Python objects, cached, C-like float semantics."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)  # type: ignore[return-value]
+    """Compile ``fn`` with numba (no Python objects, cached, C-like float semantics), at
+    its first use; once numba is loaded, at once."""
+    with _LOCK:
+        if _njit is not None:
+            return cast(F, _njit(**_OPTIONS)(fn))
+        kernel = Kernel(fn)
+        _PENDING.append(kernel)
+        return cast(F, kernel)
+
+
+def load() -> None:
+    """Import numba and compile (lazily, per signature, from numba's disk cache) every
+    pending kernel; idempotent and thread-safe."""
+    global _njit
+    with _LOCK:
+        if _njit is None:
+            import numba
+            from numba.extending import typeof_impl
+
+            @typeof_impl.register(Kernel)
+            def _typeof_kernel(kernel: Kernel, context: Any) -> Any:
+                return numba.types.Dispatcher(kernel.dispatcher)
+
+            _njit = numba.njit
+        if not _PENDING:
+            return
+        for kernel in _PENDING:
+            kernel.dispatcher = _njit(**_OPTIONS)(kernel.fn)
+        done = {id(kernel): kernel for kernel in _PENDING}
+        _PENDING.clear()
+        for module in list(sys.modules.values()):
+            if not getattr(module, "__name__", "").startswith("mpieval"):
+                continue
+            names = vars(module)
+            for name, value in list(names.items()):
+                if isinstance(value, Kernel) and id(value) in done:
+                    names[name] = value.dispatcher

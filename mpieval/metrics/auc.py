@@ -10,17 +10,18 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
 from mpieval.kernels import auc as kernels
-from mpieval.metric import Metric, warn_undefined
-from mpieval.state import AucState
+from mpieval.metric import Input, Metric, Option, warn_undefined
+from mpieval.state import Part, Summed
 from mpieval.validation import (
     as_vector,
+    boolean,
     check_binary,
     check_interval,
     check_lengths,
     check_weight,
     is_binary,
+    positive_int,
 )
 
 DEFAULT_TABLE_SIZE = 1_000_000
@@ -62,13 +63,13 @@ class AucResult:
         )
 
 
-def result_from_state(state: AucState, comm: Comm | None = None) -> AucResult:
-    """Every value of the ``auc`` kind from a (merged) state; warns once per NaN cause.
+def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = None) -> AucResult:
+    """Every value of the ``auc`` kind from a (merged) table of shape (2, T) and its sums
+    (abserr, sqrerr, pred sum, rows); with ``comm``, warns once per NaN cause.
 
     ``rmse = sqrt(sqrerr / num)``, ``mae = abserr / num``, ``actual_ctr = positives /
     num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``.
     """
-    table, sums = state.table, state.sums
     positives = float(table[1].sum())
     num = positives + float(table[0].sum())
     reasons = []
@@ -104,7 +105,7 @@ def result_from_state(state: AucState, comm: Comm | None = None) -> AucResult:
         copc=copc,
         positives=positives,
         rows=int(sums[kernels.SUM_ROWS]),
-        table_size=state.table_size,
+        table_size=table.shape[1],
     )
 
 
@@ -114,10 +115,21 @@ class AucMetric(Metric):
     ``update(pred, label, weight=None)`` takes 1-D arrays of any numeric dtype: ``pred``
     in [0, 1]; ``label`` 0/1, or any value in [0, 1] with ``soft_labels=True``;
     ``weight`` >= 0. A soft label ``y`` adds ``w (1 - y)`` to the negative bucket and
-    ``w y`` to the positive one. State: ``16 * table_size`` bytes, whatever the rows.
+    ``w y`` to the positive one.
+
+    State: ``table`` (2, T): negatives then positives per bucket, and ``sums``: abserr,
+    sqrerr, pred sum and rows; both merge by addition (``16 T + 32`` bytes, whatever the
+    number of rows).
     """
 
     kind = "auc"
+    inputs = (Input("pred"), Input("label"), Input("weight", optional=True, weight=True))
+    options = (
+        Option("table_size", DEFAULT_TABLE_SIZE, positive_int),
+        Option("soft_labels", False, boolean),
+    )
+    table_size: int
+    soft_labels: bool
 
     @classmethod
     def warm_up(cls) -> None:
@@ -130,16 +142,14 @@ class AucMetric(Metric):
         soft_labels: bool = False,
         comm: Comm | Any | None = None,
     ) -> None:
-        super().__init__(comm)
-        if not isinstance(table_size, (int, np.integer)) or table_size < 1:
-            raise InputError("table_size", f"must be a positive integer, got {table_size!r}")
-        self.table_size = int(table_size)
-        self.soft_labels = soft_labels
-        self.state = AucState.empty(self.table_size)
+        super().__init__(comm, table_size=table_size, soft_labels=soft_labels)
+
+    def state_layout(self) -> dict[str, Part]:
+        return {"table": Summed((2, self.table_size)), "sums": Summed((kernels.N_SUMS,))}
 
     def update(self, pred: Any, label: Any, weight: Any = None) -> None:
         """Add a batch of rows (local: no communication)."""
-        try:
+        with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
             w = None if weight is None else as_vector("weight", weight)
@@ -151,17 +161,12 @@ class AucMetric(Metric):
                 check_binary("label", y)
             if w is not None:
                 check_weight("weight", w)
-        except InputError as error:
-            raise self._record(error) from None
         binary = not self.soft_labels or is_binary(y)
-        kernels.accumulate(self.state.table, self.state.sums, p, y, w, binary=binary)
+        kernels.accumulate(self.state.summed("table"), self.state.summed("sums"), p, y, w,
+                           binary=binary)
 
-    def reset(self) -> None:
-        self.state = AucState.empty(self.table_size)
-        self._error = None
+    def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
+        return {"table": self.state.summed("table"), "sums": self.state.summed("sums")}
 
-    def local_part(self, comm: Comm) -> np.ndarray:
-        return self.state.buffer
-
-    def finish(self, total: np.ndarray, comm: Comm) -> AucResult:
-        return result_from_state(AucState(total), comm)
+    def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> AucResult:
+        return result_from_table(sums["table"], sums["sums"], comm)

@@ -18,36 +18,16 @@ from typing import Any
 import numpy as np
 
 from mpieval.comm import Comm
-from mpieval.errors import InputError
-from mpieval.metric import Metric
+from mpieval.metric import Input, Metric
+from mpieval.state import Part, Summed
 from mpieval.validation import as_vector, check_binary, check_lengths
 
-# Layout of the summable state: the four cells indexed by 2 * left + right, then ins.
-_UNCLICK, _RIGHT, _LEFT, _CLICK, _INS = range(5)
-N_CELLS = 5
 
-
-def pairwise_counts(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The state of a batch of validated 0/1 labels: float64 ``[same_label_unclick,
-    right_label_click, left_label_click, same_label_click, ins]`` (cell ``2 l + r``)."""
+def pairwise_cells(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Counts of a batch of validated 0/1 labels as float64 cells of shape (2, 2):
+    ``cells[l, r]`` is the number of rows with left label ``l`` and right label ``r``."""
     cell = 2 * (left != 0).astype(np.intp) + (right != 0).astype(np.intp)
-    counts = np.bincount(cell, minlength=4).astype(np.float64)
-    return np.append(counts, float(len(cell)))
-
-
-@dataclass(frozen=True)
-class PairwiseState:
-    """Summable counts (float64: exact up to 2**53 rows); merges by addition."""
-
-    buffer: np.ndarray
-
-    @classmethod
-    def empty(cls) -> PairwiseState:
-        return cls(np.zeros(N_CELLS, dtype=np.float64))
-
-    def merge(self, other: PairwiseState) -> PairwiseState:
-        """A new state holding both; neither input changes."""
-        return PairwiseState(self.buffer + other.buffer)
+    return np.bincount(cell, minlength=4).astype(np.float64).reshape(2, 2)
 
 
 @dataclass(frozen=True)
@@ -61,14 +41,14 @@ class PairwiseResult:
     same_label_unclick: int
 
     @classmethod
-    def from_state(cls, state: PairwiseState) -> PairwiseResult:
-        b = state.buffer
+    def from_cells(cls, cells: np.ndarray) -> PairwiseResult:
+        """The result from the (2, 2) cells ``[left, right]``."""
         return cls(
-            ins=int(b[_INS]),
-            same_label_click=int(b[_CLICK]),
-            left_label_click=int(b[_LEFT]),
-            right_label_click=int(b[_RIGHT]),
-            same_label_unclick=int(b[_UNCLICK]),
+            ins=int(cells.sum()),
+            same_label_click=int(cells[1, 1]),
+            left_label_click=int(cells[1, 0]),
+            right_label_click=int(cells[0, 1]),
+            same_label_unclick=int(cells[0, 0]),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,36 +71,34 @@ class PairwiseResult:
 
 
 class PairwiseMetric(Metric):
-    """Counts of pair instances by their (left, right) 0/1 labels; state: 5 numbers.
+    """Counts of pair instances by their (left, right) 0/1 labels.
 
     ``update(left_label, right_label)`` takes two 1-D arrays of equal length, every
     value 0 or 1 (bool, int or float); anything else is an :class:`InputError`.
+    State: ``cells`` (2, 2), rows by ``[left, right]`` label, merged by addition.
     """
 
     kind = "pairwise"
+    inputs = (Input("left_label"), Input("right_label"))
 
     def __init__(self, comm: Comm | Any | None = None) -> None:
         super().__init__(comm)
-        self.state = PairwiseState.empty()
+
+    def state_layout(self) -> dict[str, Part]:
+        return {"cells": Summed((2, 2))}
 
     def update(self, left_label: Any, right_label: Any) -> None:
         """Add a batch of pair instances (local: no communication)."""
-        try:
+        with self._validating():
             left = as_vector("left_label", left_label)
             right = as_vector("right_label", right_label)
             check_lengths(left_label=left, right_label=right)
             check_binary("left_label", left, hint="")
             check_binary("right_label", right, hint="")
-        except InputError as error:
-            raise self._record(error) from None
-        self.state = self.state.merge(PairwiseState(pairwise_counts(left, right)))
+        self.state.summed("cells")[...] += pairwise_cells(left, right)
 
-    def reset(self) -> None:
-        self.state = PairwiseState.empty()
-        self._error = None
+    def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
+        return {"cells": self.state.summed("cells")}
 
-    def local_part(self, comm: Comm) -> np.ndarray:
-        return self.state.buffer
-
-    def finish(self, total: np.ndarray, comm: Comm) -> PairwiseResult:
-        return PairwiseResult.from_state(PairwiseState(np.array(total, dtype=np.float64)))
+    def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> PairwiseResult:
+        return PairwiseResult.from_cells(sums["cells"])

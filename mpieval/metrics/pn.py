@@ -25,33 +25,26 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
 from mpieval.kernels.pn import pair_counts
 from mpieval.kernels.pn import warm_up as warm_up_kernels
-from mpieval.metric import Metric, warn_undefined
-from mpieval.users import RowBuffer, gather_by_user, uid_keys_checked
-from mpieval.validation import as_vector, check_finite, check_lengths
+from mpieval.metric import Input, Metric, Option, warn_undefined
+from mpieval.state import Part, Rows
+from mpieval.users import gather_by_user, uid_keys_checked
+from mpieval.validation import as_vector, check_finite, check_lengths, one_of
 
 TIES_MODES = ("negative", "ignore", "half")
 
-# Rows kept until compute. ``check`` is the second, independent hash of a string uid
-# (``gather_by_user`` detects key collisions with it); for an integer uid, whose key is
-# exact, it is the key itself.
-_COLUMNS = {"key": np.uint64, "check": np.uint64, "pred": np.float64, "label": np.float64}
-
 _WORD = 2**32
-# Layout of the summable part: rows, then each int64 pair count as two float64 words
-# (high, low 32 bits), so that the float64 Allreduce adds them exactly for < 2**21 ranks.
-_ROWS, _POSITIVE, _NEGATIVE, _TIE = 0, 1, 3, 5
-N_SUMS = 7
 
 
-def _words(count: int) -> tuple[float, float]:
-    return float(count // _WORD), float(count % _WORD)
+def _words(count: int) -> np.ndarray:
+    """An int64 pair count as two float64 words (high, low 32 bits), so that the float64
+    ``Allreduce`` adds counts exactly for fewer than 2**21 ranks."""
+    return np.array([count // _WORD, count % _WORD], dtype=np.float64)
 
 
-def _count(total: np.ndarray, at: int) -> int:
-    return int(total[at]) * _WORD + int(total[at + 1])
+def _count(words: np.ndarray) -> int:
+    return int(words[0]) * _WORD + int(words[1])
 
 
 def _halves(doubled: int) -> int | float:
@@ -83,15 +76,14 @@ class PnResult:
     ) -> PnResult:
         """The result from the raw counts (P, N, T of the module doc); with ``comm``, warns
         once when ``average_pn`` is undefined."""
+        ties = PnMetric.option("ties").check("ties", ties)
+        positive_pairs: int | float = positive
+        negative_pairs: int | float = negative
         if ties == "negative":
-            positive_pairs, negative_pairs = positive, negative + tie
-        elif ties == "ignore":
-            positive_pairs, negative_pairs = positive, negative
+            negative_pairs = negative + tie
         elif ties == "half":
             positive_pairs = _halves(2 * positive + tie)
             negative_pairs = _halves(2 * negative + tie)
-        else:
-            raise InputError("ties", f"must be one of {', '.join(TIES_MODES)}, got {ties!r}")
         if negative_pairs == 0:
             average = math.nan
             if comm is not None:
@@ -134,52 +126,48 @@ class PnMetric(Metric):
     numbers (labels may be graded, 0..3, or real such as a dwell time). Rows are kept
     until :meth:`compute`, which moves each user's rows to one rank and counts there in
     O(n log n); no pair is enumerated.
+
+    State: ``rows`` (key, check, pred, label), merged by concatenation. ``check`` is the
+    second, independent hash of a string uid (the exchange detects key collisions with
+    it); for an integer uid, whose key is exact, it is the key itself.
     """
 
     kind = "pn"
+    inputs = (Input("uid", role="id"), Input("pred"), Input("label"))
+    options = (Option("ties", "negative", one_of(*TIES_MODES), choices=TIES_MODES),)
+    ties: str
 
     @classmethod
     def warm_up(cls) -> None:
         warm_up_kernels()
 
     def __init__(self, ties: str = "negative", comm: Comm | Any | None = None) -> None:
-        super().__init__(comm)
-        if ties not in TIES_MODES:
-            raise InputError("ties", f"must be one of {', '.join(TIES_MODES)}, got {ties!r}")
-        self.ties = ties
-        self.rows = RowBuffer(_COLUMNS)
-        self._hashed = False  # whether any uid so far was a string (hashed, not exact)
+        super().__init__(comm, ties=ties)
+
+    def state_layout(self) -> dict[str, Part]:
+        return {"rows": Rows({"key": np.uint64, "check": np.uint64, "pred": np.float64,
+                              "label": np.float64})}
 
     def update(self, uid: Any, pred: Any, label: Any) -> None:
         """Add a batch of rows (local: no communication)."""
-        try:
+        with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
             keys, checks = uid_keys_checked("uid", uid)
             check_lengths(uid=keys, pred=p, label=y)
             check_finite("pred", p)
             check_finite("label", y)
-        except InputError as error:
-            raise self._record(error) from None
-        if checks is None:
-            checks = keys
-        else:
-            self._hashed = True
-        self.rows.append(
+        self.state.rows("rows").append(
             key=keys,
-            check=checks,
+            check=keys if checks is None else checks,
             pred=p.astype(np.float64, copy=False),
             label=y.astype(np.float64, copy=False),
         )
 
-    def reset(self) -> None:
-        self.rows.clear()
-        self._hashed = False
-        self._error = None
-
-    def local_part(self, comm: Comm) -> np.ndarray:
-        rows = self.rows.columns()
-        hashed = comm.any(self._hashed)  # every rank passes checks, or none does
+    def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
+        rows = self.state.rows("rows").columns()
+        # Checks travel only when some uid was a string (hashed): every rank or none.
+        hashed = comm.any(bool(np.any(rows["check"] != rows["key"])))
         users = gather_by_user(
             comm,
             rows["key"],
@@ -189,19 +177,15 @@ class PnMetric(Metric):
         positive, negative, tie = pair_counts(
             users.starts, users.columns["pred"], users.columns["label"]
         )
-        part = np.zeros(N_SUMS, dtype=np.float64)
-        part[_ROWS] = len(rows["key"])
-        part[_POSITIVE : _POSITIVE + 2] = _words(positive)
-        part[_NEGATIVE : _NEGATIVE + 2] = _words(negative)
-        part[_TIE : _TIE + 2] = _words(tie)
-        return part
+        return {"rows": np.array([len(rows["key"])], dtype=np.float64),
+                "positive": _words(positive), "negative": _words(negative), "tie": _words(tie)}
 
-    def finish(self, total: np.ndarray, comm: Comm) -> PnResult:
+    def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> PnResult:
         return PnResult.from_counts(
-            ins_number=int(total[_ROWS]),
-            positive=_count(total, _POSITIVE),
-            negative=_count(total, _NEGATIVE),
-            tie=_count(total, _TIE),
+            ins_number=int(sums["rows"][0]),
+            positive=_count(sums["positive"]),
+            negative=_count(sums["negative"]),
+            tie=_count(sums["tie"]),
             ties=self.ties,
             comm=comm,
         )

@@ -20,11 +20,8 @@ Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32
 else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
 detects collisions). Capacity doubles as rows arrive; untouched capacity is not resident.
 ``compute()`` holds about 10 more bytes a row for a moment (the uint64 a row whose sort
-groups the rows by user, the global tag codes) plus what the exchange receives, and about
-40 MB once, when numba loads the compiled pass: at one rank the measured peak is about 42
-bytes a row with float32 preds, 45 with float64, and ``compute()`` takes about 1.8 times
-one ``np.sort`` of as many uint64 keys with either (``scripts/bench_wuauc.py``, 10M rows,
-1M users, 3 tags).
+groups the rows by user, the global tag codes) plus what the exchange receives; the
+README's benchmark table gives the measured peak and time.
 """
 
 from __future__ import annotations
@@ -41,7 +38,8 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
-from mpieval.metric import Metric, warn_undefined
+from mpieval.metric import Input, Metric, warn_undefined
+from mpieval.state import Part, Rows
 from mpieval.users import (
     OwnedRows,
     RowBuffer,
@@ -192,41 +190,82 @@ class WuaucMetric(Metric):
     (never missing); ``pred`` in [0, 1]; ``label`` 0/1; ``tag`` integers or strings (rows
     without a tag count in ``all`` only). With ``extra_keys=("position",)`` a user is the
     pair (uid, position), given as ``keys={"position": ...}`` (GAUC by user and position).
+
+    State: ``rows`` (key, pred, label, tag code) and, for hashed uids, ``checks`` (the
+    second hash of each row's uid), both merged by concatenation; the tag values the codes
+    stand for, in order of arrival (merging two metrics maps the other's codes).
     """
 
     kind = "wuauc"
+    inputs = (Input("uid", role="id"), Input("pred"), Input("label"),
+              Input("tag", role="name", optional=True))
 
     @classmethod
     def warm_up(cls) -> None:
         warm_up_kernels()
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = ()) -> None:
-        super().__init__(comm)
         self.extra_keys = tuple(extra_keys)
         if "uid" in self.extra_keys:
             raise InputError("extra_keys", "must not repeat 'uid', the key is always in it")
         self._layout: _Layout | None = None
-        self.reset()
+        super().__init__(comm)
+
+    def state_layout(self) -> dict[str, Part]:
+        return {
+            "rows": Rows({"key": np.uint64, "pred": np.float32, "label": np.uint8,
+                          "tag": np.uint16}),
+            "checks": Rows({"check": np.uint64}),
+        }
 
     def reset(self) -> None:
-        self._rows: RowBuffer | None = None
-        self._hashed: bool | None = None
+        super().reset()
         self._tag_values: list[Any] = []
         self._tag_index: dict[Any, int] = {}
         self._tag_type: type | None = None
-        self._all_sums = np.zeros(N_ROW_SUMS)
-        self._tag_sums = np.zeros((0, N_ROW_SUMS))
-        self._error = None
+
+    def merge(self, other: Metric) -> Metric:
+        """A new metric holding the rows of both; the other's tag codes are mapped to the
+        merged tag values."""
+        if not isinstance(other, WuaucMetric) or other.extra_keys != self.extra_keys:
+            raise ValueError("cannot merge wuauc metrics with different key columns")
+        if None not in (self._hashed, other._hashed) and self._hashed != other._hashed:
+            raise InputError("uid", "integer uids in one metric and strings in the other")
+        if None not in (self._tag_type, other._tag_type) and self._tag_type != other._tag_type:
+            raise InputError("tag", "integer tags in one metric and strings in the other")
+        merged = super().merge(other)
+        assert isinstance(merged, WuaucMetric)
+        merged._tag_values, merged._tag_index = list(self._tag_values), dict(self._tag_index)
+        merged._tag_type = self._tag_type or other._tag_type
+        if other._tag_values:
+            lookup = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
+            lookup[: len(other._tag_values)] = merged._tag_codes(
+                other._tag_values, np.arange(len(other._tag_values)))
+            tags = merged._stored.columns()["tag"]
+            tags[len(self._stored) :] = lookup[tags[len(self._stored) :]]
+        return merged
+
+    @property
+    def _stored(self) -> RowBuffer:
+        return self.state.rows("rows")
+
+    @property
+    def _hashed(self) -> bool | None:
+        """Whether the uids are hashed (strings or several key columns); None before the
+        first row."""
+        if len(self._stored) == 0:
+            return None
+        return len(self.state.rows("checks")) > 0
 
     @property
     def rows(self) -> int:
         """Rows held on this rank."""
-        return 0 if self._rows is None else len(self._rows)
+        return len(self._stored)
 
     @property
     def nbytes(self) -> int:
         """Bytes allocated for the rows held on this rank."""
-        return 0 if self._rows is None else self._rows.nbytes
+        return self._stored.nbytes + self.state.rows("checks").nbytes
 
     # -- update ------------------------------------------------------------------------
 
@@ -239,7 +278,7 @@ class WuaucMetric(Metric):
         keys: Mapping[str, Any] | None = None,
     ) -> None:
         """Add a batch of rows (local: no communication). A bad batch changes nothing."""
-        try:
+        with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
             user, check = self._user_keys(uid, keys)
@@ -247,11 +286,8 @@ class WuaucMetric(Metric):
             check_interval("pred", p, 0.0, 1.0)
             check_binary("label", y, hint="")
             tags = None if tag is None else self._check_tags(tag, len(p))
-        except InputError as error:
-            raise self._record(error) from None
         if len(p) == 0:
             return
-        self._hashed = check is not None
         codes = None if tags is None else self._tag_codes(*tags)
         self._store(user, check, p, y.astype(np.uint8), codes)
 
@@ -307,59 +343,42 @@ class WuaucMetric(Metric):
         label: np.ndarray,
         tag: np.ndarray | None,
     ) -> None:
-        if self._rows is None:
-            dtypes = {"key": np.uint64, "pred": np.float32, "label": np.uint8, "tag": np.uint16}
-            if check is not None:
-                dtypes["check"] = np.uint64
-            self._rows = RowBuffer(dtypes)
+        rows = self._stored
         stored = pred
-        if self._rows.dtypes["pred"] == np.float32 and not np.can_cast(pred, np.float32, "safe"):
+        if rows.dtypes["pred"] == np.float32 and not np.can_cast(pred, np.float32, "safe"):
             stored = pred.astype(np.float32)
             if not np.array_equal(stored, pred):  # not float32 values: keep them whole
-                self._rows.widen("pred", np.float64)
+                rows.widen("pred", np.float64)
                 stored = pred
-        columns = {"key": user, "pred": stored, "label": label}
-        columns["tag"] = np.full(len(user), NO_TAG, dtype=np.uint16) if tag is None else tag
+        if tag is None:
+            tag = np.full(len(user), NO_TAG, dtype=np.uint16)
+        rows.append(key=user, pred=stored, label=label, tag=tag)
         if check is not None:
-            columns["check"] = check
-        self._rows.append(**columns)
-        sums = _row_sums(pred, label, tag, len(self._tag_values))
-        self._all_sums += sums[0]
-        if len(sums) > 1:
-            grown = np.zeros((len(self._tag_values), N_ROW_SUMS))
-            grown[: len(self._tag_sums)] = self._tag_sums
-            grown += sums[1:]
-            self._tag_sums = grown
+            self.state.rows("checks").append(check=check)
 
     # -- compute -----------------------------------------------------------------------
 
-    def local_part(self, comm: Comm) -> np.ndarray:
+    def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
         layout, local_to_global = self._agree(comm)
         self._layout = layout
-        n_tags = len(layout.tags)
-        sums = np.zeros((1 + n_tags, len(FIELDS)))
-        sums[0, :N_ROW_SUMS] = self._all_sums
-        if len(self._tag_sums):
-            sums[1 + local_to_global[: len(self._tag_sums)], :N_ROW_SUMS] = self._tag_sums
+        rows = self._stored.columns()
+        sums = np.zeros((1 + len(layout.tags), len(FIELDS)))
+        sums[:, :N_ROW_SUMS] = _row_sums(rows["pred"], rows["label"], rows["tag"],
+                                         local_to_global, len(layout.tags))
         keys, columns, checks = self._outgoing(layout, local_to_global)
         owned = exchange_to_owners(comm, keys, columns, checks=checks)
         del keys, columns, checks
-        error = None
-        try:
-            sums[:, N_ROW_SUMS:] = _user_sums(owned, layout)
-        except UidCollisionError as collision:
-            error = collision
-        comm.agree(error)
-        return sums.ravel()
+        sums[:, N_ROW_SUMS:] = comm.agreed(lambda: _user_sums(owned, layout),
+                                           catch=UidCollisionError)
+        return {"blocks": sums}
 
-    def finish(self, total: np.ndarray, comm: Comm) -> WuaucResult:
-        assert self._layout is not None, "finish() follows local_part()"
-        table = total.reshape(1 + len(self._layout.tags), len(FIELDS))
+    def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
+        assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
         blocks, reasons = [], []
-        for name, sums in zip(names, table, strict=True):
-            block, why = block_from_sums(name, sums)
+        for name, block_sums in zip(names, sums["blocks"], strict=True):
+            block, why = block_from_sums(name, block_sums)
             blocks.append(block)
             reasons += why
         if reasons:
@@ -367,8 +386,11 @@ class WuaucMetric(Metric):
         return WuaucResult(tuple(blocks))
 
     def _agree(self, comm: Comm) -> tuple[_Layout, np.ndarray]:
-        """Collective: the sorted tag values of every rank, the key kind and pred dtype."""
-        pred32 = self._rows is None or self._rows.dtypes["pred"] == np.float32
+        """Collective: the sorted tag values of every rank, the key kind and pred dtype.
+
+        ``local_to_global`` maps a local tag code to its tag's index among the sorted
+        values, and the code of a row without a tag to ``len(tags)``."""
+        pred32 = self._stored.dtypes["pred"] == np.float32
         tag_type = None if self._tag_type is None else self._tag_type.__name__
         views = comm.allgather((self._hashed, tag_type, pred32, self._tag_values))
         hashed = {v[0] for v in views if v[0] is not None}
@@ -395,19 +417,14 @@ class WuaucMetric(Metric):
         self, layout: _Layout, local_to_global: np.ndarray
     ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
         """This rank's rows as the agreed columns: (keys, columns, checks)."""
-        if self._rows is None:
-            rows = {"key": np.zeros(0, np.uint64), "pred": np.zeros(0, layout.pred_dtype),
-                    "label": np.zeros(0, np.uint8), "tag": np.zeros(0, np.uint16),
-                    "check": np.zeros(0, np.uint64)}
-        else:
-            rows = self._rows.columns()
+        rows = self._stored.columns()
         columns = {
             "pred": rows["pred"].astype(layout.pred_dtype, copy=False),
             "label": rows["label"],
         }
         if layout.tags:
             columns["tag"] = local_to_global[rows["tag"]]
-        checks = rows.get("check", np.zeros(0, np.uint64)) if layout.hashed else None
+        checks = self.state.rows("checks").columns()["check"] if layout.hashed else None
         return rows["key"], columns, checks
 
 
@@ -468,14 +485,15 @@ def _tag_values(tag: Any) -> np.ndarray:
 
 
 def _row_sums(
-    pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int
+    pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray, n_tags: int
 ) -> np.ndarray:
-    """``ROW_SUM_FIELDS`` of a batch: row 0 over every row, then one row per local tag.
+    """``ROW_SUM_FIELDS`` of the rows: row 0 over every row, then one row per tag.
 
+    ``tag_of_code`` maps a stored tag code to the tag's index (``n_tags``: no tag).
     ``logloss = -log(label ? p : 1 - p)`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``;
     in steps of ``ROW_SUM_CHUNK`` rows, so the float64 temporaries stay small.
     """
-    sums = np.zeros((1 + (n_tags if tag is not None else 0), N_ROW_SUMS))
+    sums = np.zeros((1 + n_tags, N_ROW_SUMS))
     for start in range(0, len(pred), ROW_SUM_CHUNK):
         part = slice(start, start + ROW_SUM_CHUNK)
         p = pred[part].astype(np.float64)
@@ -485,10 +503,10 @@ def _row_sums(
         logloss = np.log(likelihood)
         np.negative(logloss, out=logloss)
         sums[0] += (len(p), clicks.sum(), p.sum(), logloss.sum())
-        if tag is not None:
-            codes = tag[part]
+        if n_tags:
+            tags = tag_of_code[codes[part]]
             for field, weights in enumerate((None, clicks, p, logloss)):
-                sums[1:, field] += np.bincount(codes, weights=weights, minlength=n_tags)
+                sums[1:, field] += np.bincount(tags, weights=weights, minlength=n_tags + 1)[:-1]
     return sums
 
 
