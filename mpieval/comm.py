@@ -83,7 +83,7 @@ class Comm:
     @classmethod
     def world_or_alone(cls) -> Comm:
         """The world when an MPI launcher started this process, else :meth:`local`
-        without loading MPI at all (0.1 s of a command's start-up): the command line's."""
+        without loading MPI at all (it saves the command line part of its start-up)."""
         return cls() if launched_by_mpi() else cls.local()
 
     @classmethod
@@ -172,6 +172,7 @@ class Comm:
         if self._comm is None:
             return {name: np.ascontiguousarray(col) for name, col in columns.items()}
         mpi = _mpi()
+        assert mpi is not None  # a communicator exists, so MPI was loaded
         order = np.argsort(dest, kind="stable")
         send_counts = np.bincount(dest, minlength=self.size).astype(np.int64)
         recv_counts = np.empty_like(send_counts)
@@ -215,7 +216,7 @@ def _arrive(comm: Any) -> None:
 
     MPI implementations busy-poll inside a blocking collective; with more ranks than free
     cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
-    from the rank it waits for (measured here: a 1.3 s loop took 2.1 s on the other rank).
+    from the rank it waits for (the README's "How it is built" gives the measured cost).
     Every collective of this module first meets the others here, so the blocking call
     that follows finds everyone present and hardly waits.
     """

@@ -168,8 +168,8 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
 def warm_up() -> None:
     """Load the compiled update (float64 pred and label, as files are read) and sweep.
 
-    numba loads a compiled function from its disk cache at the first call, which costs
-    about 0.4 s in a fresh process; :func:`mpieval.cli.main` pays it on a background
+    numba loads a compiled function from its disk cache at the first call, a noticeable
+    part of a fresh process's start-up; :func:`mpieval.cli.main` pays it on a background
     thread while the first batches are read.
     """
     table = np.zeros((2, 4))
