@@ -638,46 +638,44 @@ def _fake_batches(names: list[str], size: int, read: list[str] | None = None,
         yield _FakeBatch(name, size, rows=3)
 
 
-def _waiting_thread() -> tuple[threading.Thread, threading.Event]:
+@pytest.fixture
+def loading():
+    """A stand-in for the warm-up thread: alive until its event is set (or the test ends)."""
     loaded = threading.Event()
     warming = threading.Thread(target=loaded.wait, args=(30,))
     warming.start()
-    return warming, loaded
+    yield warming, loaded
+    loaded.set()
+    warming.join()
 
 
-def test_held_batches_wait_for_the_kernels_then_feed_in_order(monkeypatch):
+def test_held_batches_wait_for_the_kernels_then_feed_in_order(monkeypatch, loading):
     monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
-    warming, loaded = _waiting_thread()
+    warming, loaded = loading
     fed: list[str] = []
     held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), warming)
-    try:
-        for k in range(3):  # 30, 60, 90 bytes: held
-            held.add(_FakeBatch(f"b{k}", 30))
-        assert fed == [] and held.bytes == 90
-        held.add(_FakeBatch("b3", 30))  # 120 > 100: everything fed, in order
-        assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 0
-        held.add(_FakeBatch("b4", 30))
-        assert fed[-1] == "b3" and held.bytes == 30
-    finally:
-        loaded.set()
-        warming.join()
+    for k in range(3):  # 30, 60, 90 bytes: held
+        held.add(_FakeBatch(f"b{k}", 30))
+    assert fed == [] and held.bytes == 90
+    held.add(_FakeBatch("b3", 30))  # 120 > 100: everything fed, in order
+    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 0
+    held.add(_FakeBatch("b4", 30))
+    assert fed[-1] == "b3" and held.bytes == 30
+    loaded.set()
+    warming.join()
     held.add(_FakeBatch("b5", 30))  # the kernels are in: fed at once, after those held
     assert fed == ["b0", "b1", "b2", "b3", "b4", "b5"] and held.bytes == 0
 
 
-def test_held_batches_never_hold_past_the_limit(monkeypatch):
+def test_held_batches_never_hold_past_the_limit(monkeypatch, loading):
     monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
-    warming, loaded = _waiting_thread()
     fed: list[str] = []
-    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), warming)
-    try:
-        for k, size in enumerate([40, 70, 10, 200, 50, 50, 1]):
-            held.add(_FakeBatch(f"b{k}", size))
-            assert held.bytes <= 100
-        held.release()  # the end of the input: everything held is fed
-    finally:
-        loaded.set()
-        warming.join()
+    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), loading[0])
+    for k, size in enumerate([40, 70, 10, 200, 50, 30, 20]):
+        held.add(_FakeBatch(f"b{k}", size))
+        assert held.bytes <= 100
+    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 100  # 100 is not past it
+    held.release()  # the end of the input: everything held is fed
     assert fed == [f"b{k}" for k in range(7)] and held.bytes == 0
 
 
