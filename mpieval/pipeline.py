@@ -183,8 +183,8 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
     reaches it, or the end of this rank's input), then the ranks agree in one small sum
     of four numbers: whether any rank failed in the round (then every rank raises the
     lowest-ranked rank's error, :meth:`Comm.agree`), whether any still reads, and the
-    rows and bytes read so far. A bad line on any rank so stops every rank within a round.
-    A rank whose input has ended takes part in the sums until every rank's has.
+    rows and bytes read so far. So a bad line on any rank stops every rank within a
+    round. A rank whose input has ended takes part in the sums until every rank's has.
     """
     rows = size = 0
     reading = True
