@@ -194,7 +194,9 @@ def test_every_kind_has_a_data_maker() -> None:
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 80), data=st.data())
-def test_row_order_and_batches_do_not_matter(name: str, seed: int, n: int, data) -> None:
+def test_row_order_and_batches_do_not_matter(
+    name: str, seed: int, n: int, data: st.DataObject
+) -> None:
     rows = dataset(name, np.random.default_rng(seed), n)
     want = computed(fed(name, Comm.local(), [rows], fast=True))
     order = np.array(data.draw(st.permutations(range(n)), label="order"), dtype=np.intp)
@@ -207,7 +209,9 @@ def test_row_order_and_batches_do_not_matter(name: str, seed: int, n: int, data)
 @pytest.mark.parametrize("name", WEIGHTED)
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 80), data=st.data())
-def test_integer_weights_equal_repeated_rows(name: str, seed: int, n: int, data) -> None:
+def test_integer_weights_equal_repeated_rows(
+    name: str, seed: int, n: int, data: st.DataObject
+) -> None:
     rows = dataset(name, np.random.default_rng(seed), n)
     counts = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int64)
     rows["weight"] = counts.astype(np.float64)
@@ -248,7 +252,8 @@ def _bad_cases() -> Iterator[tuple[str, str, Any]]:
         kind = KINDS[name]
         for input_name in kind.inputs:
             yield name, input_name, None if input_name in kind.names else math.nan
-        for input_name, value in DATA[name].out_of_range.items() if name in DATA else ():
+        out_of_range = DATA[name].out_of_range if name in DATA else {}  # else: no maker
+        for input_name, value in out_of_range.items():
             yield name, input_name, value
 
 
