@@ -26,10 +26,12 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
+from mpieval.exchange import gather_by_user
 from mpieval.kernels.pn import pair_counts
 from mpieval.kernels.pn import warm_up as warm_up_kernels
+from mpieval.keys import uid_keys_checked
 from mpieval.metric import Metric, warn_undefined
-from mpieval.users import RowBuffer, gather_by_user, uid_keys_checked
+from mpieval.rows import RowBuffer
 from mpieval.validation import as_vector, check_finite, check_lengths
 
 TIES_MODES = ("negative", "ignore", "half")

@@ -39,16 +39,12 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
+from mpieval.exchange import OwnedRows, exchange_to_owners
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
+from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric, warn_undefined
-from mpieval.users import (
-    OwnedRows,
-    RowBuffer,
-    exchange_to_owners,
-    group_keys_checked,
-    uid_keys_checked,
-)
+from mpieval.rows import RowBuffer
 from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
 
 ALL = "all"
