@@ -115,9 +115,18 @@ def _splitmix64_finalizer(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def test_mix64_is_the_splitmix64_finalizer_and_a_bijection() -> None:
+def test_mix64_is_the_splitmix64_finalizer_and_a_bijection_compiled_or_not() -> None:
     x = np.arange(100_000, dtype=np.uint64)
     assert len(np.unique(kernels.mix64(x))) == len(x)
     for value in (0, 1, 12345, 2**63, 2**64 - 1):
         got = int(kernels.mix64(np.array([value], dtype=np.uint64))[0])
         assert got == _splitmix64_finalizer(value)
+        assert int(kernels.mix64_scalar(np.uint64(value))) == got  # the compiled form
+
+
+def test_owner_ranks_are_pinned() -> None:
+    # Pinned values: a uid's owner rank must never change between runs or releases.
+    keys = np.array([0, 1, 7, 2**40, 2**64 - 1], dtype=np.uint64)
+    assert kernels.owner_of(keys, 3).tolist() == [0, 1, 1, 0, 0]
+    assert kernels.owner_of(keys, 7).tolist() == [0, 6, 2, 1, 0]
+    assert kernels.owner_of(uid_keys("uid", ["u1", "user-2", "abc"]), 5).tolist() == [3, 3, 2]

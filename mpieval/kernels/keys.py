@@ -1,7 +1,7 @@
-"""Kernels of the per-user metrics: stable 64-bit uid hashing and the owner of a key.
+"""Kernels of the uid keys: stable 64-bit hashing of string uids and the owner of a key.
 
-Pure numpy: no MPI, no state, no Python loop over rows. The per-user AUC of the ``wuauc``
-kind is :mod:`mpieval.kernels.wuauc`.
+Pure numpy (no MPI, no state, no Python loop over rows), except :func:`mix64_scalar`, the
+compiled form of the same ``mix64`` for compiled loops (:mod:`mpieval.kernels.wuauc`).
 
 Hashing. ``mix64`` is the splitmix64/murmur3 finalizer, a bijection of uint64 with
 full avalanche. A string of code units ``c_0 .. c_{m-1}`` (packed eight bytes to a
@@ -14,6 +14,8 @@ same on every rank, host and run.
 from __future__ import annotations
 
 import numpy as np
+
+from mpieval.kernels.jit import compiled
 
 _U64 = np.uint64
 # splitmix64 constants
@@ -29,18 +31,31 @@ SEED_BYTES = (0x2545F4914F6CDD1D, 0xD6E8FEB86659FD93)
 SEED_GROUP = (0x9FB21C651E98DF25, 0xC2B2AE3D27D4EB4F)
 
 
-def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def _mix64_steps(x: np.ndarray) -> np.ndarray:
     """The splitmix64 finalizer of uint64 ``x``:
-    ``x ^= x >> 30; x *= M1; x ^= x >> 27; x *= M2; x ^= x >> 31`` (mod 2**64)."""
+    ``x ^= x >> 30; x *= M1; x ^= x >> 27; x *= M2; x ^= x >> 31`` (mod 2**64).
+
+    The one definition of ``mix64``: on a uint64 array it runs in place (numpy), and
+    compiled it is :func:`mix64_scalar`, on one uint64."""
+    x ^= x >> _U64(30)
+    x *= _M1
+    x ^= x >> _U64(27)
+    x *= _M2
+    x ^= x >> _U64(31)
+    return x
+
+
+mix64_scalar = compiled(_mix64_steps)
+"""``mix64`` of one uint64, for compiled loops."""
+
+
+def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``mix64`` of every value of uint64 ``x``, into ``out`` if given (may be ``x``),
+    else into a new array."""
     y = np.array(x, dtype=_U64, copy=True) if out is None else out
     if out is not None and out is not x:
         y[...] = x
-    y ^= y >> _U64(30)
-    y *= _M1
-    y ^= y >> _U64(27)
-    y *= _M2
-    y ^= y >> _U64(31)
-    return y
+    return _mix64_steps(y)
 
 
 def _position_constants(count: int, seed: int) -> np.ndarray:

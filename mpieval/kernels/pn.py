@@ -13,9 +13,9 @@ For the rows of one user, every pair with different labels is ordered so that
                                      pairs with label_i < label_j can be inverted)
     positive                     P = D - T - N
 
-Sorting by (label, pred) and counting inversions are both a merge sort, per user, in
-scratch buffers as long as the largest user: a user with a million rows is two sorts
-of a million values. Counts are int64.
+Sorting by (label, pred) and counting inversions are both a merge sort
+(:mod:`mpieval.kernels.sort`), per user, in scratch buffers as long as the largest user:
+a user of ``m`` rows is two sorts of ``m`` values. Counts are int64.
 """
 
 from __future__ import annotations
@@ -23,92 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpieval.kernels.jit import compiled
-
-RUN = 16
-"""Runs this short are sorted by insertion before merging."""
-
-
-@compiled
-def _sort_by_label_pred(
-    label: np.ndarray, pred: np.ndarray, tmp_label: np.ndarray, tmp_pred: np.ndarray, m: int
-) -> None:
-    """Sort ``label[:m], pred[:m]`` together by (label, pred): a bottom-up merge sort."""
-    for start in range(0, m, RUN):
-        stop = min(start + RUN, m)
-        for j in range(start + 1, stop):
-            a, b = label[j], pred[j]
-            i = j - 1
-            while i >= start and (label[i] > a or (label[i] == a and pred[i] > b)):
-                label[i + 1], pred[i + 1] = label[i], pred[i]
-                i -= 1
-            label[i + 1], pred[i + 1] = a, b
-    width = RUN
-    while width < m:
-        for start in range(0, m, 2 * width):
-            mid = min(start + width, m)
-            stop = min(start + 2 * width, m)
-            if mid >= stop or label[mid - 1] < label[mid] or (
-                label[mid - 1] == label[mid] and pred[mid - 1] <= pred[mid]
-            ):
-                continue  # already in order
-            i, j, k = start, mid, start
-            while i < mid and j < stop:
-                if label[j] < label[i] or (label[j] == label[i] and pred[j] < pred[i]):
-                    tmp_label[k], tmp_pred[k] = label[j], pred[j]
-                    j += 1
-                else:
-                    tmp_label[k], tmp_pred[k] = label[i], pred[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp_label[k], tmp_pred[k] = label[i], pred[i]
-                i += 1
-                k += 1
-            # the rest of the right run is already in place
-            for t in range(start, k):
-                label[t], pred[t] = tmp_label[t], tmp_pred[t]
-        width *= 2
-
-
-@compiled
-def _sort_counting_inversions(values: np.ndarray, tmp: np.ndarray, m: int) -> int:
-    """Sort ``values[:m]``; return the number of pairs i < j with values[i] > values[j]."""
-    inversions = 0
-    for start in range(0, m, RUN):
-        stop = min(start + RUN, m)
-        for j in range(start + 1, stop):
-            v = values[j]
-            i = j - 1
-            while i >= start and values[i] > v:
-                values[i + 1] = values[i]
-                i -= 1
-                inversions += 1
-            values[i + 1] = v
-    width = RUN
-    while width < m:
-        for start in range(0, m, 2 * width):
-            mid = min(start + width, m)
-            stop = min(start + 2 * width, m)
-            if mid >= stop or values[mid - 1] <= values[mid]:
-                continue
-            i, j, k = start, mid, start
-            while i < mid and j < stop:
-                if values[j] < values[i]:
-                    tmp[k] = values[j]
-                    inversions += mid - i  # values[j] is below every left value still waiting
-                    j += 1
-                else:
-                    tmp[k] = values[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp[k] = values[i]
-                i += 1
-                k += 1
-            for t in range(start, k):
-                values[t] = tmp[t]
-        width *= 2
-    return inversions
+from mpieval.kernels.sort import merge_sort, merge_sort_counting_inversions
 
 
 @compiled
@@ -143,7 +58,7 @@ def _pair_counts_per_user(
         for r in range(m):
             work_label[r] = label[lo + r]
             work_pred[r] = pred[lo + r]
-        _sort_by_label_pred(work_label, work_pred, tmp_label, tmp_pred, m)
+        merge_sort(work_label, tmp_label, m, work_pred, tmp_pred)  # by (label, pred)
         # same-label pairs and same-(label, pred) pairs, from the runs of the sorted rows
         same_label = 0
         same_both = 0
@@ -162,7 +77,7 @@ def _pair_counts_per_user(
                 same_both += run_both * (run_both - 1) // 2
                 run_label = 1
                 run_both = 1
-        inversions = _sort_counting_inversions(work_pred, tmp_pred, m)
+        inversions = merge_sort_counting_inversions(work_pred, tmp_pred, m)
         same_pred = 0
         run_pred = 1
         for r in range(1, m + 1):

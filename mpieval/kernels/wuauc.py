@@ -28,22 +28,18 @@ from __future__ import annotations
 import numpy as np
 
 from mpieval.kernels.jit import compiled
+from mpieval.kernels.keys import mix64_scalar
+from mpieval.kernels.sort import merge_sort
 
 # Per-block user sums, in this order (see :func:`_add_counts`).
 USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum",
 )
-RUN = 16
-"""Runs this short are sorted by insertion before merging."""
 SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
 """Rows gathered per step of the pass over users."""
-
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)  # the splitmix64 finalizer's (mpieval.kernels.users.mix64)
-_M2 = np.uint64(0x94D049BB133111EB)
 
 
 @compiled
@@ -52,93 +48,7 @@ def _pack(keys: np.ndarray, packed: np.ndarray, prefix_shift: int, row_shift: in
     drop = np.uint64(prefix_shift)
     lift = np.uint64(row_shift)
     for i in range(len(keys)):
-        x = keys[i]
-        x ^= x >> np.uint64(30)
-        x *= _M1
-        x ^= x >> np.uint64(27)
-        x *= _M2
-        x ^= x >> np.uint64(31)
-        packed[i] = ((x >> drop) << lift) | np.uint64(i)
-
-
-@compiled
-def _sort_positions(order: np.ndarray, keys: np.ndarray, tmp: np.ndarray, m: int) -> None:
-    """Sort ``order[:m]`` so that ``keys[order[:m]]`` is non-decreasing; stable (equal
-    keys keep their order): insertion-sorted runs of ``RUN``, then bottom-up merges."""
-    for start in range(0, m, RUN):
-        stop = min(start + RUN, m)
-        for j in range(start + 1, stop):
-            o = order[j]
-            v = keys[o]
-            i = j - 1
-            while i >= start and keys[order[i]] > v:
-                order[i + 1] = order[i]
-                i -= 1
-            order[i + 1] = o
-    width = RUN
-    while width < m:
-        for start in range(0, m, 2 * width):
-            mid = min(start + width, m)
-            stop = min(start + 2 * width, m)
-            if mid >= stop or keys[order[mid - 1]] <= keys[order[mid]]:
-                continue  # already in order
-            i, j, k = start, mid, start
-            while i < mid and j < stop:
-                if keys[order[j]] < keys[order[i]]:
-                    tmp[k] = order[j]
-                    j += 1
-                else:
-                    tmp[k] = order[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp[k] = order[i]
-                i += 1
-                k += 1
-            # the rest of the right run is already in place
-            for t in range(start, k):
-                order[t] = tmp[t]
-        width *= 2
-
-
-@compiled
-def _sort_values(values: np.ndarray, tmp: np.ndarray) -> None:
-    """Sort ``values`` in place (``tmp`` at least as long): insertion-sorted runs of
-    ``RUN``, then bottom-up merges; O(m log m) whatever the input's order."""
-    m = len(values)
-    for start in range(0, m, RUN):
-        stop = min(start + RUN, m)
-        for j in range(start + 1, stop):
-            v = values[j]
-            i = j - 1
-            while i >= start and values[i] > v:
-                values[i + 1] = values[i]
-                i -= 1
-            values[i + 1] = v
-    width = RUN
-    while width < m:
-        for start in range(0, m, 2 * width):
-            mid = min(start + width, m)
-            stop = min(start + 2 * width, m)
-            if mid >= stop or values[mid - 1] <= values[mid]:
-                continue  # already in order
-            i, j, k = start, mid, start
-            while i < mid and j < stop:
-                if values[j] < values[i]:
-                    tmp[k] = values[j]
-                    j += 1
-                else:
-                    tmp[k] = values[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp[k] = values[i]
-                i += 1
-                k += 1
-            # the rest of the right run is already in place
-            for t in range(start, k):
-                values[t] = tmp[t]
-        width *= 2
+        packed[i] = ((mix64_scalar(keys[i]) >> drop) << lift) | np.uint64(i)
 
 
 @compiled
@@ -162,8 +72,8 @@ def _add_split_group(
 ) -> None:
     """Add the group whose positives' preds are ``split[:p]`` and negatives' ``split[p:m]``
     to ``sums[block]``; sorts both parts, then counts with two pointers."""
-    _sort_values(split[:p], tmp)
-    _sort_values(split[p:m], tmp)
+    merge_sort(split, tmp, p)
+    merge_sort(split[p:m], tmp, m - p)
     below = p  # first negative not below the current positive
     not_above = p  # first negative above it
     twice_u = 0
@@ -264,17 +174,17 @@ def _add_long_user(
     if n_tags < m:  # a counting sort by tag code (codes above n_tags - 1 mean no tag)
         ends = np.zeros(n_tags + 2, np.int64)
         for k in range(lo, hi):
-            ends[min(np.int64(tag[k]), n_tags) + 1] += 1
+            ends[min(int(tag[k]), n_tags) + 1] += 1
         for code in range(n_tags + 1):
             ends[code + 1] += ends[code]
         for k in range(m):
-            code = min(np.int64(tag[lo + k]), n_tags)
+            code = min(int(tag[lo + k]), n_tags)
             by_tag[ends[code]] = (np.uint64(code) << shift) | np.uint64(k)
             ends[code] += 1
     else:
         for k in range(m):
             by_tag[k] = (np.uint64(tag[lo + k]) << shift) | np.uint64(k)
-        _sort_values(by_tag[:m], by_tag_tmp)
+        merge_sort(by_tag, by_tag_tmp, m)
     first = 0
     while first < m:
         code = by_tag[first] >> shift
@@ -285,14 +195,15 @@ def _add_long_user(
             p = 0
             q = last - first
             for r in range(first, last):
-                k = lo + np.int64(by_tag[r] & mask)
-                if label[k]:
-                    split[p] = pred[k]
+                row = lo + np.int64(by_tag[r] & mask)
+                if label[row]:
+                    split[p] = pred[row]
                     p += 1
                 else:
                     q -= 1
-                    split[q] = pred[k]
-            _add_split_group(split, p, last - first, split_tmp, sums, 1 + np.int64(code))
+                    split[q] = pred[row]
+            block = 1 + int(np.int64(code))  # an int64 (1 + a uint64 would be a float)
+            _add_split_group(split, p, last - first, split_tmp, sums, block)
         first = last
 
 
@@ -331,7 +242,8 @@ def _user_sums(
     got_key = np.empty(size, keys.dtype)
     got_check = np.empty(size if len(checks) else 0, checks.dtype)
     order = np.empty(longest, np.int64)  # rows of one prefix by key
-    tmp = np.empty(longest, np.int64)
+    order_tmp = np.empty(longest, np.int64)
+    key_tmp = np.empty(longest, keys.dtype)
     split = np.empty(longest, pred.dtype)
     split_tmp = np.empty(longest, pred.dtype)
     by_tag = np.empty(longest if len(tag) else 0, np.uint64)
@@ -369,8 +281,8 @@ def _user_sums(
                 by_key = order[: hi - lo]
                 for k in range(hi - lo):
                     by_key[k] = k
-                _sort_positions(by_key, got_key[lo:hi], tmp, hi - lo)
-                _permute(got_key[lo:hi], by_key)
+                # by (key, row): by key, rows of one key in their order
+                merge_sort(got_key[lo:hi], key_tmp, hi - lo, by_key, order_tmp)
                 _permute(got_pred[lo:hi], by_key)
                 _permute(got_label[lo:hi], by_key)
                 _permute(got_tag[lo:hi] if len(tag) else got_tag, by_key)
