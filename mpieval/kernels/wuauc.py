@@ -40,6 +40,8 @@ SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
 """Rows gathered per step of the pass over users."""
+_TAG_SHIFT = np.uint64(40)  # a long user's rows grouped by tag as ``tag << 40 | row``
+_ROW_MASK = np.uint64((1 << 40) - 1)
 
 
 @compiled
@@ -147,6 +149,27 @@ def _add_short_user(
 
 
 @compiled
+def _split_by_label(
+    pred: np.ndarray, label: np.ndarray, lo: int, m: int, split: np.ndarray,
+    by_tag: np.ndarray | None = None,
+) -> int:
+    """Put the preds of ``m`` rows into ``split[:m]``, the positives' from the front and the
+    negatives' from the back; return the number of positives. The rows are ``lo + r`` for
+    ``r < m``, or, given ``by_tag``, ``lo`` plus the row index in each ``by_tag`` value."""
+    p = 0
+    q = m
+    for r in range(m):
+        k = lo + r if by_tag is None else lo + np.int64(by_tag[r] & _ROW_MASK)
+        if label[k]:
+            split[p] = pred[k]
+            p += 1
+        else:
+            q -= 1
+            split[q] = pred[k]
+    return p
+
+
+@compiled
 def _add_long_user(
     pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
     split: np.ndarray, split_tmp: np.ndarray, by_tag: np.ndarray, by_tag_tmp: np.ndarray,
@@ -157,20 +180,10 @@ def _add_long_user(
     for each of its tags (rows grouped as ``tag << 40 | row`` values, by a counting sort
     when there are fewer tags than rows, else a merge sort)."""
     m = hi - lo
-    p = 0
-    q = m
-    for k in range(lo, hi):  # positives from the front, negatives from the back
-        if label[k]:
-            split[p] = pred[k]
-            p += 1
-        else:
-            q -= 1
-            split[q] = pred[k]
+    p = _split_by_label(pred, label, lo, m, split)
     _add_split_group(split, p, m, split_tmp, sums, 0)
     if len(tag) == 0:
         return
-    shift = np.uint64(40)
-    mask = np.uint64((1 << 40) - 1)
     if n_tags < m:  # a counting sort by tag code (codes above n_tags - 1 mean no tag)
         ends = np.zeros(n_tags + 2, np.int64)
         for k in range(lo, hi):
@@ -179,29 +192,20 @@ def _add_long_user(
             ends[code + 1] += ends[code]
         for k in range(m):
             code = min(int(tag[lo + k]), n_tags)
-            by_tag[ends[code]] = (np.uint64(code) << shift) | np.uint64(k)
+            by_tag[ends[code]] = (np.uint64(code) << _TAG_SHIFT) | np.uint64(k)
             ends[code] += 1
     else:
         for k in range(m):
-            by_tag[k] = (np.uint64(tag[lo + k]) << shift) | np.uint64(k)
+            by_tag[k] = (np.uint64(tag[lo + k]) << _TAG_SHIFT) | np.uint64(k)
         merge_sort(by_tag, by_tag_tmp, m)
     first = 0
     while first < m:
-        code = by_tag[first] >> shift
+        code = by_tag[first] >> _TAG_SHIFT
         last = first + 1
-        while last < m and by_tag[last] >> shift == code:
+        while last < m and by_tag[last] >> _TAG_SHIFT == code:
             last += 1
         if code < n_tags:  # untagged rows count in "all" only
-            p = 0
-            q = last - first
-            for r in range(first, last):
-                row = lo + np.int64(by_tag[r] & mask)
-                if label[row]:
-                    split[p] = pred[row]
-                    p += 1
-                else:
-                    q -= 1
-                    split[q] = pred[row]
+            p = _split_by_label(pred, label, lo, last - first, split, by_tag[first:last])
             block = 1 + int(np.int64(code))  # an int64 (1 + a uint64 would be a float)
             _add_split_group(split, p, last - first, split_tmp, sums, block)
         first = last
