@@ -4,8 +4,8 @@ the input's order, in scratch the caller owns.
 Rows ``0 .. m - 1`` of ``first`` are sorted in place; given ``second`` (as long), the rows
 of both are sorted together by ``(first, second)``. Runs of ``RUN`` rows are sorted by
 insertion, then neighbouring runs are merged bottom-up through ``tmp_first`` (and
-``tmp_second``); a merge whose two runs are already in order is skipped, so sorted input
-costs one comparison a run. Equal rows keep their order.
+``tmp_second``); a merge whose two runs are already in order is skipped (one comparison,
+nothing copied). Equal rows keep their order.
 
 Two entry points are built from the one source below (:func:`_build`), whether to count
 inversions fixed when each is compiled, as a constant of the closure:
