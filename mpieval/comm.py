@@ -84,7 +84,11 @@ class Transport(Protocol):
     size: int
 
     def arrive(self) -> None:
-        """Return once every rank has arrived (sleeping while waiting, if it can)."""
+        """Before each collective: wait for every rank without spinning, where the
+        library's own wait would spin (or nothing)."""
+
+    def barrier(self) -> None:
+        """Return once every rank has arrived."""
 
     def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
         """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array."""
@@ -262,8 +266,9 @@ class Comm:
         return self._transport.allgather(obj)
 
     def barrier(self) -> None:
+        """Collective: return once every rank has arrived."""
         if self._transport is not None:
-            self._transport.arrive()
+            self._transport.barrier()
 
 
 # -- MPI -------------------------------------------------------------------------------
@@ -277,6 +282,9 @@ class MpiTransport:
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
 
     def arrive(self) -> None:
+        _arrive(self.comm)
+
+    def barrier(self) -> None:
         _arrive(self.comm)
 
     def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
