@@ -102,3 +102,22 @@ def test_metrics_in_another_order_are_one_clear_error_everywhere():
 @pytest.mark.timeout(600)
 def test_ten_thousand_metrics_on_the_default_group():
     assert run("loop", 2) == [{"transports": 1}] * 2
+
+
+def test_update_takes_tensors_detached_and_without_a_copy():
+    from mpieval import AucMetric, WuaucMetric
+    from mpieval.validation import as_vector
+
+    pred = torch.rand(1000, dtype=torch.float64, requires_grad=True)
+    label = (torch.rand(1000) < 0.5).to(torch.int64)
+    assert np.shares_memory(as_vector("label", label), label.numpy())
+    from_tensors, from_numpy = AucMetric(1000), AucMetric(1000)
+    from_tensors.update(pred * 1, label)  # a result of autograd: detached
+    from_numpy.update(pred.detach().numpy(), label.numpy())
+    assert from_tensors.compute() == from_numpy.compute()
+    half = torch.tensor([0.25, 0.5], dtype=torch.bfloat16)
+    assert as_vector("pred", half).tolist() == [0.25, 0.5]
+    users = WuaucMetric()
+    users.update(torch.tensor([1, 1, 2, 2]), torch.tensor([0.1, 0.9, 0.3, 0.2]),
+                 torch.tensor([0, 1, 1, 0]))
+    assert users.compute().all.uauc == 1.0

@@ -4,7 +4,11 @@ merging. Multi-rank tests hold for any ``comm.size``."""
 from __future__ import annotations
 
 import copy
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 import warnings
 from collections.abc import Callable
 
@@ -288,3 +292,20 @@ def test_a_bad_batch_on_one_rank_names_that_rank_elsewhere(comm):
     if comm.rank != last:
         assert str(error).startswith(f"rank {last}: pred: must be in [0, 1]")
         assert error.rank == last
+
+
+def test_numpy_use_never_imports_torch():
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from mpieval import AucMetric
+        m = AucMetric(100)
+        m.update(np.array([0.1, 0.9]), np.array([0, 1]))
+        m.compute()
+        m.state_dict()
+        assert "torch" not in sys.modules, "torch loaded"
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "HYDI_", "PMIX_"))}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
