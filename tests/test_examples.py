@@ -44,11 +44,12 @@ def _launch(kind: str, n: int, *args: str) -> str:
 
 
 @pytest.mark.timeout(2 * 3 * SECONDS)
-@pytest.mark.parametrize("kind", ["torch", "mpi"])
+@pytest.mark.parametrize("kind", ["torch", "mpi4py"])
 def test_an_example_resumes_mid_pass_as_if_never_stopped(kind, tmp_path):
     if kind == "torch":
         pytest.importorskip("torch")
-    if not os.path.exists(os.path.join(BIN, "torchrun" if kind == "torch" else "mpiexec")):
+    launcher = "torchrun" if kind == "torch" else "mpiexec"
+    if not os.path.exists(os.path.join(BIN, launcher)):
         pytest.skip("no launcher beside this python")
     whole = _launch(kind, 2)
     assert whole.count("pass ") == 2 and "ctr: auc=" in whole and "user: Tag=all" in whole
