@@ -28,6 +28,7 @@ from mpieval import (
 from mpieval.comm import Comm, live_duplicates
 from mpieval.errors import LayoutMismatchError
 from mpieval.metric import Metric
+from mpieval.state import Summed
 
 N_ROWS = 3000
 
@@ -150,6 +151,9 @@ def test_pickle_and_deepcopy_at_any_point_then_resume(comm, rng, kind):
     copied = copy.deepcopy(metric)
     assert copied.comm is metric.comm
     restored.comm = comm
+    for m in (restored, copied):  # the summed parts are still views of the one buffer
+        assert all(np.shares_memory(m.state.summed(name), m.state.buffer)
+                   for name, part in m.state.layout.items() if isinstance(part, Summed))
     for m in (metric, restored, copied):
         m.update(**second)
         assert m.compute().to_dict() == expected
