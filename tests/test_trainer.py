@@ -103,9 +103,9 @@ def test_ten_thousand_metrics_on_one_communicator_keep_one_duplicate(comm):
     compute costs milliseconds on a loaded 2-core machine)."""
     mpi = pytest.importorskip("mpi4py.MPI")
     world = mpi.COMM_WORLD
+    warnings.simplefilter("ignore", UndefinedMetricWarning)  # no rows; bucket_error of 2
     AucMetric(10, comm=world).compute()
     before = live_duplicates()
-    warnings.simplefilter("ignore", UndefinedMetricWarning)  # bucket_error of 2 rows
     for step in range(10_000):
         metric = PairwiseMetric(comm=world) if step % 2 else AucMetric(10, comm=world)
         assert metric.comm.size == comm.size
@@ -259,7 +259,8 @@ def test_a_different_table_size_on_one_rank_is_one_clear_error_everywhere(comm):
     assert f"rank {last} has" in text or f"ranks {last}" in text
     assert "table_size=1000" in text and "table_size=500" in text
     metric = AucMetric(1000, comm=comm)
-    metric.compute()  # the job goes on
+    metric.update(np.array([0.2, 0.7]), np.array([0, 1]))
+    assert metric.compute().num == 2 * comm.size  # the job goes on
 
 
 @pytest.mark.mpi
