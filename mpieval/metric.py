@@ -80,7 +80,43 @@ class Option:
     choices: tuple[Any, ...] = ()  # the values allowed, when they are few
 
 
-class Metric(ABC):
+class OnComm:
+    """Something that communicates on a communicator given once (or None) and resolved
+    on first use; pickled without it (resolved again after loading), copied with it."""
+
+    def __init__(self, comm: Comm | Any | None) -> None:
+        self._comm_given = comm
+        self._comm: Comm | None = None
+
+    @property
+    def comm(self) -> Comm:
+        """The communicator, resolved on first use (:meth:`Comm.resolve`: the MPI world
+        under an MPI launcher, else torch's default group when initialised, else one
+        rank)."""
+        if self._comm is None:
+            self._comm = Comm.resolve(self._comm_given)
+        return self._comm
+
+    @comm.setter
+    def comm(self, comm: Comm | Any | None) -> None:
+        """Use ``comm`` from now on (e.g. after unpickling in a trainer)."""
+        self._comm_given, self._comm = comm, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the communicator: it is resolved again on first use after
+        loading (the default one, or the one set with ``metric.comm = ...``)."""
+        state = dict(self.__dict__)
+        state["_comm"] = state["_comm_given"] = None
+        return state
+
+    def __copy__(self) -> OnComm:
+        """A shallow copy on the same communicator."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+
+class Metric(OnComm, ABC):
     """Base of the metric kinds: a declaration, local updates, a collective compute.
 
     A kind sets ``kind``, ``inputs`` and ``options``, implements :meth:`state_layout`,
@@ -94,8 +130,7 @@ class Metric(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
-        self._comm_given = comm
-        self._comm: Comm | None = None
+        super().__init__(comm)
         for name, value in self.check_options(options).items():
             setattr(self, name, value)
         self.reset()
@@ -217,21 +252,8 @@ class Metric(ABC):
         """State kept outside the declared parts (a kind's own; saved beside them)."""
         return {}
 
-    def _load_extra_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`_extra_state` (before the parts are loaded); none by default."""
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the communicator: it is resolved again on first use after
-        loading (the default one, or the one set with ``metric.comm = ...``)."""
-        state = dict(self.__dict__)
-        state["_comm"] = state["_comm_given"] = None
-        return state
-
-    def __copy__(self) -> Metric:
-        """A shallow copy on the same communicator."""
-        copied = type(self).__new__(type(self))
-        copied.__dict__.update(self.__dict__)
-        return copied
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Metric:
         """A copy of the state on the same communicator."""
@@ -260,20 +282,6 @@ class Metric(ABC):
             raise error from None
 
     # -- compute ---------------------------------------------------------------------
-
-    @property
-    def comm(self) -> Comm:
-        """The communicator, resolved on first use (:meth:`Comm.resolve`: the MPI world
-        under an MPI launcher, else torch's default group when initialised, else one
-        rank)."""
-        if self._comm is None:
-            self._comm = Comm.resolve(self._comm_given)
-        return self._comm
-
-    @comm.setter
-    def comm(self, comm: Comm | Any | None) -> None:
-        """Use ``comm`` from now on (e.g. after unpickling in a trainer)."""
-        self._comm_given, self._comm = comm, None
 
     @classmethod
     def warm_up(cls) -> None:
@@ -347,7 +355,7 @@ def warn_undefined(comm: Comm, message: str) -> None:
         warnings.warn(message, UndefinedMetricWarning, stacklevel=3)
 
 
-class Evaluator(Mapping[str, Metric]):
+class Evaluator(OnComm, Mapping[str, Metric]):
     """Several named metrics computed together on one communicator.
 
     >>> ev = Evaluator({"item_sim": AucMetric(), "t7_join": WuaucMetric()})
@@ -356,23 +364,8 @@ class Evaluator(Mapping[str, Metric]):
     """
 
     def __init__(self, metrics: Mapping[str, Metric], comm: Comm | Any | None = None) -> None:
-        self._comm_given = comm
-        self._comm: Comm | None = None
+        super().__init__(comm)
         self._metrics = dict(metrics)
-
-    @property
-    def comm(self) -> Comm:
-        """The communicator, resolved on first use (as :attr:`Metric.comm`)."""
-        if self._comm is None:
-            self._comm = Comm.resolve(self._comm_given)
-        return self._comm
-
-    @comm.setter
-    def comm(self, comm: Comm | Any | None) -> None:
-        self._comm_given, self._comm = comm, None
-
-    __getstate__ = Metric.__getstate__
-    __copy__ = Metric.__copy__
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Evaluator:
         copied = copy.copy(self)
