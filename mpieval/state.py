@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from mpieval.users import RowBuffer
+from mpieval.rows import RowBuffer
 
 
 @dataclass(frozen=True)
