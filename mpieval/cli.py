@@ -81,8 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
     ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
+    ev.add_argument("--save-state", metavar="DIR",
+                    help="also write each rank's metric state (for `mpieval merge`)")
     ev.add_argument("--progress", action="store_true",
                     help="print progress on stderr (default: only when it is a terminal)")
+    merge = commands.add_parser(
+        "merge", help="the results of several saved runs together",
+        description="Compute the metrics of runs saved with `mpieval eval --save-state DIR` "
+        "together, without reading their files again.",
+    )
+    merge.add_argument("directories", nargs="+", metavar="DIR")
+    merge.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
     demo = commands.add_parser(
         "demo", help="the main job on built-in synthetic data",
         description="Write synthetic prediction files like a training run's dumps and "
@@ -131,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mpieval import demo
 
             status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
+        elif args.command == "merge":
+            status = run_merge(args, comm)
         else:
             status = run_eval(args, comm, warming=pipeline.warm_up(kinds_asked(args)))
     except InputError as error:  # collective: every rank holds the same error
@@ -194,7 +205,20 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
         comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
                                         forced_format=args.format, json_path=args.json),
         json_path=args.json, progress=args.progress, warming=warming,
+        save_state=args.save_state,
     )
+
+
+def run_merge(args: argparse.Namespace, comm: Comm) -> int:
+    """``mpieval merge DIR... [--json PATH]``: every rank runs it; returns the status."""
+    from mpieval.saved_runs import merge_runs
+
+    if args.json:
+        comm.agreed(lambda: pipeline.check_writable(args.json) if comm.rank == 0 else None)
+    specs, results = merge_runs(args.directories, comm)
+    comm.agreed(lambda: pipeline.report(specs, results, args.json) if comm.rank == 0
+                else None)
+    return 0
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

@@ -1,31 +1,42 @@
 """Every collective mpieval makes, and the only module that imports mpi4py.
 
-:class:`Comm` wraps a communicator: it duplicates the one it is given (a trainer's
-sub-communicator works and mpieval's messages never mix with the trainer's), or runs
-as a single rank when mpi4py is absent or ``MPIEVAL_NO_MPI=1`` is set. The collectives:
+:class:`Comm` runs mpieval's collectives over a *transport*: an MPI communicator
+(:class:`MpiTransport`, here), a ``torch.distributed`` process group
+(:mod:`mpieval.transport_torch`, loaded only when a group is given), or none (one rank).
+The collectives, each built on the transport's few primitives:
 
-- :meth:`Comm.agree` — small ``Allreduce`` of an error flag (+ ``allgather`` of the
-  messages when one is set): every rank raises the same error or none does
-  (:meth:`Comm.agreed` runs a step and agrees on its errors: the one way to go on together);
-- :meth:`Comm.sum` — one ``Allreduce`` of a float64 buffer: how states merge;
-- :meth:`Comm.exchange` — ``Alltoall`` of counts, then ``Alltoallv`` per typed column:
+- :meth:`Comm.agree` — small ``max`` reduction of an error flag and a hash of what the
+  ranks are about to do (+ ``allgather`` of the messages when a flag is set or the hashes
+  differ): every rank raises the same error or none does (:meth:`Comm.agreed` runs a step
+  and agrees on its errors: the one way to go on together);
+- :meth:`Comm.sum` — one sum reduction of a float64 buffer: how states merge;
+- :meth:`Comm.exchange` — all-to-all of counts, then all-to-all-v per typed column:
   how per-user rows reach the rank that owns their user;
 - :meth:`Comm.allgather` — pickled, for small objects only (tag names, error texts);
-- :meth:`Comm.any` — small ``Allreduce`` of a flag (readers stop together).
+- :meth:`Comm.any` — small reduction of a flag (readers stop together);
+- :meth:`Comm.barrier`.
+
+Lifecycle: an MPI communicator given to mpieval is duplicated once, so that mpieval's
+messages never mix with the trainer's; every :class:`Comm` on the same base communicator
+shares that duplicate (cached on the base as an MPI attribute, freed when the base is
+freed; the world's at exit), so creating a metric per pass costs no communicator.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import pickle
 import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from mpieval.errors import InputError, RemoteError
+from mpieval.errors import InputError, LayoutMismatchError, RemoteError
 
 T = TypeVar("T")
 
@@ -55,30 +66,80 @@ def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
     return any(name.startswith(_LAUNCHER_VARIABLES) for name in names)
 
 
-class Comm:
-    """A communicator for mpieval's collectives (or one rank without MPI)."""
+def _torch_distributed_initialized() -> bool:
+    """Whether this process initialised ``torch.distributed`` (without importing torch)."""
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
 
-    def __init__(self, mpi_comm: Any | None = None, *, duplicate: bool = True) -> None:
+
+def _is_torch_group(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.distributed`` process group (torch not imported here)."""
+    return "torch" in sys.modules and type(obj).__module__.startswith("torch")
+
+
+class Transport(Protocol):
+    """The primitives a communication library gives :class:`Comm` (every one collective)."""
+
+    rank: int
+    size: int
+
+    def arrive(self) -> None:
+        """Before each collective: wait for every rank without spinning, where the
+        library's own wait would spin (or nothing)."""
+
+    def barrier(self) -> None:
+        """Return once every rank has arrived."""
+
+    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+        """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array."""
+
+    def alltoall(self, counts: np.ndarray) -> np.ndarray:
+        """``counts[j]`` (int64) sent to rank ``j``; returns what each rank sent here."""
+
+    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
+                  recv_counts: np.ndarray) -> np.ndarray:
+        """Rows ``outgoing`` grouped by destination (``send_counts`` per rank) sent; the
+        rows received (``recv_counts`` per source rank, in rank order) returned."""
+
+    def allgather(self, obj: Any) -> list[Any]:
+        """Every rank's small (pickled) object, in rank order."""
+
+
+class Comm:
+    """A communicator for mpieval's collectives (or one rank without one).
+
+    ``Comm(base)`` takes an mpi4py communicator (or None: the MPI world) and shares the
+    cached duplicate of it; :meth:`resolve` also takes a ``torch.distributed`` process
+    group. Without MPI (mpi4py absent, ``MPIEVAL_NO_MPI=1``) ``Comm()`` is one rank.
+    """
+
+    def __init__(self, mpi_comm: Any | None = None) -> None:
         mpi = _mpi()
         if mpi is None:
             if mpi_comm is not None:
                 raise RuntimeError("a communicator was given but mpi4py is unavailable")
-            self._comm = None
-            self._owned = False
-            self.rank, self.size = 0, 1
-            return
-        base = mpi.COMM_WORLD if mpi_comm is None else mpi_comm
-        _arrive(base)
-        self._comm = base.Dup() if duplicate else base
-        self._owned = duplicate
-        self.rank, self.size = self._comm.Get_rank(), self._comm.Get_size()
+            self._transport: Transport | None = None
+        else:
+            self._transport = MpiTransport(_duplicate_of(mpi.COMM_WORLD if mpi_comm is None
+                                                         else mpi_comm))
+        self._set_size()
+
+    def _set_size(self) -> None:
+        transport = self._transport
+        self.rank, self.size = (0, 1) if transport is None else (transport.rank, transport.size)
+
+    @classmethod
+    def over(cls, transport: Transport | None) -> Comm:
+        """A Comm over ``transport`` (None: one rank)."""
+        comm = cls.__new__(cls)
+        comm._transport = transport
+        comm._set_size()
+        return comm
 
     @classmethod
     def local(cls) -> Comm:
         """One rank on its own, without MPI (a reference, or metrics kept per process)."""
-        comm = cls.__new__(cls)
-        comm._comm, comm._owned, comm.rank, comm.size = None, False, 0, 1
-        return comm
+        return cls.over(None)
 
     @classmethod
     def world_or_alone(cls) -> Comm:
@@ -88,40 +149,62 @@ class Comm:
 
     @classmethod
     def resolve(cls, comm: Comm | Any | None) -> Comm:
-        """A :class:`Comm` from a Comm, an mpi4py communicator, or None (the world)."""
-        return comm if isinstance(comm, Comm) else cls(comm)
+        """A :class:`Comm` from a Comm, an mpi4py communicator, a ``torch.distributed``
+        process group, or None: the MPI world when an MPI launcher started this process;
+        else torch's default group when ``torch.distributed`` is initialised; else one
+        rank."""
+        if isinstance(comm, Comm):
+            return comm
+        if comm is None:
+            if launched_by_mpi():
+                return cls()
+            if _torch_distributed_initialized():
+                comm = sys.modules["torch.distributed"].group.WORLD
+            else:
+                return cls.local()
+        if _is_torch_group(comm):
+            from mpieval.transport_torch import TorchTransport
+
+            return cls.over(TorchTransport.of(comm))
+        return cls(comm)
 
     def close(self) -> None:
-        """Free the duplicated communicator (collective)."""
-        if self._comm is not None and self._owned:
-            self._comm.Free()
-        self._comm = None
+        """Stop using the communicator (the shared duplicate stays for other metrics)."""
+        self._transport = None
 
     # -- collectives -------------------------------------------------------------
 
-    def agree(self, error: BaseException | None) -> None:
+    def agree(self, error: BaseException | None, layout: str | None = None) -> None:
         """Collective: raise the lowest-ranked error on every rank, or return on all.
 
         The rank that owns the error re-raises its own exception object; the others
-        raise a copy (an :class:`InputError` with the same fields, or a
-        :class:`RemoteError` naming the rank).
+        raise a copy naming the rank (an :class:`InputError` of the same class and
+        fields, ``rank K: ...``, or a :class:`RemoteError`). With ``layout`` (a
+        description of what comes next: the metrics, their options and state shapes),
+        ranks whose descriptions differ raise :class:`LayoutMismatchError` on every rank,
+        naming the ranks and the first difference.
         """
-        if self._comm is None:
+        transport = self._transport
+        if transport is None:
             if error is not None:
                 raise error
             return
-        flag = np.array([0 if error is None else 1], dtype=np.int64)
-        total = np.empty_like(flag)
-        _arrive(self._comm)
-        self._comm.Allreduce(flag, total)
-        if total[0] == 0:
+        digest = 0 if layout is None else _digest(layout)
+        flags = np.array([0 if error is None else 1, digest, -digest], dtype=np.int64)
+        transport.arrive()
+        top = transport.reduce(flags, "max")
+        mismatch = top[1] != -top[2]
+        if top[0] == 0 and not mismatch:
             return
-        summaries = self._comm.allgather(None if error is None else _summarize(error))
-        origin = next(r for r, s in enumerate(summaries) if s is not None)
+        summary = None if error is None else _summarize(error)
+        views = transport.allgather((summary, layout if mismatch else None))
+        if mismatch:
+            raise LayoutMismatchError(_mismatch_message([v[1] for v in views]))
+        origin = next(r for r, (s, _) in enumerate(views) if s is not None)
         if origin == self.rank:
             assert error is not None
             raise error
-        raise _rebuild(summaries[origin], origin)
+        raise _rebuild(views[origin][0], origin)
 
     def agreed(
         self,
@@ -143,23 +226,18 @@ class Comm:
 
     def any(self, flag: bool) -> bool:
         """Collective: whether any rank passed True."""
-        if self._comm is None:
+        if self._transport is None:
             return flag
-        local = np.array([int(flag)], dtype=np.int64)
-        total = np.empty_like(local)
-        _arrive(self._comm)
-        self._comm.Allreduce(local, total)
-        return bool(total[0])
+        self._transport.arrive()
+        return bool(self._transport.reduce(np.array([int(flag)], dtype=np.int64), "max")[0])
 
     def sum(self, buffer: np.ndarray) -> np.ndarray:
         """Collective: the element-wise sum over ranks, as a new array (input unchanged)."""
         local = np.ascontiguousarray(buffer)
-        if self._comm is None:
+        if self._transport is None:
             return local.copy()
-        total = np.empty_like(local)
-        _arrive(self._comm)
-        self._comm.Allreduce(local, total)
-        return total
+        self._transport.arrive()
+        return self._transport.reduce(local, "sum")
 
     def exchange(
         self, dest: np.ndarray, columns: Mapping[str, np.ndarray]
@@ -169,42 +247,118 @@ class Comm:
         Returns the rows this rank received, grouped by source rank in rank order and,
         within a source, in their original order.
         """
-        if self._comm is None:
+        transport = self._transport
+        if transport is None:
             return {name: np.ascontiguousarray(col) for name, col in columns.items()}
-        mpi = _mpi()
-        assert mpi is not None  # a communicator exists, so MPI was loaded
         order = np.argsort(dest, kind="stable")
         send_counts = np.bincount(dest, minlength=self.size).astype(np.int64)
-        recv_counts = np.empty_like(send_counts)
-        _arrive(self._comm)
-        self._comm.Alltoall(send_counts, recv_counts)
-        send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
-        recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
-        received = {}
-        for name, column in columns.items():
-            outgoing = np.ascontiguousarray(column[order])
-            incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
-            datatype = mpi.BYTE if outgoing.dtype.kind == "b" else None
-            if datatype is None:
-                send = [outgoing, (send_counts, send_displ)]
-                recv = [incoming, (recv_counts, recv_displ)]
-            else:
-                send = [outgoing, (send_counts, send_displ), datatype]
-                recv = [incoming, (recv_counts, recv_displ), datatype]
-            self._comm.Alltoallv(send, recv)
-            received[name] = incoming
-        return received
+        transport.arrive()
+        recv_counts = transport.alltoall(send_counts)
+        return {name: transport.alltoallv(np.ascontiguousarray(column[order]), send_counts,
+                                          recv_counts)
+                for name, column in columns.items()}
 
     def allgather(self, obj: Any) -> list[Any]:
         """Collective: every rank's small object, in rank order (pickled: keep it small)."""
-        if self._comm is None:
+        if self._transport is None:
             return [obj]
-        _arrive(self._comm)
-        return self._comm.allgather(obj)
+        self._transport.arrive()
+        return self._transport.allgather(obj)
 
     def barrier(self) -> None:
-        if self._comm is not None:
-            _arrive(self._comm)
+        """Collective: return once every rank has arrived."""
+        if self._transport is not None:
+            self._transport.barrier()
+
+
+# -- MPI -------------------------------------------------------------------------------
+
+
+class MpiTransport:
+    """The primitives over an mpi4py communicator (upper-case buffer calls for arrays)."""
+
+    def __init__(self, comm: Any) -> None:
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+
+    def arrive(self) -> None:
+        _arrive(self.comm)
+
+    def barrier(self) -> None:
+        _arrive(self.comm)
+
+    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+        mpi = _mpi()
+        assert mpi is not None  # a communicator exists, so MPI was loaded
+        total = np.empty_like(local)
+        self.comm.Allreduce(local, total, op=mpi.SUM if op == "sum" else mpi.MAX)
+        return total
+
+    def alltoall(self, counts: np.ndarray) -> np.ndarray:
+        received = np.empty_like(counts)
+        self.comm.Alltoall(counts, received)
+        return received
+
+    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
+                  recv_counts: np.ndarray) -> np.ndarray:
+        mpi = _mpi()
+        assert mpi is not None
+        incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
+        send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
+        recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+        typed = [mpi.BYTE] if outgoing.dtype.kind == "b" else []
+        self.comm.Alltoallv([outgoing, (send_counts, send_displ), *typed],
+                            [incoming, (recv_counts, recv_displ), *typed])
+        return incoming
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return self.comm.allgather(obj)
+
+
+# The duplicate of each base communicator, kept on the base as an MPI attribute: MPI frees
+# it (the delete callback) when the base is freed. Created with the first duplicate.
+_duplicate_key: int | None = None
+_live_duplicates: list[Any] = []
+
+
+def _duplicate_of(base: Any) -> Any:
+    """The one duplicate of ``base`` that every :class:`Comm` on it shares (collective the
+    first time: ``Dup``)."""
+    global _duplicate_key
+    mpi = _mpi()
+    assert mpi is not None
+    if _duplicate_key is None:
+        _duplicate_key = mpi.Comm.Create_keyval(delete_fn=_free_duplicate)
+        atexit.register(_free_every_duplicate)  # runs before mpi4py's finalize (LIFO)
+    duplicate = base.Get_attr(_duplicate_key)
+    if duplicate is None:
+        _arrive(base)
+        duplicate = base.Dup()
+        base.Set_attr(_duplicate_key, duplicate)
+        _live_duplicates.append(duplicate)
+    return duplicate
+
+
+def _free_duplicate(base: Any, key: int, duplicate: Any) -> None:
+    """MPI's delete callback: the base is being freed, so is its duplicate."""
+    if duplicate in _live_duplicates:
+        _live_duplicates.remove(duplicate)
+    duplicate.Free()
+
+
+def _free_every_duplicate() -> None:
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or mpi.Is_finalized():
+        return
+    for duplicate in list(_live_duplicates):
+        if duplicate != mpi.COMM_NULL:
+            duplicate.Free()
+    _live_duplicates.clear()
+
+
+def live_duplicates() -> int:
+    """How many duplicated communicators mpieval holds (one per base communicator used)."""
+    return len(_live_duplicates)
 
 
 # Waiting for the other ranks: poll a non-blocking barrier, sleeping between polls.
@@ -227,18 +381,55 @@ def _arrive(comm: Any) -> None:
         nap = min(2 * nap, _LONGEST_NAP)
 
 
+# -- errors and agreement --------------------------------------------------------------
+
+
+def _digest(layout: str) -> int:
+    """A 62-bit hash of ``layout`` (the same on every rank; Python's ``hash`` is not)."""
+    return int.from_bytes(hashlib.blake2b(layout.encode(), digest_size=8).digest(), "big") >> 2
+
+
+def _mismatch_message(layouts: list[str | None]) -> str:
+    """Which ranks differ from rank 0, and the first line where they do."""
+    reference = (layouts[0] or "").splitlines()
+    groups: dict[str, list[int]] = {}
+    for rank, layout in enumerate(layouts):
+        groups.setdefault(layout or "", []).append(rank)
+    parts = []
+    for layout, ranks in groups.items():
+        if ranks[0] == 0:
+            continue
+        lines = layout.splitlines()
+        at = next((i for i, (a, b) in enumerate(zip(reference, lines, strict=False))
+                   if a != b),
+                  min(len(reference), len(lines)))
+        mine = reference[at] if at < len(reference) else "(nothing)"
+        theirs = lines[at] if at < len(lines) else "(nothing)"
+        parts.append(f"rank 0 has {mine}, rank{'s' if len(ranks) > 1 else ''} "
+                     f"{', '.join(map(str, ranks))} {'have' if len(ranks) > 1 else 'has'} "
+                     f"{theirs}")
+    return "ranks compute different metrics: " + "; ".join(parts)
+
+
 def _summarize(error: BaseException) -> tuple:
-    """Plain fields of an error, for the other ranks (no exception objects pickled)."""
+    """Plain fields of an error, for the other ranks (an InputError pickles its fields)."""
     if isinstance(error, InputError):
-        value = error.value if isinstance(error.value, (int, float, str, bytes)) else None
-        return ("input", error.field, error.problem, error.count, error.first_index, value)
+        try:
+            pickle.dumps(error)
+        except Exception:  # an odd value: send the fields without it
+            error = InputError(error.field, error.problem, count=error.count,
+                               first_index=error.first_index)
+        return ("input", error)
     return ("other", type(error).__name__, str(error))
 
 
 def _rebuild(summary: tuple, origin: int) -> BaseException:
+    """The error another rank raised, naming that rank."""
     if summary[0] == "input":
-        _, field, problem, count, first_index, value = summary
-        return InputError(field, problem, count=count, first_index=first_index, value=value)
+        error = summary[1]
+        error.rank = origin
+        error.args = (f"rank {origin}: {error.args[0] if error.args else ''}",)
+        return error
     _, type_name, text = summary
     return RemoteError(f"rank {origin} failed: {type_name}: {text}")
 

@@ -3,7 +3,8 @@
 - :class:`InputError` (exit 2): bad data or usage, naming the field; :class:`DataError`
   locates it in a file; :class:`KindUnavailable` is a kind missing from this build.
 - :class:`RemoteError` and :class:`UidCollisionError` (exit 1): an error raised on another
-  rank, and two uids that share a 64-bit key.
+  rank, and two uids that share a 64-bit key; :class:`LayoutMismatchError` (exit 1): ranks
+  about to compute different metrics (names, kinds, options or state shapes differ).
 - :class:`UndefinedMetricWarning`: a value is undefined (NaN) for the data seen.
 """
 
@@ -77,6 +78,10 @@ class KindUnavailable(InputError):
 
 class RemoteError(RuntimeError):
     """An error raised on another rank, raised here too so that no rank goes on alone."""
+
+
+class LayoutMismatchError(RuntimeError):
+    """Ranks were about to merge different metrics (raised on every rank, naming them)."""
 
 
 class UidCollisionError(RuntimeError):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
@@ -30,7 +30,7 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.state import Part, State, pack, unpack
+from mpieval.state import Part, State, Summed, pack, unpack
 
 
 class Result(Protocol):
@@ -80,7 +80,43 @@ class Option:
     choices: tuple[Any, ...] = ()  # the values allowed, when they are few
 
 
-class Metric(ABC):
+class OnComm:
+    """Something that communicates on a communicator given once (or None) and resolved
+    on first use; pickled without it (resolved again after loading), copied with it."""
+
+    def __init__(self, comm: Comm | Any | None) -> None:
+        self._comm_given = comm
+        self._comm: Comm | None = None
+
+    @property
+    def comm(self) -> Comm:
+        """The communicator, resolved on first use (:meth:`Comm.resolve`: the MPI world
+        under an MPI launcher, else torch's default group when initialised, else one
+        rank)."""
+        if self._comm is None:
+            self._comm = Comm.resolve(self._comm_given)
+        return self._comm
+
+    @comm.setter
+    def comm(self, comm: Comm | Any | None) -> None:
+        """Use ``comm`` from now on (e.g. after unpickling in a trainer)."""
+        self._comm_given, self._comm = comm, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the communicator: it is resolved again on first use after
+        loading (the default one, or the one set with ``metric.comm = ...``)."""
+        state = dict(self.__dict__)
+        state["_comm"] = state["_comm_given"] = None
+        return state
+
+    def __copy__(self) -> OnComm:
+        """A shallow copy on the same communicator."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+
+class Metric(OnComm, ABC):
     """Base of the metric kinds: a declaration, local updates, a collective compute.
 
     A kind sets ``kind``, ``inputs`` and ``options``, implements :meth:`state_layout`,
@@ -94,8 +130,7 @@ class Metric(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
-        self._comm_given = comm
-        self._comm: Comm | None = None
+        super().__init__(comm)
         for name, value in self.check_options(options).items():
             setattr(self, name, value)
         self.reset()
@@ -145,6 +180,89 @@ class Metric(ABC):
         options = ", ".join(f"{k}={v!r}" for k, v in self._options().items())
         return f"{type(self).__name__}({options})"
 
+    def layout(self) -> str:
+        """What ranks must agree on before merging this metric: kind, options, and each
+        part's shape (summed) or columns (rows)."""
+        parts = ", ".join(
+            f"{name}={part.shape if isinstance(part, Summed) else sorted(part.dtypes)}"
+            for name, part in self.state.layout.items())
+        return f"{self._describe()} with state {parts}"
+
+    # -- checkpoints -----------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """This rank's state as plain values: ``kind``, ``options.NAME`` for each option,
+        each summed part as a float64 array, each rows part's columns as ``PART.COLUMN``
+        arrays (copies), and the kind's own extras; no communicator. Every value saves
+        in an ``.npz`` file (:mod:`mpieval.checkpoint`)."""
+        state: dict[str, Any] = {"kind": self.kind}
+        state.update({f"options.{o.name}": getattr(self, o.name) for o in self.options})
+        for name, part in self.state.layout.items():
+            if isinstance(part, Summed):
+                state[name] = self.state.summed(name).copy()
+            else:
+                for column, values in self.state.rows(name).columns().items():
+                    state[f"{name}.{column}"] = values.copy()
+        state.update(self._extra_state())
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (this rank's, or another rank's: see
+        :meth:`load_state_dicts`); the metric's options must be the saved ones."""
+        self.load_state_dicts([state])
+
+    def load_state_dicts(self, states: Sequence[Mapping[str, Any]]) -> None:
+        """Restore the merge of several saved states (e.g. the parts of a checkpoint
+        written on more ranks than there are now: summed parts add, rows concatenate).
+        No states: an empty metric."""
+        self.reset()
+        merged: Metric = self
+        for index, state in enumerate(states):
+            part = copy.copy(self)
+            part.reset()
+            part._load_one(state)
+            merged = part if index == 0 else merged.merge(part)
+        self.__dict__.update(merged.__dict__)
+
+    def _load_one(self, state: Mapping[str, Any]) -> None:
+        kind = _plain(state.get("kind"))
+        if kind != self.kind:
+            raise ValueError(f"a saved {kind} state cannot load into a {self.kind} metric")
+        self._load_extra_state(state)
+        saved = {option.name: _plain(state[f"options.{option.name}"]) for option in self.options}
+        mine = {option.name: getattr(self, option.name) for option in self.options}
+        if saved != mine:
+            raise ValueError(f"saved options {saved} differ from this metric's {mine}")
+        for name, part in self.state.layout.items():
+            if isinstance(part, Summed):
+                values = np.asarray(state[name], dtype=np.float64)
+                if values.shape != part.shape:
+                    raise ValueError(f"saved part {name} has shape {values.shape}, "
+                                     f"expected {part.shape}")
+                self.state.summed(name)[...] = values
+            else:
+                rows = self.state.rows(name)
+                columns = {c: np.asarray(state[f"{name}.{c}"]) for c in rows.dtypes}
+                for column, values in columns.items():
+                    if values.dtype != rows.dtypes[column]:
+                        rows.widen(column, values.dtype)
+                rows.append(**columns)
+
+    def _extra_state(self) -> dict[str, Any]:
+        """State kept outside the declared parts (a kind's own; saved beside them)."""
+        return {}
+
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`_extra_state` (before the parts are loaded); none by default."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Metric:
+        """A copy of the state on the same communicator."""
+        copied = copy.copy(self)
+        for name, value in self.__dict__.items():
+            if name not in ("_comm", "_comm_given"):
+                setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
+
     # -- errors ----------------------------------------------------------------------
 
     @property
@@ -164,13 +282,6 @@ class Metric(ABC):
             raise error from None
 
     # -- compute ---------------------------------------------------------------------
-
-    @property
-    def comm(self) -> Comm:
-        """The communicator (resolved on first use: the world, or one rank without MPI)."""
-        if self._comm is None:
-            self._comm = Comm.resolve(self._comm_given)
-        return self._comm
 
     @classmethod
     def warm_up(cls) -> None:
@@ -200,7 +311,8 @@ class Metric(ABC):
 def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     """Collective: compute several metrics with one error agreement and one ``sum`` of
     their packed parts."""
-    comm.agree(next((m.error for m in metrics.values() if m.error is not None), None))
+    comm.agree(next((m.error for m in metrics.values() if m.error is not None), None),
+               layout="\n".join(f"{name}: {m.layout()}" for name, m in metrics.items()))
     parts = [m.local_sums(comm) for m in metrics.values()]
     total = comm.sum(np.concatenate([pack(p) for p in parts]) if parts else np.zeros(0))
     results: dict[str, Result] = {}
@@ -212,6 +324,14 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
             results[name] = metric.finish(unpack(total[offset : offset + size], shapes), comm)
         offset += size
     return results
+
+
+def _plain(value: Any) -> Any:
+    """A saved value as a plain Python value (a 0-d array from an ``.npz`` file, a numpy
+    scalar or a tuple saved as an array)."""
+    if isinstance(value, np.ndarray):
+        return value.item() if value.ndim == 0 else tuple(value.tolist())
+    return value.item() if isinstance(value, np.generic) else value
 
 
 @contextmanager
@@ -235,7 +355,7 @@ def warn_undefined(comm: Comm, message: str) -> None:
         warnings.warn(message, UndefinedMetricWarning, stacklevel=3)
 
 
-class Evaluator(Mapping[str, Metric]):
+class Evaluator(OnComm, Mapping[str, Metric]):
     """Several named metrics computed together on one communicator.
 
     >>> ev = Evaluator({"item_sim": AucMetric(), "t7_join": WuaucMetric()})
@@ -244,8 +364,26 @@ class Evaluator(Mapping[str, Metric]):
     """
 
     def __init__(self, metrics: Mapping[str, Metric], comm: Comm | Any | None = None) -> None:
-        self.comm = Comm.resolve(comm)
+        super().__init__(comm)
         self._metrics = dict(metrics)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Evaluator:
+        copied = copy.copy(self)
+        copied._metrics = copy.deepcopy(self._metrics, memo)
+        return copied
+
+    def state_dict(self) -> dict[str, dict[str, Any]]:
+        """Every metric's :meth:`Metric.state_dict`, by name."""
+        return {name: metric.state_dict() for name, metric in self._metrics.items()}
+
+    def load_state_dict(self, state: Mapping[str, Mapping[str, Any]]) -> None:
+        """Restore :meth:`state_dict` (the same names)."""
+        self.load_state_dicts([state])
+
+    def load_state_dicts(self, states: Sequence[Mapping[str, Mapping[str, Any]]]) -> None:
+        """Restore the merge of several saved states (:meth:`Metric.load_state_dicts`)."""
+        for name, metric in self._metrics.items():
+            metric.load_state_dicts([state[name] for state in states])
 
     def __getitem__(self, name: str) -> Metric:
         return self._metrics[name]

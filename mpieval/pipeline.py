@@ -102,13 +102,16 @@ def check_writable(path: str) -> None:
 
 
 def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
-            progress: bool = False, warming: threading.Thread | None = None) -> int:
-    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, report."""
+            progress: bool = False, warming: threading.Thread | None = None,
+            save_state: str | None = None) -> int:
+    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, report;
+    with ``save_state``, also save each rank's metric state there
+    (:mod:`mpieval.saved_runs`)."""
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
     results = evaluate(job, comm, progress=progress or (comm.rank == 0 and _tty()),
-                       warming=warming)
-    comm.agreed(lambda: _report(job.specs, results, json_path) if comm.rank == 0 else None)
+                       warming=warming, save_state=save_state)
+    comm.agreed(lambda: report(job.specs, results, json_path) if comm.rank == 0 else None)
     return 0
 
 
@@ -116,7 +119,7 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
-def _report(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None
+def report(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None
             ) -> None:
     """Rank 0's output: the log lines, then the JSON file when asked for (a failure to
     write it is an :class:`InputError` of ``--json``)."""
@@ -130,7 +133,8 @@ def _report(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: 
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
-             warming: threading.Thread | None = None) -> dict[str, Result]:
+             warming: threading.Thread | None = None,
+             save_state: str | None = None) -> dict[str, Result]:
     """Collective: read this rank's pieces in lockstep with the others, then compute.
 
     ``warming``: the thread loading the kernels (:func:`warm_up`); batches read while it
@@ -143,7 +147,12 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
     for totals in reading_rounds(_batches(job, comm.rank), held, comm):
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
-    return evaluator.compute()
+    results = evaluator.compute()
+    if save_state is not None:
+        from mpieval.saved_runs import save_run
+
+        save_run(save_state, job.specs, evaluator, comm)
+    return results
 
 
 def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -66,6 +67,17 @@ class State(Mapping[str, "np.ndarray | RowBuffer"]):
                 offset += part.size
             else:
                 self._parts[name] = RowBuffer(part.dtypes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (and deep-copied) as the buffer and the rows parts: the summed parts
+        are views into the buffer, made again on loading."""
+        rows = {name: part for name, part in self._parts.items() if isinstance(part, RowBuffer)}
+        return {"layout": self.layout, "buffer": self.buffer, "rows": rows}
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        self.__init__(saved["layout"])  # type: ignore[misc]
+        self.buffer[...] = saved["buffer"]
+        self._parts.update(saved["rows"])
 
     def __getitem__(self, name: str) -> np.ndarray | RowBuffer:
         return self._parts[name]

@@ -7,6 +7,7 @@ slow path that locates the bad values runs only when something is wrong.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -14,9 +15,25 @@ import numpy as np
 from mpieval.errors import InputError
 
 
+def from_tensor(values: object) -> object:
+    """A torch tensor as a numpy array, detached: a CPU tensor without a copy (its
+    memory), one on another device copied to the host; bfloat16 (which numpy lacks)
+    widened to float32, exactly. Anything else as it is (torch is never imported here)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(values, torch.Tensor):
+        return values
+    tensor = values.detach()
+    if tensor.device.type != "cpu":
+        tensor = tensor.cpu()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.resolve_conj().resolve_neg().numpy()
+
+
 def as_vector(field: str, values: object) -> np.ndarray:
-    """``values`` as a 1-D numeric (bool, int, uint or float) numpy array, without copying."""
-    array = np.asarray(values)
+    """``values`` (a sequence, numpy array or torch tensor) as a 1-D numeric (bool, int,
+    uint or float) numpy array, without copying."""
+    array = np.asarray(from_tensor(values))
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
     if array.dtype.kind not in "biuf":

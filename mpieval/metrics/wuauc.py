@@ -241,6 +241,21 @@ class WuaucMetric(Metric):
             tags[len(self._stored) :] = lookup[tags[len(self._stored) :]]
         return merged
 
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "extra_keys": self.extra_keys}
+
+    def _extra_state(self) -> dict[str, Any]:
+        """The key columns and the tag values the stored tag codes stand for."""
+        tags = self._tag_values
+        return {"extra_keys": np.array(self.extra_keys, dtype=str),
+                "tag_values": np.array(tags, dtype=np.int64 if self._tag_type is int else str)}
+
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
+        self.extra_keys = tuple(np.asarray(state["extra_keys"], dtype=str).tolist())
+        self._tag_values = np.asarray(state["tag_values"]).tolist()
+        self._tag_index = {value: code for code, value in enumerate(self._tag_values)}
+        self._tag_type = type(self._tag_values[0]) if self._tag_values else None
+
     @property
     def _stored(self) -> RowBuffer:
         return self.state.rows("rows")

@@ -1,0 +1,62 @@
+"""Checkpoints of metric state: plain arrays in ``.npz`` files, and how saved ranks'
+states are shared out when a run resumes on a different number of ranks.
+
+A metric's :meth:`~mpieval.metric.Metric.state_dict` (an Evaluator's: one per name) holds
+no communicator, only arrays and numbers. Every kind's state merges (summed parts add,
+rows concatenate), so a checkpoint written on N ranks resumes on M: rank ``r`` of M loads
+the saved states :func:`shares` gives it and merges them
+(:meth:`~mpieval.metric.Metric.load_state_dicts`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+SEPARATOR = "/"  # between a metric's name and its state's keys in a file
+
+
+def shares(saved: int, rank: int, size: int) -> list[int]:
+    """The saved ranks (of ``saved``) that rank ``rank`` of ``size`` loads: every
+    ``size``-th, so each saved state is loaded by exactly one rank."""
+    return list(range(rank, saved, size))
+
+
+def flatten(states: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """An Evaluator's state (metric name -> state) as one flat mapping ``NAME/KEY``."""
+    return {f"{name}{SEPARATOR}{key}": value
+            for name, state in states.items() for key, value in state.items()}
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The inverse of :func:`flatten`, in the saved order of names."""
+    states: dict[str, dict[str, Any]] = {}
+    for key, value in flat.items():
+        name, _, field = key.rpartition(SEPARATOR)
+        states.setdefault(name, {})[field] = value
+    return states
+
+
+def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) -> None:
+    """Write an Evaluator's state to ``path`` (``.npz``) atomically: a reader sees the
+    old file or the whole new one, never part of it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".npz")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
+            np.savez(file, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """An Evaluator's state saved by :func:`save` (values as arrays; 0-d for numbers)."""
+    with np.load(path, allow_pickle=False) as file:
+        return unflatten({key: file[key] for key in file.files})

@@ -1,0 +1,123 @@
+"""torch.distributed as mpieval's transport: real gloo process groups of 1, 2 and 3
+processes started here (each with a timeout), compared with the MPI path at one rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_trainer import FACTORIES, KINDS, _rows  # noqa: E402
+
+from mpieval.comm import Comm  # noqa: E402
+
+WORKER = os.path.join(os.path.dirname(__file__), "torch_worker.py")
+SECONDS = 240
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(scenario: str, size: int) -> list[dict]:
+    """Start ``size`` processes of one gloo group; every one must end in time and well."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "PMIX_", "HYDI_", "MPI_LOCAL", "OMPI_"))}
+    env["OMP_NUM_THREADS"] = "1"
+    procs = [subprocess.Popen([sys.executable, WORKER, scenario, str(r), str(size), str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for r in range(size)]
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=SECONDS)
+            assert proc.returncode == 0, err[-3000:]
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            proc.kill()
+    assert [o["rank"] for o in outputs] == list(range(size))
+    assert not any(o["mpi_loaded"] for o in outputs)
+    return [o["result"] for o in outputs]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_every_kind_over_gloo_gives_the_one_rank_numbers(size):
+    results = run("kinds", size)
+    for kind in KINDS:
+        reference = FACTORIES[kind](Comm.local())
+        reference.update(**_rows(kind, np.random.default_rng(7)))
+        expected = reference.compute().to_dict()
+        for got in results:
+            assert _close(got[kind], json.loads(json.dumps(expected))), kind
+
+
+def _close(got: object, expected: object) -> bool:
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and got.keys() == expected.keys()
+        return all(_close(got[k], expected[k]) for k in expected)
+    if isinstance(expected, float) and got is not None:
+        return got == pytest.approx(expected, rel=1e-12, nan_ok=True)
+    return got == expected
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_exchange_and_any_over_gloo(size):
+    results = run("exchange", size)
+    assert all(r["any"] for r in results)
+    assert results[1]["rows"] >= 0
+
+
+def test_a_subgroup_computes_over_its_members():
+    results = run("subgroup", 3)
+    assert results[0] == results[2] == {"num": 2.0, "size": 2}
+    assert results[1] == {}
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_bad_input_on_one_process_is_the_same_error_everywhere(size):
+    results = run("bad_input", size)
+    last = size - 1
+    assert {(r["field"], r["count"], r["first_index"]) for r in results} == {("pred", 1, 1)}
+    assert results[last]["text"].startswith("pred: must be finite")
+    assert all(r["text"] == f"rank {last}: " + results[last]["text"] for r in results[:last])
+
+
+def test_metrics_in_another_order_are_one_clear_error_everywhere():
+    results = run("mismatch", 3)
+    assert all(r["type"] == "LayoutMismatchError" for r in results)
+    assert all("rank 2 has b:" in r["text"] for r in results)
+
+
+@pytest.mark.timeout(600)
+def test_ten_thousand_metrics_on_the_default_group():
+    assert run("loop", 2) == [{"transports": 1}] * 2
+
+
+def test_update_takes_tensors_detached_and_without_a_copy():
+    from mpieval import AucMetric, WuaucMetric
+    from mpieval.validation import as_vector
+
+    pred = torch.rand(1000, dtype=torch.float64, requires_grad=True)
+    label = (torch.rand(1000) < 0.5).to(torch.int64)
+    assert np.shares_memory(as_vector("label", label), label.numpy())
+    from_tensors, from_numpy = AucMetric(1000), AucMetric(1000)
+    from_tensors.update(pred * 1, label)  # a result of autograd: detached
+    from_numpy.update(pred.detach().numpy(), label.numpy())
+    assert from_tensors.compute() == from_numpy.compute()
+    half = torch.tensor([0.25, 0.5], dtype=torch.bfloat16)
+    assert as_vector("pred", half).tolist() == [0.25, 0.5]
+    users = WuaucMetric()
+    users.update(torch.tensor([1, 1, 2, 2]), torch.tensor([0.1, 0.9, 0.3, 0.2]),
+                 torch.tensor([0, 1, 1, 0]))
+    assert users.compute().all.uauc == 1.0

@@ -1,0 +1,318 @@
+"""Inside a trainer: communicator lifecycle, checkpoints (N -> M ranks), agreement before
+merging. Multi-rank tests hold for any ``comm.size``."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from mpieval import (
+    AucMetric,
+    Evaluator,
+    InputError,
+    PairwiseMetric,
+    PnMetric,
+    UndefinedMetricWarning,
+    WuaucMetric,
+    checkpoint,
+)
+from mpieval.comm import Comm, live_duplicates
+from mpieval.errors import LayoutMismatchError
+from mpieval.metric import Metric
+from mpieval.state import Summed
+
+N_ROWS = 3000
+
+
+def _rows(kind: str, rng: np.random.Generator, n: int = N_ROWS) -> dict[str, np.ndarray]:
+    """``n`` rows of the inputs of ``kind`` (the same on every rank for one ``rng``)."""
+    uid = rng.integers(0, 60, n)
+    pred = rng.integers(0, 50, n) / 50  # ties on purpose
+    label = (rng.random(n) < 0.3 + 0.4 * pred).astype(np.int64)
+    if kind == "auc":
+        return {"pred": pred, "label": label}
+    if kind == "wuauc":
+        return {"uid": uid, "pred": pred, "label": label,
+                "tag": np.array(["a", "b", "c"])[rng.integers(0, 3, n)]}
+    if kind == "pn":
+        return {"uid": uid, "pred": pred, "label": rng.integers(0, 3, n).astype(np.float64)}
+    return {"left_label": label, "right_label": rng.integers(0, 2, n)}
+
+
+FACTORIES: dict[str, Callable[..., Metric]] = {
+    "auc": lambda comm=None: AucMetric(1000, comm=comm),
+    "wuauc": lambda comm=None: WuaucMetric(comm),
+    "pn": lambda comm=None: PnMetric("half", comm=comm),
+    "pairwise": lambda comm=None: PairwiseMetric(comm),
+}
+KINDS = sorted(FACTORIES)
+
+
+def _part(rows: dict[str, np.ndarray], index: int, parts: int) -> dict[str, np.ndarray]:
+    """Part ``index`` of ``parts`` contiguous slices of growing length; part 1 of 2+ is
+    empty (its rows go to part 0)."""
+    n = len(next(iter(rows.values())))
+    edges = [round(n * i**2 / parts**2) for i in range(parts + 1)]
+    lo, hi = edges[index], edges[index + 1]
+    if parts > 1 and index < 2:
+        lo, hi = (0, edges[2]) if index == 0 else (0, 0)
+    return {k: v[lo:hi] for k, v in rows.items()}
+
+
+def test_parts_cover_every_row_once():
+    rows = {"x": np.arange(100)}
+    for parts in (1, 2, 3, 5):
+        got = np.concatenate([_part(rows, i, parts)["x"] for i in range(parts)])
+        assert np.array_equal(got, rows["x"])
+        if parts > 1:
+            assert len(_part(rows, 1, parts)["x"]) == 0
+
+
+def _values(result) -> object:
+    """The result's JSON values, floats approximate (sums added in another order differ
+    in the last bits; counts stay exact)."""
+    def approx(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: approx(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [approx(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            return pytest.approx(float(value), rel=1e-12, abs=1e-15, nan_ok=True)
+        return value
+
+    return approx(result.to_dict())
+
+
+# -- communicator lifecycle ------------------------------------------------------------
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_ten_thousand_metrics_on_one_communicator_keep_one_duplicate(comm):
+    """A metric per pass on the trainer's communicator: no communicator is leaked (MPICH
+    has 2048 in all). Every metric resolves its communicator; every 10th computes (each
+    compute costs milliseconds on a loaded 2-core machine)."""
+    mpi = pytest.importorskip("mpi4py.MPI")
+    world = mpi.COMM_WORLD
+    warnings.simplefilter("ignore", UndefinedMetricWarning)  # no rows; bucket_error of 2
+    AucMetric(10, comm=world).compute()
+    before = live_duplicates()
+    for step in range(10_000):
+        metric = PairwiseMetric(comm=world) if step % 2 else AucMetric(10, comm=world)
+        assert metric.comm.size == comm.size
+        if step % 10 == 0:
+            metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
+            assert metric.compute().to_dict()["num"] == 2 * comm.size
+        del metric
+    assert live_duplicates() == before
+
+
+@pytest.mark.mpi
+def test_a_freed_sub_communicator_frees_its_duplicate(comm):
+    mpi = pytest.importorskip("mpi4py.MPI")
+    before = live_duplicates()
+    for _ in range(50):
+        sub = mpi.COMM_WORLD.Split(comm.rank % 2, comm.rank)
+        metrics = [AucMetric(10, comm=sub) for _ in range(3)]
+        assert all(m.comm.size == sub.Get_size() for m in metrics)
+        assert live_duplicates() == before + 1
+        sub.Free()
+    assert live_duplicates() == before
+
+
+# -- checkpoints -----------------------------------------------------------------------
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", KINDS)
+def test_pickle_and_deepcopy_at_any_point_then_resume(comm, rng, kind):
+    rows = _rows(kind, rng)
+    mine = _part(rows, comm.rank, comm.size)
+    first = {k: v[: len(v) // 2] for k, v in mine.items()}
+    second = {k: v[len(v) // 2 :] for k, v in mine.items()}
+    whole = FACTORIES[kind](comm)
+    whole.update(**mine)
+    expected = _values(whole.compute())
+
+    metric = FACTORIES[kind](comm)
+    pickle.loads(pickle.dumps(metric))  # before any row
+    metric.update(**first)
+    metric.compute()  # resolves the communicator
+    restored = pickle.loads(pickle.dumps(metric))
+    copied = copy.deepcopy(metric)
+    assert copied.comm is metric.comm
+    restored.comm = comm
+    for m in (restored, copied):  # the summed parts are still views of the one buffer
+        assert all(np.shares_memory(m.state.summed(name), m.state.buffer)
+                   for name, part in m.state.layout.items() if isinstance(part, Summed))
+    for m in (metric, restored, copied):
+        m.update(**second)
+        assert m.compute().to_dict() == expected
+    assert pickle.loads(pickle.dumps(metric.compute())) == metric.compute()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", KINDS)
+def test_state_dict_is_plain_and_round_trips_through_npz(comm, rng, kind, tmp_path):
+    rows = _part(_rows(kind, rng), comm.rank, comm.size)
+    metric = FACTORIES[kind](comm)
+    metric.update(**rows)
+    state = metric.state_dict()
+    assert all(isinstance(v, (np.ndarray, int, float, bool, str)) for v in state.values())
+    path = tmp_path / f"{kind}.npz"
+    checkpoint.save(path, {"m": state})
+    restored = FACTORIES[kind](comm)
+    restored.load_state_dict(checkpoint.load(path)["m"])
+    assert restored.compute().to_dict() == _values(metric.compute())
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("saved_ranks", [1, 2, 3, 5])
+def test_a_checkpoint_of_n_ranks_resumes_on_this_many(comm, rng, kind, saved_ranks):
+    """Mid-pass: ``saved_ranks`` processes saved after the first half of the rows; this
+    job (any size) loads the saved states shared out, then reads the second half."""
+    rows = _rows(kind, rng)
+    half = N_ROWS // 2
+    first = {k: v[:half] for k, v in rows.items()}
+    second = {k: v[half:] for k, v in rows.items()}
+    saved = []
+    for index in range(saved_ranks):  # the earlier job, one process at a time
+        writer = FACTORIES[kind](Comm.local())
+        writer.update(**_part(first, index, saved_ranks))
+        saved.append(pickle.loads(pickle.dumps(writer.state_dict())))
+    metric = FACTORIES[kind](comm)
+    metric.load_state_dicts([saved[i] for i in checkpoint.shares(saved_ranks, comm.rank,
+                                                                  comm.size)])
+    metric.update(**_part(second, comm.rank, comm.size))
+    reference = FACTORIES[kind](Comm.local())
+    reference.update(**rows)
+    assert metric.compute().to_dict() == _values(reference.compute())
+
+
+def test_loading_a_state_of_other_options_or_kind_fails():
+    auc = AucMetric(100)
+    auc.update(np.array([0.5]), np.array([1]))
+    with pytest.raises(ValueError, match="options"):
+        AucMetric(200).load_state_dict(auc.state_dict())
+    with pytest.raises(ValueError, match="auc"):
+        PairwiseMetric().load_state_dict(auc.state_dict())
+
+
+@pytest.mark.mpi
+def test_an_evaluator_pickles_saves_and_merges_several_runs(comm, rng, tmp_path):
+    def evaluator() -> Evaluator:
+        return Evaluator({"ctr": AucMetric(1000), "gauc": WuaucMetric(),
+                          "pairs": PairwiseMetric()}, comm)
+
+    days = []
+    for _day in range(3):
+        data = {kind: _part(_rows(kind, rng), comm.rank, comm.size)
+                for kind in ("auc", "wuauc", "pairwise")}
+        ev = evaluator()
+        ev["ctr"].update(**data["auc"])
+        ev["gauc"].update(**data["wuauc"])
+        ev["pairs"].update(**data["pairwise"])
+        ev.compute()
+        ev = pickle.loads(pickle.dumps(ev))
+        ev.comm = comm
+        path = tmp_path / f"day{_day}-rank{comm.rank}.npz"
+        checkpoint.save(path, ev.state_dict())
+        days.append((data, checkpoint.load(path)))
+    week = evaluator()
+    week.load_state_dicts([state for _, state in days])
+    together = evaluator()
+    for data, _ in days:
+        together["ctr"].update(**data["auc"])
+        together["gauc"].update(**data["wuauc"])
+        together["pairs"].update(**data["pairwise"])
+    assert {n: _values(r) for n, r in week.compute().items()} == \
+        {n: r.to_dict() for n, r in together.compute().items()}
+    assert copy.deepcopy(week).comm is week.comm
+
+
+# -- agreement before merging ----------------------------------------------------------
+
+
+def _other_ranks_only(comm) -> None:
+    if comm.size == 1:
+        pytest.skip("needs two ranks")
+
+
+@pytest.mark.mpi
+def test_a_different_table_size_on_one_rank_is_one_clear_error_everywhere(comm):
+    _other_ranks_only(comm)
+    last = comm.size - 1
+    metric = AucMetric(1000 if comm.rank != last else 500, comm=comm)
+    with pytest.raises(LayoutMismatchError) as info:
+        metric.compute()
+    text = str(info.value)
+    assert f"rank {last} has" in text or f"ranks {last}" in text
+    assert "table_size=1000" in text and "table_size=500" in text
+    metric = AucMetric(1000, comm=comm)
+    metric.update(np.array([0.2, 0.7]), np.array([0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)  # bucket_error of 2 rows
+        assert metric.compute().num == 2 * comm.size  # the job goes on
+
+
+@pytest.mark.mpi
+def test_metrics_in_another_order_on_one_rank_are_an_error_not_a_hang(comm):
+    _other_ranks_only(comm)
+    names = ["gauc", "ctr"] if comm.rank == 1 else ["ctr", "gauc"]
+    make = {"ctr": lambda: AucMetric(100), "gauc": lambda: WuaucMetric()}
+    ev = Evaluator({name: make[name]() for name in names}, comm)
+    with pytest.raises(LayoutMismatchError, match="rank 1 has gauc"):
+        ev.compute()
+
+
+@pytest.mark.mpi
+def test_a_missing_metric_on_one_rank_is_an_error(comm):
+    _other_ranks_only(comm)
+    metrics = {"ctr": AucMetric(100)}
+    if comm.rank != 0:
+        metrics["pairs"] = PairwiseMetric()
+    with pytest.raises(LayoutMismatchError, match="rank 0 has \\(nothing\\)"):
+        Evaluator(metrics, comm).compute()
+
+
+@pytest.mark.mpi
+def test_a_bad_batch_on_one_rank_names_that_rank_elsewhere(comm):
+    metric = AucMetric(100, comm=comm)
+    last = comm.size - 1
+    if comm.rank == last:
+        with pytest.raises(InputError):
+            metric.update(np.array([0.5, 1.5]), np.array([0, 1]))
+    with pytest.raises(InputError) as info:
+        metric.compute()
+    error = info.value
+    assert (error.field, error.count, error.first_index, error.value) == ("pred", 1, 1, 1.5)
+    if comm.rank != last:
+        assert str(error).startswith(f"rank {last}: pred: must be in [0, 1]")
+        assert error.rank == last
+
+
+def test_numpy_use_never_imports_torch():
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from mpieval import AucMetric
+        m = AucMetric(100)
+        m.update(np.array([0.1, 0.9]), np.array([0, 1]))
+        m.compute()
+        m.state_dict()
+        assert "torch" not in sys.modules, "torch loaded"
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "HYDI_", "PMIX_"))}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
