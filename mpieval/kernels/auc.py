@@ -1,9 +1,18 @@
-"""Kernels of the ``auc`` kind: the Abacus/Paddle ``BasicAucCalculator``.
+"""Kernels of the ``auc`` kind: the Abacus/Paddle ``BasicAucCalculator`` and the
+statistics read from its table.
 
 The table has two rows of ``T`` buckets, ``table[0]`` for negatives and ``table[1]``
 for positives; a prediction ``p`` falls in bucket ``min(floor(p * T), T - 1)`` with the
-product taken in float64. Alongside the table three sums are kept: ``abserr = sum
-w |p - y|``, ``sqrerr = sum w (p - y)^2`` and ``pred = sum w p``.
+product taken in float64. Alongside the table the sums ``SUM_FIELDS`` are kept, over rows
+with label ``y``, weight ``w`` (1 when absent) and pred ``p``:
+
+- ``abserr = sum w |p - y|``, ``sqrerr = sum w (p - y)^2``, ``pred = sum w p``, ``rows``
+  (the row count, unweighted);
+- ``logloss = sum w ce(p, y)`` with ``ce = -(y ln q + (1 - y) ln(1 - q))`` and ``q`` the
+  pred clipped to ``[1e-15, 1 - 1e-15]``;
+- the second moments of the intervals (:mod:`mpieval.kernels.stats`): ``label_sq = sum
+  w y^2``, ``pred_sq = sum w p^2`` and ``label_pred = sum w y p``. A weight counts as
+  repeated rows here too (a frequency weight), as in the table.
 """
 
 from __future__ import annotations
@@ -17,8 +26,18 @@ from mpieval.kernels.jit import compiled
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
 
-SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS = range(4)
-N_SUMS = 4
+SUM_FIELDS = ("abserr", "sqrerr", "pred", "rows", "logloss", "label_sq", "pred_sq",
+              "label_pred")
+(SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS, SUM_LOGLOSS, SUM_LABEL_SQ, SUM_PRED_SQ,
+ SUM_LABEL_PRED) = range(len(SUM_FIELDS))
+N_SUMS = len(SUM_FIELDS)
+
+PRED_CLIP = 1e-15  # logloss clips pred to [PRED_CLIP, 1 - PRED_CLIP]
+# The unweighted update multiplies the rows' likelihoods and takes one log per batch; the
+# running product is scaled up by 2**600 (exactly) whenever it falls below 2**-600.
+_TINY = 2.0**-600
+_RESCALE = 2.0**600
+_RESCALE_LOG = 600 * math.log(2)
 
 # dtypes the compiled update takes as they are; anything else is converted first.
 _PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -37,9 +56,12 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
 
 @compiled
-def _accumulate_binary(table, pred, label):
+def _accumulate_binary(table, pred, label, sums):
     size = table.shape[1]
     abserr = sqrerr = pred_sum = 0.0
+    positives = pp = yp = 0.0
+    likelihood = 1.0  # prod of q (y = 1) or 1 - q (y = 0), times 2**(600 rescales)
+    rescales = 0
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.int64(label[i])
@@ -48,13 +70,29 @@ def _accumulate_binary(table, pred, label):
         abserr += abs(d)
         sqrerr += d * d
         pred_sum += p
-    return abserr, sqrerr, pred_sum
+        positives += y
+        pp += p * p
+        yp += y * p
+        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
+        likelihood *= q if y != 0 else 1.0 - q
+        if likelihood < _TINY:
+            likelihood *= _RESCALE
+            rescales += 1
+    sums[SUM_ABSERR] += abserr
+    sums[SUM_SQRERR] += sqrerr
+    sums[SUM_PRED] += pred_sum
+    sums[SUM_ROWS] += pred.shape[0]
+    sums[SUM_LOGLOSS] += rescales * _RESCALE_LOG - math.log(likelihood)
+    sums[SUM_LABEL_SQ] += positives
+    sums[SUM_PRED_SQ] += pp
+    sums[SUM_LABEL_PRED] += yp
 
 
 @compiled
-def _accumulate_weighted(table, pred, label, weight):
+def _accumulate_weighted(table, pred, label, weight, sums):
     size = table.shape[1]
-    abserr = sqrerr = pred_sum = 0.0
+    abserr = sqrerr = pred_sum = logloss = 0.0
+    label_sq = pred_sq = label_pred = 0.0
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.float64(label[i])
@@ -66,7 +104,24 @@ def _accumulate_weighted(table, pred, label, weight):
         abserr += w * abs(d)
         sqrerr += w * d * d
         pred_sum += w * p
-    return abserr, sqrerr, pred_sum
+        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
+        ce = 0.0
+        if y != 0.0:
+            ce -= y * math.log(q)
+        if y != 1.0:
+            ce -= (1.0 - y) * math.log(1.0 - q)
+        logloss += w * ce
+        label_sq += w * y * y
+        pred_sq += w * p * p
+        label_pred += w * y * p
+    sums[SUM_ABSERR] += abserr
+    sums[SUM_SQRERR] += sqrerr
+    sums[SUM_PRED] += pred_sum
+    sums[SUM_ROWS] += pred.shape[0]
+    sums[SUM_LOGLOSS] += logloss
+    sums[SUM_LABEL_SQ] += label_sq
+    sums[SUM_PRED_SQ] += pred_sq
+    sums[SUM_LABEL_PRED] += label_pred
 
 
 def _as_kernel_input(values: np.ndarray, accepted: tuple[np.dtype, ...]) -> np.ndarray:
@@ -88,21 +143,17 @@ def accumulate(
 
     Unweighted 0/1 labels (``binary``) add 1 to ``table[label, bucket]``. Otherwise a row
     with label ``y`` and weight ``w`` (1 when absent) adds ``w (1 - y)`` to
-    ``table[0, bucket]`` and ``w y`` to ``table[1, bucket]``; abserr, sqrerr and the pred
-    sum are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
+    ``table[0, bucket]`` and ``w y`` to ``table[1, bucket]``; the sums (``SUM_FIELDS``)
+    are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
     does not, so that integer weights equal repeated rows for every field).
     """
     p = _as_kernel_input(pred, _PRED_DTYPES)
     y = _as_kernel_input(label, _LABEL_DTYPES)
     if binary and weight is None:
-        abserr, sqrerr, pred_sum = _accumulate_binary(table, p, y)
+        _accumulate_binary(table, p, y, sums)
     else:
         w = np.ones(len(p)) if weight is None else _as_kernel_input(weight, _LABEL_DTYPES)
-        abserr, sqrerr, pred_sum = _accumulate_weighted(table, p, y, w)
-    sums[SUM_ABSERR] += abserr
-    sums[SUM_SQRERR] += sqrerr
-    sums[SUM_PRED] += pred_sum
-    sums[SUM_ROWS] += len(p)
+        _accumulate_weighted(table, p, y, w, sums)
 
 
 def auc_from_table(table: np.ndarray) -> float:
@@ -165,6 +216,90 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
     return error_sum / error_count if error_count > 0 else math.nan
 
 
+CURVE_POINTS = 1000  # at most this many steps in each curve
+
+
+@compiled
+def ranking_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[float, float]:
+    """``(auprc, auc_tie_bound)`` of the table; NaN where undefined.
+
+    ``auprc``: average precision with each bucket one threshold, swept from the top
+    bucket down: ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``, where ``TP_b``, ``FP_b``
+    count the rows in bucket ``b`` and above. Rows tied inside a bucket enter together
+    (as sklearn's ``average_precision_score`` treats tied scores). NaN without positives.
+
+    ``auc_tie_bound = sum_b neg_b pos_b / (2 N P)``: the pairs in one bucket count 1/2 in
+    the histogram AUC and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two
+    differ by at most this much. NaN when a class is missing.
+    """
+    neg_total = 0.0
+    pos_total = 0.0
+    tied = 0.0
+    for b in range(negatives.shape[0]):
+        neg_total += negatives[b]
+        pos_total += positives[b]
+        tied += negatives[b] * positives[b]
+    if pos_total == 0:
+        return math.nan, math.nan
+    precision_sum = 0.0
+    tp = 0.0
+    fp = 0.0
+    for b in range(negatives.shape[0] - 1, -1, -1):
+        tp += positives[b]
+        fp += negatives[b]
+        if positives[b] != 0:
+            precision_sum += positives[b] * tp / (tp + fp)
+    bound = tied / (2 * neg_total * pos_total) if neg_total != 0 else math.nan
+    return precision_sum / pos_total, bound
+
+
+def _first_reaching(cumulative: np.ndarray, points: int) -> np.ndarray:
+    """Indices where the nondecreasing ``cumulative`` first reaches each of ``points``
+    equal steps of its last value (the last index always included)."""
+    levels = np.linspace(0, cumulative[-1], points + 1)[1:]
+    index = np.searchsorted(cumulative, levels, side="left")
+    return np.unique(np.minimum(index, len(cumulative) - 1))
+
+
+def roc_from_table(table: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
+    """ROC points ``[fpr, tpr]`` from ``[0, 0]`` to ``[1, 1]``, one per threshold between
+    buckets swept from the top down; when there are more than ``points`` such thresholds,
+    those where the curve's length ``fpr + tpr`` first reaches each of ``points`` equal
+    steps (deterministic, spread along the curve). Empty when a class is missing."""
+    neg, pos = table[0, ::-1], table[1, ::-1]
+    filled = (neg != 0) | (pos != 0)
+    fp, tp = np.cumsum(neg[filled]), np.cumsum(pos[filled])
+    if len(fp) == 0 or fp[-1] == 0 or tp[-1] == 0:
+        return []
+    fpr, tpr = fp / fp[-1], tp / tp[-1]
+    if len(fpr) > points:
+        keep = _first_reaching(fpr + tpr, points)
+        fpr, tpr = fpr[keep], tpr[keep]
+    return [[0.0, 0.0], *np.column_stack([fpr, tpr]).tolist()]
+
+
+def calibration_from_table(table: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
+    """Calibration bins ``[mean_pred, actual_ctr, rows]`` from the lowest pred up: buckets
+    are merged into at most ``points`` bins of about equal rows (a bucket ``b`` goes to bin
+    ``floor(points * rows below b / rows)``; one bucket is never split). ``mean_pred`` is
+    the rows-weighted mean of the buckets' midpoints ``(b + 1/2) / T`` (within ``1 / 2T``
+    of the mean raw pred); ``rows`` is the weight sum. Empty without rows."""
+    size = table.shape[1]
+    rows = table[0] + table[1]
+    filled = np.flatnonzero(rows)
+    if len(filled) == 0:
+        return []
+    shows, clicks = rows[filled], table[1][filled]
+    below = np.cumsum(shows) - shows
+    bins = np.minimum((below * points / shows.sum()).astype(np.int64), points - 1)
+    bin_rows = np.bincount(bins, weights=shows)
+    bin_clicks = np.bincount(bins, weights=clicks)
+    bin_pred = np.bincount(bins, weights=shows * (filled + 0.5) / size)
+    used = bin_rows != 0
+    return np.column_stack([bin_pred[used] / bin_rows[used], bin_clicks[used] / bin_rows[used],
+                            bin_rows[used]]).tolist()
+
+
 def warm_up() -> None:
     """Load the compiled update (float64 pred and label, as files are read) and sweep.
 
@@ -175,3 +310,4 @@ def warm_up() -> None:
     table = np.zeros((2, 4))
     accumulate(table, np.zeros(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
     bucket_error_from_table(table[0], table[1])
+    ranking_from_table(table[0], table[1])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.kernels import auc as kernels
+from mpieval.kernels import stats
 from mpieval.metric import Input, Metric, Option, warn_undefined
 from mpieval.state import Part, Summed
 from mpieval.validation import (
@@ -27,11 +29,20 @@ from mpieval.validation import (
 DEFAULT_TABLE_SIZE = 1_000_000
 
 
+INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc")
+_RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
+           "copc": (0.0, math.inf)}
+
+
 @dataclass(frozen=True)
 class AucResult:
     """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
     the log line's ``num=%d`` rounds a fractional weight sum, JSON keeps it whole);
-    NaN marks an undefined value."""
+    NaN marks an undefined value.
+
+    ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined);
+    :meth:`ci` turns them into intervals at any level, ``to_dict`` writes the 95% ones
+    as ``ci95``. The log line is the Abacus one and has none of the statistics."""
 
     auc: float
     bucket_error: float
@@ -44,13 +55,34 @@ class AucResult:
     positives: float
     rows: int
     table_size: int
+    logloss: float = math.nan
+    ne: float = math.nan
+    auprc: float = math.nan
+    auc_tie_bound: float = math.nan
+    roc_curve: list[list[float]] = field(default_factory=list)
+    calibration_curve: list[list[float]] = field(default_factory=list)
+    stderr: dict[str, float] = field(default_factory=dict)
+
+    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """Wald intervals ``value -/+ z se`` of ``INTERVAL_FIELDS`` at ``level``, cut to
+        each value's range; None where undefined."""
+        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
+                                     level, *_RANGES[name])
+                for name in INTERVAL_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
-        fields = {k: logline.json_number(v) for k, v in asdict(self).items()}
-        fields["num"] = int(self.num) if float(self.num).is_integer() else self.num
-        fields["positives"] = (
-            int(self.positives) if float(self.positives).is_integer() else self.positives
-        )
+        fields: dict[str, Any] = {}
+        for name in (f.name for f in dataclasses.fields(self)):
+            value = getattr(self, name)
+            if name in ("num", "positives"):
+                fields[name] = int(value) if float(value).is_integer() else value
+            elif name == "calibration_curve":
+                fields[name] = [[p, c, int(r) if float(r).is_integer() else r]
+                                for p, c, r in value]
+            elif name != "stderr":
+                fields[name] = logline.json_number(value)
+        fields["ci95"] = {name: None if pair is None else list(pair)
+                          for name, pair in self.ci(0.95).items()}
         return {"kind": "auc", **fields}
 
     def to_log_line(self, name: str) -> str:
@@ -65,17 +97,22 @@ class AucResult:
 
 def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = None) -> AucResult:
     """Every value of the ``auc`` kind from a (merged) table of shape (2, T) and its sums
-    (abserr, sqrerr, pred sum, rows); with ``comm``, warns once per NaN cause.
+    (``kernels.SUM_FIELDS``); with ``comm``, warns once for all NaN causes.
 
     ``rmse = sqrt(sqrerr / num)``, ``mae = abserr / num``, ``actual_ctr = positives /
-    num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``.
+    num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``,
+    ``logloss = sum w ce / num``, ``ne = logloss / H(actual_ctr)`` with ``H(r) = -(r ln r
+    + (1 - r) ln(1 - r))`` (TorchRec's NE; undefined when the CTR is 0 or 1).
     """
     positives = float(table[1].sum())
     num = positives + float(table[0].sum())
     reasons = []
+    nan = math.nan
+    stderr: dict[str, float] = {}
     if num == 0:
         reasons.append("no rows")
-        auc = bucket_error = rmse = mae = actual = predicted = copc = math.nan
+        auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
+        auprc = tie_bound = nan
     else:
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
@@ -92,6 +129,17 @@ def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = N
             copc = math.nan
         else:
             copc = actual / predicted
+        logloss = sums[kernels.SUM_LOGLOSS] / num
+        entropy = _entropy(actual)
+        if entropy == 0:
+            reasons.append("ne is undefined: actual ctr is 0 or 1")
+            ne = nan
+        else:
+            ne = logloss / entropy
+        auprc, tie_bound = (float(x) for x in kernels.ranking_from_table(table[0], table[1]))
+        if math.isnan(auprc):
+            reasons.append("auprc is undefined without positives")
+        stderr = _stderrs(table, sums, positives, num, reasons, defined=not math.isnan(auc))
     if reasons and comm is not None:
         warn_undefined(comm, "auc: " + "; ".join(reasons))
     return AucResult(
@@ -106,7 +154,43 @@ def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = N
         positives=positives,
         rows=int(sums[kernels.SUM_ROWS]),
         table_size=table.shape[1],
+        logloss=logloss,
+        ne=ne,
+        auprc=auprc,
+        auc_tie_bound=tie_bound,
+        roc_curve=kernels.roc_from_table(table),
+        calibration_curve=kernels.calibration_from_table(table),
+        stderr=stderr,
     )
+
+
+def _entropy(ctr: float) -> float:
+    """``-(r ln r + (1 - r) ln(1 - r))``; 0 at 0 and 1."""
+    if ctr <= 0 or ctr >= 1:
+        return 0.0
+    return -(ctr * math.log(ctr) + (1 - ctr) * math.log1p(-ctr))
+
+
+def _stderrs(table: np.ndarray, sums: np.ndarray, positives: float, num: float,
+             reasons: list[str], *, defined: bool) -> dict[str, float]:
+    """Standard errors of ``INTERVAL_FIELDS`` (see :mod:`mpieval.kernels.stats`): DeLong's
+    for the AUC from the table, the delta method for the ratios of sums. A reason is added
+    for each interval left undefined whose value is defined."""
+    _, variance = stats.delong_from_table(table[0], table[1])
+    if defined and math.isnan(variance):
+        reasons.append("auc ci95 needs a weight above 1 in each class")
+    s, k = sums, kernels
+    # actual ctr = sum w y / sum w; predicted = sum w p / sum w; copc = sum w y / sum w p;
+    # frequency weights: sum w (a - r b)^2 over rows, so sum w y^2 etc. (no w^2 sums)
+    actual = stats.ratio_stderr(positives, num, s[k.SUM_LABEL_SQ], positives, num)
+    predicted = stats.ratio_stderr(s[k.SUM_PRED], num, s[k.SUM_PRED_SQ], s[k.SUM_PRED], num)
+    copc = stats.ratio_stderr(positives, s[k.SUM_PRED], s[k.SUM_LABEL_SQ],
+                              s[k.SUM_LABEL_PRED], s[k.SUM_PRED_SQ])
+    if s[k.SUM_ROWS] < 2:
+        reasons.append("ci95 of the ctrs and copc needs two rows")
+        actual = predicted = copc = math.nan
+    return {"auc": math.sqrt(variance), "actual_ctr": actual, "predicted_ctr": predicted,
+            "copc": copc}
 
 
 class AucMetric(Metric):
@@ -117,9 +201,10 @@ class AucMetric(Metric):
     ``weight`` >= 0. A soft label ``y`` adds ``w (1 - y)`` to the negative bucket and
     ``w y`` to the positive one.
 
-    State: ``table`` (2, T): negatives then positives per bucket, and ``sums``: abserr,
-    sqrerr, pred sum and rows; both merge by addition (``16 T + 32`` bytes, whatever the
-    number of rows).
+    State: ``table`` (2, T): negatives then positives per bucket, and ``sums``
+    (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
+    second-moment sums of the intervals); both merge by addition (``16 T + 64`` bytes,
+    whatever the number of rows).
     """
 
     kind = "auc"
@@ -134,6 +219,7 @@ class AucMetric(Metric):
     @classmethod
     def warm_up(cls) -> None:
         kernels.warm_up()
+        stats.delong_from_table(np.ones(2), np.ones(2))
 
     def __init__(
         self,

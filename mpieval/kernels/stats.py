@@ -1,0 +1,113 @@
+"""Uncertainty of the headline values: standard errors from merged sums and tables.
+
+Everything here works on merged state only (the histogram of the ``auc`` kind, sums over
+rows), so an interval is the same whatever the number of ranks and the split of rows.
+
+- DeLong's variance of a histogram AUC: each bucket is one score, so rows in one bucket
+  are tied and a tie counts one half. A positive in bucket ``b`` has the placement
+  ``V10(b) = (negatives below b + negatives in b / 2) / N``, a negative
+  ``V01(b) = (positives above b + positives in b / 2) / P``; the AUC is the mean of either,
+  and ``Var(AUC) = S10 / P + S01 / N`` with ``S10 = sum_pos (V10 - AUC)^2 / (P - 1)`` and
+  ``S01 = sum_neg (V01 - AUC)^2 / (N - 1)`` (DeLong, DeLong & Clarke-Pearson 1988).
+  Bucket counts stand for rows (a weighted table: integer weights are repeated rows).
+- A ratio of sums ``R = A / B`` over rows (actual CTR, predicted CTR, COPC) by the delta
+  method, rows independent: ``Var(R) = sum w (a_i - R b_i)^2 / B^2``, expanded into the
+  second-moment sums ``sum w a^2``, ``sum w a b``, ``sum w b^2`` that the state keeps
+  (a weight counts as repeated rows, as in the table).
+- Intervals are Wald intervals ``value -/+ z se`` at any level, cut to the value's range.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+
+from mpieval.kernels.jit import compiled
+
+_NORMAL = NormalDist()
+
+
+def z_value(level: float) -> float:
+    """The two-sided normal quantile of ``level`` (1.959964 for 0.95)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), not {level}")
+    return _NORMAL.inv_cdf(0.5 + level / 2)
+
+
+def normal_cdf(x: float) -> float:
+    """The standard normal distribution function."""
+    return _NORMAL.cdf(x)
+
+
+def interval(value: float, stderr: float, level: float, low: float = -math.inf,
+             high: float = math.inf) -> tuple[float, float] | None:
+    """``value -/+ z(level) stderr`` cut to ``[low, high]``; None when either is NaN."""
+    if math.isnan(value) or math.isnan(stderr):
+        return None
+    half = z_value(level) * stderr
+    return (max(low, value - half), min(high, value + half))
+
+
+def two_sided_p(diff: float, stderr: float) -> float:
+    """``P(|Z| >= |diff / stderr|)`` under the normal null; 1 when both are 0, NaN when
+    undefined."""
+    if math.isnan(diff) or math.isnan(stderr):
+        return math.nan
+    if stderr == 0:
+        return 1.0 if diff == 0 else 0.0
+    return 2 * normal_cdf(-abs(diff) / stderr)
+
+
+def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
+    """Delta-method standard error of ``r = a / b`` over independent rows ``i`` of weight
+    ``w_i`` (a frequency weight: ``w`` repeated rows), with ``a = sum w a_i``, ``b = sum w
+    b_i``, ``aa = sum w a_i^2``, ``ab = sum w a_i b_i``, ``bb = sum w b_i^2``:
+    ``sqrt(sum w (a_i - r b_i)^2) / |b| = sqrt(aa - 2 r ab + r^2 bb) / |b|``; NaN when
+    ``b`` is 0."""
+    if b == 0:
+        return math.nan
+    r = a / b
+    return math.sqrt(max(aa - 2 * r * ab + r * r * bb, 0.0)) / abs(b)
+
+
+@compiled
+def delong_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[float, float]:
+    """``(auc, variance)`` of the histogram AUC by DeLong's placements (module docstring),
+    in three sweeps over the table: totals, the mean placement, the centred squares.
+    NaN variance when a class has total weight 1 or less; NaN AUC when one is empty."""
+    n_buckets = negatives.shape[0]
+    neg_total = 0.0
+    pos_total = 0.0
+    for b in range(n_buckets):
+        neg_total += negatives[b]
+        pos_total += positives[b]
+    if neg_total == 0 or pos_total == 0:
+        return math.nan, math.nan
+    area = 0.0
+    below = 0.0
+    for b in range(n_buckets):
+        area += positives[b] * (below + 0.5 * negatives[b])
+        below += negatives[b]
+    auc = area / (neg_total * pos_total)
+    if neg_total <= 1 or pos_total <= 1:
+        return auc, math.nan
+    s10 = 0.0
+    s01 = 0.0
+    below = 0.0
+    above = pos_total
+    for b in range(n_buckets):
+        neg = negatives[b]
+        pos = positives[b]
+        above -= pos
+        if pos != 0:
+            d = (below + 0.5 * neg) / neg_total - auc
+            s10 += pos * d * d
+        if neg != 0:
+            d = (above + 0.5 * pos) / pos_total - auc
+            s01 += neg * d * d
+        below += neg
+    s10 /= pos_total - 1
+    s01 /= neg_total - 1
+    return auc, s10 / pos_total + s01 / neg_total
