@@ -64,3 +64,29 @@ def ratio_stderr(a, b, weight):
     r = wa / wb
     spread = sum(w * (x - r * y) ** 2 for w, x, y in zip(weight, a, b, strict=True))
     return math.sqrt(spread) / abs(wb)
+
+
+def paired_delong(score_a, score_b, label):
+    """``(auc_b - auc_a, variance)`` by DeLong's paired test, every pair compared:
+    ``(S10_AA + S10_BB - 2 S10_AB) / m + (S01_AA + S01_BB - 2 S01_AB) / n``."""
+
+    def psi(x, y):
+        return 1.0 if x > y else 0.5 if x == y else 0.0
+
+    pos = [i for i, y in enumerate(label) if y == 1]
+    neg = [i for i, y in enumerate(label) if y == 0]
+    placements = {}
+    for name, score in (("a", score_a), ("b", score_b)):
+        v10 = [sum(psi(score[i], score[j]) for j in neg) / len(neg) for i in pos]
+        v01 = [sum(psi(score[i], score[j]) for i in pos) / len(pos) for j in neg]
+        placements[name] = (v10, v01, sum(v10) / len(pos))
+
+    def cov(x, y, mx, my):
+        return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / (len(x) - 1)
+
+    (a10, a01, auc_a), (b10, b01, auc_b) = placements["a"], placements["b"]
+    s10 = cov(a10, a10, auc_a, auc_a) + cov(b10, b10, auc_b, auc_b) - 2 * cov(a10, b10, auc_a,
+                                                                              auc_b)
+    s01 = cov(a01, a01, auc_a, auc_a) + cov(b01, b01, auc_b, auc_b) - 2 * cov(a01, b01, auc_a,
+                                                                              auc_b)
+    return auc_b - auc_a, s10 / len(pos) + s01 / len(neg)

@@ -58,3 +58,37 @@ def auc_coverage(rng: np.random.Generator, datasets: int, n: int, d: float,
             pair = ci[name]
             hits[name] += pair is not None and pair[0] <= value <= pair[1]
     return {name: count / datasets for name, count in hits.items()}
+
+
+def paired(rng: np.random.Generator, n: int, d: float, noise_a: float,
+           noise_b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pred_a, pred_b, label)``: one binormal score per row, each model adding its own
+    independent noise N(0, noise^2); model m's true AUC is Phi(d / sqrt(2 (1 + noise^2)))."""
+    label = (rng.random(n) < POSITIVE_SHARE).astype(np.int8)
+    score = rng.standard_normal(n) + d * label
+    return (sigmoid(score + noise_a * rng.standard_normal(n)),
+            sigmoid(score + noise_b * rng.standard_normal(n)), label)
+
+
+def paired_auc(d: float, noise: float) -> float:
+    return stats.normal_cdf(d / math.sqrt(2 * (1 + noise**2)))
+
+
+def ab_rates(rng: np.random.Generator, datasets: int, n: int, d: float, noise_a: float,
+             noise_b: float, table_size: int = 10_000) -> dict[str, float]:
+    """Over ``datasets`` paired data sets: the shares with ``p < 0.05`` and ``p < 0.01``,
+    and the share whose 95% interval of ``auc_diff`` covers the true difference."""
+    true_diff = paired_auc(d, noise_b) - paired_auc(d, noise_a)
+    below_05 = below_01 = covered = 0
+    for _ in range(datasets):
+        pred_a, pred_b, label = paired(rng, n, d, noise_a, noise_b)
+        metric = AucMetric(table_size, compare="b", comm=Comm.local())
+        metric.update(pred_a, label, compare=pred_b)
+        comparison = metric.compute().compare
+        assert comparison is not None
+        pair = comparison.ci()
+        below_05 += comparison.p < 0.05
+        below_01 += comparison.p < 0.01
+        covered += pair is not None and pair[0] <= true_diff <= pair[1]
+    return {"p<0.05": below_05 / datasets, "p<0.01": below_01 / datasets,
+            "covers": covered / datasets}

@@ -246,3 +246,86 @@ def test_auc_ctr_and_copc_intervals_cover_the_truth():
                                        d=1.0)
     for name, share in coverage.items():
         assert 0.925 <= share <= 0.975, (name, share)
+
+
+# -- paired comparison ------------------------------------------------------------------
+
+
+def compare(pred_a, pred_b, label, table_size=1000, weight=None):
+    metric = AucMetric(table_size, compare="pred_b", comm=Comm.local())
+    metric.update(pred_a, label, weight, compare=pred_b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+@pytest.mark.parametrize("table_size", [5, 100, 10_000])
+def test_paired_delong_equals_pairwise_oracle(rng, table_size):
+    for _ in range(4):
+        pred_a, pred_b, label = simulation.paired(rng, int(rng.integers(20, 200)), 1.0, 0.5, 1.0)
+        if label.sum() < 2 or (1 - label).sum() < 2:
+            continue
+        got = compare(pred_a, pred_b, label, table_size).compare
+        diff, variance = oracle_stats.paired_delong(
+            kernels.buckets(pred_a, table_size).tolist(),
+            kernels.buckets(pred_b, table_size).tolist(), label.tolist())
+        assert got.auc_diff == pytest.approx(diff, rel=1e-9, abs=1e-15)
+        assert got.auc_diff_stderr ** 2 == pytest.approx(variance, rel=1e-9)
+        assert got.p == pytest.approx(2 * stats.normal_cdf(-abs(diff) / math.sqrt(variance)))
+
+
+def test_model_b_values_are_those_of_b_alone_and_a_is_unchanged(rng):
+    pred_a, pred_b, label = simulation.paired(rng, 5000, 1.0, 0.5, 0.7)
+    result = compare(pred_a, pred_b, label)
+    a, b = compute(pred_a, label), compute(pred_b, label)
+    assert result.to_log_line("x").splitlines()[0] == a.to_log_line("x")
+    d = result.to_dict()
+    assert {k: v for k, v in d.items() if k != "compare"} == a.to_dict()
+    assert result.compare.result.to_dict() == b.to_dict()
+    assert d["compare"]["pred"] == "pred_b" and d["compare"]["auc"] == b.auc
+    assert d["compare"]["auc_diff"] == b.auc - a.auc
+    low, high = d["compare"]["auc_diff_ci95"]
+    assert low < b.auc - a.auc < high and 0 <= d["compare"]["auc_diff_p"] <= 1
+    line = result.to_log_line("x").splitlines()[1]
+    assert line.startswith("x: compare=pred_b auc=") and " auc_diff_p=" in line
+
+
+def test_identical_models_differ_by_zero_with_p_one(rng):
+    pred, label = binormal(rng, 1000, 1.0)
+    c = compare(pred, pred, label).compare
+    assert c.auc_diff == 0 and c.auc_diff_stderr == 0 and c.p == 1.0
+    assert c.ci() == (0.0, 0.0)
+
+
+def test_weighted_pairs_equal_repeated_rows(rng):
+    pred_a, pred_b, label = simulation.paired(rng, 500, 1.0, 0.5, 1.0)
+    counts = rng.integers(0, 4, 500)
+    weighted = compare(pred_a, pred_b, label, 100, weight=counts.astype(float)).compare
+    repeated = compare(*(np.repeat(x, counts) for x in (pred_a, pred_b, label)), 100).compare
+    assert weighted.auc_diff == pytest.approx(repeated.auc_diff, rel=1e-12, abs=1e-15)
+    assert weighted.auc_diff_stderr == pytest.approx(repeated.auc_diff_stderr, rel=1e-10)
+
+
+def test_compare_input_must_match_the_option(rng):
+    from mpieval import InputError
+
+    with pytest.raises(InputError, match="compare: is needed"):
+        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1])
+    with pytest.raises(InputError, match="compare: is given"):
+        AucMetric(10, comm=Comm.local()).update([0.1], [1], compare=[0.2])
+    with pytest.raises(InputError, match=r"compare: must be in \[0, 1\]"):
+        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1], compare=[1.2])
+    with pytest.raises(InputError, match="compare"):
+        AucMetric(10, compare="")
+
+
+@pytest.mark.slow
+def test_ab_under_the_null_and_with_a_difference():
+    # 400 data sets of 5,000 rows (the full counts: scripts/coverage.py)
+    rng = np.random.default_rng(77)
+    null = simulation.ab_rates(rng, datasets=400, n=5000, d=1.0, noise_a=0.7, noise_b=0.7)
+    assert 0.025 <= null["p<0.05"] <= 0.075, null
+    assert 0.925 <= null["covers"] <= 0.975, null
+    # a real difference is found, and covered at the nominal rate
+    diff = simulation.ab_rates(rng, datasets=100, n=20_000, d=1.0, noise_a=0.9, noise_b=0.5)
+    assert diff["p<0.01"] >= 0.9 and 0.88 <= diff["covers"] <= 1.0, diff

@@ -47,3 +47,23 @@ def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, 
     assert got.roc_curve == want.roc_curve
     assert got.calibration_curve == want.calibration_curve
     assert not any(math.isnan(x) for pair in got.ci().values() for x in pair)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_paired_comparison_is_that_of_one_process_for_any_split(comm, rng, weighted):
+    data = rows(rng)
+    data["compare"] = np.clip(data["pred"] + rng.normal(0, 0.05, len(data["pred"])), 0,
+                              1).astype(np.float32)
+    mine = my_rows(data, comm.rank, comm.size, rng, scatter=True)
+    metric = AucMetric(10_000, compare="b", comm=comm)
+    metric.update(mine["pred"], mine["label"], mine["weight"] if weighted else None,
+                  compare=mine["compare"])
+    one = AucMetric(10_000, compare="b", comm=Comm.local())
+    one.update(data["pred"], data["label"], data["weight"] if weighted else None,
+               compare=data["compare"])
+    got, want = metric.compute().compare, one.compute().compare
+    assert got.auc_diff == want.auc_diff  # from the merged tables: exact
+    assert got.auc_diff_stderr == pytest.approx(want.auc_diff_stderr, rel=1e-12)
+    assert got.p == pytest.approx(want.p, rel=1e-12)
+    assert got.ci(0.9) == pytest.approx(want.ci(0.9), rel=1e-12)
+    assert got.to_log_line("x") == want.to_log_line("x")

@@ -14,6 +14,9 @@ rows), so an interval is the same whatever the number of ranks and the split of 
   method, rows independent: ``Var(R) = sum w (a_i - R b_i)^2 / B^2``, expanded into the
   second-moment sums ``sum w a^2``, ``sum w a b``, ``sum w b^2`` that the state keeps
   (a weight counts as repeated rows, as in the table).
+- The paired test of two models scored on the same rows (DeLong's test): each row's
+  placements in both merged tables give the variance of the AUC difference
+  (:func:`paired_variance`); the rows' bucket pairs are kept for this second sweep.
 - Intervals are Wald intervals ``value -/+ z se`` at any level, cut to the value's range.
 """
 
@@ -111,3 +114,54 @@ def delong_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[flo
     s10 /= pos_total - 1
     s01 /= neg_total - 1
     return auc, s10 / pos_total + s01 / neg_total
+
+
+def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(v10, v01, auc)``: each bucket's placement values centred on the AUC (module
+    docstring): ``v10[b] = V10(b) - auc`` (a positive in bucket ``b``) and ``v01[b] =
+    V01(b) - auc`` (a negative in ``b``). NaN AUC when a class is missing."""
+    negatives, positives = table[0], table[1]
+    neg_total, pos_total = float(negatives.sum()), float(positives.sum())
+    auc = float(delong_from_table(negatives, positives)[0])
+    if math.isnan(auc):
+        empty = np.zeros(len(negatives))
+        return empty, empty, auc
+    below = np.cumsum(negatives) - negatives
+    above = pos_total - np.cumsum(positives)
+    v10 = (below + 0.5 * negatives) / neg_total - auc
+    v01 = (above + 0.5 * positives) / pos_total - auc
+    return v10, v01, auc
+
+
+@compiled
+def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,
+                  negative: np.ndarray, v10_a: np.ndarray, v10_b: np.ndarray,
+                  v01_a: np.ndarray, v01_b: np.ndarray) -> tuple[float, float]:
+    """``(sum_pos w (d10_b - d10_a)^2, sum_neg w (d01_b - d01_a)^2)`` over rows with
+    buckets ``bucket_a``, ``bucket_b`` in the two models and weights ``positive`` (``w
+    y``) and ``negative`` (``w (1 - y)``), from the centred placements of
+    :func:`placements` (the paired DeLong test, see :func:`paired_variance`)."""
+    spread_pos = 0.0
+    spread_neg = 0.0
+    for i in range(bucket_a.shape[0]):
+        a = bucket_a[i]
+        b = bucket_b[i]
+        if positive[i] != 0:
+            d = v10_b[b] - v10_a[a]
+            spread_pos += positive[i] * d * d
+        if negative[i] != 0:
+            d = v01_b[b] - v01_a[a]
+            spread_neg += negative[i] * d * d
+    return spread_pos, spread_neg
+
+
+def paired_variance(spread_pos: float, spread_neg: float, pos_total: float,
+                    neg_total: float) -> float:
+    """DeLong's variance of ``AUC_B - AUC_A`` on the same rows: ``(S10_AA + S10_BB - 2
+    S10_AB) / P + (S01_AA + S01_BB - 2 S01_AB) / N``, which is ``spread_pos / ((P - 1) P)
+    + spread_neg / ((N - 1) N)`` with the spreads of :func:`paired_spread` summed over
+    every row; NaN when a class has total weight 1 or less."""
+    if pos_total <= 1 or neg_total <= 1:
+        return math.nan
+    return (spread_pos / ((pos_total - 1) * pos_total)
+            + spread_neg / ((neg_total - 1) * neg_total))
