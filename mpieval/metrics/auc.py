@@ -191,10 +191,11 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
             ne = nan
         else:
             ne = logloss / entropy
-        auprc, tie_bound = (float(x) for x in kernels.ranking_from_table(table[0], table[1]))
+        _, variance, auprc, tie_bound = (
+            float(x) for x in stats.delong_from_table(table[0], table[1]))
         if math.isnan(auprc):
             reasons.append("auprc is undefined without positives")
-        stderr = _stderrs(table, sums, positives, num, reasons, defined=not math.isnan(auc))
+        stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc))
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -211,8 +212,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         ne=ne,
         auprc=auprc,
         auc_tie_bound=tie_bound,
-        roc_curve=kernels.roc_from_table(table),
-        calibration_curve=kernels.calibration_from_table(table),
+        roc_curve=kernels.roc_from_table(table[0], table[1]).tolist(),
+        calibration_curve=kernels.calibration_from_table(table[0], table[1]).tolist(),
         stderr=stderr,
     )
 
@@ -224,12 +225,11 @@ def _entropy(ctr: float) -> float:
     return -(ctr * math.log(ctr) + (1 - ctr) * math.log1p(-ctr))
 
 
-def _stderrs(table: np.ndarray, sums: np.ndarray, positives: float, num: float,
+def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
              reasons: list[str], *, defined: bool) -> dict[str, float]:
     """Standard errors of ``INTERVAL_FIELDS`` (see :mod:`mpieval.kernels.stats`): DeLong's
     for the AUC from the table, the delta method for the ratios of sums. A reason is added
     for each interval left undefined whose value is defined."""
-    _, variance = stats.delong_from_table(table[0], table[1])
     if defined and math.isnan(variance):
         reasons.append("auc ci95 needs a weight above 1 in each class")
     s, k = sums, kernels
@@ -350,10 +350,10 @@ class AucMetric(Metric):
         if not exact and pairs.dtypes["positive"] != np.float64:
             pairs.widen("positive", np.float64)
             pairs.widen("negative", np.float64)
-        bucket = pairs.dtypes["bucket_a"]
-        pairs.append(bucket_a=kernels.buckets(pred, self.table_size).astype(bucket),
-                     bucket_b=kernels.buckets(compare, self.table_size).astype(bucket),
-                     positive=positive, negative=negative)
+        bucket_a, bucket_b = kernels.bucket_pairs(pred, compare, self.table_size,
+                                                  pairs.dtypes["bucket_a"])
+        pairs.append(bucket_a=bucket_a, bucket_b=bucket_b, positive=positive,
+                     negative=negative)
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         return {name: self.state.summed(name) for name, part in self.state.layout.items()
