@@ -55,16 +55,18 @@ def main() -> None:
             rates = simulation.ab_rates(rng, args.datasets, n, d, 0.7, 0.7)
             print(f"{n:>8} {d:>4} {100 * rates['p<0.05']:>7.1f}% {100 * rates['covers']:>8.1f}%",
                   flush=True)
-    # model B better by 0.005: noise_b solves Phi(1 / sqrt(2 (1 + s^2))) = auc_a + 0.005
-    d, noise_a = 1.0, 0.5
-    auc_a = simulation.paired_auc(d, noise_a)
-    q = stats.z_value(2 * (auc_a + 0.005) - 1)  # Phi^-1(auc_a + 0.005)
-    noise_b = math.sqrt(d * d / (2 * q * q) - 1)
-    rates = simulation.ab_rates(rng, args.power_datasets, 1_000_000, d, noise_a, noise_b)
-    print(f"\nA/B with AUC {auc_a:.4f} vs {auc_a + 0.005:.4f} on 1M rows "
-          f"({args.power_datasets} data sets): power (p < 0.01) {100 * rates['p<0.01']:.1f}%, "
-          f"p < 0.05 {100 * rates['p<0.05']:.1f}%, interval covers the true difference "
-          f"{100 * rates['covers']:.1f}%")
+    # model B better by 0.005: noise_b solves Phi(d / sqrt(2 (1 + s^2))) = auc_a + 0.005;
+    # the models share the score, less so as the noise grows
+    d = 1.0
+    for noise_a in (0.5, 1.5):
+        auc_a = simulation.paired_auc(d, noise_a)
+        q = stats.z_value(2 * (auc_a + 0.005) - 1)  # Phi^-1(auc_a + 0.005)
+        noise_b = math.sqrt(d * d / (2 * q * q) - 1)
+        rates = simulation.ab_rates(rng, args.power_datasets, 1_000_000, d, noise_a, noise_b)
+        print(f"\nA/B with AUC {auc_a:.4f} vs {auc_a + 0.005:.4f} (noise {noise_a} vs "
+              f"{noise_b:.3f}) on 1M rows, {args.power_datasets} data sets: power (p < 0.01) "
+              f"{100 * rates['p<0.01']:.1f}%, p < 0.05 {100 * rates['p<0.05']:.1f}%, "
+              f"interval covers the true difference {100 * rates['covers']:.1f}%", flush=True)
 
 
 if __name__ == "__main__":

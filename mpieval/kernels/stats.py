@@ -78,62 +78,57 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
 @compiled
 def delong_from_table(negatives: np.ndarray,
                       positives: np.ndarray) -> tuple[float, float, float, float]:
-    """``(auc, variance, auprc, tie_bound)`` of the histogram, in three sweeps over the
-    table (totals; placements from the bottom up; centred squares).
+    """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
+    from the top bucket down.
 
     ``auc`` and its DeLong ``variance`` as in the module docstring (NaN variance when a
-    class has total weight 1 or less; NaN AUC when one is empty). ``auprc``: average
-    precision with each bucket one threshold, ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``,
-    ``TP_b``, ``FP_b`` counting bucket ``b`` and above (rows tied in a bucket enter
-    together); NaN without positives. ``tie_bound = sum_b neg_b pos_b / (2 N P)``: the
-    pairs in one bucket count 1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw
-    preds, so the two differ by at most this much.
+    class has total weight 1 or less; NaN AUC when one is empty), from the sums over
+    buckets ``b`` of ``pos_b t_b``, ``pos_b t_b^2``, ``neg_b u_b``, ``neg_b u_b^2`` with
+    ``t_b = negatives above + neg_b / 2`` (so ``V10 = 1 - t / N``) and ``u_b = positives
+    above + pos_b / 2`` (``V01 = u / P``): ``sum_pos (V10 - auc)^2 = (sum pos t^2 - (sum pos
+    t)^2 / P) / N^2`` and likewise for the negatives. ``auprc``: average precision with each
+    bucket one threshold, ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``, ``TP_b``, ``FP_b``
+    counting bucket ``b`` and above (rows tied in a bucket enter together); NaN without
+    positives. ``tie_bound = sum_b neg_b pos_b / (2 N P)``: the pairs in one bucket count
+    1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two differ by
+    at most this much.
     """
-    n_buckets = negatives.shape[0]
-    neg_total = 0.0
-    pos_total = 0.0
+    neg_above = 0.0
+    pos_above = 0.0
     tied = 0.0
-    for b in range(n_buckets):
-        neg_total += negatives[b]
-        pos_total += positives[b]
-        tied += negatives[b] * positives[b]
-    if pos_total == 0:
-        return math.nan, math.nan, math.nan, math.nan
-    area = 0.0
     precision_sum = 0.0
-    below = 0.0
-    pos_below = 0.0
-    for b in range(n_buckets):
+    pos_t = pos_tt = neg_u = neg_uu = 0.0
+    for b in range(negatives.shape[0] - 1, -1, -1):
         neg = negatives[b]
         pos = positives[b]
+        if neg == 0 and pos == 0:
+            continue
         if pos != 0:
-            area += pos * (below + 0.5 * neg)
-            tp = pos_total - pos_below
-            precision_sum += pos * tp / (tp + neg_total - below)
-        below += neg
-        pos_below += pos
+            t = neg_above + 0.5 * neg
+            pos_t += pos * t
+            pos_tt += pos * t * t
+            tp = pos_above + pos
+            precision_sum += pos * tp / (tp + neg_above + neg)
+        if neg != 0:
+            u = pos_above + 0.5 * pos
+            neg_u += neg * u
+            neg_uu += neg * u * u
+        tied += neg * pos
+        neg_above += neg
+        pos_above += pos
+    neg_total = neg_above
+    pos_total = pos_above
+    if pos_total == 0:
+        return math.nan, math.nan, math.nan, math.nan
     auprc = precision_sum / pos_total
     if neg_total == 0:
         return math.nan, math.nan, auprc, math.nan
-    auc = area / (neg_total * pos_total)
+    auc = neg_u / (neg_total * pos_total)
     tie_bound = tied / (2 * neg_total * pos_total)
     if neg_total <= 1 or pos_total <= 1:
         return auc, math.nan, auprc, tie_bound
-    s10 = 0.0
-    s01 = 0.0
-    below = 0.0
-    above = pos_total
-    for b in range(n_buckets):
-        neg = negatives[b]
-        pos = positives[b]
-        above -= pos
-        if pos != 0:
-            d = (below + 0.5 * neg) / neg_total - auc
-            s10 += pos * d * d
-        if neg != 0:
-            d = (above + 0.5 * pos) / pos_total - auc
-            s01 += neg * d * d
-        below += neg
+    s10 = max(pos_tt - pos_t * pos_t / pos_total, 0.0) / (neg_total * neg_total)
+    s01 = max(neg_uu - neg_u * neg_u / neg_total, 0.0) / (pos_total * pos_total)
     s10 /= pos_total - 1
     s01 /= neg_total - 1
     return auc, s10 / pos_total + s01 / neg_total, auprc, tie_bound
