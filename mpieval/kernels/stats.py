@@ -60,7 +60,7 @@ def two_sided_p(diff: float, stderr: float) -> float:
         return math.nan
     if stderr == 0:
         return 1.0 if diff == 0 else 0.0
-    return 2 * normal_cdf(-abs(diff) / stderr)
+    return math.erfc(abs(diff) / stderr / math.sqrt(2))  # = 2 Phi(-|z|), no cancellation
 
 
 def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
