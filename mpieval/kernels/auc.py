@@ -70,11 +70,12 @@ def _accumulate_binary(table, pred, label, sums):
         abserr += abs(d)
         sqrerr += d * d
         pred_sum += p
-        positives += y
+        yf = np.float64(y)
+        positives += yf
         pp += p * p
-        yp += y * p
+        yp += yf * p
         q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
-        likelihood *= q if y != 0 else 1.0 - q
+        likelihood *= q * yf + (1.0 - q) * (1.0 - yf)  # q or 1 - q, exactly, no branch
         if likelihood < _TINY:
             likelihood *= _RESCALE
             rescales += 1
