@@ -34,7 +34,7 @@ _METRIC_FLAGS = {
     "metrics": "--metrics", "pred": "--pred", "label": "--label", "uid": "--uid",
     "tag": "--tag", "weight": "--weight", "left_label": "--left-label",
     "right_label": "--right-label", "pn_ties": "--pn-ties", "table_size": "--table-size",
-    "soft_labels": "--soft-labels", "name": "--name",
+    "soft_labels": "--soft-labels", "name": "--name", "compare": "--compare",
 }
 
 
@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="auc histogram buckets (default 1000000)")
     ev.add_argument("--soft-labels", action="store_true", default=None,
                     help="auc: accept labels anywhere in [0, 1]")
+    ev.add_argument("--compare", metavar="COL", help="a second pred column (model B) on the "
+                    "same rows: paired A/B values (auc)")
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
@@ -243,9 +245,10 @@ def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
         columns={
             "pred": args.pred, "label": args.label, "uid": args.uid, "tag": args.tag,
             "weight": args.weight, "left_label": args.left_label,
-            "right_label": args.right_label,
+            "right_label": args.right_label, "compare": args.compare,
         },
+        # --compare names model B's column (an input) and the result's "pred" (an option)
         options={"table_size": args.table_size, "soft_labels": args.soft_labels,
-                 "ties": args.pn_ties},
+                 "ties": args.pn_ties, "compare": args.compare},
         prefix=args.name,
     )

@@ -104,11 +104,15 @@ def api(specs: dict[str, tuple[str, dict]], data: dict[str, np.ndarray],
 
 
 def assert_same(got: dict, want: dict) -> None:
-    """Equal JSON: exact for ints and strings, floats to 1e-12 (summation order)."""
+    """Equal JSON: exact for ints and strings, floats to 1e-12 (summation order), also
+    inside lists (intervals, curves)."""
     assert got.keys() == want.keys()
     for key, value in want.items():
         if isinstance(value, dict):
             assert_same(got[key], value)
+        elif isinstance(value, list):
+            assert len(got[key]) == len(value), key
+            assert_same(dict(enumerate(got[key])), dict(enumerate(value)))
         elif isinstance(value, float):
             assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
         else:

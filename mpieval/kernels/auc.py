@@ -1,9 +1,18 @@
-"""Kernels of the ``auc`` kind: the Abacus/Paddle ``BasicAucCalculator``.
+"""Kernels of the ``auc`` kind: the Abacus/Paddle ``BasicAucCalculator`` and the
+statistics read from its table.
 
 The table has two rows of ``T`` buckets, ``table[0]`` for negatives and ``table[1]``
 for positives; a prediction ``p`` falls in bucket ``min(floor(p * T), T - 1)`` with the
-product taken in float64. Alongside the table three sums are kept: ``abserr = sum
-w |p - y|``, ``sqrerr = sum w (p - y)^2`` and ``pred = sum w p``.
+product taken in float64. Alongside the table the sums ``SUM_FIELDS`` are kept, over rows
+with label ``y``, weight ``w`` (1 when absent) and pred ``p``:
+
+- ``abserr = sum w |p - y|``, ``sqrerr = sum w (p - y)^2``, ``pred = sum w p``, ``rows``
+  (the row count, unweighted);
+- ``logloss = sum w ce(p, y)`` with ``ce = -(y ln q + (1 - y) ln(1 - q))`` and ``q`` the
+  pred clipped to ``[1e-15, 1 - 1e-15]``;
+- the second moments of the intervals (:mod:`mpieval.kernels.stats`): ``label_sq = sum
+  w y^2``, ``pred_sq = sum w p^2`` and ``label_pred = sum w y p``. A weight counts as
+  repeated rows here too (a frequency weight), as in the table.
 """
 
 from __future__ import annotations
@@ -17,8 +26,18 @@ from mpieval.kernels.jit import compiled
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
 
-SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS = range(4)
-N_SUMS = 4
+SUM_FIELDS = ("abserr", "sqrerr", "pred", "rows", "logloss", "label_sq", "pred_sq",
+              "label_pred")
+(SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS, SUM_LOGLOSS, SUM_LABEL_SQ, SUM_PRED_SQ,
+ SUM_LABEL_PRED) = range(len(SUM_FIELDS))
+N_SUMS = len(SUM_FIELDS)
+
+PRED_CLIP = 1e-15  # logloss clips pred to [PRED_CLIP, 1 - PRED_CLIP]
+# The unweighted update multiplies the rows' likelihoods and takes one log per batch; the
+# running product is scaled up by 2**600 (exactly) whenever it falls below 2**-600.
+_TINY = 2.0**-600
+_RESCALE = 2.0**600
+_RESCALE_LOG = 600 * math.log(2)
 
 # dtypes the compiled update takes as they are; anything else is converted first.
 _PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -37,9 +56,12 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
 
 @compiled
-def _accumulate_binary(table, pred, label):
+def _accumulate_binary(table, pred, label, sums):
     size = table.shape[1]
     abserr = sqrerr = pred_sum = 0.0
+    positives = pp = yp = 0.0
+    likelihood = 1.0  # prod of q (y = 1) or 1 - q (y = 0), times 2**(600 rescales)
+    rescales = 0
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.int64(label[i])
@@ -48,13 +70,30 @@ def _accumulate_binary(table, pred, label):
         abserr += abs(d)
         sqrerr += d * d
         pred_sum += p
-    return abserr, sqrerr, pred_sum
+        yf = np.float64(y)
+        positives += yf
+        pp += p * p
+        yp += yf * p
+        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
+        likelihood *= q * yf + (1.0 - q) * (1.0 - yf)  # q or 1 - q, exactly, no branch
+        if likelihood < _TINY:
+            likelihood *= _RESCALE
+            rescales += 1
+    sums[SUM_ABSERR] += abserr
+    sums[SUM_SQRERR] += sqrerr
+    sums[SUM_PRED] += pred_sum
+    sums[SUM_ROWS] += pred.shape[0]
+    sums[SUM_LOGLOSS] += rescales * _RESCALE_LOG - math.log(likelihood)
+    sums[SUM_LABEL_SQ] += positives
+    sums[SUM_PRED_SQ] += pp
+    sums[SUM_LABEL_PRED] += yp
 
 
 @compiled
-def _accumulate_weighted(table, pred, label, weight):
+def _accumulate_weighted(table, pred, label, weight, sums):
     size = table.shape[1]
-    abserr = sqrerr = pred_sum = 0.0
+    abserr = sqrerr = pred_sum = logloss = 0.0
+    label_sq = pred_sq = label_pred = 0.0
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.float64(label[i])
@@ -66,7 +105,41 @@ def _accumulate_weighted(table, pred, label, weight):
         abserr += w * abs(d)
         sqrerr += w * d * d
         pred_sum += w * p
-    return abserr, sqrerr, pred_sum
+        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
+        ce = 0.0
+        if y != 0.0:
+            ce -= y * math.log(q)
+        if y != 1.0:
+            ce -= (1.0 - y) * math.log(1.0 - q)
+        logloss += w * ce
+        label_sq += w * y * y
+        pred_sq += w * p * p
+        label_pred += w * y * p
+    sums[SUM_ABSERR] += abserr
+    sums[SUM_SQRERR] += sqrerr
+    sums[SUM_PRED] += pred_sum
+    sums[SUM_ROWS] += pred.shape[0]
+    sums[SUM_LOGLOSS] += logloss
+    sums[SUM_LABEL_SQ] += label_sq
+    sums[SUM_PRED_SQ] += pred_sq
+    sums[SUM_LABEL_PRED] += label_pred
+
+
+@compiled
+def _bucket_pairs(pred_a, pred_b, size, bucket_a, bucket_b):
+    for i in range(pred_a.shape[0]):
+        bucket_a[i] = min(np.int64(np.float64(pred_a[i]) * size), size - 1)
+        bucket_b[i] = min(np.int64(np.float64(pred_b[i]) * size), size - 1)
+
+
+def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
+                 dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`buckets` of two preds of the same rows, as ``dtype``, in one compiled pass."""
+    a = _as_kernel_input(pred_a, _PRED_DTYPES)
+    b = _as_kernel_input(pred_b, _PRED_DTYPES)
+    bucket_a, bucket_b = np.empty(len(a), dtype=dtype), np.empty(len(b), dtype=dtype)
+    _bucket_pairs(a, b, table_size, bucket_a, bucket_b)
+    return bucket_a, bucket_b
 
 
 def _as_kernel_input(values: np.ndarray, accepted: tuple[np.dtype, ...]) -> np.ndarray:
@@ -88,21 +161,17 @@ def accumulate(
 
     Unweighted 0/1 labels (``binary``) add 1 to ``table[label, bucket]``. Otherwise a row
     with label ``y`` and weight ``w`` (1 when absent) adds ``w (1 - y)`` to
-    ``table[0, bucket]`` and ``w y`` to ``table[1, bucket]``; abserr, sqrerr and the pred
-    sum are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
+    ``table[0, bucket]`` and ``w y`` to ``table[1, bucket]``; the sums (``SUM_FIELDS``)
+    are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
     does not, so that integer weights equal repeated rows for every field).
     """
     p = _as_kernel_input(pred, _PRED_DTYPES)
     y = _as_kernel_input(label, _LABEL_DTYPES)
     if binary and weight is None:
-        abserr, sqrerr, pred_sum = _accumulate_binary(table, p, y)
+        _accumulate_binary(table, p, y, sums)
     else:
         w = np.ones(len(p)) if weight is None else _as_kernel_input(weight, _LABEL_DTYPES)
-        abserr, sqrerr, pred_sum = _accumulate_weighted(table, p, y, w)
-    sums[SUM_ABSERR] += abserr
-    sums[SUM_SQRERR] += sqrerr
-    sums[SUM_PRED] += pred_sum
-    sums[SUM_ROWS] += len(p)
+        _accumulate_weighted(table, p, y, w, sums)
 
 
 def auc_from_table(table: np.ndarray) -> float:
@@ -165,6 +234,84 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
     return error_sum / error_count if error_count > 0 else math.nan
 
 
+CURVE_POINTS = 1000  # at most this many steps in each curve
+
+
+@compiled
+def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
+                   points: int = CURVE_POINTS) -> np.ndarray:
+    """ROC points, an array of rows ``[fpr, tpr]`` from ``[0, 0]`` to ``[1, 1]``: one per
+    threshold between filled buckets, swept from the top down; when there are more than
+    ``points`` such thresholds, those where the curve's length ``fpr + tpr`` first reaches
+    each of ``points`` equal steps of its total 2 (deterministic, spread along the curve),
+    and the last. Empty when a class is missing."""
+    neg_total = 0.0
+    pos_total = 0.0
+    filled = 0
+    for b in range(negatives.shape[0]):
+        neg_total += negatives[b]
+        pos_total += positives[b]
+        if negatives[b] != 0 or positives[b] != 0:
+            filled += 1
+    if neg_total == 0 or pos_total == 0:
+        return np.zeros((0, 2))
+    every = filled <= points
+    curve = np.zeros((min(filled, points + 1) + 1, 2))
+    n = 1
+    fp = 0.0
+    tp = 0.0
+    step = 0  # the steps of 2 / points reached so far
+    for b in range(negatives.shape[0] - 1, -1, -1):
+        if negatives[b] == 0 and positives[b] == 0:
+            continue
+        fp += negatives[b]
+        tp += positives[b]
+        filled -= 1
+        fpr = fp / neg_total
+        tpr = tp / pos_total
+        reached = int((fpr + tpr) * points / 2)
+        if every or reached > step or filled == 0:
+            step = reached
+            curve[n, 0] = fpr
+            curve[n, 1] = tpr
+            n += 1
+    return curve[:n]
+
+
+@compiled
+def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
+                           points: int = CURVE_POINTS) -> np.ndarray:
+    """Calibration bins, an array of rows ``[mean_pred, actual_ctr, rows]`` from the
+    lowest pred up: buckets are merged into at most ``points`` bins of about equal rows
+    (bucket ``b`` goes to bin ``floor(points * rows below b / rows)``; one bucket is never
+    split). ``mean_pred`` is the rows-weighted mean of the buckets' midpoints ``(b + 1/2) /
+    T`` (within ``1 / 2T`` of the mean raw pred); ``rows`` is the weight sum. Empty
+    without rows."""
+    size = negatives.shape[0]
+    total = 0.0
+    for b in range(size):
+        total += negatives[b] + positives[b]
+    bins = np.zeros((points, 3))
+    below = 0.0
+    for b in range(size):
+        rows = negatives[b] + positives[b]
+        if rows == 0:
+            continue
+        k = min(int(below * points / total), points - 1)
+        bins[k, 0] += rows * ((b + 0.5) / size)
+        bins[k, 1] += positives[b]
+        bins[k, 2] += rows
+        below += rows
+    n = 0
+    for k in range(points):
+        if bins[k, 2] != 0:
+            bins[n, 0] = bins[k, 0] / bins[k, 2]
+            bins[n, 1] = bins[k, 1] / bins[k, 2]
+            bins[n, 2] = bins[k, 2]
+            n += 1
+    return bins[:n]
+
+
 def warm_up() -> None:
     """Load the compiled update (float64 pred and label, as files are read) and sweep.
 
@@ -175,3 +322,5 @@ def warm_up() -> None:
     table = np.zeros((2, 4))
     accumulate(table, np.zeros(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
     bucket_error_from_table(table[0], table[1])
+    roc_from_table(table[0], table[1])
+    calibration_from_table(table[0], table[1])

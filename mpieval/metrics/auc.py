@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
+from mpieval.errors import InputError
 from mpieval.kernels import auc as kernels
+from mpieval.kernels import stats
 from mpieval.metric import Input, Metric, Option, warn_undefined
-from mpieval.state import Part, Summed
+from mpieval.state import Part, Rows, Summed
 from mpieval.validation import (
     as_vector,
     boolean,
@@ -27,11 +30,60 @@ from mpieval.validation import (
 DEFAULT_TABLE_SIZE = 1_000_000
 
 
+INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc")
+_RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
+           "copc": (0.0, math.inf)}
+
+
+_COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
+             "auprc")
+
+
+@dataclass(frozen=True)
+class AucComparison:
+    """Model B (pred column ``pred``) against model A on the same rows: B's values
+    (``result``), ``auc_diff = AUC_B - AUC_A`` and its standard error by the paired DeLong
+    test; :meth:`ci` gives the interval at any level, ``p`` the two-sided p-value."""
+
+    pred: str
+    result: AucResult
+    auc_diff: float
+    auc_diff_stderr: float
+
+    def ci(self, level: float = 0.95) -> tuple[float, float] | None:
+        return stats.interval(self.auc_diff, self.auc_diff_stderr, level, -1.0, 1.0)
+
+    @property
+    def p(self) -> float:
+        return stats.two_sided_p(self.auc_diff, self.auc_diff_stderr)
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.result.to_dict()
+        pair = self.ci(0.95)
+        return {"pred": self.pred, **{name: b[name] for name in _COMPARED},
+                "ci95": b["ci95"], "auc_diff": logline.json_number(self.auc_diff),
+                "auc_diff_ci95": None if pair is None else list(pair),
+                "auc_diff_p": logline.json_number(self.p)}
+
+    def to_log_line(self, name: str) -> str:
+        """``NAME: compare=COL auc=%g copc=%g auc_diff=%g auc_diff_low=%g
+        auc_diff_high=%g auc_diff_p=%g`` (``nan`` where undefined)."""
+        v = logline.value
+        low, high = self.ci(0.95) or (math.nan, math.nan)
+        return (f"{name}: compare={self.pred} auc={v(self.result.auc)} "
+                f"copc={v(self.result.copc)} auc_diff={v(self.auc_diff)} "
+                f"auc_diff_low={v(low)} auc_diff_high={v(high)} auc_diff_p={v(self.p)}")
+
+
 @dataclass(frozen=True)
 class AucResult:
     """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
     the log line's ``num=%d`` rounds a fractional weight sum, JSON keeps it whole);
-    NaN marks an undefined value."""
+    NaN marks an undefined value.
+
+    ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined);
+    :meth:`ci` turns them into intervals at any level, ``to_dict`` writes the 95% ones
+    as ``ci95``. The log line is the Abacus one and has none of the statistics."""
 
     auc: float
     bucket_error: float
@@ -44,13 +96,38 @@ class AucResult:
     positives: float
     rows: int
     table_size: int
+    logloss: float = math.nan
+    ne: float = math.nan
+    auprc: float = math.nan
+    auc_tie_bound: float = math.nan
+    roc_curve: list[list[float]] = field(default_factory=list)
+    calibration_curve: list[list[float]] = field(default_factory=list)
+    stderr: dict[str, float] = field(default_factory=dict)
+    compare: AucComparison | None = None
+
+    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """Wald intervals ``value -/+ z se`` of ``INTERVAL_FIELDS`` at ``level``, cut to
+        each value's range; None where undefined."""
+        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
+                                     level, *_RANGES[name])
+                for name in INTERVAL_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
-        fields = logline.json_fields(self)
-        fields["num"] = int(self.num) if float(self.num).is_integer() else self.num
-        fields["positives"] = (
-            int(self.positives) if float(self.positives).is_integer() else self.positives
-        )
+        fields: dict[str, Any] = {}
+        for name in (f.name for f in dataclasses.fields(self)):
+            value = getattr(self, name)
+            if name in ("num", "positives"):
+                fields[name] = int(value) if float(value).is_integer() else value
+            elif name == "calibration_curve":
+                fields[name] = [[p, c, int(r) if float(r).is_integer() else r]
+                                for p, c, r in value]
+            elif name == "compare":
+                if value is not None:
+                    fields[name] = value.to_dict()
+            elif name != "stderr":
+                fields[name] = logline.json_number(value)
+        fields["ci95"] = {name: None if pair is None else list(pair)
+                          for name, pair in self.ci(0.95).items()}
         return {"kind": "auc", **fields}
 
     def to_log_line(self, name: str) -> str:
@@ -60,22 +137,37 @@ class AucResult:
             f"rmse={v(self.rmse)} num={round(self.num):d} mae={v(self.mae)} "
             f"actural_ctr={v(self.actual_ctr)} predict_ctr={v(self.predicted_ctr)} "
             f"copc={v(self.copc)}"
-        )
+        ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
 
 
 def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = None) -> AucResult:
     """Every value of the ``auc`` kind from a (merged) table of shape (2, T) and its sums
-    (abserr, sqrerr, pred sum, rows); with ``comm``, warns once per NaN cause.
+    (``kernels.SUM_FIELDS``); with ``comm``, warns once for all NaN causes (see
+    :func:`values_from_table`)."""
+    reasons: list[str] = []
+    result = values_from_table(table, sums, reasons)
+    if reasons and comm is not None:
+        warn_undefined(comm, "auc: " + "; ".join(reasons))
+    return result
+
+
+def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -> AucResult:
+    """Every value of the ``auc`` kind from a (merged) table and its sums; the cause of
+    each NaN is added to ``reasons``.
 
     ``rmse = sqrt(sqrerr / num)``, ``mae = abserr / num``, ``actual_ctr = positives /
-    num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``.
+    num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``,
+    ``logloss = sum w ce / num``, ``ne = logloss / H(actual_ctr)`` with ``H(r) = -(r ln r
+    + (1 - r) ln(1 - r))`` (TorchRec's NE; undefined when the CTR is 0 or 1).
     """
     positives = float(table[1].sum())
     num = positives + float(table[0].sum())
-    reasons = []
+    nan = math.nan
+    stderr: dict[str, float] = {}
     if num == 0:
         reasons.append("no rows")
-        auc = bucket_error = rmse = mae = actual = predicted = copc = math.nan
+        auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
+        auprc = tie_bound = nan
     else:
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
@@ -92,8 +184,18 @@ def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = N
             copc = math.nan
         else:
             copc = actual / predicted
-    if reasons and comm is not None:
-        warn_undefined(comm, "auc: " + "; ".join(reasons))
+        logloss = sums[kernels.SUM_LOGLOSS] / num
+        entropy = _entropy(actual)
+        if entropy == 0:
+            reasons.append("ne is undefined: actual ctr is 0 or 1")
+            ne = nan
+        else:
+            ne = logloss / entropy
+        _, variance, auprc, tie_bound = (
+            float(x) for x in stats.delong_from_table(table[0], table[1]))
+        if math.isnan(auprc):
+            reasons.append("auprc is undefined without positives")
+        stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc))
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -106,7 +208,49 @@ def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = N
         positives=positives,
         rows=int(sums[kernels.SUM_ROWS]),
         table_size=table.shape[1],
+        logloss=logloss,
+        ne=ne,
+        auprc=auprc,
+        auc_tie_bound=tie_bound,
+        roc_curve=kernels.roc_from_table(table[0], table[1]).tolist(),
+        calibration_curve=kernels.calibration_from_table(table[0], table[1]).tolist(),
+        stderr=stderr,
     )
+
+
+def _entropy(ctr: float) -> float:
+    """``-(r ln r + (1 - r) ln(1 - r))``; 0 at 0 and 1."""
+    if ctr <= 0 or ctr >= 1:
+        return 0.0
+    return -(ctr * math.log(ctr) + (1 - ctr) * math.log1p(-ctr))
+
+
+def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
+             reasons: list[str], *, defined: bool) -> dict[str, float]:
+    """Standard errors of ``INTERVAL_FIELDS`` (see :mod:`mpieval.kernels.stats`): DeLong's
+    for the AUC from the table, the delta method for the ratios of sums. A reason is added
+    for each interval left undefined whose value is defined."""
+    if defined and math.isnan(variance):
+        reasons.append("auc ci95 needs a weight above 1 in each class")
+    s, k = sums, kernels
+    # actual ctr = sum w y / sum w; predicted = sum w p / sum w; copc = sum w y / sum w p;
+    # frequency weights: sum w (a - r b)^2 over rows, so sum w y^2 etc. (no w^2 sums)
+    actual = stats.ratio_stderr(positives, num, s[k.SUM_LABEL_SQ], positives, num)
+    predicted = stats.ratio_stderr(s[k.SUM_PRED], num, s[k.SUM_PRED_SQ], s[k.SUM_PRED], num)
+    copc = stats.ratio_stderr(positives, s[k.SUM_PRED], s[k.SUM_LABEL_SQ],
+                              s[k.SUM_LABEL_PRED], s[k.SUM_PRED_SQ])
+    if s[k.SUM_ROWS] < 2:
+        reasons.append("ci95 of the ctrs and copc needs two rows")
+        actual = predicted = copc = math.nan
+    return {"auc": math.sqrt(variance), "actual_ctr": actual, "predicted_ctr": predicted,
+            "copc": copc}
+
+
+def _column_name(name: str, value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise InputError(name, f"must be the name of model B's pred (a non-empty string), "
+                     f"got {value!r}")
 
 
 class AucMetric(Metric):
@@ -117,44 +261,71 @@ class AucMetric(Metric):
     ``weight`` >= 0. A soft label ``y`` adds ``w (1 - y)`` to the negative bucket and
     ``w y`` to the positive one.
 
-    State: ``table`` (2, T): negatives then positives per bucket, and ``sums``: abserr,
-    sqrerr, pred sum and rows; both merge by addition (``16 T + 32`` bytes, whatever the
-    number of rows).
+    State: ``table`` (2, T): negatives then positives per bucket, and ``sums``
+    (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
+    second-moment sums of the intervals); both merge by addition (``16 T + 64`` bytes,
+    whatever the number of rows).
+
+    With ``compare="NAME"`` (model B's pred, named so in the result), ``update`` also
+    takes ``compare``, B's preds of the same rows: B has its own ``table_b`` and
+    ``sums_b``, and each row's buckets in both models are kept (``pairs``: two int32
+    buckets and the row's positive and negative weight, float32 until a weighted or soft
+    row widens them to float64; 16 bytes a row) for the paired DeLong test, a second
+    sweep at compute over the rows against both merged tables.
     """
 
     kind = "auc"
-    inputs = (Input("pred"), Input("label"), Input("weight", optional=True, weight=True))
+    inputs = (Input("pred"), Input("label"), Input("weight", optional=True, weight=True),
+              Input("compare", optional=True))
     options = (
         Option("table_size", DEFAULT_TABLE_SIZE, positive_int),
         Option("soft_labels", False, boolean),
+        Option("compare", None, _column_name),
     )
     table_size: int
     soft_labels: bool
+    compare: str | None
 
     @classmethod
     def warm_up(cls) -> None:
         kernels.warm_up()
+        stats.delong_from_table(np.ones(2), np.ones(2))
 
     def __init__(
         self,
         table_size: int = DEFAULT_TABLE_SIZE,
         *,
         soft_labels: bool = False,
+        compare: str | None = None,
         comm: Comm | Any | None = None,
     ) -> None:
-        super().__init__(comm, table_size=table_size, soft_labels=soft_labels)
+        super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare)
 
     def state_layout(self) -> dict[str, Part]:
-        return {"table": Summed((2, self.table_size)), "sums": Summed((kernels.N_SUMS,))}
+        layout: dict[str, Part] = {"table": Summed((2, self.table_size)),
+                                   "sums": Summed((kernels.N_SUMS,))}
+        if self.compare is not None:
+            bucket = np.int32 if self.table_size < 2**31 else np.int64
+            layout.update(table_b=Summed((2, self.table_size)),
+                          sums_b=Summed((kernels.N_SUMS,)),
+                          pairs=Rows({"bucket_a": bucket, "bucket_b": bucket,
+                                      "positive": np.float32, "negative": np.float32}))
+        return layout
 
-    def update(self, pred: Any, label: Any, weight: Any = None) -> None:
+    def update(self, pred: Any, label: Any, weight: Any = None, compare: Any = None) -> None:
         """Add a batch of rows (local: no communication)."""
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
             w = None if weight is None else as_vector("weight", weight)
-            check_lengths(pred=p, label=y, weight=w)
+            b = None if compare is None else as_vector("compare", compare)
+            if (b is None) != (self.compare is None):
+                raise InputError("compare", "is needed: the metric compares two models"
+                                 if b is None else "is given but the metric has compare=None")
+            check_lengths(pred=p, label=y, weight=w, compare=b)
             check_interval("pred", p, 0.0, 1.0)
+            if b is not None:
+                check_interval("compare", b, 0.0, 1.0)
             if self.soft_labels:
                 check_interval("label", y, 0.0, 1.0)
             else:
@@ -164,9 +335,59 @@ class AucMetric(Metric):
         binary = not self.soft_labels or is_binary(y)
         kernels.accumulate(self.state.summed("table"), self.state.summed("sums"), p, y, w,
                            binary=binary)
+        if b is not None:
+            kernels.accumulate(self.state.summed("table_b"), self.state.summed("sums_b"), b,
+                               y, w, binary=binary)
+            self._keep_pairs(p, b, y, w, binary)
+
+    def _keep_pairs(self, pred: np.ndarray, compare: np.ndarray, label: np.ndarray,
+                    weight: np.ndarray | None, binary: bool) -> None:
+        pairs = self.state.rows("pairs")
+        exact = weight is None and binary  # 0/1 weights: float32 holds them exactly
+        y = label.astype(np.float32 if exact else np.float64)
+        positive = y if weight is None else weight * y
+        negative = 1 - y if weight is None else weight * (1 - y)
+        if not exact and pairs.dtypes["positive"] != np.float64:
+            pairs.widen("positive", np.float64)
+            pairs.widen("negative", np.float64)
+        bucket_a, bucket_b = kernels.bucket_pairs(pred, compare, self.table_size,
+                                                  pairs.dtypes["bucket_a"])
+        pairs.append(bucket_a=bucket_a, bucket_b=bucket_b, positive=positive,
+                     negative=negative)
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
-        return {"table": self.state.summed("table"), "sums": self.state.summed("sums")}
+        return {name: self.state.summed(name) for name, part in self.state.layout.items()
+                if isinstance(part, Summed)}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> AucResult:
-        return result_from_table(sums["table"], sums["sums"], comm)
+        """The result from the merged parts; with ``compare``, collective: one more sum
+        over ranks of the rows' paired placements (two numbers)."""
+        reasons: list[str] = []
+        result = values_from_table(sums["table"], sums["sums"], reasons)
+        if self.compare is not None:
+            result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
+                                                                         reasons))
+        if reasons:
+            warn_undefined(comm, "auc: " + "; ".join(reasons))
+        return result
+
+    def _compare(self, sums: dict[str, np.ndarray], comm: Comm, auc: float,
+                 reasons: list[str]) -> AucComparison:
+        assert self.compare is not None
+        reasons_b: list[str] = []
+        b = values_from_table(sums["table_b"], sums["sums_b"], reasons_b)
+        reasons.extend(f"compare: {reason}" for reason in reasons_b
+                       if reason != "no rows")
+        table_a, table_b = sums["table"], sums["table_b"]
+        v10_a, v01_a, _ = stats.placements(table_a)
+        v10_b, v01_b, _ = stats.placements(table_b)
+        rows = self.state.rows("pairs").columns()
+        spread = comm.sum(np.array(stats.paired_spread(
+            rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
+            v10_a, v10_b, v01_a, v01_b)))
+        variance = stats.paired_variance(float(spread[0]), float(spread[1]),
+                                         float(table_a[1].sum()), float(table_a[0].sum()))
+        if math.isnan(variance) and not math.isnan(auc):
+            reasons.append("auc_diff ci95 needs a weight above 1 in each class")
+        return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
+                             auc_diff_stderr=math.sqrt(variance))

@@ -1,0 +1,92 @@
+"""Plain-Python oracles of the statistics (loops over rows and pairs, no numpy)."""
+
+from __future__ import annotations
+
+import math
+
+CLIP = 1e-15
+
+
+def logloss(pred, label, weight=None):
+    """``sum w ce / sum w`` with the pred clipped to ``[1e-15, 1 - 1e-15]``."""
+    total = weights = 0.0
+    for i, (p, y) in enumerate(zip(pred, label, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        q = min(max(float(p), CLIP), 1 - CLIP)
+        y = float(y)
+        ce = 0.0
+        if y != 0:
+            ce -= y * math.log(q)
+        if y != 1:
+            ce -= (1 - y) * math.log(1 - q)
+        total += w * ce
+        weights += w
+    return total / weights
+
+
+def torchrec_ne(pred, label, weight=None, eta=1e-12):
+    """TorchRec's ``compute_ne`` (metrics/ne.py) written out: cross entropy in log2 with
+    preds clamped to ``[eta, 1 - eta]``, over the entropy of the clamped mean label."""
+    ce_sum = pos = neg = 0.0
+    for i, (p, y) in enumerate(zip(pred, label, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        q = min(max(float(p), eta), 1 - eta)
+        y = float(y)
+        ce_sum += -w * y * math.log2(q) - w * (1 - y) * math.log2(1 - q)
+        pos += w * y
+        neg += w * (1 - y)
+    mean = min(max(pos / (pos + neg), eta), 1 - eta)
+    return ce_sum / (-pos * math.log2(mean) - neg * math.log2(1 - mean))
+
+
+def delong(score, label):
+    """``(auc, variance)`` by DeLong's placement values, every pair compared (O(n^2)); a
+    tied pair counts one half."""
+    pos = [s for s, y in zip(score, label, strict=True) if y == 1]
+    neg = [s for s, y in zip(score, label, strict=True) if y == 0]
+
+    def psi(x, y):
+        return 1.0 if x > y else 0.5 if x == y else 0.0
+
+    v10 = [sum(psi(x, y) for y in neg) / len(neg) for x in pos]
+    v01 = [sum(psi(x, y) for x in pos) / len(pos) for y in neg]
+    auc = sum(v10) / len(pos)
+    s10 = sum((v - auc) ** 2 for v in v10) / (len(pos) - 1)
+    s01 = sum((v - auc) ** 2 for v in v01) / (len(neg) - 1)
+    return auc, s10 / len(pos) + s01 / len(neg)
+
+
+def ratio_stderr(a, b, weight):
+    """Delta-method standard error of ``sum w a / sum w b`` over independent rows, a
+    weight counting as repeated rows: ``sqrt(sum w (a_i - r b_i)^2) / |sum w b|``."""
+    wa = sum(w * x for w, x in zip(weight, a, strict=True))
+    wb = sum(w * y for w, y in zip(weight, b, strict=True))
+    r = wa / wb
+    spread = sum(w * (x - r * y) ** 2 for w, x, y in zip(weight, a, b, strict=True))
+    return math.sqrt(spread) / abs(wb)
+
+
+def paired_delong(score_a, score_b, label):
+    """``(auc_b - auc_a, variance)`` by DeLong's paired test, every pair compared:
+    ``(S10_AA + S10_BB - 2 S10_AB) / m + (S01_AA + S01_BB - 2 S01_AB) / n``."""
+
+    def psi(x, y):
+        return 1.0 if x > y else 0.5 if x == y else 0.0
+
+    pos = [i for i, y in enumerate(label) if y == 1]
+    neg = [i for i, y in enumerate(label) if y == 0]
+    placements = {}
+    for name, score in (("a", score_a), ("b", score_b)):
+        v10 = [sum(psi(score[i], score[j]) for j in neg) / len(neg) for i in pos]
+        v01 = [sum(psi(score[i], score[j]) for i in pos) / len(pos) for j in neg]
+        placements[name] = (v10, v01, sum(v10) / len(pos))
+
+    def cov(x, y, mx, my):
+        return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / (len(x) - 1)
+
+    (a10, a01, auc_a), (b10, b01, auc_b) = placements["a"], placements["b"]
+    s10 = cov(a10, a10, auc_a, auc_a) + cov(b10, b10, auc_b, auc_b) - 2 * cov(a10, b10, auc_a,
+                                                                              auc_b)
+    s01 = cov(a01, a01, auc_a, auc_a) + cov(b01, b01, auc_b, auc_b) - 2 * cov(a01, b01, auc_a,
+                                                                              auc_b)
+    return auc_b - auc_a, s10 / len(pos) + s01 / len(neg)

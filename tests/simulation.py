@@ -1,0 +1,96 @@
+"""Simulated data sets with a known truth, for the coverage tests and scripts/stats_coverage.py.
+
+Binormal scores: positives N(d, 1), negatives N(0, 1), pred = sigmoid(score); the true
+AUC of the raw preds is Phi(d / sqrt 2) (the sigmoid keeps the order).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from mpieval import AucMetric, Comm, UndefinedMetricWarning
+from mpieval.kernels import stats
+
+POSITIVE_SHARE = 0.3
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def binormal(rng: np.random.Generator, n: int, d: float,
+             positive_share: float = POSITIVE_SHARE) -> tuple[np.ndarray, np.ndarray]:
+    """``(pred, label)``: ``n`` rows, a share ``positive_share`` positive in expectation."""
+    label = (rng.random(n) < positive_share).astype(np.int8)
+    return sigmoid(rng.standard_normal(n) + d * label), label
+
+
+def mean_sigmoid(d: float) -> float:
+    """``E[sigmoid(Z + d)]``, Z standard normal (Gauss-Hermite quadrature)."""
+    x, w = np.polynomial.hermite_e.hermegauss(100)
+    return float(w @ sigmoid(x + d)) / math.sqrt(2 * math.pi)
+
+
+def truth(d: float) -> dict[str, float]:
+    """The true values the binormal rows estimate."""
+    mean_pred = POSITIVE_SHARE * mean_sigmoid(d) + (1 - POSITIVE_SHARE) * mean_sigmoid(0.0)
+    return {"auc": stats.normal_cdf(d / math.sqrt(2)), "actual_ctr": POSITIVE_SHARE,
+            "predicted_ctr": mean_pred, "copc": POSITIVE_SHARE / mean_pred}
+
+
+def auc_coverage(rng: np.random.Generator, datasets: int, n: int, d: float,
+                 table_size: int = 10_000) -> dict[str, float]:
+    """Share of ``datasets`` binormal data sets whose 95% interval covers the truth, for
+    each value of ``truth``."""
+    want = truth(d)
+    hits = dict.fromkeys(want, 0)
+    for _ in range(datasets):
+        pred, label = binormal(rng, n, d)
+        metric = AucMetric(table_size, comm=Comm.local())
+        metric.update(pred, label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            ci = metric.compute().ci()
+        for name, value in want.items():
+            pair = ci[name]
+            hits[name] += pair is not None and pair[0] <= value <= pair[1]
+    return {name: count / datasets for name, count in hits.items()}
+
+
+def paired(rng: np.random.Generator, n: int, d: float, noise_a: float,
+           noise_b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pred_a, pred_b, label)``: one binormal score per row, each model adding its own
+    independent noise N(0, noise^2); model m's true AUC is Phi(d / sqrt(2 (1 + noise^2)))."""
+    label = (rng.random(n) < POSITIVE_SHARE).astype(np.int8)
+    score = rng.standard_normal(n) + d * label
+    return (sigmoid(score + noise_a * rng.standard_normal(n)),
+            sigmoid(score + noise_b * rng.standard_normal(n)), label)
+
+
+def paired_auc(d: float, noise: float) -> float:
+    return stats.normal_cdf(d / math.sqrt(2 * (1 + noise**2)))
+
+
+def ab_rates(rng: np.random.Generator, datasets: int, n: int, d: float, noise_a: float,
+             noise_b: float, table_size: int = 10_000) -> dict[str, float]:
+    """Over ``datasets`` paired data sets: the shares with ``p < 0.05`` and ``p < 0.01``,
+    and the share whose 95% interval of ``auc_diff`` covers the true difference."""
+    true_diff = paired_auc(d, noise_b) - paired_auc(d, noise_a)
+    below_05 = below_01 = covered = 0
+    for _ in range(datasets):
+        pred_a, pred_b, label = paired(rng, n, d, noise_a, noise_b)
+        metric = AucMetric(table_size, compare="b", comm=Comm.local())
+        metric.update(pred_a, label, compare=pred_b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            comparison = metric.compute().compare
+        assert comparison is not None
+        pair = comparison.ci()
+        below_05 += comparison.p < 0.05
+        below_01 += comparison.p < 0.01
+        covered += pair is not None and pair[0] <= true_diff <= pair[1]
+    return {"p<0.05": below_05 / datasets, "p<0.01": below_01 / datasets,
+            "covers": covered / datasets}

@@ -1,0 +1,335 @@
+"""The ``auc`` kind's statistics: logloss, NE, AUPRC, the tie bound, curves and intervals,
+against plain-Python oracles, sklearn and TorchRec's formula; coverage by simulation."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import oracle_stats
+import pytest
+import simulation
+from simulation import binormal
+from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+from mpieval import AucMetric, Comm, UndefinedMetricWarning
+from mpieval.kernels import auc as kernels
+from mpieval.kernels import stats
+
+
+def compute(pred, label, table_size=1000, weight=None, soft=False):
+    metric = AucMetric(table_size, soft_labels=soft, comm=Comm.local())
+    metric.update(pred, label, weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+def ctr_data(rng, n, ctr=0.18):
+    pred = rng.beta(2, 9, n).astype(np.float32)
+    label = (rng.random(n) < np.clip(pred * ctr / 0.18, 0, 1)).astype(np.int8)
+    return pred, label
+
+
+# -- logloss and NE ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_logloss_and_ne_match_oracle_and_torchrec(rng, weighted):
+    pred, label = ctr_data(rng, 5000)
+    weight = rng.exponential(1.0, 5000) if weighted else None
+    result = compute(pred, label, weight=weight)
+    want = oracle_stats.logloss(pred, label, weight)
+    assert result.logloss == pytest.approx(want, rel=1e-12)
+    assert result.ne == pytest.approx(oracle_stats.torchrec_ne(pred, label, weight), rel=1e-10)
+
+
+def test_logloss_clips_extreme_preds_like_the_oracle(rng):
+    pred = rng.choice([0.0, 1.0, 1e-20, 1 - 1e-16, 0.5, 1e-15], 2000)
+    label = rng.integers(0, 2, 2000)
+    assert compute(pred, label).logloss == pytest.approx(oracle_stats.logloss(pred, label),
+                                                         rel=1e-12)
+
+
+def test_logloss_over_many_rows_and_extreme_preds_keeps_precision(rng):
+    # the unweighted update multiplies likelihoods: long runs of tiny ones rescale often
+    pred = np.full(7 * 30_000, 1e-15)
+    label = np.ones(7 * 30_000, dtype=np.int8)
+    label[::7] = 0
+    got = compute(pred, label).logloss
+    assert got == pytest.approx(oracle_stats.logloss(pred[:7], label[:7]), rel=1e-12)
+
+
+def test_soft_label_logloss(rng):
+    pred, label = rng.random(2000), rng.random(2000)
+    result = compute(pred, label, soft=True)
+    assert result.logloss == pytest.approx(oracle_stats.logloss(pred, label), rel=1e-12)
+
+
+def test_ne_is_undefined_when_every_label_is_one_class(rng):
+    m = AucMetric(100, comm=Comm.local())
+    m.update(rng.random(10), np.zeros(10))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = m.compute()
+    assert math.isnan(result.ne) and not math.isnan(result.logloss)
+    (message,) = [str(w.message) for w in caught]
+    assert "ne is undefined" in message and "one class" in message
+    d = result.to_dict()
+    assert d["ne"] is None and d["auprc"] is None and d["ci95"]["auc"] is None
+
+
+# -- AUPRC and the tie bound -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table_size", [10, 1000, 100_000])
+def test_auprc_is_sklearn_average_precision_of_bucket_index(rng, table_size):
+    pred, label = ctr_data(rng, 20_000)
+    bucket = kernels.buckets(pred, table_size)
+    got = compute(pred, label, table_size).auprc
+    assert got == pytest.approx(average_precision_score(label, bucket), rel=1e-12)
+
+
+def test_weighted_auprc_is_sklearn_with_sample_weight(rng):
+    pred, label = ctr_data(rng, 5000)
+    weight = rng.integers(0, 5, 5000).astype(float)
+    got = compute(pred, label, 200, weight=weight).auprc
+    want = average_precision_score(label, kernels.buckets(pred, 200), sample_weight=weight)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("table_size", [100, 1000])
+def test_tie_bound_holds_against_sklearn_exact_auc(rng, table_size):
+    for _ in range(20):
+        n = int(rng.integers(50, 5000))
+        pred, label = binormal(rng, n, rng.uniform(0, 2), rng.uniform(0.05, 0.6))
+        if rng.random() < 0.5:
+            pred = np.round(pred, int(rng.integers(1, 4)))  # ties in the raw preds too
+        result = compute(pred, label, table_size)
+        exact = roc_auc_score(label, pred)
+        assert abs(result.auc - exact) <= result.auc_tie_bound + 1e-12
+        bucket = kernels.buckets(pred, table_size)
+        neg = np.bincount(bucket[label == 0], minlength=table_size)
+        pos = np.bincount(bucket[label == 1], minlength=table_size)
+        want = float(neg @ pos) / (2 * neg.sum() * pos.sum())
+        assert result.auc_tie_bound == pytest.approx(want, rel=1e-12)
+
+
+# -- curves ------------------------------------------------------------------------------------
+
+
+def test_small_roc_curve_is_sklearns_on_bucket_index(rng):
+    pred, label = ctr_data(rng, 3000)
+    curve = np.array(compute(pred, label, 300).roc_curve)
+    fpr, tpr, _ = roc_curve(label, kernels.buckets(pred, 300), drop_intermediate=False)
+    np.testing.assert_allclose(curve, np.column_stack([fpr, tpr]), rtol=1e-12, atol=1e-15)
+
+
+def test_large_curves_have_at_most_1001_points_spread_along_them(rng):
+    pred, label = ctr_data(rng, 300_000)
+    result = compute(pred, label, 1_000_000)
+    curve = np.array(result.roc_curve)
+    assert 900 <= len(curve) <= 1002
+    assert curve[0].tolist() == [0.0, 0.0] and curve[-1].tolist() == [1.0, 1.0]
+    assert (np.diff(curve, axis=0) >= 0).all()
+    assert np.diff(curve.sum(axis=1)).max() <= 2 * 2 / 1000 + 1e-12  # no long jumps
+    # trapezoids under the chosen points stay close to the AUC
+    area = float(np.sum(np.diff(curve[:, 0]) * (curve[1:, 1] + curve[:-1, 1]) / 2))
+    assert area == pytest.approx(result.auc, abs=1e-3)
+    bins = np.array(result.calibration_curve)
+    assert 900 <= len(bins) <= 1000
+    assert bins[:, 2].sum() == 300_000 and (np.diff(bins[:, 0]) > 0).all()
+    assert (bins[:, 1] * bins[:, 2]).sum() == pytest.approx(label.sum(), rel=1e-12)
+    assert np.ptp(bins[:, 2]) <= 0.2 * bins[:, 2].mean()  # about equal rows per bin
+    assert compute(pred, label, 1_000_000).roc_curve == result.roc_curve  # deterministic
+
+
+def test_calibration_bins_of_a_small_table_are_its_buckets():
+    table = np.array([[3.0, 0.0, 1.0, 2.0], [1.0, 0.0, 3.0, 0.0]])
+    got = kernels.calibration_from_table(table[0], table[1]).tolist()
+    assert got == [[0.125, 0.25, 4.0], [0.625, 0.75, 4.0], [0.875, 0.0, 2.0]]
+    # two bins: bucket b goes to floor(2 * rows below b / 10)
+    assert kernels.calibration_from_table(table[0], table[1], 2).tolist() == [
+        [0.375, 0.5, 8.0], [0.875, 0.0, 2.0]]
+
+
+def test_json_has_the_statistics_and_the_log_line_does_not(rng):
+    result = compute(*ctr_data(rng, 2000))
+    d = result.to_dict()
+    for name in ("logloss", "ne", "auprc", "auc_tie_bound", "roc_curve", "calibration_curve"):
+        assert name in d
+    assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc"}
+    assert all(isinstance(pair, list) and len(pair) == 2 for pair in d["ci95"].values())
+    assert all(isinstance(r, int) for _, _, r in d["calibration_curve"])
+    line = result.to_log_line("x")
+    assert line.split()[1:] == [f"{k}=" + line.split(f" {k}=")[1].split()[0] for k in
+                                ("auc", "bucket_error", "rmse", "num", "mae", "actural_ctr",
+                                 "predict_ctr", "copc")]
+    import json
+    json.dumps(d, allow_nan=False)
+
+
+# -- intervals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table_size", [5, 50, 10_000])
+def test_delong_from_table_equals_pairwise_placement_oracle(rng, table_size):
+    for _ in range(5):
+        pred, label = binormal(rng, int(rng.integers(20, 300)), rng.uniform(-1, 2))
+        if label.sum() < 2 or (1 - label).sum() < 2:
+            continue
+        result = compute(pred, label, table_size)
+        auc, variance = oracle_stats.delong(kernels.buckets(pred, table_size).tolist(),
+                                            label.tolist())
+        assert result.auc == pytest.approx(auc, rel=1e-12)
+        assert result.stderr["auc"] ** 2 == pytest.approx(variance, rel=1e-10)
+        table = AucMetric(table_size, comm=Comm.local())
+        table.update(pred, label)
+        negatives, positives = table.state["table"]
+        assert stats.delong_from_table(negatives, positives)[0] == pytest.approx(auc, rel=1e-12)
+
+
+def test_weighted_delong_equals_repeated_rows(rng):
+    pred, label = binormal(rng, 400, 1.0)
+    counts = rng.integers(0, 4, 400)
+    weighted = compute(pred, label, 100, weight=counts.astype(float))
+    repeated = compute(np.repeat(pred, counts), np.repeat(label, counts), 100)
+    for name in ("auc", "actual_ctr", "predicted_ctr", "copc"):
+        assert weighted.stderr[name] == pytest.approx(repeated.stderr[name], rel=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ratio_stderrs_equal_the_delta_method_over_rows(rng, weighted):
+    pred, label = ctr_data(rng, 3000)
+    w = rng.exponential(1.0, 3000) if weighted else np.ones(3000)
+    result = compute(pred, label, weight=w if weighted else None)
+    p, y, w, one = pred.astype(float).tolist(), label.tolist(), w.tolist(), [1.0] * 3000
+    se = result.stderr
+    assert se["actual_ctr"] == pytest.approx(oracle_stats.ratio_stderr(y, one, w), 1e-9)
+    assert se["predicted_ctr"] == pytest.approx(oracle_stats.ratio_stderr(p, one, w), 1e-9)
+    assert se["copc"] == pytest.approx(oracle_stats.ratio_stderr(y, p, w), 1e-9)
+
+
+def test_ci_at_another_level_and_the_json_pair(rng):
+    result = compute(*ctr_data(rng, 5000))
+    z95 = stats.z_value(0.95)
+    assert z95 == pytest.approx(1.959963984540054)
+    for name, (low, high) in result.ci(0.95).items():
+        value, se = getattr(result, name), result.stderr[name]
+        assert (low, high) == pytest.approx((value - z95 * se, value + z95 * se))
+        low90, high90 = result.ci(0.90)[name]
+        assert low < low90 < value < high90 < high
+        assert result.to_dict()["ci95"][name] == [low, high]
+
+
+def test_one_row_per_class_gives_null_intervals_with_one_warning():
+    m = AucMetric(10, comm=Comm.local())
+    m.update(np.array([0.2, 0.8]), np.array([0, 1]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = m.compute().to_dict()
+    assert d["auc"] == 1.0 and d["ci95"]["auc"] is None and d["ci95"]["copc"] is not None
+    (message,) = [str(w.message) for w in caught]
+    assert "auc ci95 needs" in message
+
+
+def test_one_row_gives_null_ctr_intervals():
+    d = compute(np.array([0.3]), np.array([1])).to_dict()
+    assert d["ci95"] == {"auc": None, "actual_ctr": None, "predicted_ctr": None, "copc": None}
+
+
+# -- coverage by simulation (the full tables: scripts/stats_coverage.py) ---------------------------
+
+
+@pytest.mark.slow
+def test_auc_ctr_and_copc_intervals_cover_the_truth():
+    # 400 data sets: a share's standard error is 1.1 points; the full count and more
+    # settings are in scripts/stats_coverage.py
+    coverage = simulation.auc_coverage(np.random.default_rng(2026), datasets=400, n=2000,
+                                       d=1.0)
+    for name, share in coverage.items():
+        assert 0.925 <= share <= 0.975, (name, share)
+
+
+# -- paired comparison ------------------------------------------------------------------
+
+
+def compare(pred_a, pred_b, label, table_size=1000, weight=None):
+    metric = AucMetric(table_size, compare="pred_b", comm=Comm.local())
+    metric.update(pred_a, label, weight, compare=pred_b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+@pytest.mark.parametrize("table_size", [5, 100, 10_000])
+def test_paired_delong_equals_pairwise_oracle(rng, table_size):
+    for _ in range(4):
+        pred_a, pred_b, label = simulation.paired(rng, int(rng.integers(20, 200)), 1.0, 0.5, 1.0)
+        if label.sum() < 2 or (1 - label).sum() < 2:
+            continue
+        got = compare(pred_a, pred_b, label, table_size).compare
+        diff, variance = oracle_stats.paired_delong(
+            kernels.buckets(pred_a, table_size).tolist(),
+            kernels.buckets(pred_b, table_size).tolist(), label.tolist())
+        assert got.auc_diff == pytest.approx(diff, rel=1e-9, abs=1e-15)
+        assert got.auc_diff_stderr ** 2 == pytest.approx(variance, rel=1e-9)
+        assert got.p == pytest.approx(2 * stats.normal_cdf(-abs(diff) / math.sqrt(variance)))
+
+
+def test_model_b_values_are_those_of_b_alone_and_a_is_unchanged(rng):
+    pred_a, pred_b, label = simulation.paired(rng, 5000, 1.0, 0.5, 0.7)
+    result = compare(pred_a, pred_b, label)
+    a, b = compute(pred_a, label), compute(pred_b, label)
+    assert result.to_log_line("x").splitlines()[0] == a.to_log_line("x")
+    d = result.to_dict()
+    assert {k: v for k, v in d.items() if k != "compare"} == a.to_dict()
+    assert result.compare.result.to_dict() == b.to_dict()
+    assert d["compare"]["pred"] == "pred_b" and d["compare"]["auc"] == b.auc
+    assert d["compare"]["auc_diff"] == b.auc - a.auc
+    low, high = d["compare"]["auc_diff_ci95"]
+    assert low < b.auc - a.auc < high and 0 <= d["compare"]["auc_diff_p"] <= 1
+    line = result.to_log_line("x").splitlines()[1]
+    assert line.startswith("x: compare=pred_b auc=") and " auc_diff_p=" in line
+
+
+def test_identical_models_differ_by_zero_with_p_one(rng):
+    pred, label = binormal(rng, 1000, 1.0)
+    c = compare(pred, pred, label).compare
+    assert c.auc_diff == 0 and c.auc_diff_stderr == 0 and c.p == 1.0
+    assert c.ci() == (0.0, 0.0)
+
+
+def test_weighted_pairs_equal_repeated_rows(rng):
+    pred_a, pred_b, label = simulation.paired(rng, 500, 1.0, 0.5, 1.0)
+    counts = rng.integers(0, 4, 500)
+    weighted = compare(pred_a, pred_b, label, 100, weight=counts.astype(float)).compare
+    repeated = compare(*(np.repeat(x, counts) for x in (pred_a, pred_b, label)), 100).compare
+    assert weighted.auc_diff == pytest.approx(repeated.auc_diff, rel=1e-12, abs=1e-15)
+    assert weighted.auc_diff_stderr == pytest.approx(repeated.auc_diff_stderr, rel=1e-10)
+
+
+def test_compare_input_must_match_the_option(rng):
+    from mpieval import InputError
+
+    with pytest.raises(InputError, match="compare: is needed"):
+        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1])
+    with pytest.raises(InputError, match="compare: is given"):
+        AucMetric(10, comm=Comm.local()).update([0.1], [1], compare=[0.2])
+    with pytest.raises(InputError, match=r"compare: must be in \[0, 1\]"):
+        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1], compare=[1.2])
+    with pytest.raises(InputError, match="compare"):
+        AucMetric(10, compare="")
+
+
+@pytest.mark.slow
+def test_ab_under_the_null_and_with_a_difference():
+    # 400 data sets of 5,000 rows (the full counts: scripts/stats_coverage.py)
+    rng = np.random.default_rng(77)
+    null = simulation.ab_rates(rng, datasets=400, n=5000, d=1.0, noise_a=0.7, noise_b=0.7)
+    assert 0.025 <= null["p<0.05"] <= 0.075, null
+    assert 0.925 <= null["covers"] <= 0.975, null
+    # a real difference is found, and covered at the nominal rate
+    diff = simulation.ab_rates(rng, datasets=100, n=20_000, d=1.0, noise_a=0.9, noise_b=0.5)
+    assert diff["p<0.01"] >= 0.9 and 0.88 <= diff["covers"] <= 1.0, diff

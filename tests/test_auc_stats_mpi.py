@@ -1,0 +1,69 @@
+"""The ``auc`` kind's statistics over the ranks of ``mpiexec -n N``: the same values,
+intervals and curves as one process, whatever the split (assertions hold for any N)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sharding import my_rows
+
+from mpieval import AucMetric, Comm
+from mpieval.errors import UndefinedMetricWarning
+
+pytestmark = pytest.mark.mpi
+
+VALUES = ("auc", "logloss", "ne", "auprc", "auc_tie_bound", "actual_ctr", "predicted_ctr",
+          "copc")
+
+
+def rows(rng, n=40_000):
+    label = (rng.random(n) < 0.25).astype(np.int8)
+    pred = 1 / (1 + np.exp(-(rng.standard_normal(n) + label - 1)))
+    return {"pred": pred.astype(np.float32), "label": label,
+            "weight": rng.integers(0, 4, n).astype(np.float64)}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("scatter", [False, True])
+def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, scatter):
+    data = rows(rng)
+    mine = my_rows(data, comm.rank, comm.size, rng, scatter=scatter)
+    metric = AucMetric(10_000, comm=comm)
+    metric.update(mine["pred"], mine["label"], mine["weight"] if weighted else None)
+    one = AucMetric(10_000, comm=Comm.local())
+    one.update(data["pred"], data["label"], data["weight"] if weighted else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got, want = metric.compute(), one.compute()
+    for name in VALUES:
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-12), name
+    for level in (0.95, 0.8):
+        for name, pair in got.ci(level).items():
+            assert pair == pytest.approx(want.ci(level)[name], rel=1e-12), name
+    assert got.stderr["auc"] == want.stderr["auc"]  # from the merged table: exact
+    assert got.roc_curve == want.roc_curve
+    assert got.calibration_curve == want.calibration_curve
+    assert not any(math.isnan(x) for pair in got.ci().values() for x in pair)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_paired_comparison_is_that_of_one_process_for_any_split(comm, rng, weighted):
+    data = rows(rng)
+    data["compare"] = np.clip(data["pred"] + rng.normal(0, 0.05, len(data["pred"])), 0,
+                              1).astype(np.float32)
+    mine = my_rows(data, comm.rank, comm.size, rng, scatter=True)
+    metric = AucMetric(10_000, compare="b", comm=comm)
+    metric.update(mine["pred"], mine["label"], mine["weight"] if weighted else None,
+                  compare=mine["compare"])
+    one = AucMetric(10_000, compare="b", comm=Comm.local())
+    one.update(data["pred"], data["label"], data["weight"] if weighted else None,
+               compare=data["compare"])
+    got, want = metric.compute().compare, one.compute().compare
+    assert got.auc_diff == want.auc_diff  # from the merged tables: exact
+    assert got.auc_diff_stderr == pytest.approx(want.auc_diff_stderr, rel=1e-12)
+    assert got.p == pytest.approx(want.p, rel=1e-12)
+    assert got.ci(0.9) == pytest.approx(want.ci(0.9), rel=1e-12)
+    assert got.to_log_line("x") == want.to_log_line("x")

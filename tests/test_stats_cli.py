@@ -1,0 +1,80 @@
+"""``--compare COL`` and ``compare = "COL"`` on the command line: the same paired values
+as the API, alone and under ``mpiexec -n 1/2/3`` (launches run under ``timeout``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_cli import api, assert_same, assert_same_lines, rows, run, shards, write
+from test_cli_mpi import launch
+
+PAIRED_INPUTS = {"auc": {"pred": "pred", "label": "label", "compare": "pred_b"}}
+
+
+def paired_rows(n: int = 3000) -> dict[str, np.ndarray]:
+    data = rows(n)
+    rng = np.random.default_rng(9)
+    data["pred_b"] = np.clip(data["pred"] + np.round(rng.normal(0, 0.05, n), 3), 0, 1)
+    return data
+
+
+def want(data, **options) -> tuple[dict, list[str]]:
+    return api({"auc": ("auc", {"compare": "pred_b", **options})}, data, PAIRED_INPUTS)
+
+
+def test_compare_flag_equals_the_api(tmp_path, capsys):
+    data = paired_rows()
+    path = write(str(tmp_path / "ab.tsv"), data)
+    out = tmp_path / "out.json"
+    status, stdout, err = run(capsys, "eval", "--compare", "pred_b", "--table-size", "1000",
+                              "--json", str(out), path)
+    assert status == 0, err
+    got = json.loads(out.read_text())
+    expected, lines = want(data, table_size=1000)
+    assert_same(got, expected)
+    assert_same_lines(stdout.splitlines(), lines)
+    assert stdout.splitlines()[1].startswith("auc: compare=pred_b auc=")
+    assert set(got["auc"]["compare"]) >= {"pred", "auc", "copc", "auc_diff", "auc_diff_ci95",
+                                          "auc_diff_p"}
+
+
+def test_compare_in_a_config(tmp_path, capsys):
+    data = paired_rows()
+    path = write(str(tmp_path / "ab.csv"), data)
+    config = tmp_path / "m.toml"
+    config.write_text('[metrics.ctr]\nkind = "auc"\ncompare = "pred_b"\n')
+    out = tmp_path / "out.json"
+    status, stdout, err = run(capsys, "eval", "--config", str(config), "--json", str(out), path)
+    assert status == 0, err
+    got = json.loads(out.read_text())["ctr"]
+    assert_same(got, want(data)[0]["auc"])
+    assert stdout.splitlines()[1].startswith("ctr: compare=pred_b ")
+
+
+def test_compare_of_a_kind_without_it_is_a_usage_error(tmp_path, capsys):
+    path = write(str(tmp_path / "ab.tsv"), paired_rows(50))
+    status, _, err = run(capsys, "eval", "--metrics", "pn", "--compare", "pred_b", path)
+    assert status == 2 and "--compare" in err
+
+
+def test_a_bad_compare_value_names_the_column(tmp_path, capsys):
+    data = paired_rows(50)
+    data["pred_b"][7] = 1.5
+    path = write(str(tmp_path / "ab.tsv"), data)
+    status, _, err = run(capsys, "eval", "--compare", "pred_b", path)
+    assert status == 2 and "pred_b" in err
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_compare_on_any_ranks(tmp_path, ranks):
+    data = paired_rows()
+    paths = shards(tmp_path, data, ["a.tsv", "b.csv.gz", "c.parquet"])
+    out = tmp_path / "out.json"
+    proc, _ = launch(ranks, "eval", "--compare", "pred_b", "--table-size", "1000", "--json",
+                     out, *paths)
+    assert proc.returncode == 0, proc.stderr
+    expected, lines = want(data, table_size=1000)
+    assert_same(json.loads(out.read_text()), expected)
+    assert_same_lines(proc.stdout.splitlines(), lines)
