@@ -106,6 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
                       "and keep them (default: a temporary directory, removed)")
+    page = commands.add_parser(
+        "report", help="a self-contained HTML page of one or more runs",
+        description="One HTML page of the --json results of one or more runs (figures inline: "
+        "it opens offline and prints): curves overlaid, tables side by side. Needs the "
+        "'report' extra (matplotlib).",
+    )
+    page.add_argument("runs", nargs="+", metavar="RUN.json")
+    page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
 
 
@@ -145,6 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mpieval import demo
 
             status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
+        elif args.command == "report":
+            from mpieval import report
+
+            comm.agreed(lambda: report.write_report(args.runs, args.output)
+                        if comm.rank == 0 else None)
+            status = 0
         else:
             status = run_eval(args, comm, warming=warm_up(kinds_asked(args)))
     except InputError as error:  # collective: every rank holds the same error
