@@ -1,11 +1,11 @@
 """The report's figures: matplotlib drawings returned as inline SVG text.
 
-Only :mod:`mpieval.report` imports this module (matplotlib is the optional ``report``
-extra). No pyplot and no display: each figure is a :class:`matplotlib.figure.Figure`
-saved straight to SVG, with its text as glyph outlines (it looks the same wherever the
-page is opened or printed, whatever fonts are installed), a fixed hash salt and no date
-(the same data gives the same bytes), and ids unique to the figure (several SVGs share
-one HTML document).
+matplotlib is the optional ``report`` extra: it is imported when the first figure is drawn
+(:func:`require_matplotlib` says how to install it). No pyplot and no display: each figure
+is a :class:`matplotlib.figure.Figure` saved straight to SVG, with its text as glyph
+outlines (it looks the same wherever the page is opened or printed, whatever fonts are
+installed), a fixed hash salt and no date (the same data gives the same bytes), and ids
+unique to the figure (several SVGs share one HTML document).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
-import matplotlib
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency, and in grey.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000")
 GREY = "#8c8c8c"
 WIDTH = 5.0  # inches; the page shows two figures side by side at a laptop's width
 
-_STYLE = {
+_STYLE: dict[Any, Any] = {
     "font.size": 9.0,
     "axes.titlesize": 10.0,
     "axes.labelsize": 9.0,
@@ -54,10 +54,27 @@ def _styled(draw: Callable[P, str]) -> Callable[P, str]:
 
     @functools.wraps(draw)
     def styled(*args: P.args, **kwargs: P.kwargs) -> str:
+        import matplotlib
+
         with matplotlib.rc_context(_STYLE):
             return draw(*args, **kwargs)
 
     return styled
+
+
+def require_matplotlib() -> None:
+    """Import matplotlib, or raise ImportError saying how to install it."""
+    try:
+        import matplotlib.figure  # noqa: F401
+    except ImportError as error:
+        raise ImportError("needs matplotlib, the optional 'report' extra: "
+                          f"pip install 'mpieval[report]' ({error})") from None
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
 
 
 @dataclass(frozen=True)
@@ -89,7 +106,7 @@ class Estimate:
 @_styled
 def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) -> str:
     """ROC curves ``[fpr, tpr]`` overlaid, with the chance diagonal."""
-    figure = Figure(figsize=(WIDTH, WIDTH * 0.92), layout="constrained")
+    figure = _new_figure(WIDTH, WIDTH * 0.92)
     ax = figure.add_subplot()
     ax.plot([0, 1], [0, 1], color=GREY, linewidth=0.8, linestyle=":", label="chance (AUC 0.5)")
     for series, points in curves:
@@ -136,7 +153,7 @@ def merge_bins(points: Sequence[Sequence[float]], count: int = CALIBRATION_POINT
 def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) -> str:
     """Reliability plot: actual CTR against mean predicted CTR per bin, with the diagonal,
     each point's 95% binomial interval, and below it the rows per predicted-CTR range."""
-    figure = Figure(figsize=(WIDTH, WIDTH * 1.12), layout="constrained")
+    figure = _new_figure(WIDTH, WIDTH * 1.12)
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3.2, 1])
     merged = [(series, merge_bins(points)) for series, points in curves]
     merged = [(series, bins) for series, bins in merged if bins]
@@ -161,7 +178,7 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
     return _svg(figure, key)
 
 
-def _rows_histogram(ax: object, curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
+def _rows_histogram(ax: Any, curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
                     high: float) -> None:
     """Rows per predicted-CTR range (40 equal ranges up to ``high``), as steps."""
     ranges = 40
@@ -174,10 +191,9 @@ def _rows_histogram(ax: object, curves: Sequence[tuple[Series, Sequence[Sequence
         total = sum(counts) or 1.0
         shares = [100.0 * c / total for c in counts]
         edges = [i * width for i in range(ranges + 1)]
-        ax.stairs(shares, edges, color=series.color, linestyle=series.linestyle,  # type: ignore[attr-defined]
-                  linewidth=1.0)
-    ax.set_ylabel("Rows (%)")  # type: ignore[attr-defined]
-    ax.set_ylim(bottom=0)  # type: ignore[attr-defined]
+        ax.stairs(shares, edges, color=series.color, linestyle=series.linestyle, linewidth=1.0)
+    ax.set_ylabel("Rows (%)")
+    ax.set_ylim(bottom=0)
 
 
 @_styled
@@ -188,7 +204,7 @@ def intervals(categories: Sequence[str],
     per series with its 95% interval as a bar."""
     count = max((len(rows) for _, rows in panels), default=1)
     height = 1.2 + 0.3 * len(categories) * max(1.0, 0.55 * count)
-    figure = Figure(figsize=(WIDTH * 2, height), layout="constrained")
+    figure = _new_figure(WIDTH * 2, height)
     axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     positions = list(range(len(categories)))[::-1]  # the first category on top
     for ax, (xlabel, rows) in zip(axes, panels, strict=True):
@@ -216,12 +232,11 @@ def intervals(categories: Sequence[str],
 
 
 @_styled
-def differences(rows: Sequence[tuple[str, Estimate, float | None]], xlabel: str, key: str
-                ) -> str:
+def differences(rows: Sequence[tuple[str, Estimate, str]], xlabel: str, key: str) -> str:
     """A forest plot of differences B - A: one row per difference (label, estimate with
     its 95% interval, the p-value's text shown on the right), and the no-difference line."""
     height = 1.1 + 0.32 * len(rows)
-    figure = Figure(figsize=(WIDTH * 2, height), layout="constrained")
+    figure = _new_figure(WIDTH * 2, height)
     ax = figure.add_subplot()
     positions = list(range(len(rows)))[::-1]
     ax.axvline(0.0, color=GREY, linewidth=0.9, linestyle=":")
@@ -253,10 +268,12 @@ def differences(rows: Sequence[tuple[str, Estimate, float | None]], xlabel: str,
 
 
 def _legend(figure: Figure, series: Sequence[Series]) -> None:
-    if not series:
+    if len(series) < 2:
         return
+    from matplotlib.lines import Line2D
+
     handles = [
-        matplotlib.lines.Line2D([], [], color=s.color, marker="D" if s.dashed else "o",
+        Line2D([], [], color=s.color, marker="D" if s.dashed else "o",
                                 markerfacecolor="white" if s.dashed else s.color,
                                 linestyle="none", label=s.label)
         for s in series
@@ -268,6 +285,8 @@ def _legend(figure: Figure, series: Sequence[Series]) -> None:
 def _svg(figure: Figure, key: str) -> str:
     """The figure as an ``<svg>`` element for inline use: no XML prolog, no fixed size
     (the page's CSS sizes it; the viewBox keeps the proportions), ids prefixed by ``key``."""
+    import matplotlib
+
     out = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": key}):
         figure.savefig(out, format="svg", metadata={"Date": None})

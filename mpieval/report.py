@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import html
-import importlib
 import json
 import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mpieval import figures
 from mpieval.errors import InputError
-
-if TYPE_CHECKING:
-    from mpieval import figures as figures_module
-    from mpieval.figures import Estimate, Series
+from mpieval.figures import Estimate, Series
 
 # The fields INTERFACE.md fixes for each kind: a block without one is of another layout.
 REQUIRED = {
@@ -217,19 +214,19 @@ def _check_pair(pair: Any, where: str) -> None:
 # -- writing ---------------------------------------------------------------------------
 
 
-def plotting() -> figures_module:
-    """The figures module, or an :class:`InputError` saying how to install matplotlib."""
+def require_plotting() -> None:
+    """Nothing, or an :class:`InputError` saying how to install matplotlib."""
     try:
-        return importlib.import_module("mpieval.figures")
+        figures.require_matplotlib()
     except ImportError as error:
-        raise InputError("report", "needs matplotlib, the optional 'report' extra: "
-                         f"pip install 'mpieval[report]' ({error})") from None
+        raise InputError("report", str(error)) from None
 
 
 def write_report(paths: Sequence[str], output: str, *, flag: str = "-o") -> None:
     """Read and check the runs at ``paths`` and write their page to ``output``
     atomically; nothing is written when anything is wrong (:class:`InputError`)."""
     runs = load_runs(paths)
+    check_output(output, flag)
     page = render(runs)
     write_page(output, page, flag=flag)
 
@@ -267,7 +264,8 @@ def write_page(path: str, text: str, flag: str = "-o") -> None:
 
 def render(runs: Sequence[Run]) -> str:
     """The HTML page of ``runs`` (checked by :func:`load_run`), self-contained."""
-    return Page(runs, plotting()).html()
+    require_plotting()
+    return Page(runs).html()
 
 
 @dataclass(frozen=True)
@@ -283,9 +281,8 @@ class Model:
 class Page:
     """Builds the page section by section; counts the figures for unique SVG ids."""
 
-    def __init__(self, runs: Sequence[Run], plot: figures_module) -> None:
+    def __init__(self, runs: Sequence[Run]) -> None:
         self.runs = list(runs)
-        self.plot = plot
         self.figure_count = 0
 
     def html(self) -> str:
@@ -301,8 +298,8 @@ class Page:
             f"<tr><td class=left>{_e(run.label)}</td><td class=path>{_e(run.path)}</td>"
             f"<td class=left>{_e(', '.join(run.metrics))}</td></tr>"
             for run in self.runs)
-        return (f"<table class=runs><thead><tr><th class=left>Run</th><th class=left>File</th><th class=left>Metrics"
-                f"</th></tr></thead><tbody>{rows}</tbody></table>")
+        return ("<table class=runs><thead><tr><th class=left>Run</th><th class=left>File</th>"
+                f"<th class=left>Metrics</th></tr></thead><tbody>{rows}</tbody></table>")
 
     # One section per metric name: the runs that have it, drawn by its kind.
     def section(self, name: str) -> str:
@@ -325,10 +322,10 @@ class Page:
     def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
         """A and, with ``--compare``, B of each run, each with its colour and label."""
         several = len(blocks) > 1
-        models = []
+        models: list[Model] = []
         for run, block in blocks:
             compare = block.get("compare")
-            a_label = run.label if several else "this run"
+            a_label = run.label
             if compare is not None:
                 a_label = f"{run.label}: A" if several else "A"
             models.append(Model(run, block, self.series(a_label, len(models)), False))
@@ -340,8 +337,7 @@ class Page:
         return models
 
     def series(self, label: str, index: int, dashed: bool = False) -> Series:
-        palette = self.plot.PALETTE
-        return self.plot.Series(label, palette[index % len(palette)], dashed)
+        return Series(label, figures.PALETTE[index % len(figures.PALETTE)], dashed)
 
     def figure(self, svg: str, caption: str, wide: bool = False) -> str:
         return (f"<figure class=\"plot{' wide' if wide else ''}\">{svg}"
@@ -354,8 +350,7 @@ class Page:
     # auc ------------------------------------------------------------------------------
     def auc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
         models = self.models([(run, run.metrics[name]) for run in runs])
-        notes = _missing_notes(models, CURVES, "no ROC or calibration curve")
-        notes += _missing_notes([m for m in models if not m.is_b], ("ci95",), "no intervals")
+        notes = _missing_notes([m for m in models if not m.is_b])
         parts = [self.value_table(models, AUC_FIELDS)]
         drawn = []
         rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
@@ -363,16 +358,16 @@ class Page:
             aucs = "; ".join(f"{_e(m.series.label)} AUC {_value(m.block.get('auc'))}"
                              for m in models if m.block.get("roc_curve"))
             drawn.append(self.figure(
-                self.plot.roc(rocs, self.key(name, "roc")),
+                figures.roc(rocs, self.key(name, "roc")),
                 f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
                 "(0 to 1); the dotted diagonal is a random ranking."))
         calibrations = [(m.series, m.block["calibration_curve"]) for m in models
                         if m.block.get("calibration_curve")]
         if calibrations:
             drawn.append(self.figure(
-                self.plot.calibration(calibrations, self.key(name, "calibration")),
+                figures.calibration(calibrations, self.key(name, "calibration")),
                 "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
-                f"into {self.plot.CALIBRATION_POINTS} of about equal rows, with each bin's "
+                f"into {figures.CALIBRATION_POINTS} of about equal rows, with each bin's "
                 "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
                 "the share of rows per predicted-CTR range."))
         if drawn:
@@ -407,11 +402,11 @@ class Page:
                 label = field[: -len("_diff")].upper() + (f" · {scope}" if scope else "")
                 if several:
                     label += f" · {run_label}"
-                rows.append((label, field, compare, self.plot.Estimate(value, low, high),
+                rows.append((label, field, compare, Estimate(value, low, high),
                              compare.get(f"{field}_p")))
         if not rows:
             return ""
-        svg = self.plot.differences([(label, estimate, _p_text(p))
+        svg = figures.differences([(label, estimate, _p_text(p))
                                      for label, _, _, estimate, p in rows],
                                     "Difference B - A (same units as the value)",
                                     self.key(name, "differences"))
@@ -455,10 +450,16 @@ class Page:
         for field, xlabel in (("wuauc", "WUAUC: per-user AUC weighted by the user's rows"),
                               ("uauc", "UAUC: mean of per-user AUC")):
             panels.append((f"{xlabel} (0.5 = random)", [
-                (model.series, [_estimate(self.plot, blocks.get(tag), field) for tag in tags])
+                (model.series, [_estimate(blocks.get(tag), field) for tag in tags])
                 for model, blocks in per_model]))
-        svg = self.plot.intervals(tags, panels, self.key(name, "tags"))
-        parts = [f"<div class=figures>{self.figure(svg, _TAG_CAPTION, wide=True)}</div>",
+        svg = figures.intervals(tags, panels, self.key(name, "tags"))
+        caption = "WUAUC and UAUC per tag"
+        if not without:
+            caption += " with their 95% intervals (users as independent clusters)"
+        caption += "; \"all\" covers every row."
+        if any(m.is_b for m in models):
+            caption += " Filled dots: model A; open diamonds: model B."
+        parts = [f"<div class=figures>{self.figure(svg, caption, wide=True)}</div>",
                  self.tag_table(tags, per_model)]
         compared = [(run.label, values["compare"], tag) for run in runs
                     for tag, values in run.metrics[name]["tags"].items()
@@ -520,8 +521,8 @@ class Page:
                 text = _cell(block, field)
                 total = block.get(share_of) if share_of else None
                 value = block.get(field)
-                if share_of and field != share_of and _is_number(value) and _is_number(total) \
-                        and total:
+                if field != share_of and isinstance(value, (int, float)) \
+                        and isinstance(total, (int, float)) and total > 0:
                     text += f"<span class=ci>{100.0 * value / total:.1f}% of rows</span>"
                 cells.append(f"<td>{text}</td>")
             body.append(f"<tr><td class=desc>{_e(fields[field])}</td>{''.join(cells)}</tr>")
@@ -529,9 +530,19 @@ class Page:
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _missing_notes(models: Sequence[Model], fields: Sequence[str], what: str) -> list[str]:
-    lacking = [m.series.label for m in models if not any(f in m.block for f in fields)]
-    return [f"{what[0].upper()}{what[1:]} in {_e(', '.join(lacking))} {OLDER}."] if lacking else []
+def _missing_notes(models: Sequence[Model]) -> list[str]:
+    """What the runs' auc blocks lack of the statistics, one note per run."""
+    notes = []
+    for m in models:
+        lacking = []
+        if not any(field in m.block for field in CURVES):
+            lacking.append("no ROC or calibration curve")
+        if "ci95" not in m.block:
+            lacking.append("no intervals")
+        if lacking:
+            what = " and ".join(lacking)
+            notes.append(f"{what[0].upper()}{what[1:]} in {_e(m.run.label)} {OLDER}.")
+    return notes
 
 
 def _bucket_error_context(models: Sequence[Model]) -> str:
@@ -545,19 +556,20 @@ def _bucket_error_context(models: Sequence[Model]) -> str:
                      f"{_value(m.block.get('predicted_ctr'))})</li>")
     if not items:
         return ""
-    return ("<div class=context><p>Bucket error reads with the calibration plot: it is the "
+    return ("<div class=context><p>Bucket error is the "
             "row-weighted mean of |actual CTR / predicted CTR - 1| over ranges of pred at most "
             "0.01 wide, each grown until its relative error bound (0.05) holds (Abacus' "
             "calculate_bucket_error). COPC is the same ratio over all rows at once, so a model "
             "can have COPC near 1 and a large bucket error when its errors cancel between "
-            f"ranges.</p><ul>{''.join(items)}</ul></div>")
+            "ranges; the calibration plot, where the run has one, shows where they lie.</p>"
+            f"<ul>{''.join(items)}</ul></div>")
 
 
-def _estimate(plot: figures_module, block: dict[str, Any] | None, field: str) -> Estimate:
+def _estimate(block: dict[str, Any] | None, field: str) -> Estimate:
     if block is None:
-        return plot.Estimate(None)
+        return Estimate(None)
     low, high = _pair((block.get("ci95") or {}).get(field))
-    return plot.Estimate(block.get(field), low, high)
+    return Estimate(block.get(field), low, high)
 
 
 def _pair(pair: Any) -> tuple[float | None, float | None]:
@@ -618,10 +630,6 @@ def _anchor(name: str) -> str:
     return "m-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
 
 
-_TAG_CAPTION = (
-    "WUAUC and UAUC per tag with their 95% intervals (users as independent clusters); "
-    "\"all\" covers every row. Filled dots: model A or a plain run; open diamonds: model B.")
-
 _STYLE = """
 :root { color-scheme: light; }
 body { margin: 0; background: #fff; color: #1b1b1b;
@@ -670,7 +678,8 @@ tr.group td { border-top: 1.5px solid #cfcfcf; }
   main { max-width: none; padding: 0; }
   nav.toc { display: none; }
   .figures { grid-template-columns: 1fr 1fr; gap: 8px 16px; }
-  h2 { break-after: avoid; page-break-after: avoid; margin-top: 1.2rem; }
+  h2, h3 { break-after: avoid; page-break-after: avoid; }
+  h2 { margin-top: 1.2rem; }
   table, .note, .context { break-inside: avoid; page-break-inside: avoid; }
   .table-wrap { overflow: visible; }
   td.desc { min-width: 0; }
