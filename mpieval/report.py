@@ -231,6 +231,15 @@ def write_report(paths: Sequence[str], output: str, *, flag: str = "-o") -> None
     write_page(output, page, flag=flag)
 
 
+def write_run_report(results: dict[str, Any], output: str, *, json_path: str | None = None,
+                     flag: str = "--report") -> None:
+    """The page of one run's results (the object ``--json`` writes), for ``--report``."""
+    name = os.path.basename(output)
+    label = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    source = json_path or "(this run; no --json file)"
+    write_page(output, render([Run(path=source, label=label, metrics=results)]), flag=flag)
+
+
 def check_output(path: str, flag: str = "-o") -> None:
     """``path`` can be written (its directory exists and is writable)."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -542,6 +551,9 @@ def _missing_notes(models: Sequence[Model]) -> list[str]:
         if lacking:
             what = " and ".join(lacking)
             notes.append(f"{what[0].upper()}{what[1:]} in {_e(m.run.label)} {OLDER}.")
+        elif "roc_curve" in m.block and not m.block["roc_curve"]:
+            notes.append(f"No ROC curve in {_e(m.run.label)}: it needs both clicks and "
+                         "non-clicks.")
     return notes
 
 
@@ -645,7 +657,7 @@ h3 { font-size: 1.02rem; margin: 1.4rem 0 .4rem; }
   vertical-align: middle; }
 nav.toc ul { margin: .2rem 0 0; padding-left: 1.2rem; columns: 3 14rem; }
 nav.toc a { color: #0b5394; }
-.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr));
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr));
   gap: 14px 28px; margin: .6rem 0; }
 figure.plot { margin: 0; min-width: 0; break-inside: avoid; page-break-inside: avoid; }
 figure.plot.wide { grid-column: 1 / -1; }

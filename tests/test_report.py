@@ -524,3 +524,13 @@ def test_chromium_draws_every_figure(tmp_path, ab_json, chromium):
         assert (gray < 100).mean() > 0.003, (left, top)  # axes and labels drawn
         colourful = (region.max(axis=2) - region.min(axis=2)) > 60
         assert colourful.mean() > 0.001, (left, top)  # data drawn in colour
+
+
+def test_one_class_only_says_why_there_is_no_roc_curve(tmp_path):
+    data = simulated_run(12, rows=3000, compare=False)
+    data["ctr"].update(auc=None, roc_curve=[])
+    data["ctr"]["ci95"]["auc"] = None
+    page = report.render(report.load_runs([write_json(str(tmp_path / "one.json"), data)]))
+    elements = parse(page)
+    assert "No ROC curve in one: it needs both clicks and non-clicks." in elements.text
+    assert figures_of(elements) == ["plot", "plot wide"]  # calibration; user_ctr's dots
