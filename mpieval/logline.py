@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
+from typing import Any
 
 
 def value(x: float) -> str:
@@ -21,3 +23,8 @@ def count(x: float) -> str:
 def json_number(x: float) -> float | int | None:
     """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere."""
     return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def json_fields(result: Any) -> dict[str, Any]:
+    """The fields of a result dataclass for JSON, in order, NaN as None."""
+    return {name: json_number(value) for name, value in asdict(result).items()}

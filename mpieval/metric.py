@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
+from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.state import Part, State, pack, unpack
@@ -35,6 +36,16 @@ from mpieval.state import Part, State, pack, unpack
 class Result(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
     def to_log_line(self, name: str) -> str: ...
+
+
+class FieldsResult:
+    """A frozen result dataclass whose JSON object is its kind and its fields in order
+    (NaN as ``null``)."""
+
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **logline.json_fields(self)}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ class AucResult:
     table_size: int
 
     def to_dict(self) -> dict[str, Any]:
-        fields = {k: logline.json_number(v) for k, v in asdict(self).items()}
+        fields = logline.json_fields(self)
         fields["num"] = int(self.num) if float(self.num).is_integer() else self.num
         fields["positives"] = (
             int(self.positives) if float(self.positives).is_integer() else self.positives

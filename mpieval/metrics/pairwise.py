@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from mpieval.comm import Comm
-from mpieval.metric import Input, Metric
+from mpieval.metric import FieldsResult, Input, Metric
 from mpieval.state import Part, Summed
 from mpieval.validation import as_vector, check_binary, check_lengths
 
@@ -31,8 +31,10 @@ def pairwise_cells(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class PairwiseResult:
+class PairwiseResult(FieldsResult):
     """Result of the ``pairwise`` kind: ``ins`` rows split by their (left, right) labels."""
+
+    kind = "pairwise"
 
     ins: int
     same_label_click: int
@@ -50,16 +52,6 @@ class PairwiseResult:
             right_label_click=int(cells[0, 1]),
             same_label_unclick=int(cells[0, 0]),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "pairwise",
-            "ins": self.ins,
-            "same_label_click": self.same_label_click,
-            "left_label_click": self.left_label_click,
-            "right_label_click": self.right_label_click,
-            "same_label_unclick": self.same_label_unclick,
-        }
 
     def to_log_line(self, name: str) -> str:
         return (

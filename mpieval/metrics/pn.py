@@ -27,7 +27,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.kernels.pn import pair_counts
 from mpieval.kernels.pn import warm_up as warm_up_kernels
-from mpieval.metric import Input, Metric, Option, warn_undefined
+from mpieval.metric import FieldsResult, Input, Metric, Option, warn_undefined
 from mpieval.state import Part, Rows
 from mpieval.users import gather_by_user, uid_keys_checked
 from mpieval.validation import as_vector, check_finite, check_lengths, one_of
@@ -53,10 +53,11 @@ def _halves(doubled: int) -> int | float:
 
 
 @dataclass(frozen=True)
-class PnResult:
+class PnResult(FieldsResult):
     """Result of the ``pn`` kind (formulas: module doc). Pair counts are ints, except that
     in ``half`` mode ``positive_pairs``/``negative_pairs`` may end in .5."""
 
+    kind = "pn"
     average_pn: float
     ins_number: int
     positive_pairs: int | float
@@ -98,17 +99,6 @@ class PnResult:
             tie_pairs=int(tie),
             ties=ties,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "pn",
-            "average_pn": logline.json_number(self.average_pn),
-            "ins_number": self.ins_number,
-            "positive_pairs": self.positive_pairs,
-            "negative_pairs": self.negative_pairs,
-            "tie_pairs": self.tie_pairs,
-            "ties": self.ties,
-        }
 
     def to_log_line(self, name: str) -> str:
         return (
