@@ -157,8 +157,9 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3.2, 1])
     merged = [(series, merge_bins(points)) for series, points in curves]
     merged = [(series, bins) for series, bins in merged if bins]
-    high = max((max(max(p, a) for p, a, _ in bins) for _, bins in merged), default=1.0)
-    high = min(1.0, high * 1.08) if high > 0 else 1.0
+    high = max([max(p, a) for _, bins in merged for p, a, _ in bins]
+               + [p for _, points in curves for p, _, r in points if r > 0], default=1.0)
+    high = min(1.0, high * 1.04) if high > 0 else 1.0
     top.plot([0, high], [0, high], color=GREY, linewidth=0.8, linestyle=":",
              label="perfect calibration")
     for series, bins in merged:

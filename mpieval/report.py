@@ -360,6 +360,9 @@ class Page:
     def auc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
         models = self.models([(run, run.metrics[name]) for run in runs])
         notes = _missing_notes([m for m in models if not m.is_b])
+        notes += [f"{_e(m.series.label)}: no curves of model B in the run (its values only); "
+                  "A's are drawn." for m in models
+                  if m.is_b and not any(m.block.get(field) for field in CURVES)]
         parts = [self.value_table(models, AUC_FIELDS)]
         drawn = []
         rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
@@ -562,10 +565,13 @@ def _bucket_error_context(models: Sequence[Model]) -> str:
     for m in models:
         if "bucket_error" not in m.block:
             continue
-        items.append(f"<li><b>{_e(m.series.label)}</b>: bucket error "
-                     f"{_value(m.block.get('bucket_error'))}, COPC {_value(m.block.get('copc'))}"
-                     f" (actual CTR {_value(m.block.get('actual_ctr'))} over predicted "
-                     f"{_value(m.block.get('predicted_ctr'))})</li>")
+        parts = [f"bucket error {_value(m.block.get('bucket_error'))}"]
+        if "copc" in m.block:
+            parts.append(f"COPC {_value(m.block.get('copc'))}")
+        ctrs = [f"{what} {_value(m.block[field])}" for field, what in (
+            ("actual_ctr", "actual CTR"), ("predicted_ctr", "predicted CTR")) if field in m.block]
+        text = ", ".join(parts) + (f" ({', '.join(ctrs)})" if ctrs else "")
+        items.append(f"<li><b>{_e(m.series.label)}</b>: {text}</li>")
     if not items:
         return ""
     return ("<div class=context><p>Bucket error is the "
