@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from mpieval import pipeline
 from mpieval.comm import Comm
-from mpieval.config import specs_from_config, tomllib
+from mpieval.config import MetricSpec, specs_from_config, tomllib
 from mpieval.errors import InputError, KindUnavailable
 from mpieval.kinds import kind_named
 
@@ -115,9 +116,35 @@ def write_shards(directory: str, rows: int) -> list[str]:
 def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str | None = None
         ) -> int:
     """Collective: write the shards (rank 0; other ranks too when they cannot see them),
-    evaluate every available kind, print the lines. Returns the exit status."""
-    from mpieval import cli
+    evaluate every available kind, print the lines. Returns the exit status.
 
+    ``directory``: where the files (and ``demo.toml``) are written and kept; None: a
+    temporary directory, removed at the end."""
+    specs, skipped = _available_specs()
+    keep = directory is not None
+    made = comm.agreed(lambda: _write_files(directory, rows) if comm.rank == 0 else None)
+    where: str = comm.allgather(made)[0]
+    paths = [os.path.join(where, name) for name, _ in SHARDS]
+    if comm.rank != 0 and not all(os.path.exists(p) for p in paths):  # no shared disk
+        os.makedirs(where, exist_ok=True)
+        made = where
+        write_shards(where, rows)
+    comm.barrier()
+    if comm.rank == 0:
+        _announce(rows, where, comm.size, skipped)
+    try:
+        return pipeline.run_job(
+            comm, lambda: pipeline.plan_job(specs, paths, comm.size, json_path=json_path),
+            json_path=json_path,
+        )
+    finally:
+        comm.barrier()
+        if made is not None and not keep:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _available_specs() -> tuple[list[MetricSpec], list[str]]:
+    """The demo's metrics whose kind this build has, and ``name (why)`` of the others."""
     config = tomllib.loads(CONFIG)
     skipped = []
     for name, table in list(config["metrics"].items()):
@@ -126,44 +153,29 @@ def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str |
         except KindUnavailable as error:
             skipped.append(f"{name} ({error.problem})")
             del config["metrics"][name]
-    specs = specs_from_config(config, "demo config")
-    keep = directory is not None
-    error: InputError | None = None
-    made = None
-    if comm.rank == 0:
-        try:
-            if keep:
-                os.makedirs(directory, exist_ok=True)
-            else:
-                directory = tempfile.mkdtemp(prefix="mpieval-demo-")
-            made = directory
-            paths = write_shards(directory, rows)
-            if keep:
-                with open(os.path.join(directory, "demo.toml"), "w") as out:
-                    out.write(CONFIG)
-        except OSError as caught:
-            error = InputError("demo", f"cannot write the demo files: {caught}")
-    comm.agree(error)
-    directory = comm.allgather(directory)[0]
-    assert directory is not None
-    paths = [os.path.join(directory, name) for name, _ in SHARDS]
-    if comm.rank != 0 and not all(os.path.exists(p) for p in paths):  # no shared disk
-        os.makedirs(directory, exist_ok=True)
-        made = directory
-        write_shards(directory, rows)
-    comm.barrier()
-    if comm.rank == 0:
-        print(f"mpieval demo: {rows:,} synthetic rows in {len(paths)} files under {directory}, "
-              f"{comm.size} rank{'s' if comm.size > 1 else ''}", file=sys.stderr)
-        for item in skipped:
-            print(f"mpieval demo: skipping {item}", file=sys.stderr)
-        sys.stderr.flush()
+    return specs_from_config(config, "demo config"), skipped
+
+
+def _announce(rows: int, directory: str, ranks: int, skipped: list[str]) -> None:
+    print(f"mpieval demo: {rows:,} synthetic rows in {len(SHARDS)} files under {directory}, "
+          f"{ranks} rank{'s' if ranks > 1 else ''}", file=sys.stderr)
+    for item in skipped:
+        print(f"mpieval demo: skipping {item}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _write_files(directory: str | None, rows: int) -> str:
+    """The shards in ``directory`` with ``demo.toml`` beside them, or the shards alone in
+    a new temporary directory (None); returns the directory (rank 0)."""
     try:
-        return cli.run_job(
-            comm, lambda: cli.plan_job(specs, paths, comm.size, json_path=json_path),
-            json_path=json_path,
-        )
-    finally:
-        comm.barrier()
-        if made is not None and not keep:
-            shutil.rmtree(made, ignore_errors=True)
+        if directory is None:
+            directory = tempfile.mkdtemp(prefix="mpieval-demo-")
+            write_shards(directory, rows)
+            return directory
+        os.makedirs(directory, exist_ok=True)
+        write_shards(directory, rows)
+        with open(os.path.join(directory, "demo.toml"), "w") as out:
+            out.write(CONFIG)
+        return directory
+    except OSError as error:
+        raise InputError("demo", f"cannot write the demo files: {error}") from None

@@ -7,9 +7,9 @@ All parsing is pyarrow's, in batches, so memory stays bounded whatever the file 
   longer one is an error that says so);
 - plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
   ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
-  streaming reader gains nothing from threads; on one thread it is about 10% faster); a
-  chunk that fails is parsed again on one thread as one block, so lines of any length
-  read, and a bad value is named by its line;
+  streaming reader gains nothing from threads, and on one thread it is the faster of
+  the two); a chunk that fails is parsed again on one thread as one block, so lines of
+  any length read, and a bad value is named by its line;
 - Parquet streams row groups with ``ParquetFile.iter_batches``.
 
 Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the command
@@ -34,16 +34,16 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-# pyarrow.compute and pyarrow.parquet are imported where used: 40 ms of the command's
-# start-up that a run of text files without ids or filters does not need.
+# pyarrow.compute and pyarrow.parquet are imported where used: start-up time that a run
+# of text files without ids or filters does not need.
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from mpieval.errors import DataError
-from mpieval.split import InputFile, Piece, count_lines_before, line_start_at
+from mpieval.split import InputFile, Piece
 
 DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (a line
-# may span two; 4 MiB blocks read no faster and raised the peak RSS by 100 MB)
+# may span two; larger blocks read no faster and raise the peak memory)
 DEFAULT_CHUNK_BYTES = 16 << 20  # text on several threads: whole lines parsed at a time,
 PARALLEL_BLOCK_BYTES = 1 << 20  # in blocks of this size, in parallel
 PARQUET_BATCH_ROWS = 1 << 16
@@ -265,7 +265,7 @@ def as_numpy(array: pa.Array) -> np.ndarray:
     """A null-free numeric or boolean pyarrow array as numpy, without copying numbers.
 
     Read from the array's data buffer rather than with ``Array.to_numpy``, which imports
-    pandas (about 0.3 s and 50 MB on every rank).
+    pandas (time and memory on every rank).
     """
     if array.null_count:
         raise ValueError("as_numpy takes arrays without nulls")
@@ -326,10 +326,49 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, Any]:
     return offsets, data_buffer
 
 
+# -- text pieces -------------------------------------------------------------------------
+
+
+def line_start_at(handle: BinaryIO, offset: int, data_start: int, size: int) -> int:
+    """The first line start at or after ``offset`` that is not the header.
+
+    A line starts at ``data_start`` or just after a ``\\n``. Two ranks that cut the
+    same file at the same offset compute the same line start, so the line ranges they
+    read meet exactly.
+    """
+    if offset <= data_start:
+        return data_start
+    if offset >= size:
+        return size
+    handle.seek(offset - 1)
+    position = offset - 1
+    while True:
+        chunk = handle.read(1 << 16)
+        if not chunk:
+            return size
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+        position += len(chunk)
+
+
+def count_lines_before(handle: BinaryIO, offset: int) -> int:
+    """How many ``\\n`` the file holds before ``offset`` (for line numbers in errors)."""
+    handle.seek(0)
+    count, remaining = 0, offset
+    while remaining > 0:
+        chunk = handle.read(min(remaining, 1 << 24))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        remaining -= len(chunk)
+    return count
+
+
 class _CountingReader(io.RawIOBase):
     """A byte range of a file, counting the bytes handed out."""
 
-    def __init__(self, handle: BinaryIO, length: int | None) -> None:
+    def __init__(self, handle: io.RawIOBase, length: int | None) -> None:
         self._handle = handle
         self._left = length
         self.consumed = 0
@@ -551,9 +590,9 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         return DataError(where, f"the line has {got} columns, the header {expected} "
                          "(ragged row)")
     if "UTF8" in message or "UTF-8" in message:
-        column = _COLUMN_NUMBER.search(message)
+        number = _COLUMN_NUMBER.search(message)
         return DataError(where, "invalid UTF-8 text",
-                         None if column is None else file.columns[int(column.group(1))])
+                         None if number is None else file.columns[int(number.group(1))])
     return DataError(where, message.removeprefix("CSV parse error: "))
 
 

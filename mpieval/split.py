@@ -5,19 +5,19 @@ order they were given in), as one line of *work* measured in bytes; rank ``r`` o
 ``n`` takes the stretch ``[r W / n, (r + 1) W / n)`` of it. Within that stretch:
 
 - an uncompressed text file is cut anywhere: a rank reads the lines whose first byte
-  lies in its byte range (:func:`line_start_at` moves a cut to the next line start;
-  the header line is never data), so one large file spreads over every rank;
+  lies in its byte range (the reader moves a cut to the next line start,
+  :func:`mpieval.readers.line_start_at`; the header line is never data), so one large
+  file spreads over every rank;
 - a Parquet file is cut between row groups, a gzip file not at all: such a unit goes
   to the rank whose stretch holds its midpoint.
 
-Pure: no I/O and no MPI here (the reader aligns the cuts, the CLI shares the plan).
+Pure: no I/O and no MPI here (the reader aligns the cuts, the pipeline shares the plan).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
 
 TEXT_FORMATS = ("tsv", "csv")
 FORMATS = (*TEXT_FORMATS, "parquet")
@@ -110,39 +110,3 @@ def _owner(bounds: Sequence[int], start: int, size: int) -> int:
         if middle < bounds[rank + 1]:
             return rank
     return ranks - 1
-
-
-def line_start_at(handle: BinaryIO, offset: int, data_start: int, size: int) -> int:
-    """The first line start at or after ``offset`` that is not the header.
-
-    A line starts at ``data_start`` or just after a ``\\n``. Two ranks that cut the
-    same file at the same offset compute the same line start, so the line ranges they
-    read meet exactly.
-    """
-    if offset <= data_start:
-        return data_start
-    if offset >= size:
-        return size
-    handle.seek(offset - 1)
-    position = offset - 1
-    while True:
-        chunk = handle.read(1 << 16)
-        if not chunk:
-            return size
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            return position + newline + 1
-        position += len(chunk)
-
-
-def count_lines_before(handle: BinaryIO, offset: int) -> int:
-    """How many ``\\n`` the file holds before ``offset`` (for line numbers in errors)."""
-    handle.seek(0)
-    count, remaining = 0, offset
-    while remaining > 0:
-        chunk = handle.read(min(remaining, 1 << 24))
-        if not chunk:
-            break
-        count += chunk.count(b"\n")
-        remaining -= len(chunk)
-    return count

@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 from oracle_pairs import pn_totals
 
-from mpieval import cli, kinds, readers
+from mpieval import cli, kinds, pipeline, readers
 from mpieval.comm import Comm
-from mpieval.errors import UndefinedMetricWarning
+from mpieval.errors import DataError, InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
 from mpieval.metric import Evaluator
 
@@ -578,8 +578,8 @@ def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch,
     files = shards(tmp_path, data, ["a.tsv", "b.tsv"])
     monkeypatch.setattr(readers, "DEFAULT_CHUNK_BYTES", 4096)  # many batches,
     monkeypatch.setattr(readers, "DEFAULT_STREAM_BYTES", 4096)  # on any thread count
-    monkeypatch.setattr(cli, "_HELD_BYTES", held_bytes)
-    job = cli.plan_job(cli.specs_from_args(cli.build_parser().parse_args(
+    monkeypatch.setattr(pipeline, "_HELD_BYTES", held_bytes)
+    job = pipeline.plan_job(cli.specs_from_args(cli.build_parser().parse_args(
         ["eval", "--metrics", "auc,pn", *files])), files, 1)
     comm = Comm.local()
     loaded = threading.Event()
@@ -587,7 +587,7 @@ def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch,
     warming.start()
     read: list[str] = []
     fed: list[tuple[str, bool]] = []
-    real_batches, real_feed = cli._batches, cli.Task.feed
+    real_batches, real_feed = pipeline._batches, pipeline.Task.feed
 
     def batches(job, rank):
         for batch in real_batches(job, rank):
@@ -600,14 +600,14 @@ def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch,
         fed.append((batch.where(0), loaded.is_set()))
         real_feed(task, batch)
 
-    monkeypatch.setattr(cli, "_batches", batches)
-    monkeypatch.setattr(cli.Task, "feed", feed)
+    monkeypatch.setattr(pipeline, "_batches", batches)
+    monkeypatch.setattr(pipeline.Task, "feed", feed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        held = cli.evaluate(job, comm, warming=warming)
-        monkeypatch.setattr(cli, "_batches", real_batches)
-        monkeypatch.setattr(cli.Task, "feed", real_feed)
-        plain = cli.evaluate(job, comm)
+        held = pipeline.evaluate(job, comm, warming=warming)
+        monkeypatch.setattr(pipeline, "_batches", real_batches)
+        monkeypatch.setattr(pipeline.Task, "feed", real_feed)
+        plain = pipeline.evaluate(job, comm)
     warming.join()
     assert len(read) > 10
     assert [where for where, _ in fed][::2] == read  # two tasks, each batch in order
@@ -616,6 +616,160 @@ def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch,
     else:
         assert not fed[0][1]  # no room to hold: fed at once, the kernels wait for it
     assert Evaluator.to_dict(held) == Evaluator.to_dict(plain)
+
+
+class _FakeBatch:
+    """What the reading rounds and the held batches look at: rows and file bytes."""
+
+    def __init__(self, name: str, size: int, rows: int = 1) -> None:
+        self.name, self.bytes, self.rows = name, size, rows
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _fake_batches(names: list[str], size: int, read: list[str] | None = None,
+                  fail_at: str | None = None):
+    for name in names:
+        if name == fail_at:
+            raise DataError(f"{name}:2", "'abc' is not a number", "pred")
+        if read is not None:
+            read.append(name)
+        yield _FakeBatch(name, size, rows=3)
+
+
+@pytest.fixture
+def loading():
+    """A stand-in for the warm-up thread: alive until its event is set (or the test ends)."""
+    loaded = threading.Event()
+    warming = threading.Thread(target=loaded.wait, args=(30,))
+    warming.start()
+    yield warming, loaded
+    loaded.set()
+    warming.join()
+
+
+def test_held_batches_wait_for_the_kernels_then_feed_in_order(monkeypatch, loading):
+    monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
+    warming, loaded = loading
+    fed: list[str] = []
+    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), warming)
+    for k in range(3):  # 30, 60, 90 bytes: held
+        held.add(_FakeBatch(f"b{k}", 30))
+    assert fed == [] and held.bytes == 90
+    held.add(_FakeBatch("b3", 30))  # 120 > 100: everything fed, in order
+    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 0
+    held.add(_FakeBatch("b4", 30))
+    assert fed[-1] == "b3" and held.bytes == 30
+    loaded.set()
+    warming.join()
+    held.add(_FakeBatch("b5", 30))  # the kernels are in: fed at once, after those held
+    assert fed == ["b0", "b1", "b2", "b3", "b4", "b5"] and held.bytes == 0
+
+
+def test_held_batches_never_hold_past_the_limit(monkeypatch, loading):
+    monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
+    fed: list[str] = []
+    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), loading[0])
+    for k, size in enumerate([40, 70, 10, 200, 50, 30, 20]):
+        held.add(_FakeBatch(f"b{k}", size))
+        assert held.bytes <= 100
+    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 100  # 100 is not past it
+    held.release()  # the end of the input: everything held is fed
+    assert fed == [f"b{k}" for k in range(7)] and held.bytes == 0
+
+
+def test_held_batches_without_a_warm_up_feed_at_once():
+    fed: list[str] = []
+    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name))
+    held.add(_FakeBatch("b0", 1 << 40))
+    held.add(_FakeBatch("b1", 1))
+    assert fed == ["b0", "b1"] and held.bytes == 0
+
+
+@pytest.mark.parametrize(("count", "reads", "lasts"), [
+    (10, [4, 8, 10], [False, False, True]),  # the last round ends at the input's end
+    (8, [4, 8, 8], [False, False, True]),  # a round on a budget, then one finds the end
+    (0, [0], [True]),
+])
+def test_a_round_stops_at_the_byte_budget(monkeypatch, count, reads, lasts):
+    """Each round reads until ``_ROUND_BYTES`` of file (the batch that reaches it
+    included); every batch read in a round is fed before the round ends."""
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 100)
+    read: list[str] = []
+    fed: list[str] = []
+    names = [f"b{k}" for k in range(count)]
+    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name))
+    rounds = []
+    for done in pipeline.reading_rounds(_fake_batches(names, 30, read), held, Comm.local()):
+        assert fed == read
+        rounds.append((len(read), done))
+    assert [n for n, _ in rounds] == reads
+    assert [done.last for _, done in rounds] == lasts
+    assert [done.bytes for _, done in rounds] == [30 * n for n in reads]
+    assert [done.rows for _, done in rounds] == [3 * n for n in reads]
+
+
+def test_a_bad_batch_ends_the_rounds_with_its_error(monkeypatch):
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 100)
+    names = [f"b{k}" for k in range(10)]
+    held = pipeline.HeldBatches(lambda batch: None)
+    rounds = pipeline.reading_rounds(_fake_batches(names, 30, fail_at="b5"), held,
+                                     Comm.local())
+    assert next(rounds).bytes == 120
+    with pytest.raises(DataError, match="b5:2: column pred"):
+        next(rounds)
+
+
+@pytest.mark.mpi
+def test_reading_rounds_are_in_lockstep_on_every_rank(comm, monkeypatch):
+    """Ranks with different amounts to read see the same rounds; the last is the one after
+    which no rank reads; the totals are over all ranks."""
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 25)
+    count = 2 + 5 * comm.rank
+    names = [f"r{comm.rank}b{k}" for k in range(count)]
+    held = pipeline.HeldBatches(lambda batch: None)
+    rounds = list(pipeline.reading_rounds(_fake_batches(names, 10), held, comm))
+    assert comm.allgather(rounds) == [rounds] * comm.size
+    assert [done.last for done in rounds] == [False] * (len(rounds) - 1) + [True]
+    longest = 2 + 5 * (comm.size - 1)
+    assert len(rounds) == longest // 3 + 1  # three batches a round, then the end
+    everyone = sum(2 + 5 * r for r in range(comm.size))
+    assert (rounds[-1].rows, rounds[-1].bytes) == (3 * everyone, 10 * everyone)
+
+
+@pytest.mark.mpi
+def test_a_bad_batch_on_one_rank_stops_every_rank_in_that_round(comm, monkeypatch):
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 25)
+    last = comm.size - 1
+    names = [f"r{comm.rank}b{k}" for k in range(20)]
+    held = pipeline.HeldBatches(lambda batch: None)
+    rounds = pipeline.reading_rounds(
+        _fake_batches(names, 10, fail_at=f"r{last}b4" if comm.rank == last else None),
+        held, comm)
+    assert not next(rounds).last  # batches 0-2 everywhere
+    with pytest.raises(InputError) as raised:
+        next(rounds)  # batch 4 of the last rank is bad
+    assert str(raised.value) == f"r{last}b4:2: column pred: 'abc' is not a number"
+
+
+def test_nothing_in_mpieval_imports_the_command_line():
+    """The pipeline and the demo sit below ``cli``: only ``__main__`` imports it."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(cli.__file__).parent
+    importers = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if "mpieval.cli" in names:
+                importers.append(path.name)
+    assert importers == ["__main__.py"]
 
 
 @pytest.mark.parametrize(("kind", "argv"), [

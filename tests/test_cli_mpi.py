@@ -180,13 +180,13 @@ def test_an_unexpected_error_on_one_rank_aborts_the_job(tmp_path, dataset):
     """A bug on rank 1 only: traceback, MPI_Abort, status 1 promptly; no hang."""
     script = (
         "import sys\n"
-        "from mpieval import cli\n"
+        "from mpieval import cli, pipeline\n"
         "from mpi4py import MPI\n"
-        "real = cli.Task.feed\n"
+        "real = pipeline.Task.feed\n"
         "def feed(self, batch):\n"
         "    if MPI.COMM_WORLD.Get_rank() == 1: raise RuntimeError('boom on rank 1')\n"
         "    return real(self, batch)\n"
-        "cli.Task.feed = feed\n"
+        "pipeline.Task.feed = feed\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     out_json = tmp_path / "run.json"

@@ -4,6 +4,7 @@ every bad value located by file, line and column."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 
@@ -131,6 +132,23 @@ def test_a_cut_at_any_byte_splits_the_rows_exactly(tmp_path, threads, newline, f
             halves.append([i for b in readers.read_piece(file, piece, TYPES)
                            for i in b.numbers("id").tolist()])
         assert halves[0] + halves[1] == list(range(12)), cut
+
+
+def test_line_start_at_moves_a_cut_to_the_next_line_start():
+    text = b"id\tpred\n1\t0.5\n22\t0.25\n\n333\t1\n"
+    starts = [0] + [k + 1 for k, byte in enumerate(text) if byte == ord("\n")]
+    data_start = starts[1]
+    handle = io.BytesIO(text)
+    for offset in range(-1, len(text) + 2):
+        want = next((s for s in starts if s >= max(offset, data_start)), len(text))
+        assert readers.line_start_at(handle, offset, data_start, len(text)) == want, offset
+
+
+def test_count_lines_before_counts_newlines_before_an_offset():
+    text = b"a\nbb\n\nccc\n"
+    handle = io.BytesIO(text)
+    for offset in range(len(text) + 3):
+        assert readers.count_lines_before(handle, offset) == text[:offset].count(b"\n")
 
 
 def test_one_large_file_spreads_over_every_rank(tmp_path, threads):

@@ -1,0 +1,393 @@
+"""The evaluation pipeline behind ``mpieval eval`` and ``mpieval demo``.
+
+Rank 0 inspects the files and plans who reads what (:func:`plan_job`, :mod:`mpieval.split`)
+and the plan is shared; every rank then reads its pieces (:mod:`mpieval.readers`) in
+lockstep rounds (:func:`reading_rounds`) and feeds its metrics (:class:`Task`); after
+every round the ranks sum a few counters, so that a bad line on any rank stops every rank
+at once. Batches read while the kernels still load (:func:`warm_up`) are held
+(:class:`HeldBatches`) and fed in file order once they are in. Rank 0 prints the Abacus
+lines (:func:`print_results`), shows progress (:class:`Progress`) and writes the JSON
+atomically (:func:`write_json`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+
+from mpieval import readers, split
+from mpieval.comm import Comm
+from mpieval.config import MetricSpec, column_types, column_uses
+from mpieval.errors import DataError, InputError
+from mpieval.kinds import KINDS, kind_named
+from mpieval.metric import Evaluator, Metric, Result
+from mpieval.readers import Batch
+
+# File bytes a rank reads between two agreements with the others (see reading_rounds).
+_ROUND_BYTES = 8 << 20
+# Batches held back while the kernels load (see HeldBatches): at most this many file bytes.
+_HELD_BYTES = 64 << 20
+# While the warm-up thread runs Python, the main thread, back from each pyarrow call that
+# released the GIL, waits up to the switch interval for it (5 ms by default).
+_WARM_UP_SWITCH_INTERVAL = 0.5e-3
+
+
+# -- planning (rank 0) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every rank needs to evaluate: planned on rank 0, then shared."""
+
+    specs: list[MetricSpec]
+    files: list[split.InputFile]
+    pieces: list[list[split.Piece]]  # per rank
+    types: dict[str, str]  # column -> float / int / string (text files)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(file.weight for file in self.files)
+
+
+def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
+             forced_format: str | None = None, json_path: str | None = None) -> Job:
+    """Check the metrics, the files and the output path, and plan the reads (rank 0)."""
+    for spec in specs:
+        kind_named(spec.kind).load()  # a kind missing from this build fails here
+    types = column_types(specs)
+    if json_path:
+        check_writable(json_path)
+    files = inspect_files(paths, forced_format, column_uses(specs))
+    return Job(specs=specs, files=files, pieces=split.plan(files, ranks), types=types)
+
+
+def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
+                  ) -> list[split.InputFile]:
+    """Every file inspected and checked for the columns in ``uses``; no file twice."""
+    seen: dict[str, str] = {}
+    files = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise DataError(path, f"is given twice (also as {seen[real]}): its rows "
+                            "would count twice")
+        seen[real] = path
+        file = readers.inspect(path, readers.file_format(path, forced))
+        readers.check_columns(file, uses)
+        files.append(file)
+    return files
+
+
+def check_writable(path: str) -> None:
+    """The directory of ``path`` exists and is writable (checked before reading)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        raise InputError("--json", f"cannot write {path}: it exists and is not a regular file")
+    if not os.path.isdir(directory):
+        raise InputError("--json", f"cannot write {path}: no directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise InputError("--json", f"cannot write {path}: {directory} is not writable")
+
+
+# -- the job, every rank -----------------------------------------------------------------
+
+
+def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
+            progress: bool = False, warming: threading.Thread | None = None) -> int:
+    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, report."""
+    planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
+    job: Job = comm.allgather(planned)[0]
+    results = evaluate(job, comm, progress=progress or (comm.rank == 0 and _tty()),
+                       warming=warming)
+    comm.agreed(lambda: _report(job.specs, results, json_path) if comm.rank == 0 else None)
+    return 0
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
+def _report(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None
+            ) -> None:
+    """Rank 0's output: the log lines, then the JSON file when asked for (a failure to
+    write it is an :class:`InputError` of ``--json``)."""
+    print_results(specs, results)
+    if not json_path:
+        return
+    try:
+        write_json(json_path, Evaluator.to_dict(results))
+    except OSError as error:
+        raise InputError("--json", f"cannot write {json_path}: {error}") from None
+
+
+def evaluate(job: Job, comm: Comm, *, progress: bool = False,
+             warming: threading.Thread | None = None) -> dict[str, Result]:
+    """Collective: read this rank's pieces in lockstep with the others, then compute.
+
+    ``warming``: the thread loading the kernels (:func:`warm_up`); batches read while it
+    runs are held (:class:`HeldBatches`).
+    """
+    evaluator = comm.agreed(lambda: _evaluator(job.specs, comm))
+    tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
+    held = HeldBatches(lambda batch: _feed(tasks, batch), warming)
+    meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
+    for totals in reading_rounds(_batches(job, comm.rank), held, comm):
+        if meter is not None:
+            meter.show(totals.rows, totals.bytes, final=totals.last)
+    return evaluator.compute()
+
+
+def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:
+    metrics = {spec.name: kind_named(spec.kind).build(spec.options, comm) for spec in specs}
+    return Evaluator(metrics, comm)
+
+
+def _batches(job: Job, rank: int) -> Iterator[Batch]:
+    for piece in job.pieces[rank]:
+        yield from readers.read_piece(job.files[piece.file], piece, job.types)
+
+
+def _feed(tasks: Iterable[Task], batch: Batch) -> None:
+    for task in tasks:
+        task.feed(batch)
+
+
+# -- reading rounds ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Round:
+    """What every rank knows after a reading round: the rows and file bytes read so far
+    over all ranks, and whether this was the last round (no rank reads any more)."""
+
+    rows: int
+    bytes: int
+    last: bool
+
+
+def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
+                   ) -> Iterator[Round]:
+    """Collective: read ``batches`` into ``held`` in rounds, in lockstep with the other
+    ranks; yields each round's :class:`Round`, the last one when no rank reads any more.
+
+    A round reads about ``_ROUND_BYTES`` of file on this rank (until the batch that
+    reaches it, or the end of this rank's input), then the ranks agree in one small sum
+    of four numbers: whether any rank failed in the round (then every rank raises the
+    lowest-ranked rank's error, :meth:`Comm.agree`), whether any still reads, and the
+    rows and bytes read so far. So a bad line on any rank stops every rank within a
+    round. A rank whose input has ended takes part in the sums until every rank's has.
+    """
+    rows = size = 0
+    reading = True
+    while True:
+        failure: InputError | None = None
+        if reading:
+            try:
+                round_rows, round_bytes, reading = _read_round(batches, held)
+            except InputError as error:
+                failure = error
+            else:
+                rows, size = rows + round_rows, size + round_bytes
+        failed, still_reading, all_rows, all_bytes = comm.sum(
+            np.array([failure is not None, reading, rows, size], np.float64))
+        if failed:
+            comm.agree(failure)
+        yield Round(rows=int(all_rows), bytes=int(all_bytes), last=not still_reading)
+        if not still_reading:
+            return
+
+
+def _read_round(batches: Iterator[Batch], held: HeldBatches) -> tuple[int, int, bool]:
+    """One round of this rank: batches until ``_ROUND_BYTES`` of file or the end of the
+    input (then everything held is fed). Returns the round's rows and bytes, and whether
+    the input goes on."""
+    rows = size = 0
+    while size < _ROUND_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            held.release()
+            return rows, size, False
+        rows += batch.rows
+        size += batch.bytes
+        held.add(batch)
+    return rows, size, True
+
+
+class HeldBatches:
+    """Batches read while the kernels load, fed in file order once they are in.
+
+    Parsing needs no kernel: while ``warming`` (:func:`warm_up`) is alive, batches are
+    held until they hold more than ``_HELD_BYTES`` of file; once the thread has ended (or
+    without one) every batch is fed as it comes, after those held before it.
+    """
+
+    def __init__(self, feed: Callable[[Batch], None],
+                 warming: threading.Thread | None = None) -> None:
+        self._feed = feed
+        self._warming = warming
+        self._limit = _HELD_BYTES
+        self._held: list[Batch] = []
+        self.bytes = 0  # of file, in the batches held
+
+    def add(self, batch: Batch) -> None:
+        """Hold ``batch``, or feed it after those held when the kernels are in or when
+        the batches held pass the limit."""
+        self._held.append(batch)
+        self.bytes += batch.bytes
+        loading = self._warming is not None and self._warming.is_alive()
+        if not loading or self.bytes > self._limit:
+            self.release()
+
+    def release(self) -> None:
+        """Feed every batch held, in the order they came."""
+        for batch in self._held:
+            self._feed(batch)
+        self._held.clear()
+        self.bytes = 0
+
+
+def warm_up(kind_names: Iterable[str]) -> threading.Thread:
+    """Load the kinds' compiled kernels on a background thread, started now.
+
+    numba imports itself and loads the kernels from its cache at the start of a fresh
+    process. On this thread that overlaps what the main thread does meanwhile: importing
+    pyarrow and MPI, planning, and parsing the first batches, which :func:`evaluate` holds
+    back until the kernels are in. Only a speed-up: a name that is not a kind, or a
+    failure here, is left for the real run to meet and report.
+    """
+
+    def load() -> None:
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(_WARM_UP_SWITCH_INTERVAL)
+        try:
+            for name in dict.fromkeys(kind_names):
+                if name in KINDS:
+                    with contextlib.suppress(Exception):
+                        KINDS[name].load().warm_up()
+        finally:
+            sys.setswitchinterval(interval)
+
+    thread = threading.Thread(target=load, name="mpieval-warm-up")
+    thread.start()
+    return thread
+
+
+# -- feeding one metric ------------------------------------------------------------------
+
+
+class Task:
+    """One named metric fed from batches: which rows count, which columns go where."""
+
+    def __init__(self, spec: MetricSpec, metric: Metric) -> None:
+        self.spec = spec
+        self.kind = kind_named(spec.kind)
+        self.metric = metric
+
+    def rows(self, batch: Batch) -> np.ndarray | None:
+        """The rows of ``batch`` that count (mask non-zero, filters equal), or None: all."""
+        keep = None
+        if self.spec.mask is not None:
+            mask = batch.numbers(self.spec.mask)
+            finite = np.isfinite(mask) if mask.dtype.kind == "f" else None
+            if finite is not None and not finite.all():
+                row = int(np.flatnonzero(~finite)[0])
+                raise DataError(batch.where(row), f"mask value {float(mask[row])!r} is not finite",
+                                self.spec.mask)
+            keep = mask != 0
+        for column, value in self.spec.filters.items():
+            try:
+                equal = batch.equals(column, value)
+            except TypeError as error:
+                raise DataError(batch.path, str(error), column) from None
+            keep = equal if keep is None else keep & equal
+        return keep
+
+    def feed(self, batch: Batch) -> None:
+        """Update the metric with the rows of ``batch`` that count (local)."""
+        keep = self.rows(batch)
+        if keep is not None and not keep.any():
+            return
+        values = {}
+        for arg, column in self.spec.columns.items():
+            if arg in self.kind.ids:
+                array = batch.keys(column)
+            elif arg in self.kind.names:
+                array = batch.names(column)
+            else:
+                array = batch.numbers(column)
+            values[arg] = array if keep is None else array[keep]
+        try:
+            self.metric.update(**values)
+        except InputError as error:
+            raise self._located(error, batch, keep) from None
+
+    def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
+        column = self.spec.columns.get(error.field, error.field)
+        problem = error.problem.replace("pass soft_labels=True", "pass --soft-labels")
+        if error.first_index is None:
+            return DataError(batch.path, problem, column)
+        row = error.first_index if keep is None else int(np.flatnonzero(keep)[error.first_index])
+        if error.value is not None:
+            problem = f"value {error.value!r} {problem}"
+        return DataError(batch.where(row), problem, column)
+
+
+# -- output (rank 0) ---------------------------------------------------------------------
+
+
+class Progress:
+    """Rows read over all ranks, rows/s and bytes done, on stderr (rank 0)."""
+
+    def __init__(self, total_bytes: int, stream: TextIO | None = None) -> None:
+        self.total_bytes = total_bytes
+        self.stream = stream or sys.stderr
+        self.start = self.last = time.monotonic()
+        self.tty = self.stream.isatty()
+
+    def show(self, rows: int, bytes_done: int, *, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < (0.5 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        share = 100.0 * bytes_done / self.total_bytes if self.total_bytes else 100.0
+        text = (f"mpieval: {rows:,} rows, {rows / elapsed:,.0f} rows/s, "
+                f"{bytes_done / 1e6:,.1f} of {self.total_bytes / 1e6:,.1f} MB ({share:.0f}%)")
+        end = "\n" if final or not self.tty else ""
+        print(("\r" if self.tty else "") + text, end=end, file=self.stream, flush=True)
+
+
+def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
+                  stream: TextIO | None = None) -> None:
+    """The Abacus log lines, one per metric (per tag for wuauc), on stdout."""
+    out = stream or sys.stdout
+    for spec in specs:
+        for line in results[spec.name].to_log_line(spec.log_prefix).splitlines():
+            print(line, file=out)
+    out.flush()
+
+
+def write_json(path: str, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file beside it, then a rename."""
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w") as out:
+            json.dump(data, out, indent=2, allow_nan=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
