@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    ev.add_argument("--report", metavar="PATH",
+                    help="also write the run's HTML report (rank 0; the 'report' extra)")
     ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
     ev.add_argument("--progress", action="store_true",
                     help="print progress on stderr (default: only when it is a terminal)")
@@ -90,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
     demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    demo.add_argument("--report", metavar="PATH", help="also write the HTML report")
     demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
                       "and keep them (default: a temporary directory, removed)")
     page = commands.add_parser(
@@ -138,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from mpieval import demo
 
-            status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
+            status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir,
+                              report_path=args.report)
         elif args.command == "report":
             from mpieval import report
 
@@ -206,8 +210,9 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
     """``mpieval eval``: every rank runs it; returns the exit status."""
     return pipeline.run_job(
         comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
-                                        forced_format=args.format, json_path=args.json),
-        json_path=args.json, progress=args.progress, warming=warming,
+                                        forced_format=args.format, json_path=args.json,
+                                        report_path=args.report),
+        json_path=args.json, progress=args.progress, warming=warming, report_path=args.report,
     )
 
 

@@ -241,9 +241,11 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def demo_json(tmp_path_factory) -> str:
-    """The JSON of a small ``mpieval demo`` (today's fields: no statistics yet)."""
-    path = str(tmp_path_factory.mktemp("demo") / "demo.json")
-    assert cli.main(["demo", "--rows", "20000", "--json", path]) == 0
+    """The JSON of a small ``mpieval demo``, which also writes its page (``demo.html``)."""
+    directory = tmp_path_factory.mktemp("demo")
+    path = str(directory / "demo.json")
+    assert cli.main(["demo", "--rows", "20000", "--json", path,
+                     "--report", str(directory / "demo.html")]) == 0
     return path
 
 
@@ -260,6 +262,8 @@ def test_demo_page(tmp_path, capsys, demo_json):
     status, out, err = run(capsys, "report", demo_json, "-o", page_path)
     assert (status, out, err) == (0, "", "")
     page = open(page_path).read()
+    by_demo = open(os.path.join(os.path.dirname(demo_json), "demo.html")).read()
+    assert by_demo.replace("demo.html", "demo.json") == page  # the same page, but its label
     elements = parse(page)
     assert_self_contained(page, elements)
     # Today's demo JSON has no curves: one dot plot for user_ctr, and the page says so.
@@ -378,6 +382,67 @@ def test_without_matplotlib_a_clear_error(tmp_path, capsys, ab_json, monkeypatch
     assert status == 2
     assert "needs matplotlib" in err and "pip install 'mpieval[report]'" in err
     assert not page_path.exists()
+
+
+# -- --report on eval and demo ---------------------------------------------------------
+
+
+def test_eval_writes_the_report_at_the_end(tmp_path, capsys):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(3000))
+    json_path, page_path = tmp_path / "run.json", tmp_path / "run.html"
+    status, out, err = run(capsys, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                           "--json", str(json_path), "--report", str(page_path))
+    assert status == 0 and out.startswith("auc: auc=")
+    assert f"mpieval: report written to {page_path}\n" in err
+    page = page_path.read_text()
+    elements = parse(page)
+    assert_self_contained(page, elements)
+    assert str(json_path) in elements.text  # the runs table names the JSON file
+    assert 'id="m-auc"' in page and 'id="m-wuauc"' in page
+    # the page of the run equals the page of its JSON, but for the run's label
+    assert report.load_run(str(json_path)).metrics == json.loads(json_path.read_text())
+
+
+@pytest.mark.parametrize("broken", ["matplotlib", "directory"])
+def test_eval_report_problems_stop_before_reading(tmp_path, capsys, monkeypatch, broken):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(500))
+    page_path = tmp_path / "run.html"
+    if broken == "matplotlib":
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+    else:
+        page_path = tmp_path / "missing" / "run.html"
+    status, out, err = run(capsys, "eval", data, "--json", str(tmp_path / "run.json"),
+                           "--report", str(page_path))
+    assert status == 2 and out == ""
+    assert ("needs matplotlib" if broken == "matplotlib" else "--report: cannot write") in err
+    assert sorted(os.listdir(tmp_path)) == ["part.tsv"]
+
+
+def test_the_report_under_mpiexec_is_written_once(tmp_path):
+    from test_cli import rows, write
+    from test_cli_mpi import MPIEVAL, MPIEXEC, launch
+
+    if not (os.path.exists(MPIEVAL) and os.path.exists(MPIEXEC)):
+        pytest.skip("needs the installed mpieval and mpiexec beside the test interpreter")
+    data = write(str(tmp_path / "part.tsv"), rows(4000))
+    page_path = tmp_path / "run.html"
+    proc, _ = launch(2, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                     "--report", page_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("report written to") == 1
+    assert sorted(os.listdir(tmp_path)) == ["part.tsv", "run.html"]
+    parse(page_path.read_text())
+
+
+def test_the_demo_script_writes_the_report():
+    """scripts/demo passes --report demo-report.html (run from the repository)."""
+    with open(os.path.join(ROOT, "scripts", "demo")) as script:
+        text = script.read()
+    assert text.count("--report demo-report.html") == 2
 
 
 # -- in a real browser -----------------------------------------------------------------
