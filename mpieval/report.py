@@ -574,12 +574,11 @@ def _bucket_error_context(models: Sequence[Model]) -> str:
         items.append(f"<li><b>{_e(m.series.label)}</b>: {text}</li>")
     if not items:
         return ""
-    return ("<div class=context><p>Bucket error is the "
-            "row-weighted mean of |actual CTR / predicted CTR - 1| over ranges of pred at most "
-            "0.01 wide, each grown until its relative error bound (0.05) holds (Abacus' "
-            "calculate_bucket_error). COPC is the same ratio over all rows at once, so a model "
-            "can have COPC near 1 and a large bucket error when its errors cancel between "
-            "ranges; the calibration plot, where the run has one, shows where they lie.</p>"
+    return ("<div class=context><p>Bucket error: the row-weighted mean of |actual CTR / "
+            "predicted CTR - 1| over ranges of pred at most 0.01 wide (Abacus' "
+            "calculate_bucket_error). COPC is the same ratio over all rows at once: errors of "
+            "opposite sign cancel in COPC, not in bucket error; the calibration plot shows "
+            "where they lie.</p>"
             f"<ul>{''.join(items)}</ul></div>")
 
 
