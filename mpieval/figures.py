@@ -102,6 +102,17 @@ class Estimate:
     def has_interval(self) -> bool:
         return self.low is not None and self.high is not None
 
+    @property
+    def errors(self) -> list[list[float]] | None:
+        """matplotlib's ``xerr`` of the interval: the distances below and above the value."""
+        if self.value is None or self.low is None or self.high is None:
+            return None
+        return [[max(self.value - self.low, 0.0)], [max(self.high - self.value, 0.0)]]
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.has_interval and not (self.low or 0.0) <= 0.0 <= (self.high or 0.0)
+
 
 @_styled
 def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) -> str:
@@ -214,12 +225,8 @@ def intervals(categories: Sequence[str],
             for y, estimate in zip(positions, estimates, strict=True):
                 if estimate.value is None:
                     continue
-                xerr = None
-                if estimate.has_interval:
-                    assert estimate.low is not None and estimate.high is not None
-                    xerr = [[max(estimate.value - estimate.low, 0.0)],
-                            [max(estimate.high - estimate.value, 0.0)]]
-                ax.errorbar([estimate.value], [y - offset], xerr=xerr, color=series.color,
+                ax.errorbar([estimate.value], [y - offset], xerr=estimate.errors,
+                            color=series.color,
                             marker="o" if not series.dashed else "D", markersize=4.5,
                             markerfacecolor="white" if series.dashed else series.color,
                             elinewidth=1.2, capsize=2.5, linestyle="none")
@@ -244,14 +251,8 @@ def differences(rows: Sequence[tuple[str, Estimate, str]], xlabel: str, key: str
     for y, (_, estimate, _) in zip(positions, rows, strict=True):
         if estimate.value is None:
             continue
-        xerr = None
-        if estimate.has_interval:
-            assert estimate.low is not None and estimate.high is not None
-            xerr = [[max(estimate.value - estimate.low, 0.0)],
-                    [max(estimate.high - estimate.value, 0.0)]]
-        crosses = not estimate.has_interval or (estimate.low or 0.0) <= 0.0 <= (
-            estimate.high or 0.0)
-        ax.errorbar([estimate.value], [y], xerr=xerr, color=PALETTE[0] if crosses else PALETTE[4],
+        ax.errorbar([estimate.value], [y], xerr=estimate.errors,
+                    color=PALETTE[4] if estimate.excludes_zero else PALETTE[0],
                     marker="o", markersize=4.5, elinewidth=1.4, capsize=3, linestyle="none")
     ax.set_yticks(positions, labels=[label for label, _, _ in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
