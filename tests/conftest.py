@@ -18,7 +18,7 @@ from mpieval.errors import UndefinedMetricWarning
 
 @pytest.fixture(scope="session")
 def comm() -> Comm:
-    """The world communicator as mpieval sees it (one rank without mpiexec)."""
+    """The world communicator as mpieval sees it (one rank without MPI)."""
     return Comm()
 
 
@@ -31,6 +31,24 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
 
 @pytest.fixture(autouse=True)
 def _undefined_warnings_are_expected_only_when_asserted():
-    with warnings.catch_warnings():
-        warnings.simplefilter("default", UndefinedMetricWarning)
+    """An :class:`UndefinedMetricWarning` that reaches the end of a test fails the test: a
+    test that expects one asserts it (``pytest.warns``, or :func:`undefined.warns_undefined`
+    across ranks), or silences it where undefined values are beside its point.
+
+    Recorded and failed at teardown rather than raised where it is issued: only rank 0
+    warns, and an exception on rank 0 alone would leave the other ranks waiting in the
+    test's next collective. Other warnings are passed on to pytest unchanged.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
         yield
+    unexpected = []
+    for warning in caught:
+        if issubclass(warning.category, UndefinedMetricWarning):
+            unexpected.append(f"{warning.filename}:{warning.lineno}: {warning.message}")
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno, source=warning.source)
+    if unexpected:
+        pytest.fail("UndefinedMetricWarning not expected by the test:\n  "
+                    + "\n  ".join(unexpected), pytrace=False)

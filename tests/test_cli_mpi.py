@@ -259,12 +259,17 @@ def test_kill_9_of_one_rank_ends_mpiexec_promptly(tmp_path):
 # -- demo ---------------------------------------------------------------------------------
 
 
-def test_demo_alone_and_on_three_ranks(tmp_path):
+def test_demo_alone_and_on_three_ranks(tmp_path, monkeypatch):
+    demo_tmp = tmp_path / "tmp"  # the demo's own TMPDIR: only this run's files land there
+    demo_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(demo_tmp))
     outputs = []
     for ranks in (ALONE, 3):
         out_json = tmp_path / f"demo-{ranks}.json"
         proc, _ = launch(ranks, "demo", "--rows", "30000", "--json", out_json)
         assert proc.returncode == 0, proc.stderr
+        assert f"files under {demo_tmp}{os.sep}mpieval-demo-" in proc.stderr  # used, then
+        assert os.listdir(demo_tmp) == []  # removed
         lines = proc.stdout.splitlines()
         assert lines[0].startswith("item_sim: auc=")
         assert any(line.startswith("pair_click: Ins=30000 ") for line in lines)
@@ -272,6 +277,3 @@ def test_demo_alone_and_on_three_ranks(tmp_path):
         if "wuauc" not in ALL_KINDS:
             assert "skipping user_ctr" in proc.stderr
     assert_same(outputs[1], outputs[0])
-    assert not [p for p in os.listdir(os.environ.get("TMPDIR", "/tmp"))
-                if p.startswith("mpieval-demo-") and (Path("/tmp") / p).stat().st_mtime
-                > time.time() - 60]

@@ -81,17 +81,6 @@ def test_no_rows_is_all_zero(comm: Comm) -> None:
     )
 
 
-def test_reset_forgets_rows_and_errors(comm: Comm) -> None:
-    metric = PairwiseMetric(comm=comm)
-    metric.update([1, 1], [1, 0])
-    with pytest.raises(InputError):
-        metric.update([2], [0])
-    metric.reset()
-    metric.update([0], [1])
-    assert metric.compute().to_dict()["right_label_click"] == 1
-    assert metric.compute().ins == 1
-
-
 @pytest.mark.parametrize(
     ("left", "right", "field", "count", "first"),
     [
@@ -122,15 +111,6 @@ def test_length_mismatch_and_shape_are_rejected(comm: Comm) -> None:
         PairwiseMetric(comm=comm).update(["a"], ["b"])
 
 
-def test_merging_does_not_touch_the_local_state(comm: Comm) -> None:
-    metric = PairwiseMetric(comm=comm)
-    metric.update([1, 0], [1, 1])
-    before = metric.state.buffer.copy()
-    metric.compute()
-    metric.compute()
-    np.testing.assert_array_equal(metric.state.buffer, before)
-
-
 @pytest.mark.mpi
 def test_ranks_sum_their_rows(comm: Comm, rng: np.random.Generator) -> None:
     from sharding import my_rows
@@ -141,16 +121,3 @@ def test_ranks_sum_their_rows(comm: Comm, rng: np.random.Generator) -> None:
     metric = PairwiseMetric(comm=comm)
     metric.update(mine["left"], mine["right"])
     assert metric.compute().to_dict() == oracle(left.tolist(), right.tolist())
-
-
-@pytest.mark.mpi
-def test_bad_labels_on_one_rank_fail_every_rank(comm: Comm) -> None:
-    metric = PairwiseMetric(comm=comm)
-    if comm.rank == comm.size - 1:
-        with pytest.raises(InputError):
-            metric.update([0, 3, 3], [0, 0, 0])
-    else:
-        metric.update([0, 1], [1, 1])
-    with pytest.raises(InputError) as info:
-        metric.compute()
-    assert (info.value.field, info.value.count, info.value.first_index) == ("left_label", 2, 1)

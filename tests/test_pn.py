@@ -232,21 +232,6 @@ def test_no_rows(comm: Comm) -> None:
     )
 
 
-def test_reset_and_repeated_compute(comm: Comm) -> None:
-    metric = PnMetric(comm=comm)
-    metric.update([7, 7], [0.2, 0.9], [0, 1])
-    with pytest.warns(UndefinedMetricWarning):
-        first = metric.compute()
-    with pytest.warns(UndefinedMetricWarning):
-        assert metric.compute() == first  # compute does not consume the rows
-    metric.update([7], [0.1], [2])
-    assert metric.compute().to_dict()["negative_pairs"] == 2
-    metric.reset()
-    metric.update([1, 1], [0.9, 0.2], [0, 1])
-    assert metric.compute().to_dict()["negative_pairs"] == 1
-    assert metric.compute().ins_number == 2
-
-
 @pytest.mark.parametrize(
     ("column", "values", "count", "first"),
     [

@@ -1,6 +1,6 @@
-"""The ``pn`` kind across ranks: users scattered over every rank (and an empty rank)
-give the counts of one process; bad input on one rank fails every rank. The assertions
-hold for any ``comm.size``."""
+"""The ``pn`` kind across ranks: users scattered over every rank (and an empty rank) give
+the brute-force counts in every tie mode, and the counts of one process on a larger set.
+The assertions hold for any ``comm.size`` (bad input on one rank: test_kinds_common.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from oracle_pairs import pn_totals
 from sharding import my_rows
 
 from mpieval.comm import Comm
-from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.errors import UndefinedMetricWarning
 from mpieval.kernels.pn import pair_counts
 from mpieval.metrics.pn import TIES_MODES, PnMetric
 
@@ -67,31 +67,6 @@ def test_same_counts_as_one_process_on_a_larger_set(comm: Comm, rng: np.random.G
         positive, negative + tie, tie,
     )
     assert got["ins_number"] == 60_000
-
-
-def test_every_rank_gets_the_same_result(comm: Comm, rng: np.random.Generator) -> None:
-    rows = rows_for(rng, 2000, 100, 20)
-    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
-    metric = PnMetric(ties="half", comm=comm)
-    metric.update(mine["uid"], mine["pred"], mine["label"])
-    result = metric.compute()
-    assert comm.allgather(result) == [result] * comm.size
-    lines = comm.allgather(result.to_log_line("pn"))
-    assert lines == [lines[0]] * comm.size
-
-
-def test_bad_input_on_one_rank_fails_every_rank(comm: Comm) -> None:
-    metric = PnMetric(comm=comm)
-    metric.update([comm.rank, comm.rank], [0.1, 0.2], [0, 1])
-    if comm.rank == comm.size - 1:
-        with pytest.raises(InputError):
-            metric.update([1, 2, 3], [0.5, np.nan, np.nan], [0, 1, 1])
-    with pytest.raises(InputError) as info:
-        metric.compute()
-    assert (info.value.field, info.value.count, info.value.first_index) == ("pred", 2, 1)
-    metric.reset()  # a reset clears the error on every rank; the next compute works
-    metric.update([0], [0.5], [1])
-    assert computed(metric)["ins_number"] == comm.size
 
 
 def test_pair_kinds_in_one_evaluator(comm: Comm, rng: np.random.Generator) -> None:

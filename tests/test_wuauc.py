@@ -1,5 +1,6 @@
-"""The ``wuauc`` kind on one process: the pair-counting oracle, sklearn per user, properties
-(row order, batches), the seed's log line, bad input, a huge user and a million users."""
+"""The ``wuauc`` kind on one process: the pair-counting oracle, sklearn per user, the seed's
+log line, bad input, a huge user and a million users (row order, batches, sharding:
+test_kinds_common.py)."""
 
 from __future__ import annotations
 
@@ -285,7 +286,7 @@ def test_user_auc_sums_report_a_key_with_two_checks(prefix_bits: int | None) -> 
     assert not collision and empty.shape == (3, len(USER_SUM_FIELDS)) and not empty.any()
 
 
-# -- properties ------------------------------------------------------------------------
+# -- small data sets ---------------------------------------------------------------------
 
 
 @st.composite
@@ -301,16 +302,11 @@ def data_sets(draw: st.DrawFn) -> dict[str, np.ndarray]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(data_sets(), st.randoms(use_true_random=False), st.integers(1, 5))
-def test_row_order_and_batches_do_not_matter(rows, random, batches) -> None:
-    order = np.array(random.sample(range(len(rows["uid"])), len(rows["uid"])))
-    shuffled = {k: v[order] for k, v in rows.items()}
-    one = quiet(fed(rows, batches=1)).to_dict()
-    other = quiet(fed(shuffled, batches=min(batches, len(order)))).to_dict()
-    assert_same(other["tags"], one["tags"])
+@given(data_sets())
+def test_small_data_sets_match_pair_counting(rows) -> None:
     want = oracle(rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist(),
                   rows["tag"].tolist())
-    assert_matches(one["tags"], want)
+    assert_matches(quiet(fed(rows, batches=1)).to_dict()["tags"], want)
 
 
 # -- result and log line ---------------------------------------------------------------
@@ -424,19 +420,6 @@ def test_uid_and_tag_kinds_must_not_change_between_batches() -> None:
 
 
 # -- state -----------------------------------------------------------------------------
-
-
-def test_compute_leaves_the_rows_alone_and_reset_forgets(rng: np.random.Generator) -> None:
-    rows = rows_for(rng, 1000, 40)
-    metric = fed(rows)
-    first = quiet(metric)
-    assert quiet(metric) == first
-    metric.update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
-    assert quiet(metric).all.real_ins_num == 2000
-    metric.reset()
-    assert metric.rows == 0
-    metric.update([1, 1], [0.2, 0.7], [0, 1])
-    assert quiet(metric).all.uauc == 1.0
 
 
 def test_row_cost_is_fifteen_bytes_for_integer_uids_and_float32_preds() -> None:

@@ -1,6 +1,8 @@
 """The ``wuauc`` kind across ranks: each user's rows scattered over the ranks (and one rank
-with no rows) give exactly the counts and, to 1e-12, the values of one process; bad input
-on one rank fails every rank, none hangs. The assertions hold for any ``comm.size``."""
+with no rows) give exactly the counts and, to 1e-12, the values of one process, whatever
+the uid and pred types; ranks that disagree on uid or tag types, or a uid collision, fail
+every rank. The assertions hold for any ``comm.size`` (bad input on one rank, no rows
+anywhere: test_kinds_common.py)."""
 
 from __future__ import annotations
 
@@ -90,14 +92,6 @@ def test_a_big_user_split_over_every_rank(comm: Comm, rng: np.random.Generator) 
     assert_same(got["tags"], want["tags"])
 
 
-def test_no_rows_anywhere(comm: Comm) -> None:
-    metric = WuaucMetric(comm=comm)
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        block = metric.compute().all
-    assert block.real_ins_num == 0 and block.real_user_count == 0
-
-
 def test_in_one_evaluator_with_other_kinds(comm: Comm, rng: np.random.Generator) -> None:
     rows = rows_for(rng, 3000, 100)
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
@@ -111,24 +105,6 @@ def test_in_one_evaluator_with_other_kinds(comm: Comm, rng: np.random.Generator)
         results = ev.compute()
     assert_same(results["t7"].to_dict()["tags"], one_process(rows)["tags"])
     assert results["ctr"].num == 3000
-
-
-def test_bad_input_on_one_rank_fails_every_rank(comm: Comm) -> None:
-    metric = WuaucMetric(comm=comm)
-    bad_rank = comm.size - 1
-    uid = np.array([1.0, 2.0, np.nan]) if comm.rank == bad_rank else np.array([1.0, 2.0, 3.0])
-    try:
-        metric.update(uid, [0.1, 0.2, 0.3], [0, 1, 1])
-    except InputError:
-        assert comm.rank == bad_rank
-    with pytest.raises(InputError) as caught:
-        metric.compute()
-    error = caught.value
-    assert (error.field, error.count, error.first_index) == ("uid", 1, 2)
-    # everyone is still in step: a fresh metric computes on every rank
-    metric.reset()
-    metric.update([comm.rank, comm.rank], [0.2, 0.8], [0, 1])
-    assert metric.compute().all.valid_user_count == comm.size
 
 
 def test_uid_kinds_disagreeing_across_ranks_fail_every_rank(comm: Comm) -> None:
