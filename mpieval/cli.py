@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    ev.add_argument("--report", metavar="PATH",
+                    help="also write the run's HTML report (rank 0; the 'report' extra)")
     ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
     ev.add_argument("--save-state", metavar="DIR",
                     help="also write each rank's metric state (for `mpieval merge`)")
@@ -101,8 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
     demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    demo.add_argument("--report", metavar="PATH", help="also write the HTML report")
     demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
                       "and keep them (default: a temporary directory, removed)")
+    page = commands.add_parser(
+        "report", help="a self-contained HTML page of one or more runs",
+        description="One HTML page of the --json results of one or more runs (figures inline: "
+        "it opens offline and prints): curves overlaid, tables side by side. Needs the "
+        "'report' extra (matplotlib).",
+    )
+    page.add_argument("runs", nargs="+", metavar="RUN.json")
+    page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
 
 
@@ -141,9 +152,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from mpieval import demo
 
-            status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir)
+            status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir,
+                              report_path=args.report)
         elif args.command == "merge":
             status = run_merge(args, comm)
+        elif args.command == "report":
+            from mpieval import report
+
+            comm.agreed(lambda: report.write_report(args.runs, args.output)
+                        if comm.rank == 0 else None)
+            status = 0
         else:
             status = run_eval(args, comm, warming=pipeline.warm_up(kinds_asked(args)))
     except InputError as error:  # collective: every rank holds the same error
@@ -205,9 +223,10 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
     """``mpieval eval``: every rank runs it; returns the exit status."""
     return pipeline.run_job(
         comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
-                                        forced_format=args.format, json_path=args.json),
+                                        forced_format=args.format, json_path=args.json,
+                                        report_path=args.report),
         json_path=args.json, progress=args.progress, warming=warming,
-        save_state=args.save_state,
+        save_state=args.save_state, report_path=args.report,
     )
 
 
@@ -218,7 +237,7 @@ def run_merge(args: argparse.Namespace, comm: Comm) -> int:
     if args.json:
         comm.agreed(lambda: pipeline.check_writable(args.json) if comm.rank == 0 else None)
     specs, results = merge_runs(args.directories, comm)
-    comm.agreed(lambda: pipeline.report(specs, results, args.json) if comm.rank == 0
+    comm.agreed(lambda: pipeline.output(specs, results, args.json) if comm.rank == 0
                 else None)
     return 0
 

@@ -113,13 +113,13 @@ def write_shards(directory: str, rows: int) -> list[str]:
     return paths
 
 
-def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str | None = None
-        ) -> int:
+def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str | None = None,
+        report_path: str | None = None) -> int:
     """Collective: write the shards (rank 0; other ranks too when they cannot see them),
     evaluate every available kind, print the lines. Returns the exit status.
 
     ``directory``: where the files (and ``demo.toml``) are written and kept; None: a
-    temporary directory, removed at the end."""
+    temporary directory, removed at the end. ``report_path``: the HTML report's file."""
     specs, skipped = _available_specs()
     keep = directory is not None
     made = comm.agreed(lambda: _write_files(directory, rows) if comm.rank == 0 else None)
@@ -134,8 +134,9 @@ def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str |
         _announce(rows, where, comm.size, skipped)
     try:
         return pipeline.run_job(
-            comm, lambda: pipeline.plan_job(specs, paths, comm.size, json_path=json_path),
-            json_path=json_path,
+            comm, lambda: pipeline.plan_job(specs, paths, comm.size, json_path=json_path,
+                                            report_path=report_path),
+            json_path=json_path, report_path=report_path,
         )
     finally:
         comm.barrier()

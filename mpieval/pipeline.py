@@ -59,13 +59,19 @@ class Job:
 
 
 def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
-             forced_format: str | None = None, json_path: str | None = None) -> Job:
-    """Check the metrics, the files and the output path, and plan the reads (rank 0)."""
+             forced_format: str | None = None, json_path: str | None = None,
+             report_path: str | None = None) -> Job:
+    """Check the metrics, the files and the output paths, and plan the reads (rank 0)."""
     for spec in specs:
         kind_named(spec.kind).load()  # a kind missing from this build fails here
     types = column_types(specs)
     if json_path:
         check_writable(json_path)
+    if report_path:
+        from mpieval import report
+
+        report.require_plotting()
+        report.check_output(report_path, "--report")
     files = inspect_files(paths, forced_format, column_uses(specs))
     return Job(specs=specs, files=files, pieces=split.plan(files, ranks), types=types)
 
@@ -103,15 +109,16 @@ def check_writable(path: str) -> None:
 
 def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
             progress: bool = False, warming: threading.Thread | None = None,
-            save_state: str | None = None) -> int:
-    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, report;
-    with ``save_state``, also save each rank's metric state there
+            save_state: str | None = None, report_path: str | None = None) -> int:
+    """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, write the
+    outputs; with ``save_state``, also save each rank's metric state there
     (:mod:`mpieval.saved_runs`)."""
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
     results = evaluate(job, comm, progress=progress or (comm.rank == 0 and _tty()),
                        warming=warming, save_state=save_state)
-    comm.agreed(lambda: report(job.specs, results, json_path) if comm.rank == 0 else None)
+    comm.agreed(lambda: output(job.specs, results, json_path, report_path)
+                if comm.rank == 0 else None)
     return 0
 
 
@@ -119,17 +126,22 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
-def report(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None
-            ) -> None:
-    """Rank 0's output: the log lines, then the JSON file when asked for (a failure to
-    write it is an :class:`InputError` of ``--json``)."""
+def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
+           report_path: str | None = None) -> None:
+    """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
+    for (a failure to write one is an :class:`InputError` of ``--json`` / ``--report``)."""
     print_results(specs, results)
-    if not json_path:
-        return
-    try:
-        write_json(json_path, Evaluator.to_dict(results))
-    except OSError as error:
-        raise InputError("--json", f"cannot write {json_path}: {error}") from None
+    if json_path:
+        try:
+            write_json(json_path, Evaluator.to_dict(results))
+        except OSError as error:
+            raise InputError("--json", f"cannot write {json_path}: {error}") from None
+    if report_path:
+        from mpieval import report
+
+        report.write_run_report(Evaluator.to_dict(results), report_path, json_path=json_path)
+        print(f"mpieval: report written to {os.path.abspath(report_path)}", file=sys.stderr,
+              flush=True)
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,

@@ -1,0 +1,728 @@
+"""``mpieval report``: one self-contained HTML page of one or more runs' ``--json`` results.
+
+:func:`load_run` reads and checks one result file (INTERFACE.md's layout; a file that is
+not an mpieval result, or of another layout, is an :class:`InputError` naming it),
+:func:`render` turns runs into the HTML text (pure: dicts in, text out), and
+:func:`write_report` does both and writes the page atomically. The figures are
+matplotlib drawings inlined as SVG (:mod:`mpieval.figures`, the optional ``report``
+extra): no script, no font and no image is fetched, so the page opens offline and prints
+as it shows.
+
+Per metric: ``auc`` the headline values with their 95% intervals, the ROC curve and the
+calibration plot; ``wuauc`` per-tag WUAUC and UAUC with intervals as a dot plot, users and
+rows; ``pn`` and ``pairwise`` their counts. A run with ``--compare`` adds model B's
+curves and values and the differences B - A with intervals and p-values; several runs are
+overlaid in each figure and set side by side in each table. Values a run lacks (the
+statistics of an older mpieval) are said to be missing, never invented.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mpieval import figures
+from mpieval.errors import InputError
+from mpieval.figures import Estimate, Series
+
+# The fields INTERFACE.md fixes for each kind: a block without one is of another layout.
+REQUIRED = {
+    "auc": ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc"),
+    "wuauc": ("tags",),
+    "pn": ("average_pn", "ins_number", "positive_pairs", "negative_pairs"),
+    "pairwise": ("ins", "same_label_click", "left_label_click", "right_label_click",
+                 "same_label_unclick"),
+}
+TAG_REQUIRED = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
+                "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num")
+CURVES = ("roc_curve", "calibration_curve")
+
+# What each value is, with its unit, in the order the tables list them.
+AUC_FIELDS = {
+    "auc": "AUC: chance that a click is ranked above a non-click (0.5 = random)",
+    "bucket_error": "Bucket error: row-weighted mean of |actual / predicted CTR - 1| over "
+                    "pred ranges at most 0.01 wide (0 = calibrated in every range)",
+    "copc": "COPC: actual CTR / predicted CTR (1 = calibrated overall)",
+    "actual_ctr": "Actual CTR: clicks per row",
+    "predicted_ctr": "Predicted CTR: mean pred (clicks per row)",
+    "rmse": "RMSE of pred against label",
+    "mae": "MAE of pred against label",
+    "logloss": "LogLoss: mean cross-entropy, nats per row",
+    "ne": "NE: LogLoss / entropy of the actual CTR (below 1 beats the base rate)",
+    "auprc": "AUPRC: average precision",
+    "auc_tie_bound": "Tie bound: the most the table's binning can move AUC",
+    "num": "Rows (sum of weights when weighted)",
+}
+TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
+PN_FIELDS = {
+    "average_pn": "Average PN: positive pairs / negative pairs",
+    "positive_pairs": "Positive pairs: same user, higher label has the higher pred",
+    "negative_pairs": "Negative pairs: the higher label has the lower pred",
+    "tie_pairs": "Tied pairs: equal preds",
+    "ins_number": "Rows",
+    "ties": "How ties count",
+}
+PAIRWISE_FIELDS = {
+    "ins": "Pair instances (rows)",
+    "same_label_click": "Both items clicked",
+    "left_label_click": "Left item clicked only",
+    "right_label_click": "Right item clicked only",
+    "same_label_unclick": "Neither clicked",
+}
+COUNTS = {"num", "ins_number", "positive_pairs", "negative_pairs", "tie_pairs", "ins",
+          "same_label_click", "left_label_click", "right_label_click", "same_label_unclick",
+          "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num", "rows",
+          "positives", "valid_click_num"}
+OLDER = "(written by an older mpieval, or without the statistics)"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One result file: its path, the short label the page calls it by, its metrics."""
+
+    path: str
+    label: str
+    metrics: dict[str, dict[str, Any]]
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def load_run(path: str, label: str | None = None) -> Run:
+    """The result file at ``path``, checked; an :class:`InputError` naming it otherwise."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            text = source.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(path, f"cannot read it: {getattr(error, 'strerror', None) or error}"
+                         ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(path, f"is not JSON (line {error.lineno} column {error.colno}: "
+                         f"{error.msg}); expected the --json output of mpieval eval") from None
+    try:
+        check_result(data)
+    except ValueError as error:
+        raise InputError(path, str(error)) from None
+    return Run(path=path, label=label or run_label(path), metrics=data)
+
+
+def run_label(path: str) -> str:
+    name = os.path.basename(path)
+    return name[:-5] if name.endswith(".json") and len(name) > 5 else name
+
+
+def load_runs(paths: Sequence[str]) -> list[Run]:
+    """Every file checked; labels are the file names, or the paths when names repeat."""
+    names = [run_label(path) for path in paths]
+    if len(set(names)) < len(names):
+        names = list(paths)
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return [load_run(path, label) for path, label in zip(paths, labels, strict=True)]
+
+
+def check_result(data: Any) -> None:
+    """Raise ValueError (a one-line message) unless ``data`` is an mpieval result of the
+    layout INTERFACE.md fixes. The statistics are optional; when present they are checked."""
+    if not isinstance(data, dict) or not data:
+        found = type(data).__name__ if not isinstance(data, dict) else "an empty object"
+        raise ValueError(f"is not an mpieval result: expected an object of metrics keyed by "
+                         f"name, found {found}")
+    for name, block in data.items():
+        if not isinstance(block, dict) or not isinstance(block.get("kind"), str):
+            raise ValueError(f"is not an mpieval result: {name!r} is not a metric block with "
+                             "a kind")
+        kind = block["kind"]
+        missing = [field for field in REQUIRED.get(kind, ()) if field not in block]
+        if missing:
+            raise ValueError(f"has an older or unknown layout: metric {name!r} ({kind}) has "
+                             f"no {missing[0]!r}")
+        where = f"metric {name!r}"
+        if kind == "wuauc":
+            tags = block["tags"]
+            if not isinstance(tags, dict) or not tags:
+                raise ValueError(f"has an older or unknown layout: {where} has no tag blocks")
+            for tag, values in tags.items():
+                if not isinstance(values, dict):
+                    raise ValueError(f"{where}, tag {tag!r}: not an object")
+                missing = [field for field in TAG_REQUIRED if field not in values]
+                if missing:
+                    raise ValueError(f"has an older or unknown layout: {where}, tag {tag!r} "
+                                     f"has no {missing[0]!r}")
+                _check_values(values, TAG_REQUIRED, f"{where}, tag {tag!r}")
+                _check_statistics(values, f"{where}, tag {tag!r}")
+        else:
+            _check_values(block, REQUIRED.get(kind, ()), where)
+            _check_statistics(block, where)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_values(block: dict[str, Any], fields: Iterable[str], where: str) -> None:
+    for field in fields:
+        value = block[field]
+        if value is not None and not _is_number(value):
+            raise ValueError(f"{where}: {field} is {value!r}, not a number or null")
+
+
+def _check_statistics(block: dict[str, Any], where: str) -> None:
+    for field, width in (("roc_curve", 2), ("calibration_curve", 3)):
+        points = block.get(field)
+        if points is None:
+            continue
+        if not isinstance(points, list) or not all(
+                isinstance(p, list) and len(p) == width and all(_is_number(v) for v in p)
+                for p in points):
+            what = "[fpr, tpr] pairs" if width == 2 else "[mean_pred, actual_ctr, rows] triples"
+            raise ValueError(f"{where}: {field} is not a list of {what}")
+    intervals = block.get("ci95")
+    if intervals is not None:
+        if not isinstance(intervals, dict):
+            raise ValueError(f"{where}: ci95 is not an object")
+        for field, pair in intervals.items():
+            _check_pair(pair, f"{where}: ci95 of {field}")
+    compare = block.get("compare")
+    if compare is not None:
+        if not isinstance(compare, dict):
+            raise ValueError(f"{where}: compare is not an object")
+        for field, value in compare.items():
+            if field.endswith("_ci95"):
+                _check_pair(value, f"{where}: compare {field}")
+        _check_statistics({k: v for k, v in compare.items() if k != "compare"},
+                          f"{where}, compare")
+
+
+def _check_pair(pair: Any, where: str) -> None:
+    if pair is not None and not (isinstance(pair, list) and len(pair) == 2
+                                 and all(v is None or _is_number(v) for v in pair)):
+        raise ValueError(f"{where} is {pair!r}, not a [low, high] pair or null")
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def require_plotting() -> None:
+    """Nothing, or an :class:`InputError` saying how to install matplotlib."""
+    try:
+        figures.require_matplotlib()
+    except ImportError as error:
+        raise InputError("report", str(error)) from None
+
+
+def write_report(paths: Sequence[str], output: str, *, flag: str = "-o") -> None:
+    """Read and check the runs at ``paths`` and write their page to ``output``
+    atomically; nothing is written when anything is wrong (:class:`InputError`)."""
+    runs = load_runs(paths)
+    check_output(output, flag)
+    page = render(runs)
+    write_page(output, page, flag=flag)
+
+
+def write_run_report(results: dict[str, Any], output: str, *, json_path: str | None = None,
+                     flag: str = "--report") -> None:
+    """The page of one run's results (the object ``--json`` writes), for ``--report``."""
+    name = os.path.basename(output)
+    label = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    source = json_path or "(this run; no --json file)"
+    write_page(output, render([Run(path=source, label=label, metrics=results)]), flag=flag)
+
+
+def check_output(path: str, flag: str = "-o") -> None:
+    """``path`` can be written (its directory exists and is writable)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        raise InputError(flag, f"cannot write {path}: it exists and is not a regular file")
+    if not os.path.isdir(directory):
+        raise InputError(flag, f"cannot write {path}: no directory {directory}")
+
+
+def write_page(path: str, text: str, flag: str = "-o") -> None:
+    """Write ``text`` to ``path``: a temporary file beside it, then a rename."""
+    check_output(path, flag)
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise InputError(flag, f"cannot write {path}: {error.strerror or error}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# -- the page --------------------------------------------------------------------------
+
+
+def render(runs: Sequence[Run]) -> str:
+    """The HTML page of ``runs`` (checked by :func:`load_run`), self-contained."""
+    require_plotting()
+    return Page(runs).html()
+
+
+@dataclass(frozen=True)
+class Model:
+    """One run's model in a metric: A (the run's pred), or B (its ``--compare`` column)."""
+
+    run: Run
+    block: dict[str, Any]  # A's block, or the compare block for B
+    series: Series
+    is_b: bool
+
+
+class Page:
+    """Builds the page section by section; counts the figures for unique SVG ids."""
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        self.runs = list(runs)
+        self.figure_count = 0
+
+    def html(self) -> str:
+        names = list(dict.fromkeys(name for run in self.runs for name in run.metrics))
+        sections = [self.section(name) for name in names]
+        toc = "".join(f'<li><a href="#{_anchor(name)}">{_e(name)}</a></li>' for name in names)
+        title = "mpieval report: " + ", ".join(run.label for run in self.runs)
+        return _PAGE.format(title=_e(title), style=_STYLE, runs=self.runs_table(),
+                            toc=toc, sections="\n".join(sections))
+
+    def runs_table(self) -> str:
+        rows = "".join(
+            f"<tr><td class=left>{_e(run.label)}</td><td class=path>{_e(run.path)}</td>"
+            f"<td class=left>{_e(', '.join(run.metrics))}</td></tr>"
+            for run in self.runs)
+        return ("<table class=runs><thead><tr><th class=left>Run</th><th class=left>File</th>"
+                f"<th class=left>Metrics</th></tr></thead><tbody>{rows}</tbody></table>")
+
+    # One section per metric name: the runs that have it, drawn by its kind.
+    def section(self, name: str) -> str:
+        present = [run for run in self.runs if name in run.metrics]
+        kind = present[0].metrics[name]["kind"]
+        notes = [f"{_e(run.label)} has {_e(name)} as kind {_e(run.metrics[name]['kind'])}; "
+                 "it is left out here." for run in present if run.metrics[name]["kind"] != kind]
+        present = [run for run in present if run.metrics[name]["kind"] == kind]
+        absent = [run.label for run in self.runs if name not in run.metrics]
+        if absent:
+            notes.append(f"Not in {_e(', '.join(absent))}.")
+        draw = {"auc": self.auc, "wuauc": self.wuauc, "pn": self.pn,
+                "pairwise": self.pairwise}.get(kind, self.other)
+        body, more_notes = draw(name, present)
+        notes += more_notes
+        note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
+        return (f'<section id="{_anchor(name)}"><h2>{_e(name)} <span class=kind>{_e(kind)}'
+                f"</span></h2>{note_html}{body}</section>")
+
+    def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
+        """A and, with ``--compare``, B of each run, each with its colour and label."""
+        several = len(blocks) > 1
+        models: list[Model] = []
+        for run, block in blocks:
+            compare = block.get("compare")
+            a_label = run.label
+            if compare is not None:
+                a_label = f"{run.label}: A" if several else "A"
+            models.append(Model(run, block, self.series(a_label, len(models)), False))
+            if compare is not None:
+                b_label = f"B ({compare.get('pred', 'compare')})"
+                if several:
+                    b_label = f"{run.label}: {b_label}"
+                models.append(Model(run, compare, self.series(b_label, len(models), True), True))
+        return models
+
+    def series(self, label: str, index: int, dashed: bool = False) -> Series:
+        return Series(label, figures.PALETTE[index % len(figures.PALETTE)], dashed)
+
+    def figure(self, svg: str, caption: str, wide: bool = False) -> str:
+        return (f"<figure class=\"plot{' wide' if wide else ''}\">{svg}"
+                f"<figcaption>{caption}</figcaption></figure>")
+
+    def key(self, name: str, what: str) -> str:
+        self.figure_count += 1
+        return f"f{self.figure_count}-{_anchor(name)}-{what}"
+
+    # auc ------------------------------------------------------------------------------
+    def auc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        models = self.models([(run, run.metrics[name]) for run in runs])
+        notes = _missing_notes([m for m in models if not m.is_b])
+        notes += [f"{_e(m.series.label)}: no curves of model B in the run (its values only); "
+                  "A's are drawn." for m in models
+                  if m.is_b and not any(m.block.get(field) for field in CURVES)]
+        parts = [self.value_table(models, AUC_FIELDS)]
+        drawn = []
+        rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
+        if rocs:
+            aucs = "; ".join(f"{_e(m.series.label)} AUC {_value(m.block.get('auc'))}"
+                             for m in models if m.block.get("roc_curve"))
+            drawn.append(self.figure(
+                figures.roc(rocs, self.key(name, "roc")),
+                f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
+                "(0 to 1); the dotted diagonal is a random ranking."))
+        calibrations = [(m.series, m.block["calibration_curve"]) for m in models
+                        if m.block.get("calibration_curve")]
+        if calibrations:
+            drawn.append(self.figure(
+                figures.calibration(calibrations, self.key(name, "calibration")),
+                "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
+                f"into {figures.CALIBRATION_POINTS} of about equal rows, with each bin's "
+                "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
+                "the share of rows per predicted-CTR range."))
+        if drawn:
+            parts.append(f"<div class=figures>{''.join(drawn)}</div>")
+        parts.append(_bucket_error_context(models))
+        parts.append(self.differences(name, [(m.run.label, m.block["compare"], "")
+                                             for m in models if not m.is_b
+                                             and m.block.get("compare")], len(runs) > 1))
+        return "".join(parts), notes
+
+    def value_table(self, models: Sequence[Model], fields: dict[str, str]) -> str:
+        """One row per value (those any model has), one column per model; intervals below."""
+        shown = [f for f in fields if any(f in m.block for m in models)]
+        head = "".join(f"<th>{_e(m.series.label)}</th>" for m in models)
+        body = []
+        for field in shown:
+            cells = "".join(f"<td>{_cell(m.block, field)}</td>" for m in models)
+            body.append(f"<tr><td class=desc>{_e(fields[field])}</td>{cells}</tr>")
+        return (f"<div class=table-wrap><table class=values><thead><tr><th class=left>Value"
+                f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+    def differences(self, name: str, compared: Sequence[tuple[str, dict[str, Any], str]],
+                    several: bool) -> str:
+        """The differences B - A of the compare blocks: a forest plot and a table.
+        ``compared`` holds (run label, compare block, what the values are of, e.g. a tag)."""
+        rows = []  # label, field, compare block, estimate, p
+        for run_label, compare, scope in compared:
+            for field, value in compare.items():
+                if not field.endswith("_diff"):
+                    continue
+                low, high = _pair(compare.get(f"{field}_ci95"))
+                label = field[: -len("_diff")].upper() + (f" · {scope}" if scope else "")
+                if several:
+                    label += f" · {run_label}"
+                rows.append((label, field, compare, Estimate(value, low, high),
+                             compare.get(f"{field}_p")))
+        if not rows:
+            return ""
+        svg = figures.differences([(label, estimate, _p_text(p))
+                                     for label, _, _, estimate, p in rows],
+                                    "Difference B - A (same units as the value)",
+                                    self.key(name, "differences"))
+        figure = self.figure(svg, "Differences B - A with their paired 95% intervals and "
+                             "two-sided p-values; an interval that misses the dotted zero line "
+                             "is drawn in red.", wide=True)
+        body = "".join(
+            f"<tr><td class=left>{_e(label)}</td><td>{_value(estimate.value, signed=True)}</td>"
+            f"<td>{_interval(estimate.low, estimate.high, present=f'{field}_ci95' in compare)}"
+            f"</td><td>{_e(_p_text(p))}</td></tr>"
+            for label, field, compare, estimate, p in rows)
+        table = ("<div class=table-wrap><table class=diffs><thead><tr><th class=left>Difference"
+                 "</th><th>B - A</th><th>95% interval</th><th>p (two-sided)</th></tr></thead>"
+                 f"<tbody>{body}</tbody></table></div>")
+        return f"<h3>B against A</h3><div class=figures>{figure}</div>{table}"
+
+    # wuauc ----------------------------------------------------------------------------
+    def wuauc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        tags = list(dict.fromkeys(tag for run in runs for tag in run.metrics[name]["tags"]))
+        if "all" in tags:
+            tags.remove("all")
+            tags.insert(0, "all")
+        models = self.models([(run, run.metrics[name]["tags"].get("all") or
+                               next(iter(run.metrics[name]["tags"].values()))) for run in runs])
+        notes = []
+        without = [run.label for run in runs
+                   if not any("ci95" in v for v in run.metrics[name]["tags"].values())]
+        if without:
+            notes.append(f"No intervals in {_e(', '.join(without))} {OLDER}.")
+        per_model = []  # (model, {tag: block})
+        for model in models:
+            blocks = {}
+            for tag, values in model.run.metrics[name]["tags"].items():
+                if model.is_b:
+                    if values.get("compare") is not None:
+                        blocks[tag] = values["compare"]
+                else:
+                    blocks[tag] = values
+            per_model.append((model, blocks))
+        panels = []
+        for field, xlabel in (("wuauc", "WUAUC: per-user AUC weighted by the user's rows"),
+                              ("uauc", "UAUC: mean of per-user AUC")):
+            panels.append((f"{xlabel} (0.5 = random)", [
+                (model.series, [_estimate(blocks.get(tag), field) for tag in tags])
+                for model, blocks in per_model]))
+        svg = figures.intervals(tags, panels, self.key(name, "tags"))
+        caption = "WUAUC and UAUC per tag"
+        if not without:
+            caption += " with their 95% intervals (users as independent clusters)"
+        caption += "; \"all\" covers every row."
+        if any(m.is_b for m in models):
+            caption += " Filled dots: model A; open diamonds: model B."
+        parts = [f"<div class=figures>{self.figure(svg, caption, wide=True)}</div>",
+                 self.tag_table(tags, per_model)]
+        compared = [(run.label, values["compare"], tag) for run in runs
+                    for tag, values in run.metrics[name]["tags"].items()
+                    if values.get("compare")]
+        parts.append(self.differences(name, compared, len(runs) > 1))
+        return "".join(parts), notes
+
+    def tag_table(self, tags: Sequence[str],
+                  per_model: Sequence[tuple[Model, dict[str, dict[str, Any]]]]) -> str:
+        several = len(per_model) > 1
+        head = ("<th class=left>Tag</th>" + ("<th class=left>Model</th>" if several else "")
+                + "".join(f"<th>{f.upper() if f != 'logloss' else 'LogLoss'}</th>"
+                          for f in TAG_FIELDS)
+                + "<th>Valid users / all</th><th>Valid rows / all</th>")
+        body = []
+        for tag in tags:
+            for k, (model, blocks) in enumerate(per_model):
+                block = blocks.get(tag)
+                if block is None:
+                    continue
+                first = k == 0 or all(tag not in b for _, b in per_model[:k])
+                cells = "".join(f"<td>{_cell(block, f)}</td>" for f in TAG_FIELDS)
+                counts = "".join(
+                    f"<td>{_ratio(block, valid, real)}</td>"
+                    for valid, real in (("valid_user_count", "real_user_count"),
+                                        ("valid_ins_num", "real_ins_num")))
+                label = f"<td class=left>{_e(model.series.label)}</td>" if several else ""
+                tag_cell = _e(tag) if first else ""
+                body.append(f"<tr{' class=group' if first else ''}><td class=left>{tag_cell}"
+                            f"</td>{label}{cells}{counts}</tr>")
+        return (f"<div class=table-wrap><table class=tags><thead><tr>{head}</tr></thead>"
+                f"<tbody>{''.join(body)}</tbody></table></div>"
+                "<p class=small>A user is valid when their rows hold both a click and a "
+                "non-click (their AUC is defined); LogLoss is in nats per row over all rows; "
+                "COPC = actual CTR / predicted CTR.</p>")
+
+    # pn, pairwise, other ----------------------------------------------------------------
+    def pn(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        return self.count_table(runs, name, PN_FIELDS, share_of=None), []
+
+    def pairwise(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        return self.count_table(runs, name, PAIRWISE_FIELDS, share_of="ins"), []
+
+    def other(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        fields = {f: f for run in runs for f, v in run.metrics[name].items()
+                  if f != "kind" and (v is None or _is_number(v) or isinstance(v, str))}
+        note = "A kind this version of the report does not know: its plain values."
+        return self.count_table(runs, name, fields, share_of=None), [note]
+
+    def count_table(self, runs: Sequence[Run], name: str, fields: dict[str, str],
+                    share_of: str | None) -> str:
+        shown = [f for f in fields if any(f in run.metrics[name] for run in runs)]
+        head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+        body = []
+        for field in shown:
+            cells = []
+            for run in runs:
+                block = run.metrics[name]
+                text = _cell(block, field)
+                total = block.get(share_of) if share_of else None
+                value = block.get(field)
+                if field != share_of and isinstance(value, (int, float)) \
+                        and isinstance(total, (int, float)) and total > 0:
+                    text += f"<span class=ci>{100.0 * value / total:.1f}% of rows</span>"
+                cells.append(f"<td>{text}</td>")
+            body.append(f"<tr><td class=desc>{_e(fields[field])}</td>{''.join(cells)}</tr>")
+        return (f"<div class=table-wrap><table class=counts><thead><tr><th class=left>Value"
+                f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _missing_notes(models: Sequence[Model]) -> list[str]:
+    """What the runs' auc blocks lack of the statistics, one note per run."""
+    notes = []
+    for m in models:
+        lacking = []
+        if not any(field in m.block for field in CURVES):
+            lacking.append("no ROC or calibration curve")
+        if "ci95" not in m.block:
+            lacking.append("no intervals")
+        if lacking:
+            what = " and ".join(lacking)
+            notes.append(f"{what[0].upper()}{what[1:]} in {_e(m.run.label)} {OLDER}.")
+        elif "roc_curve" in m.block and not m.block["roc_curve"]:
+            notes.append(f"No ROC curve in {_e(m.run.label)}: it needs both clicks and "
+                         "non-clicks.")
+    return notes
+
+
+def _bucket_error_context(models: Sequence[Model]) -> str:
+    items = []
+    for m in models:
+        if "bucket_error" not in m.block:
+            continue
+        parts = [f"bucket error {_value(m.block.get('bucket_error'))}"]
+        if "copc" in m.block:
+            parts.append(f"COPC {_value(m.block.get('copc'))}")
+        ctrs = [f"{what} {_value(m.block[field])}" for field, what in (
+            ("actual_ctr", "actual CTR"), ("predicted_ctr", "predicted CTR")) if field in m.block]
+        text = ", ".join(parts) + (f" ({', '.join(ctrs)})" if ctrs else "")
+        items.append(f"<li><b>{_e(m.series.label)}</b>: {text}</li>")
+    if not items:
+        return ""
+    return ("<div class=context><p>Bucket error: the row-weighted mean of |actual CTR / "
+            "predicted CTR - 1| over ranges of pred at most 0.01 wide (Abacus' "
+            "calculate_bucket_error). COPC is the same ratio over all rows at once: errors of "
+            "opposite sign cancel in COPC, not in bucket error; the calibration plot shows "
+            "where they lie.</p>"
+            f"<ul>{''.join(items)}</ul></div>")
+
+
+def _estimate(block: dict[str, Any] | None, field: str) -> Estimate:
+    if block is None:
+        return Estimate(None)
+    low, high = _pair((block.get("ci95") or {}).get(field))
+    return Estimate(block.get(field), low, high)
+
+
+def _pair(pair: Any) -> tuple[float | None, float | None]:
+    return (pair[0], pair[1]) if isinstance(pair, list) else (None, None)
+
+
+def _p_text(p: float | None) -> str:
+    """A two-sided p-value as the page prints it."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "p undefined"
+    if p < 1e-4:
+        return "p < 0.0001"
+    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
+
+
+def _value(value: Any, field: str = "", signed: bool = False) -> str:
+    if value is None:
+        return "<span class=undefined title='undefined for this data (null in the JSON)'>" \
+               "undefined</span>"
+    if isinstance(value, str):
+        return _e(value)
+    if field in COUNTS and float(value).is_integer():
+        return f"{int(value):,}"
+    if field in COUNTS:
+        return f"{value:,.1f}"
+    return f"{value:+.4g}" if signed else f"{value:.6g}"
+
+
+def _interval(low: float | None, high: float | None, present: bool = True) -> str:
+    if not present:
+        return ""
+    if low is None or high is None:
+        return "<span class=undefined>undefined</span>"
+    return f"{low:.6g} to {high:.6g}"
+
+
+def _cell(block: dict[str, Any], field: str) -> str:
+    """A value, and its 95% interval below it when the block has one."""
+    if field not in block:
+        return "<span class=absent title='not in this run'>·</span>"
+    text = _value(block[field], field)
+    intervals = block.get("ci95")
+    if isinstance(intervals, dict) and field in intervals:
+        low, high = _pair(intervals[field])
+        text += f"<span class=ci>95%: {_interval(low, high)}</span>"
+    return text
+
+
+def _ratio(block: dict[str, Any], part: str, whole: str) -> str:
+    return f"{_value(block.get(part), part)} / {_value(block.get(whole), whole)}"
+
+
+def _e(text: str) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _anchor(name: str) -> str:
+    return "m-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
+_STYLE = """
+:root { color-scheme: light; }
+body { margin: 0; background: #fff; color: #1b1b1b;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+  sans-serif; }
+main { max-width: 1120px; margin: 0 auto; padding: 20px 28px 48px; }
+h1 { font-size: 1.55rem; margin: 0 0 .3rem; }
+h2 { font-size: 1.25rem; margin: 2.2rem 0 .6rem; padding-bottom: .25rem;
+  border-bottom: 1px solid #d8d8d8; }
+h3 { font-size: 1.02rem; margin: 1.4rem 0 .4rem; }
+.kind { font: .78rem ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  color: #444; background: #f0f0f0; border-radius: 3px; padding: 1px 6px;
+  vertical-align: middle; }
+nav.toc ul { margin: .2rem 0 0; padding-left: 1.2rem; columns: 3 14rem; }
+nav.toc a { color: #0b5394; }
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr));
+  gap: 14px 28px; margin: .6rem 0; }
+figure.plot { margin: 0; min-width: 0; break-inside: avoid; page-break-inside: avoid; }
+figure.plot.wide { grid-column: 1 / -1; }
+figure.plot svg { display: block; width: 100%; height: auto; }
+figcaption { font-size: .84rem; color: #444; margin-top: .2rem; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .9rem; margin: .5rem 0 .8rem;
+  font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right;
+  vertical-align: top; white-space: nowrap; }
+th { font-weight: 600; border-bottom: 1.5px solid #bbb; }
+.left { text-align: left; }
+td.desc { text-align: left; white-space: normal; min-width: 15rem; max-width: 30rem;
+  color: #333; }
+td.path { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  font-size: .82rem; text-align: left; white-space: normal; word-break: break-all; }
+tr.group td { border-top: 1.5px solid #cfcfcf; }
+.ci { display: block; color: #666; font-size: .76rem; }
+.undefined { color: #8a8a8a; font-style: italic; }
+.absent { color: #aaa; }
+.note { background: #fff7e0; border-left: 3px solid #e69f00; margin: .5rem 0;
+  padding: 5px 10px; font-size: .88rem; }
+.context { font-size: .88rem; color: #333; max-width: 60rem; }
+.context ul { margin: .2rem 0; }
+.small { font-size: .82rem; color: #555; max-width: 60rem; }
+@media (max-width: 700px) { main { padding: 12px; } .figures { grid-template-columns: 1fr; } }
+@media print {
+  @page { size: A4; margin: 13mm; }
+  body { font-size: 10pt; }
+  main { max-width: none; padding: 0; }
+  nav.toc { display: none; }
+  .figures { grid-template-columns: 1fr 1fr; gap: 8px 16px; }
+  h2, h3 { break-after: avoid; page-break-after: avoid; }
+  h2 { margin-top: 1.2rem; }
+  table, .note, .context { break-inside: avoid; page-break-inside: avoid; }
+  .table-wrap { overflow: visible; }
+  td.desc { min-width: 0; }
+  .note { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+"""
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="mpieval report">
+<title>{title}</title>
+<style>{style}</style>
+</head>
+<body>
+<main>
+<h1>mpieval report</h1>
+{runs}
+<p class=small>Values as written by <code>mpieval eval --json</code>. Under a value, in small
+type: its 95% interval. <i>undefined</i>: the value is not defined for the data (null in the
+JSON); a dot: the run does not have the value. CTRs are clicks per row (0 to 1).</p>
+<nav class=toc><ul>{toc}</ul></nav>
+{sections}
+</main>
+</body>
+</html>
+"""

@@ -1,0 +1,605 @@
+"""``mpieval report``: the page of the demo's JSON, of an A/B run and of several runs; bad
+input exits 2 and writes nothing; the page parses, is self-contained, holds one figure per
+expected plot, and a real headless Chromium draws every figure.
+
+The A/B results come from :func:`simulated_run`: rows simulated here and the statistics
+of INTERFACE.md ("Statistics") computed from them with numpy, under exactly the names the
+JSON uses (roc_curve, calibration_curve, ci95, compare with *_diff, *_diff_ci95, *_diff_p).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import warnings
+import zlib
+from html.parser import HTMLParser
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mpieval import cli, report
+from mpieval.errors import UndefinedMetricWarning
+
+pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+Z95 = 1.959964
+
+
+# -- a simulated run with every statistic ----------------------------------------------
+
+
+def _roc(pred: np.ndarray, label: np.ndarray, points: int = 1000) -> list[list[float]]:
+    order = np.argsort(-pred, kind="stable")
+    tp = np.cumsum(label[order])
+    fp = np.cumsum(1 - label[order])
+    keep = np.linspace(0, len(pred) - 1, min(points, len(pred))).astype(int)
+    return [[0.0, 0.0], *np.column_stack([fp[keep] / fp[-1], tp[keep] / tp[-1]]).tolist()]
+
+
+def _calibration(pred: np.ndarray, label: np.ndarray, points: int = 1000) -> list[list[float]]:
+    order = np.argsort(pred, kind="stable")
+    bins = np.array_split(order, min(points, len(pred)))
+    return [[float(pred[b].mean()), float(label[b].mean()), float(len(b))] for b in bins]
+
+
+def _auc(pred: np.ndarray, label: np.ndarray) -> float:
+    ranks = np.empty(len(pred))
+    ranks[np.argsort(pred, kind="stable")] = np.arange(1, len(pred) + 1)
+    positives = label.sum()
+    negatives = len(label) - positives
+    return float((ranks[label == 1].sum() - positives * (positives + 1) / 2)
+                 / (positives * negatives))
+
+
+def _auc_stderr(auc: float, positives: float, negatives: float) -> float:
+    """Hanley & McNeil's standard error of an AUC."""
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    variance = (auc * (1 - auc) + (positives - 1) * (q1 - auc * auc)
+                + (negatives - 1) * (q2 - auc * auc)) / (positives * negatives)
+    return math.sqrt(variance)
+
+
+def _p(diff: float, stderr: float) -> float:
+    return math.erfc(abs(diff) / stderr / math.sqrt(2))
+
+
+def _auc_block(pred: np.ndarray, label: np.ndarray) -> dict[str, Any]:
+    num = len(pred)
+    actual, predicted = float(label.mean()), float(pred.mean())
+    clipped = np.clip(pred, 1e-15, 1 - 1e-15)
+    logloss = float(-np.mean(label * np.log(clipped) + (1 - label) * np.log(1 - clipped)))
+    entropy = -(actual * math.log(actual) + (1 - actual) * math.log(1 - actual))
+    auc = _auc(pred, label)
+    positives = float(label.sum())
+    se_auc = _auc_stderr(auc, positives, num - positives)
+    se_ctr = math.sqrt(actual * (1 - actual) / num)
+    se_pred = float(pred.std() / math.sqrt(num))
+    copc = actual / predicted
+    se_copc = copc * math.hypot(se_ctr / actual, se_pred / predicted)
+    return {
+        "kind": "auc", "auc": auc, "bucket_error": 0.05 + 0.4 * abs(1 - copc),
+        "rmse": float(np.sqrt(np.mean((pred - label) ** 2))),
+        "mae": float(np.mean(np.abs(pred - label))), "num": num, "actual_ctr": actual,
+        "predicted_ctr": predicted, "copc": copc, "positives": int(positives), "rows": num,
+        "table_size": 1_000_000, "logloss": logloss, "ne": logloss / entropy,
+        "auprc": float(np.mean(np.cumsum(label[np.argsort(-pred)]) / np.arange(1, num + 1))),
+        "auc_tie_bound": 2e-6, "roc_curve": _roc(pred, label),
+        "calibration_curve": _calibration(pred, label),
+        "ci95": {"auc": [auc - Z95 * se_auc, auc + Z95 * se_auc],
+                 "actual_ctr": [actual - Z95 * se_ctr, actual + Z95 * se_ctr],
+                 "predicted_ctr": [predicted - Z95 * se_pred, predicted + Z95 * se_pred],
+                 "copc": [copc - Z95 * se_copc, copc + Z95 * se_copc]},
+    }
+
+
+def _tag_block(uid: np.ndarray, pred: np.ndarray, label: np.ndarray) -> dict[str, Any]:
+    order = np.argsort(uid, kind="stable")
+    users, starts, rows = np.unique(uid[order], return_index=True, return_counts=True)
+    aucs = np.full(len(users), -1.0)
+    for u, (start, count) in enumerate(zip(starts, rows, strict=True)):
+        mine = order[start:start + count]
+        if 0 < label[mine].sum() < count:
+            aucs[u] = _auc(pred[mine], label[mine])
+    valid = aucs >= 0
+    uauc = float(aucs[valid].mean())
+    wuauc = float((aucs[valid] * rows[valid]).sum() / rows[valid].sum())
+    spread = float(aucs[valid].std() / math.sqrt(valid.sum()))
+    actual, predicted = float(label.mean()), float(pred.mean())
+    clipped = np.clip(pred, 1e-15, 1 - 1e-15)
+    return {
+        "wuauc": wuauc, "uauc": uauc,
+        "logloss": float(-np.mean(label * np.log(clipped) + (1 - label) * np.log(1 - clipped))),
+        "actual_ctr": actual, "predicted_ctr": predicted, "copc": actual / predicted,
+        "real_user_count": len(users), "real_ins_num": len(pred),
+        "valid_user_count": int(valid.sum()), "valid_ins_num": int(rows[valid].sum()),
+        "ci95": {"uauc": [uauc - Z95 * spread, uauc + Z95 * spread],
+                 "wuauc": [wuauc - 1.1 * Z95 * spread, wuauc + 1.1 * Z95 * spread]},
+    }
+
+
+def _compared(a: dict[str, Any], b: dict[str, Any], names: tuple[str, ...], column: str
+              ) -> dict[str, Any]:
+    """``b``'s values under their usual names, and B - A for each of ``names``."""
+    compare: dict[str, Any] = {"pred": column}
+    compare.update({k: v for k, v in b.items() if k not in ("kind", "ci95")})
+    for name in names:
+        diff = b[name] - a[name]
+        low_a, high_a = a["ci95"][name]
+        stderr = (high_a - low_a) / (2 * Z95) / 2.5  # paired: much tighter than either
+        compare[f"{name}_diff"] = diff
+        compare[f"{name}_diff_ci95"] = [diff - Z95 * stderr, diff + Z95 * stderr]
+        compare[f"{name}_diff_p"] = _p(diff, stderr)
+    return compare
+
+
+def simulated_run(seed: int, rows: int = 40_000, compare: bool = True) -> dict[str, Any]:
+    """A run of every kind with every statistic, on simulated CTR rows: model A, and
+    with ``compare`` a better model B (``pred_b``) on the same rows."""
+    rng = np.random.default_rng(seed)
+    users = rows // 25
+    user = rng.integers(0, users, rows)
+    tags = np.array(["feed", "search", "video"])[rng.choice(3, rows, p=[0.5, 0.3, 0.2])]
+    logit = -1.6 + rng.normal(0, 0.7, users)[user] + rng.normal(0, 0.6, rows)
+    label = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.int64)
+    pred_a = np.round(1 / (1 + np.exp(-(logit + 0.1 + rng.normal(0, 0.8, rows)))), 6)
+    pred_b = np.round(1 / (1 + np.exp(-(logit + rng.normal(0, 0.65, rows)))), 6)
+    auc_a, auc_b = _auc_block(pred_a, label), _auc_block(pred_b, label)
+    if compare:
+        auc_a["compare"] = _compared(auc_a, auc_b, ("auc",), "pred_b")
+    tag_blocks = {}
+    for tag in ("all", "feed", "search", "video"):
+        rows_of = np.ones(rows, bool) if tag == "all" else tags == tag
+        a = _tag_block(user[rows_of], pred_a[rows_of], label[rows_of])
+        if compare:
+            b = _tag_block(user[rows_of], pred_b[rows_of], label[rows_of])
+            a["compare"] = _compared(a, b, ("uauc", "wuauc"), "pred_b")
+        tag_blocks[tag] = a
+    grade = label * (1 + (rng.random(rows) < 0.25))
+    return {
+        "ctr": auc_a,
+        "user_ctr": {"kind": "wuauc", "tags": tag_blocks},
+        "grade_pn": {"kind": "pn", "average_pn": 1.74, "ins_number": rows,
+                     "positive_pairs": int(grade.sum() * 80), "negative_pairs": 46000,
+                     "tie_pairs": 3, "ties": "negative"},
+        "pair_click": {"kind": "pairwise", "ins": rows, "same_label_click": 3300,
+                       "left_label_click": 4100, "right_label_click": 3900,
+                       "same_label_unclick": rows - 11300},
+    }
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text; fails on unbalanced tags."""
+
+    VOID = frozenset({"meta", "br", "img", "link", "input", "hr", "col", "source", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Elements:
+    elements = Elements()
+    elements.feed(page)
+    elements.close()
+    assert elements.stack == []
+    return elements
+
+
+def figures_of(elements: Elements) -> list[str]:
+    """The class lists of the page's figures."""
+    return [attrs.get("class") or "" for tag, attrs in elements.tags if tag == "figure"]
+
+
+def assert_self_contained(page: str, elements: Elements) -> None:
+    for tag, attrs in elements.tags:
+        for name in ("src", "href", "xlink:href", "srcset", "data", "action"):
+            value = attrs.get(name) or ""
+            assert not value.startswith(("http:", "https:", "//")), (tag, name, value)
+        assert tag not in ("script", "link", "iframe", "img", "object"), tag
+    assert "@import" not in page and "@font-face" not in page
+    assert "url(http" not in page and "url(//" not in page
+
+
+def write_json(path: str, data: dict[str, Any]) -> str:
+    with open(path, "w") as out:
+        json.dump(data, out)
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def demo_json(tmp_path_factory) -> str:
+    """The JSON of a small ``mpieval demo``, which also writes its page (``demo.html``)."""
+    directory = tmp_path_factory.mktemp("demo")
+    path = str(directory / "demo.json")
+    with warnings.catch_warnings():  # bucket error is undefined on so few rows: as it should
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        assert cli.main(["demo", "--rows", "20000", "--json", path,
+                         "--report", str(directory / "demo.html")]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def ab_json(tmp_path_factory) -> str:
+    return write_json(str(tmp_path_factory.mktemp("ab") / "ab.json"), simulated_run(7))
+
+
+# -- the pages -------------------------------------------------------------------------
+
+
+def test_demo_page(tmp_path, capsys, demo_json):
+    page_path = str(tmp_path / "demo.html")
+    status, out, err = run(capsys, "report", demo_json, "-o", page_path)
+    assert (status, out, err) == (0, "", "")
+    page = open(page_path).read()
+    by_demo = open(os.path.join(os.path.dirname(demo_json), "demo.html")).read()
+    assert by_demo.replace("demo.html", "demo.json") == page  # the same page, but its label
+    elements = parse(page)
+    assert_self_contained(page, elements)
+    # Today's demo JSON has no curves: one dot plot for user_ctr, and the page says so.
+    assert figures_of(elements) == ["plot wide"]
+    text = " ".join(elements.text)
+    assert "No ROC or calibration curve and no intervals in demo" in text
+    assert "older mpieval" in text
+    for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
+        assert f'id="m-{name}"' in page
+    assert "24,047,029" in text or "positive_pairs" not in page  # counts with separators
+
+
+def test_ab_page_has_every_figure(tmp_path, capsys, ab_json):
+    page_path = str(tmp_path / "ab.html")
+    assert run(capsys, "report", ab_json, "-o", page_path)[0] == 0
+    page = open(page_path).read()
+    elements = parse(page)
+    assert_self_contained(page, elements)
+    # ctr: ROC, calibration, differences; user_ctr: dot plot, differences.
+    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide"]
+    svgs = [attrs for tag, attrs in elements.tags if tag == "svg"]
+    assert len(svgs) == 5 and all("viewbox" in attrs for attrs in svgs)
+    ids = [attrs["id"] for _, attrs in elements.tags if attrs.get("id")]
+    assert len(ids) == len(set(ids))  # the inline SVGs share one document
+    text = " ".join(elements.text)
+    assert "B (pred_b)" in text and "p < 0.0001" in text
+    assert "No ROC" not in text and "No intervals" not in text
+
+
+def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_json):
+    plain = write_json(str(tmp_path / "yesterday.json"), simulated_run(8, compare=False))
+    page_path = str(tmp_path / "both.html")
+    assert run(capsys, "report", plain, ab_json, demo_json, "-o", page_path)[0] == 0
+    elements = parse(open(page_path).read())
+    heads = [data for data in elements.text if data in ("yesterday", "ab: A", "ab: B (pred_b)",
+                                                        "demo")]
+    assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
+    # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
+    # differences (ab's).
+    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide"]
+    assert "Not in demo." in " ".join(elements.text)
+
+
+def test_the_same_input_gives_the_same_figure():
+    from mpieval import figures
+
+    curve = simulated_run(11, rows=3000)["ctr"]["roc_curve"]
+    series = figures.Series("A", figures.PALETTE[0])
+    first = figures.roc([(series, curve)], "same")
+    assert first == figures.roc([(series, curve)], "same")
+    assert 'id="same-' in first and "<?xml" not in first
+
+
+def test_null_values_and_missing_intervals_read_as_such(tmp_path):
+    data = simulated_run(9, rows=5000, compare=False)
+    data["ctr"]["auc"] = None
+    data["ctr"]["ci95"]["copc"] = None
+    data["user_ctr"]["tags"]["video"]["uauc"] = None
+    del data["user_ctr"]["tags"]["video"]["ci95"]
+    path = write_json(str(tmp_path / "nulls.json"), data)
+    page = report.render(report.load_runs([path]))
+    text = " ".join(parse(page).text)
+    assert "undefined" in text
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("not json", "is not JSON"),
+    ("[1, 2]", "is not an mpieval result"),
+    ("{}", "is not an mpieval result"),
+    ('{"auc": 0.7}', "is not an mpieval result"),
+    ('{"x": {"kind": "auc", "auc": 0.7}}', "older or unknown layout: metric 'x' (auc) has no"),
+    ('{"u": {"kind": "wuauc", "all": {"wuauc": 0.6}}}', "has no 'tags'"),
+    ('{"x": {"kind": "pn", "average_pn": "high", "ins_number": 1, "positive_pairs": 1,'
+     ' "negative_pairs": 1}}', "average_pn is 'high', not a number"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, ab_json, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    page_path = tmp_path / "page.html"
+    status, out, err = run(capsys, "report", ab_json, str(bad), "-o", str(page_path))
+    assert status == 2 and out == ""
+    assert err.startswith(f"mpieval: error: {bad}: ") and message in err, err
+    assert err.count("\n") == 1
+    assert os.listdir(tmp_path) == ["bad.json"]
+
+
+def test_a_malformed_curve_is_bad_input(tmp_path, capsys):
+    data = simulated_run(10, rows=3000)
+    data["ctr"]["roc_curve"] = [[0.0, 0.0], [0.5]]
+    path = write_json(str(tmp_path / "curve.json"), data)
+    status, _, err = run(capsys, "report", path, "-o", str(tmp_path / "page.html"))
+    assert status == 2 and "roc_curve is not a list of [fpr, tpr] pairs" in err
+    assert not (tmp_path / "page.html").exists()
+
+
+def test_missing_file_and_output_directory(tmp_path, capsys, ab_json):
+    status, _, err = run(capsys, "report", str(tmp_path / "none.json"), "-o",
+                         str(tmp_path / "page.html"))
+    assert status == 2 and "none.json: cannot read it" in err
+    status, _, err = run(capsys, "report", ab_json, "-o", str(tmp_path / "no" / "page.html"))
+    assert status == 2 and "-o: cannot write" in err
+
+
+def test_output_is_required(capsys, ab_json):
+    status, _, err = run(capsys, "report", ab_json)
+    assert status == 2 and "-o" in err
+
+
+def test_without_matplotlib_a_clear_error(tmp_path, capsys, ab_json, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    page_path = tmp_path / "page.html"
+    status, _, err = run(capsys, "report", ab_json, "-o", str(page_path))
+    assert status == 2
+    assert "needs matplotlib" in err and "pip install 'mpieval[report]'" in err
+    assert not page_path.exists()
+
+
+# -- --report on eval and demo ---------------------------------------------------------
+
+
+def test_eval_writes_the_report_at_the_end(tmp_path, capsys):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(3000))
+    json_path, page_path = tmp_path / "run.json", tmp_path / "run.html"
+    status, out, err = run(capsys, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                           "--json", str(json_path), "--report", str(page_path))
+    assert status == 0 and out.startswith("auc: auc=")
+    assert f"mpieval: report written to {page_path}\n" in err
+    page = page_path.read_text()
+    elements = parse(page)
+    assert_self_contained(page, elements)
+    assert str(json_path) in elements.text  # the runs table names the JSON file
+    assert 'id="m-auc"' in page and 'id="m-wuauc"' in page
+    # the page of the run equals the page of its JSON, but for the run's label
+    assert report.load_run(str(json_path)).metrics == json.loads(json_path.read_text())
+
+
+@pytest.mark.parametrize("broken", ["matplotlib", "directory"])
+def test_eval_report_problems_stop_before_reading(tmp_path, capsys, monkeypatch, broken):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(500))
+    page_path = tmp_path / "run.html"
+    if broken == "matplotlib":
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+    else:
+        page_path = tmp_path / "missing" / "run.html"
+    status, out, err = run(capsys, "eval", data, "--json", str(tmp_path / "run.json"),
+                           "--report", str(page_path))
+    assert status == 2 and out == ""
+    assert ("needs matplotlib" if broken == "matplotlib" else "--report: cannot write") in err
+    assert sorted(os.listdir(tmp_path)) == ["part.tsv"]
+
+
+def test_the_report_under_mpiexec_is_written_once(tmp_path):
+    from test_cli import rows, write
+    from test_cli_mpi import MPIEVAL, MPIEXEC, launch
+
+    if not (os.path.exists(MPIEVAL) and os.path.exists(MPIEXEC)):
+        pytest.skip("needs the installed mpieval and mpiexec beside the test interpreter")
+    data = write(str(tmp_path / "part.tsv"), rows(4000))
+    page_path = tmp_path / "run.html"
+    proc, _ = launch(2, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                     "--report", page_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("report written to") == 1
+    assert sorted(os.listdir(tmp_path)) == ["part.tsv", "run.html"]
+    parse(page_path.read_text())
+
+
+def test_the_demo_script_writes_the_report():
+    """scripts/demo passes --report demo-report.html (run from the repository)."""
+    with open(os.path.join(ROOT, "scripts", "demo")) as script:
+        text = script.read()
+    assert text.count("--report demo-report.html") == 2
+
+
+# -- in a real browser -----------------------------------------------------------------
+
+
+def _chromium() -> str:
+    """Chromium's path; installed from Debian's packages when absent and we are root."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.STDOUT,
+                 "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}
+        subprocess.run(["apt-get", "update", "-qq"], timeout=600, check=False, **quiet)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], timeout=900,
+                       check=False, **quiet)
+        found = shutil.which("chromium")
+        if found:
+            return found
+    pytest.skip("Chromium is not installed and could not be installed from Debian's "
+                "packages (needs root and apt-get)")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    return _chromium()
+
+
+# Injected into a copy of the page (the page itself has no script): the figures' boxes.
+_MEASURE = """<script>
+addEventListener("load", () => {
+  const boxes = [...document.querySelectorAll("figure.plot svg")].map(e => {
+    const r = e.getBoundingClientRect();
+    return [r.left + scrollX, r.top + scrollY, r.width, r.height].map(Math.round);
+  });
+  const out = document.createElement("pre");
+  out.id = "boxes";
+  out.textContent = JSON.stringify({boxes, height: document.documentElement.scrollHeight});
+  document.body.append(out);
+});
+</script>"""
+
+
+def _browser(chromium: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}", *args],
+            capture_output=True, timeout=180, check=False)
+
+
+def read_png(path: str) -> np.ndarray:
+    """An 8-bit RGB or RGBA PNG (what Chromium writes) as a (height, width, 3) array."""
+    with open(path, "rb") as source:
+        data = source.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, chunks, header = 8, [], None
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            chunks.append(body)
+        position += 12 + length
+    assert header is not None
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and color in (2, 6) and interlace == 0, header
+    channels = 3 if color == 2 else 4
+    raw = np.frombuffer(zlib.decompress(b"".join(chunks)), np.uint8)
+    stride = width * channels
+    rows = raw.reshape(height, stride + 1)
+    image = np.zeros((height, stride), np.int32)
+    previous = np.zeros(stride, np.int32)
+    for y in range(height):
+        kind, line = rows[y, 0], rows[y, 1:].astype(np.int32)
+        if kind == 1:  # Sub
+            line = line.copy()
+            for x in range(channels, stride):
+                line[x] = (line[x] + line[x - channels]) & 255
+        elif kind == 2:  # Up
+            line = (line + previous) & 255
+        elif kind == 3:  # Average
+            line = line.copy()
+            for x in range(stride):
+                left = line[x - channels] if x >= channels else 0
+                line[x] = (line[x] + (left + previous[x]) // 2) & 255
+        elif kind == 4:  # Paeth
+            line = line.copy()
+            for x in range(stride):
+                a = line[x - channels] if x >= channels else 0
+                b = previous[x]
+                c = previous[x - channels] if x >= channels else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        image[y] = line
+        previous = line
+    return image.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
+
+
+def _load_image(path: str) -> np.ndarray:
+    try:
+        from PIL import Image  # comes with matplotlib
+    except ImportError:
+        return read_png(path)
+    with Image.open(path) as picture:
+        return np.asarray(picture.convert("RGB"))
+
+
+def test_chromium_draws_every_figure(tmp_path, ab_json, chromium):
+    """Each figure's box in a real browser's screenshot holds a drawing: dark pixels
+    (axes, text), several colours (the curves), not one flat colour."""
+    plain = write_json(str(tmp_path / "yesterday.json"), simulated_run(8, compare=False))
+    page = report.render(report.load_runs([plain, ab_json]))
+    page_path = tmp_path / "page.html"
+    page_path.write_text(page)
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", _MEASURE + "</body>"))
+    dom = _browser(chromium, "--window-size=1280,1000", "--dump-dom", measured.as_uri())
+    text = dom.stdout.decode()
+    start = text.index('<pre id="boxes">') + len('<pre id="boxes">')
+    layout = json.loads(text[start:text.index("</pre>", start)].replace("&quot;", '"'))
+    boxes = layout["boxes"]
+    assert len(boxes) == 5  # ctr: ROC, calibration, differences; user_ctr: dots, differences
+    height = min(layout["height"] + 10, 16000)
+    shot = tmp_path / "page.png"
+    done = _browser(chromium, f"--window-size=1280,{height}", f"--screenshot={shot}",
+                    page_path.as_uri())
+    assert shot.exists(), done.stderr.decode()[-2000:]
+    keep = os.environ.get("MPIEVAL_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(shot, keep)
+    image = _load_image(str(shot))
+    assert image.shape[1] == 1280
+    for left, top, width, box_height in boxes:
+        assert width > 300 and box_height > 150, (left, top, width, box_height)
+        assert top + box_height <= image.shape[0]
+        region = image[top:top + box_height, left:left + width].astype(np.int32)
+        gray = region.mean(axis=2)
+        assert gray.std() > 10, (left, top)  # not blank
+        assert (gray < 100).mean() > 0.003, (left, top)  # axes and labels drawn
+        colourful = (region.max(axis=2) - region.min(axis=2)) > 60
+        assert colourful.mean() > 0.001, (left, top)  # data drawn in colour
+
+
+def test_one_class_only_says_why_there_is_no_roc_curve(tmp_path):
+    data = simulated_run(12, rows=3000, compare=False)
+    data["ctr"].update(auc=None, roc_curve=[])
+    data["ctr"]["ci95"]["auc"] = None
+    page = report.render(report.load_runs([write_json(str(tmp_path / "one.json"), data)]))
+    elements = parse(page)
+    assert "No ROC curve in one: it needs both clicks and non-clicks." in elements.text
+    assert figures_of(elements) == ["plot", "plot wide"]  # calibration; user_ctr's dots
