@@ -22,7 +22,7 @@ from math import prod
 import numpy as np
 from numpy.typing import DTypeLike
 
-from mpieval.users import RowBuffer
+from mpieval.rows import RowBuffer
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from test_wuauc import assert_same, rows_for
 
 from mpieval import Evaluator
 from mpieval.comm import Comm, RemoteError
-from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.errors import InputError, UidCollisionError, UndefinedMetricWarning
 from mpieval.metrics.auc import AucMetric
 from mpieval.metrics.pn import PnMetric
 from mpieval.metrics.wuauc import WuaucMetric
@@ -123,9 +123,9 @@ def test_uid_kinds_disagreeing_across_ranks_fail_every_rank(comm: Comm) -> None:
 
 def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.MonkeyPatch) -> None:
     """Force every string to one key (the check hashes stay apart): detected everywhere."""
-    import mpieval.users as users_module
+    import mpieval.keys as keys_module
 
-    real = users_module.uid_keys_checked
+    real = keys_module.uid_keys_checked
 
     def colliding(field, uid):
         keys, checks = real(field, uid)
@@ -134,5 +134,5 @@ def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.Monkey
     monkeypatch.setattr("mpieval.metrics.wuauc.uid_keys_checked", colliding)
     metric = WuaucMetric(comm=comm)
     metric.update([f"a{comm.rank}", f"b{comm.rank}"], [0.2, 0.8], [0, 1])
-    with pytest.raises((users_module.UidCollisionError, RemoteError), match="collision"):
+    with pytest.raises((UidCollisionError, RemoteError), match="collision"):
         metric.compute()

@@ -25,11 +25,12 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
+from mpieval.exchange import gather_by_user
 from mpieval.kernels.pn import pair_counts
 from mpieval.kernels.pn import warm_up as warm_up_kernels
+from mpieval.keys import uid_keys_checked
 from mpieval.metric import FieldsResult, Input, Metric, Option, warn_undefined
 from mpieval.state import Part, Rows
-from mpieval.users import gather_by_user, uid_keys_checked
 from mpieval.validation import as_vector, check_finite, check_lengths, one_of
 
 TIES_MODES = ("negative", "ignore", "half")

@@ -1,7 +1,7 @@
 """The ``wuauc`` kind: per-user AUC per tag (WUAUC, UAUC), LogLoss, CTRs, COPC, counts.
 
 Exact however the rows are split across ranks: :meth:`WuaucMetric.compute` moves every
-user's rows to the rank that owns the user (:func:`mpieval.users.exchange_to_owners`),
+user's rows to the rank that owns the user (:func:`mpieval.exchange.exchange_to_owners`),
 each rank computes its users' AUCs (one value sort groups the rows by user, then one
 compiled pass over the users: :mod:`mpieval.kernels.wuauc`), and the per-tag sums join
 the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
@@ -36,17 +36,13 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
+from mpieval.exchange import OwnedRows, exchange_to_owners
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
+from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Input, Metric, warn_undefined
+from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.users import (
-    OwnedRows,
-    RowBuffer,
-    exchange_to_owners,
-    group_keys_checked,
-    uid_keys_checked,
-)
 from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
 
 ALL = "all"

@@ -1,0 +1,174 @@
+"""The exchange of per-user rows to the rank that owns their user (``wuauc``, ``pn``).
+
+:func:`gather_by_user` (collective) moves every row to the rank that owns its user,
+``mix64(key) mod size`` (:func:`mpieval.kernels.keys.owner_of`), with
+:meth:`Comm.exchange` (``Alltoall`` of counts, ``Alltoallv`` per typed column), and sorts
+each rank's rows so that every user's rows are contiguous: a :class:`UserRows`. Its two
+steps are public too: :func:`exchange_to_owners` (collective) and :func:`group_rows`
+(local), for a kind that groups its rows another way after the exchange. Keys come from
+:mod:`mpieval.keys`; a second hash (``checks``) travelling with them detects a key
+collision (:class:`UidCollisionError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mpieval.comm import Comm
+from mpieval.errors import UidCollisionError
+from mpieval.kernels.keys import owner_of
+from mpieval.keys import KEY_DTYPE
+
+_KEY, _CHECK = "\0key", "\0check"  # exchange column names no caller's column has
+
+
+@dataclass(frozen=True)
+class UserRows:
+    """The rows of the users this rank owns, each user's rows contiguous.
+
+    - ``keys``: uint64 key of every row, non-decreasing (sorted by key);
+    - ``columns``: the other columns, in the same row order;
+    - ``starts``: int64, ``starts[u]`` is the first row of the ``u``-th user and
+      ``starts[-1] == len(keys)``; so user ``u`` is rows ``starts[u]:starts[u + 1]`` and
+      ``np.diff(starts)`` are the row counts (length ``n_users + 1``; ``[0]`` if no rows).
+
+    Within a user the rows are in arrival order (by source rank, then original order).
+    """
+
+    keys: np.ndarray
+    columns: dict[str, np.ndarray]
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_users(self) -> int:
+        return len(self.starts) - 1
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Rows per user."""
+        return np.diff(self.starts)
+
+    @property
+    def user_keys(self) -> np.ndarray:
+        """The key of each user (sorted, distinct)."""
+        return self.keys[self.starts[:-1]]
+
+
+def gather_by_user(
+    comm: Comm,
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+    field: str = "uid",
+) -> UserRows:
+    """Collective: every rank's rows, moved to the rank that owns their user and grouped.
+
+    :func:`exchange_to_owners`, then :func:`group_rows` on each rank; a uid collision on
+    any rank raises :class:`UidCollisionError` on every rank. The inputs are not modified.
+    """
+    owned = exchange_to_owners(comm, keys, columns, checks=checks)
+    return comm.agreed(
+        lambda: group_rows(owned.keys, owned.columns, checks=owned.checks, field=field),
+        catch=UidCollisionError,
+    )
+
+
+@dataclass(frozen=True)
+class OwnedRows:
+    """The rows a rank owns after :func:`exchange_to_owners`, in arrival order (by source
+    rank, then original order); ``checks`` as given (``None`` on every rank or none)."""
+
+    keys: np.ndarray
+    checks: np.ndarray | None
+    columns: dict[str, np.ndarray]
+
+
+def exchange_to_owners(
+    comm: Comm,
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+) -> OwnedRows:
+    """Collective: send every row to the rank that owns its key, ``mix64(key) mod size``.
+
+    One small ``allgather`` checks that every rank passes the same column names and
+    dtypes, then :meth:`Comm.exchange` moves the rows (``Alltoall`` of counts,
+    ``Alltoallv`` per column). With one rank the arrays come back as they are.
+    """
+    local = {_KEY: np.asarray(keys, dtype=KEY_DTYPE)}
+    if checks is not None:
+        local[_CHECK] = np.asarray(checks, dtype=KEY_DTYPE)
+    local.update({name: np.asarray(values) for name, values in columns.items()})
+    _agree_layout(comm, local)
+    if comm.size > 1:
+        local = comm.exchange(owner_of(local[_KEY], comm.size), local)
+    owned_keys = local.pop(_KEY)
+    owned_checks = local.pop(_CHECK, None)
+    return OwnedRows(keys=owned_keys, checks=owned_checks, columns=local)
+
+
+def group_rows(
+    keys: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    checks: np.ndarray | None = None,
+    field: str = "uid",
+) -> UserRows:
+    """Local: the rows sorted by key (stable). ``checks`` must be constant within each key,
+    else :class:`UidCollisionError`."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    if checks is not None:
+        collision = _collision(field, sorted_keys, checks[order])
+        if collision is not None:
+            raise collision
+    grouped = {name: values[order] for name, values in columns.items()}
+    return UserRows(keys=sorted_keys, columns=grouped, starts=_starts(sorted_keys))
+
+
+def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray]) -> None:
+    """Collective: every rank has the same columns and dtypes, of one length each."""
+    problem = None
+    lengths = {len(v) if v.ndim == 1 else -1 for v in local.values()}
+    if len(lengths) != 1 or -1 in lengths:
+        problem = "the key and columns must be 1-D and of one length"
+    layout = tuple((name, values.dtype.str) for name, values in local.items())
+    views = comm.allgather((layout, problem))
+    problems = [(rank, p) for rank, (_, p) in enumerate(views) if p is not None]
+    if problems:
+        rank, text = problems[0]
+        raise ValueError(f"exchange_to_owners: rank {rank}: {text}")
+    if any(other != layout for other, _ in views):
+        raise ValueError(
+            f"exchange_to_owners: ranks pass different columns: {[v for v, _ in views]}"
+        )
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """First row of each run of equal keys, plus the total length."""
+    n = len(sorted_keys)
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    boundaries = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    return np.concatenate(([0], boundaries, [n])).astype(np.int64)
+
+
+def _collision(field: str, keys: np.ndarray, checks: np.ndarray) -> UidCollisionError | None:
+    if len(keys) < 2:
+        return None
+    clash = (keys[1:] == keys[:-1]) & (checks[1:] != checks[:-1])
+    if not clash.any():
+        return None
+    key = int(keys[1:][clash][0])
+    return UidCollisionError(
+        f"{field}: {int(clash.sum())} rows share the 64-bit key {key:#018x} with a "
+        "different uid (a hash collision); rename one of the uids"
+    )

@@ -1,0 +1,153 @@
+"""uid keys: a uid column as uint64 keys, shared by the per-user kinds (``wuauc``, ``pn``).
+
+Integer uids (any int dtype, or whole floats) are their own key (an int64 is read as its
+two's complement uint64), so distinct integers never collide. Strings and bytes get a
+stable 64-bit hash (:mod:`mpieval.kernels.keys`), the same on every rank, host and run; a
+second, independent hash (:func:`uid_keys_checked`) travels with the rows so that a
+collision of the first is detected (:mod:`mpieval.exchange`), never silently merged.
+:func:`group_keys` does the same for a key of several columns (GAUC's (user, position)).
+
+Local: no MPI. Bad uids raise :class:`InputError` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from mpieval.errors import InputError
+from mpieval.kernels import keys as kernels
+
+KEY_DTYPE = np.dtype(np.uint64)
+_EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
+
+
+def uid_keys(field: str, uid: Any) -> np.ndarray:
+    """uint64 keys of a 1-D uid column (see the module docstring); raises
+    :class:`InputError` naming ``field`` for missing, NaN, empty or non-id values."""
+    return uid_keys_checked(field, uid)[0]
+
+
+def uid_keys_checked(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(keys, checks)``: the uint64 keys and, for hashed (string/bytes) uids, a second
+    independent 64-bit hash to pass to :func:`mpieval.exchange.gather_by_user`; ``None``
+    for integer uids, whose keys are exact."""
+    values = _as_ids(field, uid)
+    if values.dtype.kind in "iu":
+        return values.astype(KEY_DTYPE, copy=False), None
+    return kernels.hash_strings(values)
+
+
+def group_keys(columns: Mapping[str, Any]) -> np.ndarray:
+    """uint64 keys of a group made of several key columns (e.g. user and position)."""
+    return group_keys_checked(columns)[0]
+
+
+def group_keys_checked(columns: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(keys, checks)`` of a several-column group key. One column is :func:`uid_keys_checked`;
+    with more, both are independent hashes of the per-column keys (and checks)."""
+    if not columns:
+        raise InputError("key", "at least one key column is needed")
+    if len(columns) == 1:
+        ((field, values),) = columns.items()
+        return uid_keys_checked(field, values)
+    parts = []
+    lengths = {}
+    for field, values in columns.items():
+        key, check = uid_keys_checked(field, values)
+        lengths[field] = len(key)
+        parts.append(key)
+        if check is not None:
+            parts.append(check)
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise InputError(next(iter(lengths)), f"length mismatch: {detail}")
+    seeds = kernels.SEED_GROUP
+    return kernels.combine_keys(parts, seeds[0]), kernels.combine_keys(parts, seeds[1])
+
+
+def _as_ids(field: str, uid: Any) -> np.ndarray:
+    """The uid column as a 1-D int (``i``/``u``) or string (``U``/``S``) array, checked."""
+    values = np.asarray(uid)
+    if values.ndim != 1:
+        raise InputError(field, f"must be 1-D, got an array of shape {values.shape}")
+    kind = values.dtype.kind
+    if kind in "iu":
+        return values
+    if kind == "f":
+        return _whole_floats(field, values)
+    if kind in "US":
+        _check_not_empty(field, values)
+        return values
+    if kind == "O":
+        return _from_objects(field, values)
+    raise InputError(field, f"must be integers or strings, got dtype {values.dtype}")
+
+
+def _whole_floats(field: str, values: np.ndarray) -> np.ndarray:
+    """Float ids (as a reader with missing values yields them) if every one is a whole
+    number that a float holds exactly; NaN is a missing uid."""
+    bad = np.isnan(values)
+    if bad.any():
+        _fail(field, bad, values, "is missing (NaN)")
+    bad = (values != np.floor(values)) | (np.abs(values) > _EXACT_FLOAT_LIMIT)
+    if bad.any():
+        _fail(field, bad, values, "must be a whole number below 2**53 (or an integer/string)")
+    return values.astype(np.int64)
+
+
+def _check_not_empty(field: str, values: np.ndarray) -> None:
+    if len(values) and values.dtype.itemsize == 0:
+        raise InputError(field, "is empty (a missing uid)", count=len(values), first_index=0)
+    if len(values):
+        bad = values == values.dtype.type()
+        if bad.any():
+            _fail(field, bad, values, "is empty (a missing uid)")
+
+
+def _object_kind(value: object) -> int:
+    """0 str, 1 bytes, 2 int, 3 missing (None or NaN), 4 anything else."""
+    if isinstance(value, str):
+        return 0
+    if isinstance(value, bytes):
+        return 1
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return 2
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return 3
+    return 4
+
+
+_OBJECT_KIND = np.frompyfunc(_object_kind, 1, 1)
+
+
+def _from_objects(field: str, values: np.ndarray) -> np.ndarray:
+    """An object column of str, bytes or int as a typed array; None/NaN are missing."""
+    kinds = _OBJECT_KIND(values).astype(np.int8) if len(values) else np.zeros(0, np.int8)
+    for bad_kind, problem in ((3, "is missing (None or NaN)"), (4, "must be integers or strings")):
+        bad = kinds == bad_kind
+        if bad.any():
+            _fail(field, bad, values, problem)
+    if len(values) and (kinds != kinds[0]).any():
+        _fail(field, kinds != kinds[0], values, "mixes strings, bytes and integers")
+    if len(values) and kinds[0] == 2:
+        try:
+            return values.astype(np.int64)
+        except OverflowError:
+            return values.astype(np.uint64)
+    typed = values.astype(bytes if len(values) and kinds[0] == 1 else str)
+    _check_not_empty(field, typed)
+    return typed
+
+
+def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None:
+    where = np.flatnonzero(bad)
+    first = int(where[0])
+    value = values[first]
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, bytes):  # ids read as bytes: show them as the text they are
+        value = value.decode("utf-8", errors="backslashreplace")
+    raise InputError(field, problem, count=len(where), first_index=first, value=value)

@@ -1,0 +1,123 @@
+"""uid keys (:mod:`mpieval.keys`) and their hash (:mod:`mpieval.kernels.keys`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpieval.errors import InputError
+from mpieval.kernels import keys as kernels
+from mpieval.keys import group_keys, group_keys_checked, uid_keys, uid_keys_checked
+
+# -- uid keys --------------------------------------------------------------------------
+
+
+def test_integer_uids_are_their_own_keys() -> None:
+    keys = uid_keys("uid", np.array([0, 7, -1, 2**62], dtype=np.int64))
+    assert keys.dtype == np.uint64
+    assert keys.tolist() == [0, 7, 2**64 - 1, 2**62]
+    for dtype in (np.int8, np.int32, np.uint16, np.uint64):
+        assert uid_keys("uid", np.array([0, 7], dtype=dtype)).tolist() == [0, 7]
+    assert uid_keys_checked("uid", np.array([3]))[1] is None  # exact keys: nothing to check
+
+
+def test_whole_float_uids_equal_the_integers() -> None:
+    assert uid_keys("uid", np.array([3.0, -2.0])).tolist() == uid_keys(
+        "uid", np.array([3, -2])
+    ).tolist()
+
+
+def test_string_keys_are_stable_across_runs_and_widths() -> None:
+    # Pinned values: a key must never change between runs, ranks or releases.
+    assert uid_keys("uid", np.array(["abc"])).tolist() == [18032504443866887167]
+    assert uid_keys("uid", np.array([b"abc"])).tolist() == [13474905721447404198]
+    narrow = uid_keys("uid", np.array(["u1", "user-2"]))
+    wide = uid_keys("uid", np.array(["u1", "user-2", "x" * 40]))[:2]
+    objects = uid_keys("uid", np.array(["u1", "user-2"], dtype=object))
+    assert narrow.tolist() == wide.tolist() == objects.tolist()
+    as_list = uid_keys("uid", ["u1", "user-2"])
+    assert as_list.tolist() == narrow.tolist()
+
+
+def test_string_keys_tell_values_apart() -> None:
+    values = ["a", "b", "ab", "ba", "a\x00b", "A", "é", "\U0001f600", "a" * 9, "a" * 10]
+    keys, checks = uid_keys_checked("uid", np.array(values))
+    assert checks is not None
+    assert len(set(keys.tolist())) == len(values)
+    assert len(set(checks.tolist())) == len(values)
+    assert not np.any(keys == checks)
+    # str and bytes are different ids, even when the text is the same
+    assert uid_keys("uid", ["a"])[0] != uid_keys("uid", [b"a"])[0]
+
+
+def test_many_strings_have_distinct_keys() -> None:
+    values = np.array([f"user-{i}" for i in range(200_000)])
+    keys, checks = uid_keys_checked("uid", values)
+    assert len(np.unique(keys)) == len(values)
+    assert len(np.unique(checks)) == len(values)
+
+
+@pytest.mark.parametrize(
+    ("uid", "problem", "count", "first"),
+    [
+        (np.array([1.0, np.nan, 2.0, np.nan]), "missing", 2, 1),
+        (np.array(["a", None, "b"], dtype=object), "missing", 1, 1),
+        (np.array(["a", float("nan")], dtype=object), "missing", 1, 1),
+        (np.array(["a", "", "b", ""]), "empty", 2, 1),
+        (np.array([b"a", b""]), "empty", 1, 1),
+        (np.array([1.0, 2.5]), "whole number", 1, 1),
+        (np.array([1.0, 2.0**60]), "whole number", 1, 1),
+        (np.array(["a", 3], dtype=object), "mixes", 1, 1),
+        (np.array(["a", 1.5], dtype=object), "integers or strings", 1, 1),
+    ],
+)
+def test_bad_uids_name_field_count_and_first_index(uid, problem, count, first) -> None:
+    with pytest.raises(InputError) as caught:
+        uid_keys("user_id", uid)
+    error = caught.value
+    assert error.field == "user_id"
+    assert problem in error.problem
+    assert (error.count, error.first_index) == (count, first)
+
+
+@pytest.mark.parametrize("uid", [np.array([True, False]), np.zeros((2, 2), dtype=np.int64)])
+def test_uids_of_the_wrong_kind_or_shape(uid) -> None:
+    with pytest.raises(InputError, match="uid"):
+        uid_keys("uid", uid)
+
+
+def test_object_ints_are_integer_keys() -> None:
+    assert uid_keys("uid", np.array([5, 2**63 + 1], dtype=object)).tolist() == [5, 2**63 + 1]
+
+
+def test_group_keys_combine_columns() -> None:
+    user = np.array([1, 1, 2, 2, 1])
+    position = np.array([1, 2, 1, 2, 1])
+    keys, checks = group_keys_checked({"uid": user, "position": position})
+    assert checks is not None
+    assert keys[0] == keys[4]
+    assert len(set(keys.tolist())) == 4
+    swapped = group_keys({"uid": position, "position": user})
+    assert swapped[1] != keys[1]  # (1, 2) is not (2, 1)
+    assert group_keys({"uid": user}).tolist() == uid_keys("uid", user).tolist()
+    with pytest.raises(InputError, match="length"):
+        group_keys({"uid": user, "position": position[:3]})
+
+
+# -- kernels ---------------------------------------------------------------------------
+
+
+def _splitmix64_finalizer(z: int) -> int:
+    """The reference, in Python integers."""
+    mask = 2**64 - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def test_mix64_is_the_splitmix64_finalizer_and_a_bijection() -> None:
+    x = np.arange(100_000, dtype=np.uint64)
+    assert len(np.unique(kernels.mix64(x))) == len(x)
+    for value in (0, 1, 12345, 2**63, 2**64 - 1):
+        got = int(kernels.mix64(np.array([value], dtype=np.uint64))[0])
+        assert got == _splitmix64_finalizer(value)

@@ -1,0 +1,40 @@
+"""The row buffer (:mod:`mpieval.rows`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpieval.rows import RowBuffer
+
+
+def test_row_buffer_grows_by_doubling_and_keeps_rows() -> None:
+    rows = RowBuffer({"key": np.uint64, "pred": np.float32})
+    capacities = set()
+    expected = []
+    for i in range(300):
+        batch = np.arange(i, i + 37, dtype=np.uint64)
+        rows.append(key=batch, pred=np.full(37, 0.5, dtype=np.float32))
+        expected.append(batch)
+        capacities.add(rows.capacity)
+    assert len(rows) == 300 * 37
+    assert len(capacities) <= 1 + int(np.log2(300 * 37 / RowBuffer.MIN_CAPACITY)) + 1
+    assert np.array_equal(rows.columns()["key"], np.concatenate(expected))
+    assert rows.row_nbytes == 12
+    assert rows.nbytes == rows.capacity * 12
+    rows.clear()
+    assert len(rows) == 0 and rows.nbytes == 0
+
+
+def test_row_buffer_refuses_unsafe_casts_and_widens() -> None:
+    rows = RowBuffer({"pred": np.float32})
+    with pytest.raises(TypeError, match="pred"):
+        rows.append(pred=np.array([0.1], dtype=np.float64))
+    with pytest.raises(ValueError, match="columns"):
+        rows.append(pred=np.zeros(1, np.float32), label=np.zeros(1))
+    rows.append(pred=np.array([0.25, 0.5], dtype=np.float32))
+    rows.widen("pred", np.float64)
+    rows.append(pred=np.array([0.1]))
+    assert rows.columns()["pred"].tolist() == [0.25, 0.5, 0.1]
+    with pytest.raises(TypeError):
+        rows.widen("pred", np.float32)
