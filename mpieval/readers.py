@@ -142,14 +142,11 @@ def _header_line(path: str, gzipped: bool) -> bytes:
                 raise DataError(path, "lines end with a carriage return only (CR, old Mac "
                                 "line endings): convert them to LF or CRLF")
             end = head.find(b"\n")
-            return head if end < 0 and len(head) < _FIRST_BLOCK else (
-                head + handle.readline() if end < 0 else head[: end + 1])
-    except (EOFError, zlib.error) as error:
+            if end >= 0:
+                return head[: end + 1]
+            return head + handle.readline()  # a header longer than the first block
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(path, f"cannot read: bad gzip data ({error})") from None
-    except OSError as error:
-        if gzipped and not isinstance(error, FileNotFoundError | PermissionError):
-            raise DataError(path, f"cannot read: bad gzip data ({error})") from None
-        raise
 
 
 def _inspect_parquet(path: str, size: int) -> InputFile:
