@@ -7,7 +7,8 @@ lockstep on every rank and reports (Abacus lines on stdout, warnings and progres
 stderr, ``--json`` written atomically, all by rank 0).
 
 Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``), on
-every rank; 1 anything else (traceback, then ``MPI_Abort``: nothing hangs).
+every rank; 1 anything else (traceback, then ``MPI_Abort``: nothing hangs); 130
+interrupted (Ctrl-C on any rank or on ``mpiexec``: :func:`main`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import contextlib
 import gc
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -23,11 +25,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+from mpieval import comm as comm_module
 from mpieval import pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.errors import InputError, RemoteError, UidCollisionError
 from mpieval.kinds import KINDS
+from mpieval.validation import auc_table_size, check_log_word
 
 # Flags that choose columns or options of --metrics; with --config they are errors.
 _METRIC_FLAGS = {
@@ -46,6 +50,13 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def _table_size(text: str) -> int:
+    try:
+        return auc_table_size("--table-size", _positive_int(text))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(error.problem) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pairwise right label (default right_label)")
     ev.add_argument("--pn-ties", choices=KINDS["pn"].options["ties"].choices,
                     help="how pn counts tied pairs (default negative)")
-    ev.add_argument("--table-size", type=_positive_int, metavar="N",
+    ev.add_argument("--table-size", type=_table_size, metavar="N",
                     help="auc histogram buckets (default 1000000)")
     ev.add_argument("--soft-labels", action="store_true", default=None,
                     help="auc: accept labels anywhere in [0, 1]")
@@ -133,12 +144,49 @@ def command() -> int:
     return status
 
 
+INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mpieval`` with ``argv`` (default: the command line); returns the exit status.
 
     Started by an MPI launcher, the ranks are the world's; started alone, the command
     runs as one rank without loading MPI (:meth:`Comm.world_or_alone`).
+
+    Ctrl-C (SIGINT) on any rank, or on ``mpiexec``, which passes it to every rank, ends
+    the job with status 130: the interrupted rank stops where it is (a rank waiting in a
+    collective stops waiting), removes a half-written ``--json`` temporary file, and
+    ends every rank (``MPI_Abort(130)``); no JSON is written.
     """
+    with _interrupts_noted():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:
+            print("mpieval: interrupted", file=sys.stderr, flush=True)
+            abort(INTERRUPTED)
+    return INTERRUPTED  # pragma: no cover - abort does not return
+
+
+@contextlib.contextmanager
+def _interrupts_noted() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt as usual and also sets :mod:`mpieval.comm`'s flag,
+    which a wait in a collective checks (the old handler is back afterwards)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        comm_module.note_interrupt()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     comm = Comm.world_or_alone()
     _quiet_warnings()
     try:
@@ -254,6 +302,7 @@ def kinds_asked(args: argparse.Namespace) -> list[str]:
 
 def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
     """The metrics the options ask for: ``--config``, or ``--metrics`` and its flags."""
+    _check_flag_values(args)
     if args.config is not None:
         given = [flag for dest, flag in _METRIC_FLAGS.items() if getattr(args, dest) is not None]
         if given:
@@ -271,3 +320,18 @@ def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
                  "ties": args.pn_ties, "compare": args.compare},
         prefix=args.name,
     )
+
+
+def _check_flag_values(args: argparse.Namespace) -> None:
+    """Values that would otherwise fall back to a default or write nowhere, silently."""
+    if args.metrics is not None and not args.metrics.strip():
+        raise InputError("--metrics", "is empty: list one or more kinds (auc, wuauc, pn, "
+                         "pairwise)")
+    if args.name is not None:
+        check_log_word("--name", args.name)
+    if args.json is not None:
+        if not args.json:
+            raise InputError("--json", "is empty: give the path of the JSON file")
+        if args.json == "-":
+            raise InputError("--json", "'-' (stdout) is not supported: stdout carries the "
+                             "log lines; give a file path")

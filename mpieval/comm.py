@@ -25,6 +25,7 @@ freed; the world's at exit), so creating a metric per pass costs no communicator
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import pickle
@@ -365,6 +366,18 @@ def live_duplicates() -> int:
 _FIRST_NAP, _LONGEST_NAP = 20e-6, 2e-3
 
 
+# Set when this process was interrupted (SIGINT, noted by the command line's handler): a
+# rank waiting for the others stops waiting, so that the interrupt ends it (see abort).
+_interrupted = False
+
+
+def note_interrupt() -> None:
+    """Record an interrupt (called from a SIGINT handler): :func:`_arrive` then raises
+    KeyboardInterrupt instead of waiting on."""
+    global _interrupted
+    _interrupted = True
+
+
 def _arrive(comm: Any) -> None:
     """Return once every rank of ``comm`` has arrived here, sleeping while waiting.
 
@@ -372,11 +385,14 @@ def _arrive(comm: Any) -> None:
     cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
     from the rank it waits for (the README's "How it is built" gives the measured cost).
     Every collective of this module first meets the others here, so the blocking call
-    that follows finds everyone present and hardly waits.
+    that follows finds everyone present and hardly waits. An interrupt (:func:`note_interrupt`)
+    ends the wait with KeyboardInterrupt.
     """
     request = comm.Ibarrier()
     nap = _FIRST_NAP
     while not request.Test():
+        if _interrupted:
+            raise KeyboardInterrupt
         time.sleep(nap)
         nap = min(2 * nap, _LONGEST_NAP)
 
@@ -435,10 +451,14 @@ def _rebuild(summary: tuple, origin: int) -> BaseException:
 
 
 def abort(code: int = 1) -> None:
-    """End every rank of the world now (after an unhandled error on one rank)."""
+    """End every rank of the world now (after an unhandled error or an interrupt on one
+    rank): ``MPI_Abort(code)`` when there are other ranks, else ``SystemExit(code)``."""
     mpi = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
-    sys.stderr.flush()
-    if mpi is not None and mpi.COMM_WORLD.Get_size() > 1:
+    with contextlib.suppress(Exception):  # a closed stream must not stop the abort
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() \
+            and mpi.COMM_WORLD.Get_size() > 1:
         mpi.COMM_WORLD.Abort(code)
     raise SystemExit(code)
 

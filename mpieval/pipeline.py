@@ -31,6 +31,7 @@ from mpieval.errors import DataError, InputError
 from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
+from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
 _ROUND_BYTES = 8 << 20
@@ -64,6 +65,8 @@ def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
     """Check the metrics, the files and the output paths, and plan the reads (rank 0)."""
     for spec in specs:
         kind_named(spec.kind).load()  # a kind missing from this build fails here
+        check_log_word(f"metric name {spec.name!r}" if not spec.prefix else "--name",
+                       spec.log_prefix)
     types = column_types(specs)
     if json_path:
         check_writable(json_path)

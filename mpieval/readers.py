@@ -39,8 +39,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from mpieval.errors import DataError
+from mpieval.errors import DataError, InputError
 from mpieval.split import InputFile, Piece
+from mpieval.validation import check_log_word
 
 DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (a line
 # may span two; larger blocks read no faster and raise the peak memory)
@@ -103,18 +104,11 @@ def inspect(path: str, format: str) -> InputFile:
         raise DataError(path, f"cannot read: {error.strerror or error}") from None
 
 
-def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile:
-    if gzipped:
-        import gzip
+_FIRST_BLOCK = 1 << 16  # bytes of text looked at for the line endings
 
-        with gzip.open(path, "rb") as handle:
-            try:
-                header = handle.readline()
-            except (OSError, EOFError) as error:
-                raise DataError(path, f"cannot read: bad gzip data ({error})") from None
-    else:
-        with open(path, "rb") as handle:
-            header = handle.readline()
+
+def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile:
+    header = _header_line(path, gzipped)
     if not header:
         raise DataError(f"{path}:1", "empty file (no header line)")
     if not header.strip(b"\r\n"):
@@ -123,10 +117,7 @@ def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile
         text = header.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise DataError(f"{path}:1", "the header is not UTF-8 text") from None
-    if format == "tsv":
-        names = text.split("\t")
-    else:
-        names = next(csv.reader([text]))
+    names = next(csv.reader([text], delimiter="\t" if format == "tsv" else ","))
     return InputFile(
         path=path,
         format=format,
@@ -135,6 +126,27 @@ def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile
         gzip=gzipped,
         data_start=0 if gzipped else len(header),
     )
+
+
+def _header_line(path: str, gzipped: bool) -> bytes:
+    """The file's first line (with its line end), after checking from its first block
+    that lines end with LF or CRLF: CR-only line endings are refused (one line to the
+    readers, which would find no row)."""
+    import gzip
+    import zlib
+
+    try:
+        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as handle:
+            head = handle.read(_FIRST_BLOCK)
+            if b"\r" in head and b"\n" not in head:
+                raise DataError(path, "lines end with a carriage return only (CR, old Mac "
+                                "line endings): convert them to LF or CRLF")
+            end = head.find(b"\n")
+            if end >= 0:
+                return head[: end + 1]
+            return head + handle.readline()  # a header longer than the first block
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise DataError(path, f"cannot read: bad gzip data ({error})") from None
 
 
 def _inspect_parquet(path: str, size: int) -> InputFile:
@@ -206,13 +218,23 @@ class Batch:
         return array
 
     def names(self, column: str) -> np.ndarray:
-        """A column of a few distinct values (a tag) as its text, a numpy ``U`` array."""
+        """A column of a few distinct values (a tag) as its text, a numpy ``U`` array; a
+        value that would break the log line (:func:`~mpieval.validation.check_log_word`)
+        is an error."""
         key = f"names:{column}"
         array = self._numbers.get(key)
         if array is None:
             encoded = _as_text(self.columns[column]).dictionary_encode()
-            texts = np.asarray(encoded.dictionary.to_pylist(), dtype=str)
-            array = texts[as_numpy(encoded.indices)]
+            indices = as_numpy(encoded.indices)
+            values = encoded.dictionary.to_pylist()
+            for index, value in enumerate(values):
+                try:
+                    check_log_word(column, value, empty=True)
+                except InputError as error:
+                    row = int(np.flatnonzero(indices == index)[0])
+                    raise DataError(self.where(row), error.problem, column) from None
+            texts = np.asarray(values, dtype=str)
+            array = texts[indices]
             self._numbers[key] = array
         return array
 
@@ -249,8 +271,9 @@ def read_piece(
                                          block_size or DEFAULT_STREAM_BYTES)
         else:
             yield from _chunk_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
-    except OSError as error:
-        raise DataError(file.path, f"cannot read: {error.strerror or error}") from None
+    except OSError as error:  # pyarrow's inflate error is an OSError too
+        damage = gzip_damage(file.path) if file.gzip else None
+        raise damage or DataError(file.path, f"cannot read: {error.strerror or error}") from None
 
 
 _NUMPY_TYPES = {
@@ -420,7 +443,7 @@ def _text_options(file: InputFile, types: Mapping[str, str], block_size: int, *,
     )
     parse = pacsv.ParseOptions(
         delimiter="\t" if file.format == "tsv" else ",",
-        quote_char=False if file.format == "tsv" else '"',
+        quote_char='"',
         newlines_in_values=False,
         ignore_empty_lines=False,
     )
@@ -458,34 +481,78 @@ def _streamed_batches(
                                     convert_options=convert)
         except pa.ArrowException as error:
             raise _stream_error(file, error, lines, block_size) from None
+        # pyarrow reads ahead on its own thread while a batch is used, so the bytes read
+        # are taken once per batch, just before it is handed out; the last batch also
+        # takes what was read after it, so that a piece's batches add up to its bytes.
+        piece_bytes = file.size if file.gzip else stop - start
         done_rows, done_bytes = 0, 0
+        pending: Batch | None = None
         while True:
             try:
                 record_batch = reader.read_next_batch()
             except StopIteration:
+                if pending is not None:
+                    pending.bytes += piece_bytes - done_bytes
+                    yield pending
                 return
             except pa.ArrowException as error:
                 raise _stream_error(file, error, lines, block_size) from None
+            if pending is not None:
+                yield pending
             offset = done_rows + (1 if file.gzip else 0)
             done_rows += record_batch.num_rows
-            yield Batch(
+            consumed = source.consumed
+            pending = Batch(
                 path=file.path,
                 columns=_columns_of(record_batch),
                 rows=record_batch.num_rows,
-                bytes=source.consumed - done_bytes,
+                bytes=consumed - done_bytes,
                 _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
             )
-            done_bytes = source.consumed
+            done_bytes = consumed
 
 
 def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
                   ) -> DataError:
-    """:func:`_text_error`, and a line too long for the streaming reader said plainly."""
+    """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), and a line too long
+    for the streaming reader said plainly."""
+    _not_cancelled(error)
+    damage = gzip_damage(file.path) if file.gzip else None
+    if damage is not None:
+        return damage
     if "straddl" not in str(error):
         return _text_error(file, error, lines.of)
     way = "" if file.gzip else "; read with MPIEVAL_THREADS=2 or more, which takes any length"
     return DataError(file.path, f"a line spans more than two of the one-thread reader's "
                      f"{block_size:,}-byte blocks{way}")
+
+
+def gzip_damage(path: str) -> DataError | None:
+    """The error of a gzip file whose compressed data is damaged, naming the line that
+    decompression reached; None if the whole file decompresses.
+
+    Called when reading a gzip file fails: decompressed again on its own, the file gives
+    the same message wherever the parser happened to stop (damage can first show as a
+    garbled line, or as pyarrow's inflate error).
+    """
+    import zlib
+
+    lines = 1
+    decompressor = zlib.decompressobj(wbits=31)
+    try:
+        with open(path, "rb") as handle:
+            for data in iter(lambda: handle.read(1 << 12), b""):  # small: the line is close
+                while data:
+                    if decompressor.eof:  # the next member of a multi-member file
+                        decompressor = zlib.decompressobj(wbits=31)
+                    lines += decompressor.decompress(data).count(b"\n")
+                    data = decompressor.unused_data
+    except zlib.error as error:
+        return DataError(f"{path}:{lines}", f"bad gzip data ({error})")
+    if not decompressor.eof:
+        return DataError(f"{path}:{lines}", "bad gzip data: the file ends inside its "
+                         "compressed stream (truncated)")
+    return None
 
 
 def _chunk_batches(
@@ -543,8 +610,8 @@ def _parse_chunk(file: InputFile, chunk: pa.Buffer, options: _TextOptions, line_
     try:
         return pacsv.read_csv(pa.BufferReader(chunk), read_options=read,
                               parse_options=parse, convert_options=convert)
-    except pa.ArrowException:
-        pass
+    except pa.ArrowException as error:
+        _not_cancelled(error)
     whole = pacsv.ReadOptions(use_threads=False, block_size=max(chunk.size, 1),
                               column_names=read.column_names)
     try:
@@ -567,8 +634,16 @@ _COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
 _COLUMN_NUMBER = re.compile(r"In CSV column #(\d+)")
 
 
+def _not_cancelled(error: pa.ArrowException) -> None:
+    """pyarrow cancels a read on SIGINT (``ArrowCancelled``): that is an interrupt, not
+    bad data."""
+    if isinstance(error, pa.ArrowCancelled):
+        raise KeyboardInterrupt from None
+
+
 def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> DataError:
     """A pyarrow parse or conversion error as ``path:line: column C: problem``."""
+    _not_cancelled(error)
     message = str(error)
     row = _ROW.search(message)
     where = file.path if row is None else f"{file.path}:{line_of(int(row.group(1)))}"
@@ -617,6 +692,7 @@ def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) ->
             except StopIteration:
                 break
             except pa.ArrowException as error:
+                _not_cancelled(error)
                 raise DataError(file.path, f"cannot read row group {group}: {error}") from None
             columns = {
                 name: array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
@@ -625,12 +701,13 @@ def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) ->
             offset = first_row + done
             for column, kind in types.items():
                 _check_parquet_column(file, column, kind, columns[column], offset)
-            done += record_batch.num_rows
+            before, done = done, done + record_batch.num_rows
+            share = max(rows_in_group, 1)  # the group's bytes, pro rata, adding up exactly
             yield Batch(
                 path=file.path,
                 columns=columns,
                 rows=record_batch.num_rows,
-                bytes=(bytes_in_group * record_batch.num_rows) // max(rows_in_group, 1),
+                bytes=bytes_in_group * done // share - bytes_in_group * before // share,
                 _locate=lambda row, offset=offset: f"{file.path}: row {offset + row + 1}",
             )
         first_row += rows_in_group

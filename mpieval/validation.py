@@ -8,7 +8,7 @@ slow path that locates the bad values runs only when something is wrong.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -30,10 +30,28 @@ def from_tensor(values: object) -> object:
     return tensor.resolve_conj().resolve_neg().numpy()
 
 
+def unmasked(field: str, values: object) -> object:
+    """``values``, or the data of a ``numpy.ma`` masked array that masks nothing.
+
+    A masked value is refused, never dropped or read as its hidden data: say which rows
+    count by passing only those.
+    """
+    if isinstance(values, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(values)
+        if mask.any():
+            where = np.flatnonzero(mask.ravel())
+            raise InputError(field, "is a masked array with masked values (numpy.ma): "
+                             "pass only the rows that count", count=len(where),
+                             first_index=int(where[0]))
+        return values.data
+    return values
+
+
 def as_vector(field: str, values: object) -> np.ndarray:
     """``values`` (a sequence, numpy array or torch tensor) as a 1-D numeric (bool, int,
-    uint or float) numpy array, without copying."""
-    array = np.asarray(from_tensor(values))
+    uint or float) numpy array, without copying (a masked array only when nothing is
+    masked: :func:`unmasked`)."""
+    array = np.asarray(unmasked(field, from_tensor(values)))
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
     if array.dtype.kind not in "biuf":
@@ -131,6 +149,20 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+# The auc histogram's upper bound: two float64 counts per bucket, 2 GiB per rank at most
+# (the state is also copied when the ranks sum it).
+MAX_TABLE_SIZE = 2**27
+
+
+def auc_table_size(name: str, value: object) -> int:
+    """The ``auc`` table size: a whole number from 1 to :data:`MAX_TABLE_SIZE`."""
+    size = positive_int(name, value)
+    if size > MAX_TABLE_SIZE:
+        raise InputError(name, f"must be at most {MAX_TABLE_SIZE:,} (2**27 buckets, "
+                         f"{16 * MAX_TABLE_SIZE >> 30} GiB of histogram per rank), got {size:,}")
+    return size
+
+
 def boolean(name: str, value: object) -> bool:
     """An option that is ``True`` or ``False``."""
     if not isinstance(value, (bool, np.bool_)):
@@ -147,3 +179,35 @@ def one_of(*allowed: str) -> Callable[[str, object], str]:
         return value
 
     return check
+
+
+# -- names in the Abacus log lines ---------------------------------------------------
+
+
+def check_log_word(field: str, value: str, *, empty: bool = False) -> str:
+    """A metric name or tag as it appears in a space-separated ``key=value`` log line: no
+    whitespace (space, tab, newline) or ``=`` that would split it, and not empty unless
+    ``empty`` (a tag may be empty: ``Tag=`` still parses)."""
+    if not value and not empty:
+        raise InputError(field, "must not be empty")
+    bad = next((c for c in value if c.isspace() or c == "="), None)
+    if bad is not None:
+        raise InputError(field, f"{value!r} holds {bad!r}, which would break the "
+                         "space-separated key=value log line", value=value)
+    return value
+
+
+def check_metric_mapping(metrics: object) -> None:
+    """``metrics`` maps names (strings) to metrics (objects with ``update``, ``local_sums``
+    and ``finish``, as :class:`mpieval.metric.Metric`): a TypeError naming the entry
+    otherwise, raised when an Evaluator is built rather than at ``compute()``."""
+    if not isinstance(metrics, Mapping):
+        raise TypeError("metrics must be a mapping of name -> metric, "
+                        f"got {type(metrics).__name__}")
+    for name, metric in metrics.items():
+        if not isinstance(name, str):
+            raise TypeError(f"metric name {name!r} must be a string")
+        if not all(callable(getattr(metric, method, None))
+                   for method in ("update", "local_sums", "finish")):
+            raise TypeError(f"metric {name!r} must be a metric (e.g. AucMetric()), "
+                            f"got {type(metric).__name__} {metric!r}")

@@ -18,13 +18,13 @@ from mpieval.metric import Input, Metric, Option, warn_undefined
 from mpieval.state import Part, Rows, Summed
 from mpieval.validation import (
     as_vector,
+    auc_table_size,
     boolean,
     check_binary,
     check_interval,
     check_lengths,
     check_weight,
     is_binary,
-    positive_int,
 )
 
 DEFAULT_TABLE_SIZE = 1_000_000
@@ -278,7 +278,7 @@ class AucMetric(Metric):
     inputs = (Input("pred"), Input("label"), Input("weight", optional=True, weight=True),
               Input("compare", optional=True))
     options = (
-        Option("table_size", DEFAULT_TABLE_SIZE, positive_int),
+        Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size),
         Option("soft_labels", False, boolean),
         Option("compare", None, _column_name),
     )

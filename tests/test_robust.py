@@ -1,0 +1,241 @@
+"""Issue 11, in process at one rank: odd files, bounds and flag values, masked arrays.
+(Interrupts and multi-rank runs: test_robust_mpi.py.)"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from test_cli import rows, run, write
+
+from mpieval import pipeline, readers, split, validation
+from mpieval.errors import InputError
+from mpieval.kinds import KINDS
+
+
+def _json(tmp_path, capsys, *argv: str) -> dict:
+    out = tmp_path / "run.json"
+    status, _, err = run(capsys, "eval", "--json", out, *argv)
+    assert status == 0, err
+    return json.loads(out.read_text())
+
+
+# -- 2. line endings ---------------------------------------------------------------------
+
+
+def test_cr_only_line_endings_are_an_error_naming_the_file(tmp_path, capsys):
+    data = rows(3000)
+    lf = write(str(tmp_path / "lf.tsv"), data)
+    body = open(lf, "rb").read()
+    (tmp_path / "crlf.tsv").write_bytes(body.replace(b"\n", b"\r\n"))
+    cr = tmp_path / "cr.tsv"
+    cr.write_bytes(body.replace(b"\n", b"\r"))
+    (tmp_path / "cr.tsv.gz").write_bytes(gzip.compress(body.replace(b"\n", b"\r")))
+    assert _json(tmp_path, capsys, lf) == _json(tmp_path, capsys, tmp_path / "crlf.tsv")
+    for path in (cr, tmp_path / "cr.tsv.gz"):
+        status, out, err = run(capsys, "eval", path)
+        assert status == 2 and out == ""
+        assert err.strip() == (f"mpieval: error: {path}: lines end with a carriage return "
+                               "only (CR, old Mac line endings): convert them to LF or CRLF")
+
+
+# -- 3. corrupt gzip ---------------------------------------------------------------------
+
+
+def _text(n: int) -> bytes:
+    return b"pred\tlabel\n" + b"".join(b"0.%d\t%d\n" % (i % 97, i % 2) for i in range(n))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_corrupt_gzip_is_one_line_exit_2_naming_the_file(tmp_path, capsys, threads):
+    readers.use_threads(threads)
+    try:
+        packed = gzip.compress(_text(300_000))
+        head = bytearray(packed)
+        head[10:40] = b"\xff" * 30  # valid magic, bad deflate data from the start
+        middle = bytearray(packed)
+        middle[len(packed) // 2: len(packed) // 2 + 64] = bytes(64)
+        cases = {"head.tsv.gz": bytes(head), "middle.tsv.gz": bytes(middle),
+                 "short.tsv.gz": packed[: len(packed) * 2 // 3]}
+        for name, content in cases.items():
+            path = tmp_path / name
+            path.write_bytes(content)
+            status, out, err = run(capsys, "eval", path)
+            assert status == 2 and out == "", err
+            assert err.count("\n") == 1 and "Traceback" not in err, err
+            assert err.startswith(f"mpieval: error: {path}") and "bad gzip data" in err, err
+        # the damage is named by the line decompression reached, the same every time
+        first = run(capsys, "eval", tmp_path / "middle.tsv.gz")[2]
+        assert first == run(capsys, "eval", tmp_path / "middle.tsv.gz")[2]
+        assert f"{tmp_path / 'middle.tsv.gz'}:" in first
+    finally:
+        readers.use_threads(1)
+
+
+# -- 4. table size -------------------------------------------------------------------------
+
+
+def test_a_huge_table_size_is_a_usage_error_with_its_limit(tmp_path, capsys):
+    path = write(str(tmp_path / "a.tsv"), rows(100))
+    status, out, err = run(capsys, "eval", "--table-size", "100000000000", path)
+    assert status == 2 and out == ""
+    assert "--table-size: must be at most 134,217,728" in err and "Traceback" not in err
+    with pytest.raises(InputError, match="at most 134,217,728"):
+        KINDS["auc"].build({"table_size": 10**11}, None)
+    assert validation.auc_table_size("t", validation.MAX_TABLE_SIZE) == 2**27
+
+
+# -- 5. progress -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("names", [["a.tsv", "b.tsv.gz"], ["a.parquet"]])
+def test_batches_add_up_to_the_bytes_of_the_job(tmp_path, names):
+    """The bytes the batches report (what --progress sums over ranks) add up to the job's
+    total whatever the split, also when the reader reads ahead while a batch is used."""
+    data = rows(150_000)
+    paths = [write(str(tmp_path / name), data, row_group=7000) for name in names]
+    files = [readers.inspect(p, readers.file_format(p)) for p in paths]
+    total = sum(f.weight for f in files)
+    for ranks in (1, 2, 3):
+        done = 0
+        for pieces in split.plan(files, ranks):
+            for piece in pieces:
+                for batch in readers.read_piece(files[piece.file], piece, {"pred": "float"},
+                                                block_size=1 << 16):
+                    done += batch.bytes
+                    time.sleep(0.002)  # the metrics' work: pyarrow reads ahead meanwhile
+        assert done == total, ranks
+
+
+def test_progress_ends_at_100_percent(tmp_path, capsys):
+    path = write(str(tmp_path / "a.tsv"), rows(50_000))
+    status, _, err = run(capsys, "eval", "--progress", path)
+    assert status == 0 and err.rstrip().endswith("(100%)"), err
+
+
+# -- 6. quoted TSV -------------------------------------------------------------------------
+
+
+def test_quoted_tsv_from_pyarrow_reads_as_quoted_csv(tmp_path, capsys):
+    data = rows(2000)
+    table = pa.table(data)
+    pacsv.write_csv(table, tmp_path / "q.tsv", write_options=pacsv.WriteOptions(delimiter="\t"))
+    pacsv.write_csv(table, tmp_path / "q.csv")
+    assert b'"pred"' in (tmp_path / "q.tsv").read_bytes()
+    args = ("--metrics", "auc,wuauc", "--tag", "tag")
+    assert _json(tmp_path, capsys, *args, tmp_path / "q.tsv") == \
+        _json(tmp_path, capsys, *args, tmp_path / "q.csv")
+
+
+# -- 7. what a number may look like; names and tags in the log line ------------------------
+
+ACCEPTED = {  # written -> read
+    "0.5": 0.5, " 0.5": 0.5, "0.5 ": 0.5, "\t0.5": None, '"0.5"': 0.5, "+0.5": 0.5,
+    "5e-1": 0.5, "5E-1": 0.5, ".5": 0.5, "1.": 1.0, "-0": 0.0,
+}
+REFUSED = ["0,5", "0.5x", "0x1", "1_0", "", "nan", "inf", "-inf", "NaN"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_numbers_read_as_the_readme_says(tmp_path, capsys, threads):
+    """Spaces around a number and CSV quotes are not part of it; exponents and signs are;
+    nan and inf are numbers that the checks then refuse; anything else is refused."""
+    readers.use_threads(threads)
+    try:
+        for written, value in ACCEPTED.items():
+            if value is None:  # a tab is the TSV delimiter
+                continue
+            path = tmp_path / "n.csv"
+            path.write_text(f"pred,label\n{written},1\n0.25,0\n")
+            got = _json(tmp_path, capsys, "--table-size", "4", path)["auc"]
+            assert got["predicted_ctr"] == pytest.approx((value + 0.25) / 2), written
+        for written in REFUSED:
+            path = tmp_path / "n.csv"
+            path.write_text(f'pred,label\n"{written}",1\n0.25,0\n'.replace('"', "")
+                            if "," not in written else f'pred,label\n"{written}",1\n')
+            status, _, err = run(capsys, "eval", path)
+            assert status == 2 and "n.csv:2: column pred:" in err, (written, err)
+    finally:
+        readers.use_threads(1)
+
+
+def test_parquet_numbers_must_be_numeric_columns(tmp_path, capsys):
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"pred": [" 0.5", "0.25"], "label": [1, 0]}), path)
+    status, _, err = run(capsys, "eval", path)
+    assert status == 2 and "column pred: has type string, not a number" in err, err
+
+
+@pytest.mark.parametrize("tag, bad", [("a b", "' '"), ("a=b", "'='"), ("a\\tb", None)])
+def test_a_tag_that_would_break_the_log_line_is_refused(tmp_path, capsys, tag, bad):
+    path = tmp_path / "t.csv"
+    path.write_text(f"uid,pred,label,tag\n1,0.5,1,x\n1,0.25,0,{tag}\n")
+    status, out, err = run(capsys, "eval", "--metrics", "wuauc", "--tag", "tag", path)
+    if bad is None:  # a backslash and t: two plain characters
+        assert status == 0, err
+        return
+    assert status == 2 and out == ""
+    assert f"t.csv:3: column tag: {tag!r} holds {bad}" in err, err
+
+
+@pytest.mark.parametrize("name", ["a b", "a=b", "", "a\nb"])
+def test_a_name_that_would_break_the_log_line_is_refused(tmp_path, capsys, name):
+    path = write(str(tmp_path / "a.tsv"), rows(100))
+    status, out, err = run(capsys, "eval", "--name", name, path)
+    assert status == 2 and out == "" and "--name" in err, err
+
+
+def test_a_config_metric_name_that_would_break_the_log_line_is_refused(tmp_path, capsys):
+    path = write(str(tmp_path / "a.tsv"), rows(100))
+    config = tmp_path / "c.toml"
+    config.write_text('[metrics."click auc"]\nkind = "auc"\n')
+    status, _, err = run(capsys, "eval", "--config", config, path)
+    assert status == 2 and "metric name 'click auc'" in err, err
+
+
+# -- 8. masked arrays; a metric that is not one -------------------------------------------
+
+
+def test_masked_values_are_refused_and_an_unmasked_array_reads():
+    metric = KINDS["auc"].build({"table_size": 10}, None)
+    pred = np.ma.masked_array([0.1, 0.9, 0.5], mask=[False, True, False])
+    with pytest.raises(InputError, match="masked") as caught:
+        validation.as_vector("pred", pred)
+    assert caught.value.first_index == 1 and caught.value.count == 1
+    with pytest.raises(InputError, match="masked"):
+        metric.update(pred, np.array([0, 1, 0]))
+    plain = validation.as_vector("pred", np.ma.masked_array([0.1, 0.9], mask=False))
+    assert type(plain) is np.ndarray and plain.tolist() == [0.1, 0.9]
+
+
+def test_a_mapping_to_something_not_a_metric_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="metric 'a' must be a metric"):
+        validation.check_metric_mapping({"a": 5})
+    validation.check_metric_mapping({"b": KINDS["auc"].build({}, None)})
+
+
+# -- 9. flag values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag, value, text", [
+    ("--json", "", "--json: is empty"), ("--json", "-", "'-' (stdout) is not supported"),
+    ("--name", "", "--name: must not be empty"), ("--metrics", "", "--metrics: is empty"),
+    ("--metrics", " ", "--metrics: is empty"),
+])
+def test_empty_flag_values_are_usage_errors(tmp_path, capsys, monkeypatch, flag, value, text):
+    monkeypatch.chdir(tmp_path)
+    path = write(str(tmp_path / "a.tsv"), rows(100))
+    status, out, err = run(capsys, "eval", flag, value, path)
+    assert status == 2 and out == "" and text in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tsv"]
+
+
+def test_json_checks_happen_before_reading(tmp_path):
+    with pytest.raises(InputError):
+        pipeline.check_writable(str(tmp_path))
