@@ -31,6 +31,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.state import Part, State, Summed, pack, unpack
+from mpieval.validation import check_metric_mapping
 
 
 class Result(Protocol):
@@ -196,7 +197,8 @@ class Metric(OnComm, ABC):
         arrays (copies), and the kind's own extras; no communicator. Every value saves
         in an ``.npz`` file (:mod:`mpieval.checkpoint`)."""
         state: dict[str, Any] = {"kind": self.kind}
-        state.update({f"options.{o.name}": getattr(self, o.name) for o in self.options})
+        state.update({f"options.{o.name}": getattr(self, o.name) for o in self.options
+                      if getattr(self, o.name) is not None})  # an absent option is None
         for name, part in self.state.layout.items():
             if isinstance(part, Summed):
                 state[name] = self.state.summed(name).copy()
@@ -229,7 +231,8 @@ class Metric(OnComm, ABC):
         if kind != self.kind:
             raise ValueError(f"a saved {kind} state cannot load into a {self.kind} metric")
         self._load_extra_state(state)
-        saved = {option.name: _plain(state[f"options.{option.name}"]) for option in self.options}
+        saved = {option.name: _plain(state.get(f"options.{option.name}"))
+                 for option in self.options}
         mine = {option.name: getattr(self, option.name) for option in self.options}
         if saved != mine:
             raise ValueError(f"saved options {saved} differ from this metric's {mine}")
@@ -365,6 +368,7 @@ class Evaluator(OnComm, Mapping[str, Metric]):
 
     def __init__(self, metrics: Mapping[str, Metric], comm: Comm | Any | None = None) -> None:
         super().__init__(comm)
+        check_metric_mapping(metrics)
         self._metrics = dict(metrics)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Evaluator:

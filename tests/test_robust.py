@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_cli import rows, run, write
 
-from mpieval import pipeline, readers, split, validation
+from mpieval import Evaluator, pipeline, readers, split, validation
+from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kinds import KINDS
 
@@ -218,6 +219,29 @@ def test_a_mapping_to_something_not_a_metric_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match="metric 'a' must be a metric"):
         validation.check_metric_mapping({"a": 5})
     validation.check_metric_mapping({"b": KINDS["auc"].build({}, None)})
+    with pytest.raises(TypeError, match="metric 'a' must be a metric"):
+        Evaluator({"a": 5}, comm=Comm.local())
+
+
+@pytest.mark.parametrize("kind", ["wuauc", "pn"])
+def test_masked_uids_and_tags_are_refused(kind):
+    metric = KINDS[kind].build({}, Comm.local())
+    uid = np.ma.masked_array([1, 2, 3], mask=[False, False, True])
+    with pytest.raises(InputError, match="uid: is a masked array") as caught:
+        metric.update(uid, [0.1, 0.2, 0.3], [0, 1, 0])
+    assert caught.value.first_index == 2
+    if kind == "wuauc":
+        tag = np.ma.masked_array(["a", "b", "c"], mask=[True, False, False])
+        with pytest.raises(InputError, match="tag: is a masked array"):
+            metric.update([1, 2, 3], [0.1, 0.2, 0.3], [0, 1, 0], tag=tag)
+
+
+@pytest.mark.parametrize("tag", ["a b", "x=y", "t\tu"])
+def test_the_api_refuses_a_tag_that_would_break_the_log_line(tag):
+    metric = KINDS["wuauc"].build({}, Comm.local())
+    with pytest.raises(InputError, match=r"tag: .* would break the space-separated"):
+        metric.update([1, 2], [0.1, 0.2], [0, 1], tag=[tag, "ok"])
+    assert metric.rows == 0
 
 
 # -- 9. flag values ---------------------------------------------------------------------------

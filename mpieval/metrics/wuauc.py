@@ -43,7 +43,15 @@ from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Input, Metric, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
+from mpieval.validation import (
+    as_vector,
+    check_binary,
+    check_interval,
+    check_lengths,
+    check_log_word,
+    from_tensor,
+    unmasked,
+)
 
 ALL = "all"
 LOGLOSS_EPSILON = 1e-15
@@ -328,6 +336,9 @@ class WuaucMetric(Metric):
             raise InputError("tag", "the tag 'all' is reserved for the block of every row",
                              count=int((values == ALL).sum()), first_index=first)
         kind = str if values.dtype.kind == "U" else int
+        if kind is str:  # a tag is a word of the space-separated log line
+            for value in distinct_values:
+                check_log_word("tag", value)
         if distinct_values and self._tag_type is not None and kind is not self._tag_type:
             raise InputError("tag", "integer tags in one batch and strings in another")
         new = sum(value not in self._tag_index for value in distinct_values)
@@ -468,7 +479,7 @@ def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
 
 def _tag_values(tag: Any) -> np.ndarray:
     """A tag column as a 1-D int or str array; missing, empty or other values raise."""
-    values = np.asarray(tag)
+    values = np.asarray(unmasked("tag", from_tensor(tag)))
     if values.ndim != 1:
         raise InputError("tag", f"must be 1-D, got an array of shape {values.shape}")
     if values.dtype.kind == "O" and len(values):
