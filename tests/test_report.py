@@ -270,11 +270,11 @@ def test_demo_page(tmp_path, capsys, demo_json):
     assert by_demo.replace("demo.html", "demo.json") == page  # the same page, but its label
     elements = parse(page)
     assert_self_contained(page, elements)
-    # Today's demo JSON has no curves: one dot plot for user_ctr, and the page says so.
-    assert figures_of(elements) == ["plot wide"]
+    # item_sim and item_sim_search: ROC and calibration each; user_ctr: one dot plot. The
+    # wuauc blocks carry no intervals yet, and the page says so.
+    assert figures_of(elements) == ["plot", "plot", "plot", "plot", "plot wide"]
     text = " ".join(elements.text)
-    assert "No ROC or calibration curve and no intervals in demo" in text
-    assert "older mpieval" in text
+    assert "No intervals in demo" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
         assert f'id="m-{name}"' in page
     assert "24,047,029" in text or "positive_pairs" not in page  # counts with separators
@@ -306,8 +306,9 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
                                                         "demo")]
     assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
     # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
-    # differences (ab's).
-    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide"]
+    # differences (ab's); item_sim and item_sim_search (demo's): ROC and calibration each.
+    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
+                                    "plot", "plot", "plot", "plot"]
     assert "Not in demo." in " ".join(elements.text)
 
 

@@ -66,6 +66,9 @@ def _close(got: object, expected: object) -> bool:
     if isinstance(expected, dict):
         assert isinstance(got, dict) and got.keys() == expected.keys()
         return all(_close(got[k], expected[k]) for k in expected)
+    if isinstance(expected, list):  # curves and intervals
+        return (isinstance(got, list) and len(got) == len(expected)
+                and all(_close(g, e) for g, e in zip(got, expected, strict=True)))
     if isinstance(expected, float) and got is not None:
         return got == pytest.approx(expected, rel=1e-12, nan_ok=True)
     return got == expected

@@ -120,6 +120,9 @@ def main() -> None:
         print(json.dumps({"rank": rank, "result": result,
                           "mpi_loaded": "mpi4py.MPI" in sys.modules}))
     finally:
+        # every process is done before any tears the group down (a peer closing its
+        # connections while another still sends ends that one in gloo's terminate())
+        dist.barrier()
         dist.destroy_process_group()
 
 
