@@ -450,6 +450,9 @@ def _rebuild(summary: tuple, origin: int) -> BaseException:
     return RemoteError(f"rank {origin} failed: {type_name}: {text}")
 
 
+_ABORT_GRACE = 0.25  # seconds
+
+
 def abort(code: int = 1) -> None:
     """End every rank of the world now (after an unhandled error or an interrupt on one
     rank): ``MPI_Abort(code)`` when there are other ranks, else ``SystemExit(code)``."""
@@ -459,6 +462,9 @@ def abort(code: int = 1) -> None:
         sys.stderr.flush()
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() \
             and mpi.COMM_WORLD.Get_size() > 1:
+        # The launcher forwards a rank's output through a pipe; MPI_Abort kills the job
+        # at once, so give it a moment to pass on what was just written (the traceback).
+        time.sleep(_ABORT_GRACE)
         mpi.COMM_WORLD.Abort(code)
     raise SystemExit(code)
 
