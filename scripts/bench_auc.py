@@ -108,7 +108,7 @@ def single_rank(repeat: int) -> None:
     print(f"state: {before / 2**20:.1f} MiB before, {metric.state.buffer.nbytes / 2**20:.1f} MiB "
           f"after 10M rows")
 
-    negatives, positives = metric.state.table[0].copy(), metric.state.table[1].copy()
+    negatives, positives = metric.state.summed("table").copy()
     t_kernel = median_time(lambda: bucket_error_from_table(negatives, positives), repeat)
     literal = bucket_error_from_table.py_func  # the same statements run by the interpreter
     t_literal = median_time(lambda: literal(negatives, positives), 1)
