@@ -39,6 +39,7 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        self.py_func = fn  # as a numba dispatcher names the plain function
         self.dispatcher: Any = None
         functools.update_wrapper(self, fn)
 
