@@ -19,6 +19,7 @@ process must resolve its first metric on an NCCL group at the same point.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,26 +30,40 @@ _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
 
 
 class TorchTransport:
-    """The primitives over one ``torch.distributed`` process group (CPU tensors)."""
+    """The primitives over one ``torch.distributed`` process group (CPU tensors).
 
-    _of_group: ClassVar[dict[Any, TorchTransport]] = {}
+    One transport per group while metrics use it; none is kept beyond them, so mpieval
+    never holds a group alive after the program drops it (a gloo group still alive when
+    the interpreter exits can end the process in ``terminate()``). An NCCL group's gloo
+    twin is created once and kept as long as the NCCL group lives.
+    """
+
+    _of_group: ClassVar[weakref.WeakValueDictionary[int, TorchTransport]] = (
+        weakref.WeakValueDictionary())  # by id(group): each transport holds its group
+    _twins: ClassVar[weakref.WeakKeyDictionary[Any, Any]] = weakref.WeakKeyDictionary()
 
     @classmethod
     def of(cls, group: Any) -> TorchTransport:
-        """The transport of ``group`` (one per group: an NCCL group's gloo twin is
-        created once)."""
-        transport = cls._of_group.get(group)
+        """The transport of ``group``, shared by every metric on it."""
+        transport = cls._of_group.get(id(group))
         if transport is None:
-            transport = cls._of_group[group] = cls(group)
+            transport = cls(group)
+            cls._of_group[id(group)] = transport
         return transport
 
     def __init__(self, group: Any) -> None:
         if not dist.is_initialized():
             raise RuntimeError("a torch process group was given but torch.distributed "
                                "is not initialised")
+        self.base = group  # keeps id(group) from being reused while this transport lives
         backend = str(dist.get_backend(group)).lower()
         if "gloo" not in backend and "mpi" not in backend:  # NCCL (or another device-only)
-            group = dist.new_group(ranks=dist.get_process_group_ranks(group), backend="gloo")
+            twin = self._twins.get(group)
+            if twin is None:
+                twin = dist.new_group(ranks=dist.get_process_group_ranks(group),
+                                      backend="gloo")
+                self._twins[group] = twin
+            group = twin
         self.group = group
         self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
 

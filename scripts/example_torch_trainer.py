@@ -52,6 +52,15 @@ def main() -> None:
     parser.add_argument("--stop-after", help="PASS:STEP, to try a resume")
     args = parser.parse_args()
     dist.init_process_group("gloo")
+    train(args)
+    # every process is done before any tears the group down: gloo ends a process whose
+    # peer closes its connections under it in terminate()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace) -> None:
+    """The passes (from a checkpoint, if one is there), printing the metrics of each."""
     rank, size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1))
@@ -75,7 +84,6 @@ def main() -> None:
             if args.checkpoint:
                 save(args.checkpoint, model, optimizer, ev, rank, (pass_index, step + 1))
             if args.stop_after == f"{pass_index}:{step}":
-                dist.destroy_process_group()
                 return
         results = ev.compute()  # collective: every process
         if rank == 0:
@@ -83,7 +91,6 @@ def main() -> None:
             for line in Evaluator.log_lines(results):
                 print(line, flush=True)
         ev.reset()
-    dist.destroy_process_group()
 
 
 def save(directory: Path, model, optimizer, ev: Evaluator, rank: int, position) -> None:

@@ -104,7 +104,7 @@ def test_metrics_in_another_order_are_one_clear_error_everywhere():
 
 @pytest.mark.timeout(600)
 def test_ten_thousand_metrics_on_the_default_group():
-    assert run("loop", 2) == [{"transports": 1}] * 2
+    assert run("loop", 2) == [{"transports": 1, "after": 0}] * 2
 
 
 def test_update_takes_tensors_detached_and_without_a_copy():

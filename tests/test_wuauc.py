@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +20,9 @@ from sklearn.metrics import roc_auc_score
 from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
+from mpieval.kernels import exact
+from mpieval.kernels.wuauc import USER_SUM_FIELDS
+from mpieval.kernels.wuauc import user_auc_sums as exact_user_auc_sums
 from mpieval.metrics.auc import AucMetric
 from mpieval.metrics.wuauc import WuaucBlock
 
@@ -201,6 +204,12 @@ def test_integer_tags_sort_as_numbers(rng: np.random.Generator) -> None:
 
 
 # -- the per-user kernel ---------------------------------------------------------------
+
+
+def user_auc_sums(*args: Any, **kwargs: Any) -> tuple[np.ndarray, bool]:
+    """The kernel's sums rounded to floats (it returns exact accumulators)."""
+    sums, collision = exact_user_auc_sums(*args, **kwargs)
+    return exact.to_floats(sums), collision
 
 
 def oracle_user_sums(keys, pred, label, tag, n_tags: int) -> np.ndarray:

@@ -6,6 +6,7 @@ runs the scenario and prints one JSON line of what it saw.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -108,7 +109,10 @@ def loop(rank: int, size: int) -> dict:
             metric.compute()
     from mpieval.transport_torch import TorchTransport
 
-    return {"transports": len(TorchTransport._of_group)}
+    live = len(TorchTransport._of_group)
+    del metric  # the last metric gone, mpieval holds nothing of the group
+    gc.collect()
+    return {"transports": live, "after": len(TorchTransport._of_group)}
 
 
 def main() -> None:

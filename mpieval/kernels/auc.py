@@ -13,6 +13,16 @@ with label ``y``, weight ``w`` (1 when absent) and pred ``p``:
 - the second moments of the intervals (:mod:`mpieval.kernels.stats`): ``label_sq = sum
   w y^2``, ``pred_sq = sum w p^2`` and ``label_pred = sum w y p``. A weight counts as
   repeated rows here too (a frequency weight), as in the table.
+
+Each sum is exact (:mod:`mpieval.kernels.exact`: an accumulator of ``DIGITS`` digits per
+field, ``sums`` of shape ``(N_SUMS, DIGITS)``), so it has the same bits however the rows
+were ordered, batched or split over ranks; each row's terms are float64 operations on
+that row alone (the products and the log), rounded as written. Without weights and with
+0/1 labels the sums come from four exact sums of the batch (pred over negatives, over
+positives, ``p^2``, the log terms): ``abserr = S0 + N1 - S1`` and ``sqrerr = sum p^2 -
+2 S1 + N1`` exactly. The table holds counts, exact up to ``2**53`` per bucket; weights
+that are not whole numbers make its buckets float sums again, whose last bits depend on
+the order of the rows.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import math
 
 import numpy as np
 
+from mpieval.kernels import exact
 from mpieval.kernels.jit import compiled
 
 K_MAX_SPAN = 0.01
@@ -33,11 +44,6 @@ SUM_FIELDS = ("abserr", "sqrerr", "pred", "rows", "logloss", "label_sq", "pred_s
 N_SUMS = len(SUM_FIELDS)
 
 PRED_CLIP = 1e-15  # logloss clips pred to [PRED_CLIP, 1 - PRED_CLIP]
-# The unweighted update multiplies the rows' likelihoods and takes one log per batch; the
-# running product is scaled up by 2**600 (exactly) whenever it falls below 2**-600.
-_TINY = 2.0**-600
-_RESCALE = 2.0**600
-_RESCALE_LOG = 600 * math.log(2)
 
 # dtypes the compiled update takes as they are; anything else is converted first.
 _PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -58,71 +64,69 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 @compiled
 def _accumulate_binary(table, pred, label, sums):
     size = table.shape[1]
-    abserr = sqrerr = pred_sum = 0.0
-    positives = pp = yp = 0.0
-    likelihood = 1.0  # prod of q (y = 1) or 1 - q (y = 0), times 2**(600 rescales)
-    rescales = 0
+    positives = 0
+    for i in range(pred.shape[0]):  # the table first: its misses overlap best alone
+        y = np.int64(label[i])
+        table[y, min(np.int64(np.float64(pred[i]) * size), size - 1)] += 1.0
+        positives += y
+    # then the batch's exact sums: pred over negatives, over positives, pred^2, logloss
+    part = np.zeros((4, exact.DIGITS))
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.int64(label[i])
-        table[y, min(np.int64(p * size), size - 1)] += 1.0
-        d = p - y
-        abserr += abs(d)
-        sqrerr += d * d
-        pred_sum += p
-        yf = np.float64(y)
-        positives += yf
-        pp += p * p
-        yp += yf * p
+        exact.add(part[y], p)
+        exact.add(part[2], p * p)
         q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
-        likelihood *= q * yf + (1.0 - q) * (1.0 - yf)  # q or 1 - q, exactly, no branch
-        if likelihood < _TINY:
-            likelihood *= _RESCALE
-            rescales += 1
-    sums[SUM_ABSERR] += abserr
-    sums[SUM_SQRERR] += sqrerr
-    sums[SUM_PRED] += pred_sum
-    sums[SUM_ROWS] += pred.shape[0]
-    sums[SUM_LOGLOSS] += rescales * _RESCALE_LOG - math.log(likelihood)
-    sums[SUM_LABEL_SQ] += positives
-    sums[SUM_PRED_SQ] += pp
-    sums[SUM_LABEL_PRED] += yp
+        exact.add(part[3], -math.log(q if y == 1 else 1.0 - q))
+        if (i + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(part)
+    exact.normalize(part)
+    # |p - y| and (p - y)^2 summed exactly from the parts: for y = 1 they are 1 - p and
+    # p^2 - 2p + 1, for y = 0 p and p^2 (p^2 rounded once per row, as a float64)
+    ones = np.zeros(exact.DIGITS)
+    exact.add(ones, np.float64(positives))
+    sums[SUM_ABSERR] += part[0] - part[1] + ones
+    sums[SUM_SQRERR] += part[2] - 2.0 * part[1] + ones
+    sums[SUM_PRED] += part[0] + part[1]
+    sums[SUM_LOGLOSS] += part[3]
+    sums[SUM_LABEL_SQ] += ones
+    sums[SUM_PRED_SQ] += part[2]
+    sums[SUM_LABEL_PRED] += part[1]
+    exact.add(sums[SUM_ROWS], np.float64(pred.shape[0]))
+    exact.normalize(sums)
 
 
 @compiled
 def _accumulate_weighted(table, pred, label, weight, sums):
     size = table.shape[1]
-    abserr = sqrerr = pred_sum = logloss = 0.0
-    label_sq = pred_sq = label_pred = 0.0
+    for i in range(pred.shape[0]):
+        y = np.float64(label[i])
+        w = np.float64(weight[i])
+        bucket = min(np.int64(np.float64(pred[i]) * size), size - 1)
+        table[0, bucket] += w * (1.0 - y)
+        table[1, bucket] += w * y
     for i in range(pred.shape[0]):
         p = np.float64(pred[i])
         y = np.float64(label[i])
         w = np.float64(weight[i])
-        bucket = min(np.int64(p * size), size - 1)
-        table[0, bucket] += w * (1.0 - y)
-        table[1, bucket] += w * y
         d = p - y
-        abserr += w * abs(d)
-        sqrerr += w * d * d
-        pred_sum += w * p
         q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
         ce = 0.0
         if y != 0.0:
             ce -= y * math.log(q)
         if y != 1.0:
             ce -= (1.0 - y) * math.log(1.0 - q)
-        logloss += w * ce
-        label_sq += w * y * y
-        pred_sq += w * p * p
-        label_pred += w * y * p
-    sums[SUM_ABSERR] += abserr
-    sums[SUM_SQRERR] += sqrerr
-    sums[SUM_PRED] += pred_sum
-    sums[SUM_ROWS] += pred.shape[0]
-    sums[SUM_LOGLOSS] += logloss
-    sums[SUM_LABEL_SQ] += label_sq
-    sums[SUM_PRED_SQ] += pred_sq
-    sums[SUM_LABEL_PRED] += label_pred
+        exact.add(sums[SUM_ABSERR], w * abs(d))
+        exact.add(sums[SUM_SQRERR], w * d * d)
+        exact.add(sums[SUM_PRED], w * p)
+        exact.add(sums[SUM_LOGLOSS], w * ce)
+        exact.add(sums[SUM_LABEL_SQ], w * y * y)
+        exact.add(sums[SUM_PRED_SQ], w * p * p)
+        exact.add(sums[SUM_LABEL_PRED], w * y * p)
+        if (i + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(sums)
+    exact.add(sums[SUM_ROWS], np.float64(pred.shape[0]))
+    exact.normalize(sums)
 
 
 @compiled
@@ -157,7 +161,8 @@ def accumulate(
     *,
     binary: bool = True,
 ) -> None:
-    """Add validated rows to ``table`` (2, T) and ``sums``, in place, in one compiled pass.
+    """Add validated rows to ``table`` (2, T) and the exact ``sums`` (``N_SUMS``,
+    ``exact.DIGITS``), in place, in one compiled pass.
 
     Unweighted 0/1 labels (``binary``) add 1 to ``table[label, bucket]``. Otherwise a row
     with label ``y`` and weight ``w`` (1 when absent) adds ``w (1 - y)`` to
@@ -320,7 +325,7 @@ def warm_up() -> None:
     thread while the first batches are read.
     """
     table = np.zeros((2, 4))
-    accumulate(table, np.zeros(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
+    accumulate(table, exact.accumulator(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
     bucket_error_from_table(table[0], table[1])
     roc_from_table(table[0], table[1])
     calibration_from_table(table[0], table[1])

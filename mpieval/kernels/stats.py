@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from mpieval.kernels import exact
 from mpieval.kernels.jit import compiled
 
 _NORMAL = NormalDist()
@@ -154,23 +155,26 @@ def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 @compiled
 def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,
                   negative: np.ndarray, v10_a: np.ndarray, v10_b: np.ndarray,
-                  v01_a: np.ndarray, v01_b: np.ndarray) -> tuple[float, float]:
-    """``(sum_pos w (d10_b - d10_a)^2, sum_neg w (d01_b - d01_a)^2)`` over rows with
-    buckets ``bucket_a``, ``bucket_b`` in the two models and weights ``positive`` (``w
-    y``) and ``negative`` (``w (1 - y)``), from the centred placements of
-    :func:`placements` (the paired DeLong test, see :func:`paired_variance`)."""
-    spread_pos = 0.0
-    spread_neg = 0.0
+                  v01_a: np.ndarray, v01_b: np.ndarray) -> np.ndarray:
+    """``sum_pos w (d10_b - d10_a)^2`` and ``sum_neg w (d01_b - d01_a)^2`` as two exact
+    accumulators (:mod:`mpieval.kernels.exact`), over rows with buckets ``bucket_a``,
+    ``bucket_b`` in the two models and weights ``positive`` (``w y``) and ``negative``
+    (``w (1 - y)``), from the centred placements of :func:`placements` (the paired DeLong
+    test, see :func:`paired_variance`)."""
+    spread = np.zeros((2, exact.DIGITS))
     for i in range(bucket_a.shape[0]):
         a = bucket_a[i]
         b = bucket_b[i]
         if positive[i] != 0:
             d = v10_b[b] - v10_a[a]
-            spread_pos += positive[i] * d * d
+            exact.add(spread[0], positive[i] * d * d)
         if negative[i] != 0:
             d = v01_b[b] - v01_a[a]
-            spread_neg += negative[i] * d * d
-    return spread_pos, spread_neg
+            exact.add(spread[1], negative[i] * d * d)
+        if (i + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(spread)
+    exact.normalize(spread)
+    return spread
 
 
 def paired_variance(spread_pos: float, spread_neg: float, pos_total: float,

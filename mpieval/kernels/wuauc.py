@@ -19,14 +19,19 @@ the negatives tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie o
 
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
-``AUC * rows`` and ``AUC * clicks``. Preds are compared as given (float32 or float64).
+``AUC * rows`` and ``AUC * clicks``, each to an exact accumulator (the same bits whatever
+the order of the users or the rank that owns them). Preds are compared as given (float32
+or float64).
 Scratch beside the 8 bytes a row of the sort: buffers as long as the longest user.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from mpieval.kernels import exact
 from mpieval.kernels.jit import compiled
 from mpieval.kernels.keys import mix64_scalar
 from mpieval.kernels.sort import merge_sort
@@ -36,6 +41,8 @@ USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum",
 )
+LOGLOSS_CLIP = 1e-15
+"""The logloss of :func:`row_sums` clips preds to ``[LOGLOSS_CLIP, 1 - LOGLOSS_CLIP]``."""
 SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
@@ -55,17 +62,17 @@ def _pack(keys: np.ndarray, packed: np.ndarray, prefix_shift: int, row_shift: in
 
 @compiled
 def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u: int) -> None:
-    """Add one group (``rows``, ``positives``, ``twice_u``) to ``sums[block]``."""
+    """Add one group (``rows``, ``positives``, ``twice_u``) to the exact ``sums[block]``."""
     negatives = rows - positives
-    sums[block, 0] += 1.0
+    exact.add(sums[block, 0], 1.0)
     if positives > 0 and negatives > 0:
         auc = twice_u / (2.0 * positives * negatives)
-        sums[block, 1] += 1.0
-        sums[block, 2] += rows
-        sums[block, 3] += positives
-        sums[block, 4] += auc
-        sums[block, 5] += auc * rows
-        sums[block, 6] += auc * positives
+        exact.add(sums[block, 1], 1.0)
+        exact.add(sums[block, 2], np.float64(rows))
+        exact.add(sums[block, 3], np.float64(positives))
+        exact.add(sums[block, 4], auc)
+        exact.add(sums[block, 5], auc * rows)
+        exact.add(sums[block, 6], auc * positives)
 
 
 @compiled
@@ -256,6 +263,7 @@ def _user_sums(
     work_local = np.empty((2, SHORT), np.int64)
     tag_counts = np.empty((4, SHORT), np.int64)
     collision = False
+    users = 0
     start = 0
     while start < n:
         stop = min(start + CHUNK, n)
@@ -306,10 +314,50 @@ def _user_sums(
                 else:
                     _add_long_user(got_pred, got_label, got_tag, first, last, n_tags, split,
                                    split_tmp, by_tag, by_tag_tmp, sums)
+                users += 1  # at most one addition to each accumulator
+                if users % exact.SAFE_ADDS == 0:
+                    exact.normalize(sums)
                 first = last
             lo = hi
         start = stop
+    exact.normalize(sums)
     return collision
+
+
+@compiled
+def row_sums(pred, label, codes, tag_of_code, sums):
+    """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
+    ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
+    over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
+    ``logloss = -log(label ? p : 1 - p)`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``.
+
+    Each row adds to its own tag's accumulators only; ``all`` is their sum, digit by
+    digit, at the end (exact, so equal to adding every row to it)."""
+    n_tags = sums.shape[0] - 1
+    part = np.zeros((n_tags + 1, 2, exact.DIGITS))  # pred, logloss; the last: no tag
+    rows = np.zeros(n_tags + 1, np.int64)
+    clicks = np.zeros(n_tags + 1, np.int64)
+    for i in range(pred.shape[0]):
+        t = np.int64(tag_of_code[codes[i]])
+        y = np.int64(label[i])
+        p = np.float64(pred[i])
+        rows[t] += 1
+        clicks[t] += y
+        exact.add(part[t, 0], p)
+        q = min(max(p, LOGLOSS_CLIP), 1.0 - LOGLOSS_CLIP)
+        exact.add(part[t, 1], -math.log(q if y == 1 else 1.0 - q))
+        if (i + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(part)
+    exact.normalize(part)
+    for t in range(n_tags + 1):
+        for block in (0, 1 + t):
+            if block > n_tags:
+                continue
+            exact.add(sums[block, 0], np.float64(rows[t]))
+            exact.add(sums[block, 1], np.float64(clicks[t]))
+            sums[block, 2] += part[t, 0]
+            sums[block, 3] += part[t, 1]
+    exact.normalize(sums)
 
 
 def user_auc_sums(
@@ -323,7 +371,9 @@ def user_auc_sums(
 ) -> tuple[np.ndarray, bool]:
     """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), and whether two rows of one key have different ``checks``.
+    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 7, DIGITS)``, see
+    :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
+    ``checks``.
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
@@ -331,7 +381,7 @@ def user_auc_sums(
     packed sort keys) plus scratch as long as the longest user.
     """
     n = len(keys)
-    sums = np.zeros((1 + n_tags, len(USER_SUM_FIELDS)))
+    sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
     if n == 0:
         return sums, False
     row_bits = max(n - 1, 1).bit_length()

@@ -13,7 +13,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels import auc as kernels
-from mpieval.kernels import stats
+from mpieval.kernels import exact, stats
 from mpieval.metric import Input, Metric, Option, warn_undefined
 from mpieval.state import Part, Rows, Summed
 from mpieval.validation import (
@@ -140,17 +140,6 @@ class AucResult:
         ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
 
 
-def result_from_table(table: np.ndarray, sums: np.ndarray, comm: Comm | None = None) -> AucResult:
-    """Every value of the ``auc`` kind from a (merged) table of shape (2, T) and its sums
-    (``kernels.SUM_FIELDS``); with ``comm``, warns once for all NaN causes (see
-    :func:`values_from_table`)."""
-    reasons: list[str] = []
-    result = values_from_table(table, sums, reasons)
-    if reasons and comm is not None:
-        warn_undefined(comm, "auc: " + "; ".join(reasons))
-    return result
-
-
 def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -> AucResult:
     """Every value of the ``auc`` kind from a (merged) table and its sums; the cause of
     each NaN is added to ``reasons``.
@@ -263,8 +252,9 @@ class AucMetric(Metric):
 
     State: ``table`` (2, T): negatives then positives per bucket, and ``sums``
     (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
-    second-moment sums of the intervals); both merge by addition (``16 T + 64`` bytes,
-    whatever the number of rows).
+    second-moment sums of the intervals), each an exact accumulator
+    (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks); both merge by
+    addition (``16 T + 4352`` bytes, whatever the number of rows).
 
     With ``compare="NAME"`` (model B's pred, named so in the result), ``update`` also
     takes ``compare``, B's preds of the same rows: B has its own ``table_b`` and
@@ -303,11 +293,11 @@ class AucMetric(Metric):
 
     def state_layout(self) -> dict[str, Part]:
         layout: dict[str, Part] = {"table": Summed((2, self.table_size)),
-                                   "sums": Summed((kernels.N_SUMS,))}
+                                   "sums": Summed((kernels.N_SUMS, exact.DIGITS))}
         if self.compare is not None:
             bucket = np.int32 if self.table_size < 2**31 else np.int64
             layout.update(table_b=Summed((2, self.table_size)),
-                          sums_b=Summed((kernels.N_SUMS,)),
+                          sums_b=Summed((kernels.N_SUMS, exact.DIGITS)),
                           pairs=Rows({"bucket_a": bucket, "bucket_b": bucket,
                                       "positive": np.float32, "negative": np.float32}))
         return layout
@@ -363,7 +353,7 @@ class AucMetric(Metric):
         """The result from the merged parts; with ``compare``, collective: one more sum
         over ranks of the rows' paired placements (two numbers)."""
         reasons: list[str] = []
-        result = values_from_table(sums["table"], sums["sums"], reasons)
+        result = values_from_table(sums["table"], exact.to_floats(sums["sums"]), reasons)
         if self.compare is not None:
             result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
                                                                          reasons))
@@ -375,14 +365,14 @@ class AucMetric(Metric):
                  reasons: list[str]) -> AucComparison:
         assert self.compare is not None
         reasons_b: list[str] = []
-        b = values_from_table(sums["table_b"], sums["sums_b"], reasons_b)
+        b = values_from_table(sums["table_b"], exact.to_floats(sums["sums_b"]), reasons_b)
         reasons.extend(f"compare: {reason}" for reason in reasons_b
                        if reason != "no rows")
         table_a, table_b = sums["table"], sums["table_b"]
         v10_a, v01_a, _ = stats.placements(table_a)
         v10_b, v01_b, _ = stats.placements(table_b)
         rows = self.state.rows("pairs").columns()
-        spread = comm.sum(np.array(stats.paired_spread(
+        spread = exact.to_floats(comm.sum(stats.paired_spread(
             rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
             v10_a, v10_b, v01_a, v01_b)))
         variance = stats.paired_variance(float(spread[0]), float(spread[1]),

@@ -16,6 +16,9 @@ tied pair as one half; a user with one class only is not valid)::
     ActualCTR = clicks / RealInsNum,  PredictedCTR = sum pred / RealInsNum
     COPC = ActualCTR / PredictedCTR
 
+Every sum is exact (:mod:`mpieval.kernels.exact`) and rounded once, so the values have the
+same bits on any number of ranks and in any order of rows.
+
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
 detects collisions). Capacity doubles as rows arrive; untouched capacity is not resident.
@@ -37,7 +40,8 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows, exchange_to_owners
-from mpieval.kernels.wuauc import USER_SUM_FIELDS, user_auc_sums
+from mpieval.kernels import exact
+from mpieval.kernels.wuauc import USER_SUM_FIELDS, row_sums, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Input, Metric, warn_undefined
@@ -54,13 +58,10 @@ from mpieval.validation import (
 )
 
 ALL = "all"
-LOGLOSS_EPSILON = 1e-15
 NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
-# Rows per step of the row sums of an update.
-ROW_SUM_CHUNK = 1 << 16
-
-# Layout of one block of the summable buffer: row sums (kept by update), then user sums.
+# Fields of one block of the summable buffer, each an exact accumulator
+# (mpieval.kernels.exact): row sums, then user sums.
 ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
 FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS
 FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
@@ -385,9 +386,10 @@ class WuaucMetric(Metric):
         layout, local_to_global = self._agree(comm)
         self._layout = layout
         rows = self._stored.columns()
-        sums = np.zeros((1 + len(layout.tags), len(FIELDS)))
-        sums[:, :N_ROW_SUMS] = _row_sums(rows["pred"], rows["label"], rows["tag"],
-                                         local_to_global, len(layout.tags))
+        sums = exact.accumulator(1 + len(layout.tags), len(FIELDS))
+        by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
+        row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
+        sums[:, :N_ROW_SUMS] = by_row
         keys, columns, checks = self._outgoing(layout, local_to_global)
         owned = exchange_to_owners(comm, keys, columns, checks=checks)
         del keys, columns, checks
@@ -399,7 +401,7 @@ class WuaucMetric(Metric):
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
         blocks, reasons = [], []
-        for name, block_sums in zip(names, sums["blocks"], strict=True):
+        for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
             block, why = block_from_sums(name, block_sums)
             blocks.append(block)
             reasons += why
@@ -503,32 +505,6 @@ def _tag_values(tag: Any) -> np.ndarray:
             raise InputError("tag", "is empty (a missing tag)", count=int(empty.sum()),
                              first_index=int(np.flatnonzero(empty)[0]), value="")
     return values
-
-
-def _row_sums(
-    pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray, n_tags: int
-) -> np.ndarray:
-    """``ROW_SUM_FIELDS`` of the rows: row 0 over every row, then one row per tag.
-
-    ``tag_of_code`` maps a stored tag code to the tag's index (``n_tags``: no tag).
-    ``logloss = -log(label ? p : 1 - p)`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``;
-    in steps of ``ROW_SUM_CHUNK`` rows, so the float64 temporaries stay small.
-    """
-    sums = np.zeros((1 + n_tags, N_ROW_SUMS))
-    for start in range(0, len(pred), ROW_SUM_CHUNK):
-        part = slice(start, start + ROW_SUM_CHUNK)
-        p = pred[part].astype(np.float64)
-        clicks = label[part].astype(np.float64)
-        likelihood = np.clip(p, LOGLOSS_EPSILON, 1.0 - LOGLOSS_EPSILON)
-        np.subtract(1.0, likelihood, out=likelihood, where=clicks == 0)
-        logloss = np.log(likelihood)
-        np.negative(logloss, out=logloss)
-        sums[0] += (len(p), clicks.sum(), p.sum(), logloss.sum())
-        if n_tags:
-            tags = tag_of_code[codes[part]]
-            for field, weights in enumerate((None, clicks, p, logloss)):
-                sums[1:, field] += np.bincount(tags, weights=weights, minlength=n_tags + 1)[:-1]
-    return sums
 
 
 # -- per-user sums on the owner ----------------------------------------------------------

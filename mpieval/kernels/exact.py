@@ -1,0 +1,122 @@
+"""Exact sums of float64 values: the same bits whatever the order of the values, the
+batches they came in and the ranks that added them.
+
+A float sum rounds after every addition, so its last bits depend on the order of the
+values; over ranks that order is the data's split. An *accumulator* here holds the exact
+sum instead, as ``DIGITS`` float64 digits of ``BITS`` bits each::
+
+    value = sum(digits[k] * 2**(BITS * k - 1074))
+
+(``2**-1074`` is the smallest float64 step, so every finite float64 is a whole number of
+such steps.) A value adds to at most three neighbouring digits, each a whole number below
+``2**32``; a digit stays exact while it is below ``2**53``, so :func:`normalize` carries
+the excess to the next digit at least every ``SAFE_ADDS`` additions. Accumulators merge by
+plain addition (an ``Allreduce`` of float64 sums whole numbers exactly while they stay
+below ``2**53``: normalized digits leave room for two million ranks), and the sum is
+rounded to a float64 once, at the end (:func:`to_float`). The digits are float64 so that
+an accumulator packs into the same buffer as the other summed parts.
+
+The kernels take accumulators of shape ``(..., DIGITS)`` and add whole rows of values
+with :func:`add`; they are compiled callees, so the loops that feed them stay one pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpieval.kernels.jit import compiled
+
+BITS = 32
+DIGITS = 68
+"""Enough for every finite float64 (bits 0 .. 2098 above ``2**-1074``) and carries."""
+SAFE_ADDS = 1 << 20
+"""Additions to one accumulator between two :func:`normalize` (``< 2**21``: room for a
+normalized digit plus that many values of at most ``2**32`` each, below ``2**53``)."""
+_RADIX = float(2**BITS)
+_LOW = (1 << BITS) - 1
+_MANTISSA = (1 << 52) - 1
+_HIDDEN = 1 << 52
+
+
+@compiled
+def add(acc, value):
+    """Add the float64 ``value`` to the accumulator ``acc`` (shape ``(DIGITS,)``), exactly."""
+    bits = np.float64(value).view(np.int64)
+    magnitude = bits & 0x7FFFFFFFFFFFFFFF
+    if magnitude == 0:
+        return
+    exponent = magnitude >> 52
+    mantissa = magnitude & _MANTISSA
+    if exponent == 0:  # subnormal: no hidden bit, the step of the smallest exponent
+        exponent = 1
+    else:
+        mantissa |= _HIDDEN
+    position = exponent - 1  # the mantissa's lowest bit weighs 2**(position - 1074)
+    k = position >> 5
+    shift = position & 31
+    low = (mantissa & ((1 << (BITS - shift)) - 1)) << shift
+    rest = mantissa >> (BITS - shift)
+    sign = -1.0 if bits < 0 else 1.0
+    acc[k] += sign * np.float64(low)
+    acc[k + 1] += sign * np.float64(rest & _LOW)
+    acc[k + 2] += sign * np.float64(rest >> BITS)
+
+
+@compiled
+def normalize(acc):
+    """Carry every digit's excess over ``2**32`` to the next digit, in place: digits
+    ``0 .. DIGITS - 2`` end in ``[0, 2**32)``, the last one holds the sign. ``acc`` (C
+    contiguous) may have any leading shape; the value is unchanged (each step is exact)."""
+    flat = acc.reshape(-1, acc.shape[-1])
+    for row in range(flat.shape[0]):
+        carry = 0.0
+        for k in range(flat.shape[1] - 1):
+            digit = flat[row, k] + carry
+            carry = np.floor(digit / _RADIX)
+            flat[row, k] = digit - carry * _RADIX
+        flat[row, flat.shape[1] - 1] += carry
+
+
+@compiled
+def add_values(acc, values):
+    """Add every value of the float64 array ``values`` to ``acc`` (shape ``(DIGITS,)``)
+    and normalize it."""
+    for i in range(values.shape[0]):
+        add(acc, values[i])
+        if (i + 1) % SAFE_ADDS == 0:
+            normalize(acc)
+    normalize(acc)
+
+
+def accumulator(*shape: int) -> np.ndarray:
+    """Zeroed accumulators of leading shape ``shape`` (each ``DIGITS`` digits)."""
+    return np.zeros((*shape, DIGITS), dtype=np.float64)
+
+
+def exact_sum(values: np.ndarray) -> np.ndarray:
+    """A new accumulator holding the exact sum of ``values`` (any float dtype)."""
+    acc = accumulator()
+    add_values(acc, np.ascontiguousarray(values, dtype=np.float64).ravel())
+    return acc
+
+
+def to_int(acc: np.ndarray) -> int:
+    """The exact value of one accumulator (any digits, normalized or not) in units of
+    ``2**-1074``."""
+    digits = np.asarray(acc, dtype=np.float64)
+    total = 0
+    for k in np.flatnonzero(digits):
+        total += int(digits[k]) << (BITS * int(k))
+    return total
+
+
+def to_float(acc: np.ndarray) -> float:
+    """The sum held by one accumulator, rounded once to the nearest float64 (ties to
+    even; Python's ``int / int`` is correctly rounded)."""
+    return to_int(acc) / (1 << 1074)
+
+
+def to_floats(acc: np.ndarray) -> np.ndarray:
+    """:func:`to_float` of every accumulator of ``acc`` (shape ``(..., DIGITS)``)."""
+    flat = np.asarray(acc).reshape(-1, DIGITS)
+    return np.array([to_float(row) for row in flat], dtype=np.float64).reshape(acc.shape[:-1])
