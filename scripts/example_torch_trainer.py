@@ -14,6 +14,7 @@ a restart loads them, on as many processes as before or another number, and goes
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 from pathlib import Path
 
@@ -53,8 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     dist.init_process_group("gloo")
     train(args)
-    # every process is done before any tears the group down: gloo ends a process whose
-    # peer closes its connections under it in terminate()
+    # DistributedDataParallel sits in a reference cycle: collect it now, while the group
+    # lives, not at interpreter exit (a gloo group freed then ends the process in
+    # terminate()); and every process is done before any tears the group down
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

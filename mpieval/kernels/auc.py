@@ -99,6 +99,7 @@ def _accumulate_binary(table, pred, label, sums):
 @compiled
 def _accumulate_weighted(table, pred, label, weight, sums):
     size = table.shape[1]
+    exact.normalize(sums)  # room for SAFE_ADDS rows, whatever merges came before
     for i in range(pred.shape[0]):
         y = np.float64(label[i])
         w = np.float64(weight[i])

@@ -22,6 +22,8 @@ with :func:`add`; they are compiled callees, so the loops that feed them stay on
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mpieval.kernels.jit import compiled
@@ -46,6 +48,9 @@ def add(acc, value):
     if magnitude == 0:
         return
     exponent = magnitude >> 52
+    if exponent == 2047:  # inf or NaN: kept as such in the top digit (see to_float)
+        acc[DIGITS - 1] += value
+        return
     mantissa = magnitude & _MANTISSA
     if exponent == 0:  # subnormal: no hidden bit, the step of the smallest exponent
         exponent = 1
@@ -112,8 +117,16 @@ def to_int(acc: np.ndarray) -> int:
 
 def to_float(acc: np.ndarray) -> float:
     """The sum held by one accumulator, rounded once to the nearest float64 (ties to
-    even; Python's ``int / int`` is correctly rounded)."""
-    return to_int(acc) / (1 << 1074)
+    even; Python's ``int / int`` is correctly rounded); ``inf``/``nan`` when an infinite
+    or NaN value was added, or the sum is beyond the float64 range."""
+    top = float(acc[DIGITS - 1])
+    if not math.isfinite(top):
+        return top
+    total = to_int(acc)
+    try:
+        return total / (1 << 1074)
+    except OverflowError:
+        return math.inf if total > 0 else -math.inf
 
 
 def to_floats(acc: np.ndarray) -> np.ndarray:

@@ -1,0 +1,70 @@
+"""Exact sums (:mod:`mpieval.kernels.exact`) against Python's rational arithmetic: the
+correctly rounded sum of the values, whatever their order and however they are split."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpieval.kernels import exact
+
+finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True,
+                   min_value=-1e300, max_value=1e300)
+
+
+def rounded_sum(values: list[float]) -> float:
+    """The oracle: the exact rational sum, rounded once."""
+    return float(sum((Fraction(v) for v in values), Fraction(0)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(finite, max_size=60), st.randoms(use_true_random=False))
+def test_any_values_in_any_order_and_split_sum_to_the_rounded_exact_sum(values, random):
+    want = rounded_sum(values)
+    assert exact.to_float(exact.exact_sum(np.array(values, dtype=np.float64))) == want
+    shuffled = values[:]
+    random.shuffle(shuffled)
+    cut = random.randint(0, len(shuffled))
+    parts = exact.exact_sum(np.array(shuffled[:cut])) + exact.exact_sum(np.array(shuffled[cut:]))
+    assert exact.to_float(parts) == want  # digits of two accumulators add exactly
+
+
+def test_subnormals_and_extremes() -> None:
+    tiny = 5e-324
+    values = [tiny, tiny, -tiny, 2.2250738585072014e-308, 1e308, 1e308, -1e308, 0.1]
+    assert exact.to_float(exact.exact_sum(np.array(values))) == rounded_sum(values)
+    assert exact.to_float(exact.exact_sum(np.array([tiny] * 3))) == 3 * tiny
+
+
+def test_cancellation_that_a_float_sum_gets_wrong() -> None:
+    values = np.array([1e16, 1.0, -1e16, 1.0])
+    assert sum(values.tolist()) != 2.0 and exact.to_float(exact.exact_sum(values)) == 2.0
+
+
+def test_many_additions_carry_before_a_digit_loses_exactness() -> None:
+    """2.5M additions of a value with every mantissa bit set: a digit would pass 2**53
+    without the carries every SAFE_ADDS additions."""
+    value = 2.0 - 2.0**-52
+    n = 2 * exact.SAFE_ADDS + 12345
+    acc = exact.exact_sum(np.full(n, value))
+    assert exact.to_int(acc) == n * int(Fraction(value) * 2**1074)
+    assert np.all(acc[:-1] < 2.0**exact.BITS) and np.all(acc >= 0)
+
+
+def test_infinities_and_nan_propagate_and_overflow_is_infinite() -> None:
+    assert exact.to_float(exact.exact_sum(np.array([1.0, math.inf]))) == math.inf
+    assert exact.to_float(exact.exact_sum(np.array([-math.inf, 1.0]))) == -math.inf
+    assert math.isnan(exact.to_float(exact.exact_sum(np.array([math.inf, -math.inf]))))
+    assert math.isnan(exact.to_float(exact.exact_sum(np.array([1.0, math.nan]))))
+    assert exact.to_float(exact.exact_sum(np.array([1.7e308, 1.7e308]))) == math.inf
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 4)])
+def test_to_floats_keeps_the_leading_shape(shape) -> None:
+    acc = exact.accumulator(*shape)
+    assert exact.to_floats(acc).shape == shape and not exact.to_floats(acc).any()
