@@ -13,10 +13,11 @@ per-rank windows; the merged window is the sum of every rank's.
 Rows rather than a ring of slot states (a state per slot of ``N / slots`` rows, folded
 into the lifetime when the slot fills): at ``table_size = 1e6`` an ``auc`` state is 16 MB,
 so each fold and clear of a slot moves 64 MB of memory however few rows the slot held.
-Measured on this project's machine with ``window=1_000_000`` in 8 slots of 125,000 rows,
-that doubled the cost of ``update()``, where copying the rows costs a few percent
-(``scripts/bench_window.py``). A kept row costs its columns' bytes (5 for a float32
-pred and an int8 label, 1 for a ``pairwise`` row).
+With ``window=1_000_000`` in 8 slots of 125,000 rows, those folds alone took 0.6 to 0.8
+times as long as ``update()`` itself on this project's machine, where copying the rows
+costs a few percent (``scripts/bench_window.py``). A kept row costs its columns' bytes
+(5 for a float32 pred and an int8 label, 1 for a ``pairwise`` row), and the window is
+exact to the row rather than to a slot.
 """
 
 from __future__ import annotations
