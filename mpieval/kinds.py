@@ -76,8 +76,9 @@ class Kind:
 
     @property
     def options(self) -> dict[str, Option]:
-        """Constructor options by name."""
-        return {option.name: option for option in self.load().options}
+        """The options a config file or a flag may set, by name (not ``window``: a
+        trainer's argument only)."""
+        return {option.name: option for option in self.load().options if option.config}
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """Every option, given or default, checked."""

@@ -13,17 +13,25 @@ owns the user), and :meth:`Metric.finish` turns the parts summed over ranks into
 result. :func:`compute_all` packs the parts of many metrics into one buffer and sums it
 with one ``Allreduce``. Results appear on every rank, identical; warnings about undefined
 values only on rank 0.
+
+A kind with a ``window`` option (:data:`WINDOW`) ends its ``update()`` with
+:meth:`Metric._add`, which counts the validated batch (the kind's
+:meth:`Metric._accumulate`) and keeps its rows in the metric's recent window
+(:mod:`mpieval.window`); :func:`compute_all` counts each window into a fresh state, sums
+its parts in the same buffer, and sets the result's ``window`` to the same kind's result
+over the window's rows.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 import numpy as np
 
@@ -31,7 +39,8 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.state import Part, State, Summed, pack, unpack
-from mpieval.validation import check_metric_mapping
+from mpieval.validation import check_metric_mapping, window_rows
+from mpieval.window import RecentRows
 
 
 class Result(Protocol):
@@ -41,12 +50,23 @@ class Result(Protocol):
 
 class FieldsResult:
     """A frozen result dataclass whose JSON object is its kind and its fields in order
-    (NaN as ``null``)."""
+    (NaN as ``null``); a ``window`` field, when set, is the same kind's object over the
+    recent window (:func:`window_dict`), and is left out when None."""
 
     kind: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **logline.json_fields(self)}
+        window: Result | None = getattr(self, "window", None)
+        fields = {k: v for k, v in logline.json_fields(self).items() if k != "window"}
+        if window is not None:
+            fields["window"] = window_dict(window)
+        return {"kind": self.kind, **fields}
+
+
+def window_dict(window: Result) -> dict[str, Any]:
+    """The JSON object of a result over the recent window: the kind's usual names, without
+    ``kind`` (the enclosing block's)."""
+    return {name: value for name, value in window.to_dict().items() if name != "kind"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,16 @@ class Option:
     default: Any
     check: Callable[[str, Any], Any]
     choices: tuple[Any, ...] = ()  # the values allowed, when they are few
+    config: bool = True  # False: an argument of the class only, not a config key or flag
+
+
+WINDOW = Option("window", None, window_rows, config=False)
+"""The recent window of a kind that has one (``auc``, ``pairwise``): ``window=N`` keeps a
+copy of the last ``N`` rows this rank was given (their validated columns; bytes per row:
+the columns' itemsizes), and ``compute()`` gives the values over them beside the lifetime
+ones (``result.window``; JSON ``"window"``; the log line stays the lifetime one). ``None``:
+no window. A trainer's option: not a config key or command-line flag, where a rank's
+last rows are an arbitrary share of the files."""
 
 
 class OnComm:
@@ -129,6 +159,7 @@ class Metric(OnComm, ABC):
     kind: ClassVar[str]
     inputs: ClassVar[tuple[Input, ...]]
     options: ClassVar[tuple[Option, ...]] = ()
+    window: int | None = None  # rows of the recent window (kinds that declare WINDOW)
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
         super().__init__(comm)
@@ -160,9 +191,33 @@ class Metric(OnComm, ABC):
     # -- state -----------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget every row and any recorded error (for the next pass)."""
+        """Forget every row, the window's too, and any recorded error (for the next pass)."""
         self._error: InputError | None = None
         self.state = State(self.state_layout())
+        self._recent = None if self.window is None else RecentRows(self.window)
+
+    def _add(self, **columns: np.ndarray | None) -> None:
+        """Count a validated batch into the state and, with a window, keep its rows as
+        the window's newest (the last step of ``update()`` of a kind with a window)."""
+        self._accumulate(self.state, **columns)
+        if self._recent is not None:
+            self._recent.keep(columns)
+
+    def _accumulate(self, state: State, *args: Any, **kwargs: Any) -> None:
+        """Count validated rows (the columns :meth:`_add` was given) into ``state``; a
+        window counts its kept rows again with it. Kinds with a ``window`` implement it."""
+        raise NotImplementedError(f"kind {self.kind} has no window")
+
+    def recent(self) -> Metric | None:
+        """This rank's window as a metric of its own (a fresh state that counted the
+        kept rows, no window), or None when the metric has no window."""
+        if self._recent is None:
+            return None
+        recent = copy.copy(self)
+        recent.state, recent._recent = State(self.state_layout()), None
+        for batch in self._recent:
+            self._accumulate(recent.state, **batch)
+        return recent
 
     def merge(self, other: Metric) -> Metric:
         """A new metric holding the rows of both (e.g. two shards of one rank); neither
@@ -171,6 +226,8 @@ class Metric(OnComm, ABC):
             raise ValueError(f"cannot merge {self._describe()} with {other._describe()}")
         merged = copy.copy(self)
         merged.state = self.state.merge(other.state)
+        if self._recent is not None and other._recent is not None:
+            merged._recent = self._recent.merged(other._recent)
         merged._error = self._error or other._error
         return merged
 
@@ -194,8 +251,9 @@ class Metric(OnComm, ABC):
     def state_dict(self) -> dict[str, Any]:
         """This rank's state as plain values: ``kind``, ``options.NAME`` for each option,
         each summed part as a float64 array, each rows part's columns as ``PART.COLUMN``
-        arrays (copies), and the kind's own extras; no communicator. Every value saves
-        in an ``.npz`` file (:mod:`mpieval.checkpoint`)."""
+        arrays (copies), the window's kept rows as ``window.*`` arrays
+        (:meth:`RecentRows.state_dict`), and the kind's own extras; no communicator.
+        Every value saves in an ``.npz`` file (:mod:`mpieval.checkpoint`)."""
         state: dict[str, Any] = {"kind": self.kind}
         state.update({f"options.{o.name}": getattr(self, o.name) for o in self.options
                       if getattr(self, o.name) is not None})  # an absent option is None
@@ -205,6 +263,8 @@ class Metric(OnComm, ABC):
             else:
                 for column, values in self.state.rows(name).columns().items():
                     state[f"{name}.{column}"] = values.copy()
+        if self._recent is not None:
+            state.update(self._recent.state_dict())
         state.update(self._extra_state())
         return state
 
@@ -215,8 +275,10 @@ class Metric(OnComm, ABC):
 
     def load_state_dicts(self, states: Sequence[Mapping[str, Any]]) -> None:
         """Restore the merge of several saved states (e.g. the parts of a checkpoint
-        written on more ranks than there are now: summed parts add, rows concatenate).
-        No states: an empty metric."""
+        written on more ranks than there are now: summed parts add, rows concatenate,
+        and the windows' kept rows are all kept, in the order of ``states``, so that the
+        job's window is the saved one; later batches cut it back to ``window`` rows,
+        oldest first). No states: an empty metric."""
         self.reset()
         merged: Metric = self
         for index, state in enumerate(states):
@@ -250,6 +312,8 @@ class Metric(OnComm, ABC):
                     if values.dtype != rows.dtypes[column]:
                         rows.widen(column, values.dtype)
                 rows.append(**columns)
+        if self.window is not None:
+            self._recent = RecentRows.from_state_dict(self.window, state)
 
     def _extra_state(self) -> dict[str, Any]:
         """State kept outside the declared parts (a kind's own; saved beside them)."""
@@ -316,16 +380,26 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     their packed parts."""
     comm.agree(next((m.error for m in metrics.values() if m.error is not None), None),
                layout="\n".join(f"{name}: {m.layout()}" for name, m in metrics.items()))
-    parts = [m.local_sums(comm) for m in metrics.values()]
+    # each metric, then its window (if any) as a metric of its own: every part in one sum
+    computed: list[tuple[str, Metric, bool]] = []
+    for name, metric in metrics.items():
+        computed.append((name, metric, False))
+        recent = metric.recent()
+        if recent is not None:
+            computed.append((name, recent, True))
+    parts = [m.local_sums(comm) for _, m, _ in computed]
     total = comm.sum(np.concatenate([pack(p) for p in parts]) if parts else np.zeros(0))
     results: dict[str, Result] = {}
     offset = 0
-    for (name, metric), part in zip(metrics.items(), parts, strict=True):
+    for (name, metric, is_window), part in zip(computed, parts, strict=True):
         shapes = {key: np.shape(value) for key, value in part.items()}
         size = sum(int(np.prod(shape)) for shape in shapes.values())
-        with _warnings_named(name, metric.kind):
-            results[name] = metric.finish(unpack(total[offset : offset + size], shapes), comm)
+        with _warnings_named(f"{name} window" if is_window else name, metric.kind):
+            result = metric.finish(unpack(total[offset : offset + size], shapes), comm)
         offset += size
+        if is_window:  # results are frozen dataclasses with a window field
+            result = dataclasses.replace(cast(Any, results[name]), window=result)
+        results[name] = result
     return results
 
 

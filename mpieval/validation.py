@@ -149,6 +149,11 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def window_rows(name: str, value: object) -> int | None:
+    """A window's size in rows: a whole number >= 1, or ``None`` (no window)."""
+    return None if value is None else positive_int(name, value)
+
+
 # The auc histogram's upper bound: two float64 counts per bucket, 2 GiB per rank at most
 # (the state is also copied when the ranks sum it).
 MAX_TABLE_SIZE = 2**27

@@ -6,7 +6,8 @@
 The same job as ``example_torch_trainer.py`` without torch: a logistic model in numpy
 whose gradients every rank sums with one ``Allreduce``, and the metrics on the
 trainer's communicator (mpieval shares one duplicate of it, whatever the number of
-metrics created). After each pass rank 0 prints the Abacus lines of the pass; with
+metrics created). After each pass rank 0 prints the Abacus lines of the pass, and the
+AUC of the recent window (each rank's last 8 batches) beside the pass's; with
 ``--checkpoint DIR`` each rank saves the model and the metrics' state after each step
 and a restart, on any number of ranks, goes on from there.
 """
@@ -47,7 +48,7 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     weights = np.zeros(FEATURES + 1)  # the model: 8 weights and a bias
-    ev = Evaluator({"ctr": AucMetric(table_size=1000), "user": WuaucMetric(),
+    ev = Evaluator({"ctr": AucMetric(table_size=1000, window=8 * BATCH), "user": WuaucMetric(),
                     "order": PairwiseMetric()}, comm=comm)
     start = (0, 0)
     if args.checkpoint and (args.checkpoint / "progress.npz").exists():
@@ -76,6 +77,9 @@ def main() -> None:
             print(f"pass {pass_index}", flush=True)
             for line in Evaluator.log_lines(results):
                 print(line, flush=True)
+            recent = results["ctr"].window  # the pass's values are in the line above
+            print(f"ctr recent: auc={recent.auc:g} num={recent.num:g} "
+                  f"(each rank's last {8 * BATCH} rows)", flush=True)
         ev.reset()
 
 

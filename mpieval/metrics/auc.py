@@ -14,8 +14,8 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels import auc as kernels
 from mpieval.kernels import exact, stats
-from mpieval.metric import Input, Metric, Option, warn_undefined
-from mpieval.state import Part, Rows, Summed
+from mpieval.metric import WINDOW, Input, Metric, Option, warn_undefined, window_dict
+from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
     as_vector,
     auc_table_size,
@@ -83,7 +83,8 @@ class AucResult:
 
     ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined);
     :meth:`ci` turns them into intervals at any level, ``to_dict`` writes the 95% ones
-    as ``ci95``. The log line is the Abacus one and has none of the statistics."""
+    as ``ci95``. ``window``: the same values over the recent window (``window=``), or
+    None. The log line is the Abacus one (lifetime) and has none of the statistics."""
 
     auc: float
     bucket_error: float
@@ -104,6 +105,7 @@ class AucResult:
     calibration_curve: list[list[float]] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
     compare: AucComparison | None = None
+    window: AucResult | None = None
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Wald intervals ``value -/+ z se`` of ``INTERVAL_FIELDS`` at ``level``, cut to
@@ -124,6 +126,9 @@ class AucResult:
             elif name == "compare":
                 if value is not None:
                     fields[name] = value.to_dict()
+            elif name == "window":
+                if value is not None:
+                    fields[name] = window_dict(value)
             elif name != "stderr":
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
@@ -262,6 +267,12 @@ class AucMetric(Metric):
     buckets and the row's positive and negative weight, float32 until a weighted or soft
     row widens them to float64; 16 bytes a row) for the paired DeLong test, a second
     sweep at compute over the rows against both merged tables.
+
+    With ``window=N`` (:data:`~mpieval.metric.WINDOW`), the metric also keeps a copy of
+    the last ``N`` rows of this rank (pred, label, and weight and compare when given, in
+    their dtypes: 5 bytes a row for a float32 pred and an int8 label) and
+    ``compute()`` adds ``window``, the values over those rows of every rank; counting
+    them into a second table makes ``compute()`` cost about twice as much.
     """
 
     kind = "auc"
@@ -271,10 +282,12 @@ class AucMetric(Metric):
         Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size),
         Option("soft_labels", False, boolean),
         Option("compare", None, _column_name),
+        WINDOW,
     )
     table_size: int
     soft_labels: bool
     compare: str | None
+    window: int | None
 
     @classmethod
     def warm_up(cls) -> None:
@@ -287,9 +300,11 @@ class AucMetric(Metric):
         *,
         soft_labels: bool = False,
         compare: str | None = None,
+        window: int | None = None,
         comm: Comm | Any | None = None,
     ) -> None:
-        super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare)
+        super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare,
+                         window=window)
 
     def state_layout(self) -> dict[str, Part]:
         layout: dict[str, Part] = {"table": Summed((2, self.table_size)),
@@ -322,22 +337,29 @@ class AucMetric(Metric):
                 check_binary("label", y)
             if w is not None:
                 check_weight("weight", w)
-        binary = not self.soft_labels or is_binary(y)
-        kernels.accumulate(self.state.summed("table"), self.state.summed("sums"), p, y, w,
-                           binary=binary)
-        if b is not None:
-            kernels.accumulate(self.state.summed("table_b"), self.state.summed("sums_b"), b,
-                               y, w, binary=binary)
-            self._keep_pairs(p, b, y, w, binary)
+        self._add(pred=p, label=y, weight=w, compare=b)
 
-    def _keep_pairs(self, pred: np.ndarray, compare: np.ndarray, label: np.ndarray,
-                    weight: np.ndarray | None, binary: bool) -> None:
-        pairs = self.state.rows("pairs")
-        exact = weight is None and binary  # 0/1 weights: float32 holds them exactly
-        y = label.astype(np.float32 if exact else np.float64)
+    def _accumulate(self, state: State, pred: np.ndarray, label: np.ndarray,
+                    weight: np.ndarray | None = None, compare: np.ndarray | None = None,
+                    ) -> None:
+        """Count validated rows into ``state``'s tables and sums (and, comparing, both
+        models' tables and the rows' bucket pairs)."""
+        binary = not self.soft_labels or is_binary(label)
+        kernels.accumulate(state.summed("table"), state.summed("sums"), pred, label, weight,
+                           binary=binary)
+        if compare is not None:
+            kernels.accumulate(state.summed("table_b"), state.summed("sums_b"), compare,
+                               label, weight, binary=binary)
+            self._keep_pairs(state, pred, compare, label, weight, binary)
+
+    def _keep_pairs(self, state: State, pred: np.ndarray, compare: np.ndarray,
+                    label: np.ndarray, weight: np.ndarray | None, binary: bool) -> None:
+        pairs = state.rows("pairs")
+        ones = weight is None and binary  # 0/1 weights: float32 holds them exactly
+        y = label.astype(np.float32 if ones else np.float64)
         positive = y if weight is None else weight * y
         negative = 1 - y if weight is None else weight * (1 - y)
-        if not exact and pairs.dtypes["positive"] != np.float64:
+        if not ones and pairs.dtypes["positive"] != np.float64:
             pairs.widen("positive", np.float64)
             pairs.widen("negative", np.float64)
         bucket_a, bucket_b = kernels.bucket_pairs(pred, compare, self.table_size,

@@ -18,21 +18,28 @@ from typing import Any
 import numpy as np
 
 from mpieval.comm import Comm
-from mpieval.metric import FieldsResult, Input, Metric
-from mpieval.state import Part, Summed
+from mpieval.metric import WINDOW, FieldsResult, Input, Metric
+from mpieval.state import Part, State, Summed
 from mpieval.validation import as_vector, check_binary, check_lengths
 
 
-def pairwise_cells(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Counts of a batch of validated 0/1 labels as float64 cells of shape (2, 2):
+def pairwise_cell(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Each row's cell ``2 left + right`` (uint8, 0 to 3) of validated 0/1 labels."""
+    cell = (left != 0).view(np.uint8) << 1
+    cell |= (right != 0).view(np.uint8)
+    return cell
+
+
+def pairwise_cells(cell: np.ndarray) -> np.ndarray:
+    """Counts of rows by cell (:func:`pairwise_cell`) as float64 cells of shape (2, 2):
     ``cells[l, r]`` is the number of rows with left label ``l`` and right label ``r``."""
-    cell = 2 * (left != 0).astype(np.intp) + (right != 0).astype(np.intp)
     return np.bincount(cell, minlength=4).astype(np.float64).reshape(2, 2)
 
 
 @dataclass(frozen=True)
 class PairwiseResult(FieldsResult):
-    """Result of the ``pairwise`` kind: ``ins`` rows split by their (left, right) labels."""
+    """Result of the ``pairwise`` kind: ``ins`` rows split by their (left, right) labels;
+    ``window``: the same counts over the recent window (``window=``), or None."""
 
     kind = "pairwise"
 
@@ -41,6 +48,7 @@ class PairwiseResult(FieldsResult):
     left_label_click: int
     right_label_click: int
     same_label_unclick: int
+    window: PairwiseResult | None = None
 
     @classmethod
     def from_cells(cls, cells: np.ndarray) -> PairwiseResult:
@@ -68,13 +76,19 @@ class PairwiseMetric(Metric):
     ``update(left_label, right_label)`` takes two 1-D arrays of equal length, every
     value 0 or 1 (bool, int or float); anything else is an :class:`InputError`.
     State: ``cells`` (2, 2), rows by ``[left, right]`` label, merged by addition.
+
+    With ``window=N`` (:data:`~mpieval.metric.WINDOW`), the metric also keeps each of
+    the last ``N`` rows of this rank as its cell (1 byte a row), and ``compute()`` adds
+    ``window``, the counts over those rows of every rank.
     """
 
     kind = "pairwise"
     inputs = (Input("left_label"), Input("right_label"))
+    options = (WINDOW,)
+    window: int | None
 
-    def __init__(self, comm: Comm | Any | None = None) -> None:
-        super().__init__(comm)
+    def __init__(self, comm: Comm | Any | None = None, *, window: int | None = None) -> None:
+        super().__init__(comm, window=window)
 
     def state_layout(self) -> dict[str, Part]:
         return {"cells": Summed((2, 2))}
@@ -87,7 +101,11 @@ class PairwiseMetric(Metric):
             check_lengths(left_label=left, right_label=right)
             check_binary("left_label", left, hint="")
             check_binary("right_label", right, hint="")
-        self.state.summed("cells")[...] += pairwise_cells(left, right)
+        self._add(cell=pairwise_cell(left, right))
+
+    def _accumulate(self, state: State, cell: np.ndarray) -> None:
+        """Count rows, given as their cells, into ``state``."""
+        state.summed("cells")[...] += pairwise_cells(cell)
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         return {"cells": self.state.summed("cells")}
