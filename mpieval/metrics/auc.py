@@ -233,8 +233,8 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
     predicted = stats.ratio_stderr(s[k.SUM_PRED], num, s[k.SUM_PRED_SQ], s[k.SUM_PRED], num)
     copc = stats.ratio_stderr(positives, s[k.SUM_PRED], s[k.SUM_LABEL_SQ],
                               s[k.SUM_LABEL_PRED], s[k.SUM_PRED_SQ])
-    if s[k.SUM_ROWS] < 2:
-        reasons.append("ci95 of the ctrs and copc needs two rows")
+    if num < 2:  # frequency weights: a row of weight 2 is two rows
+        reasons.append("ci95 of the ctrs and copc needs a weight of 2 (two rows)")
         actual = predicted = copc = math.nan
     return {"auc": math.sqrt(variance), "actual_ctr": actual, "predicted_ctr": predicted,
             "copc": copc}
