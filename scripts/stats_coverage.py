@@ -7,7 +7,8 @@ For binormal data sets (tests/simulation.py: positives N(d, 1), negatives N(0, 1
 sigmoid(score), 30% positives) of several sizes and separations, the share of data sets
 whose interval covers the true value: auc (Phi(d / sqrt 2)), actual_ctr, predicted_ctr,
 copc. The target band is 93-97%; with D data sets a share's standard error is
-sqrt(0.95 * 0.05 / D).
+sqrt(0.95 * 0.05 / D). Then ``uauc`` and ``wuauc`` over simulated users, each with its own
+separation and score shift (tests/simulation.py ``users``).
 
 Then the paired A/B test (``compare``): one binormal score per row, each model adding its
 own noise. Under the null (equal noise) the share of p < 0.05 (target 3-7%) and of
@@ -36,23 +37,48 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--power-datasets", type=int, default=200)
+    parser.add_argument("--users-only", action="store_true", help="only uauc and wuauc")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.users_only:
+        users(rng, args.datasets)
+        return
+    auc_and_ctrs(rng, args.datasets)
+    users(rng, args.datasets)
+    a_b(rng, args.datasets, args.power_datasets)
+
+
+def auc_and_ctrs(rng: np.random.Generator, datasets: int) -> None:
     names = ("auc", "actual_ctr", "predicted_ctr", "copc")
-    print(f"95% interval coverage over {args.datasets} data sets each "
-          f"(standard error {100 * math.sqrt(0.95 * 0.05 / args.datasets):.1f} points)")
+    print(f"95% interval coverage over {datasets} data sets each "
+          f"(standard error {100 * math.sqrt(0.95 * 0.05 / datasets):.1f} points)")
     print(f"{'rows':>8} {'d':>4} {'true auc':>8} " + " ".join(f"{n:>13}" for n in names))
     for n in (1000, 10_000):
         for d in (0.5, 1.0, 2.0):
-            coverage = simulation.auc_coverage(rng, args.datasets, n, d)
+            coverage = simulation.auc_coverage(rng, datasets, n, d)
             auc = simulation.truth(d)["auc"]
             print(f"{n:>8} {d:>4} {auc:>8.4f} "
                   + " ".join(f"{100 * coverage[k]:>12.1f}%" for k in names), flush=True)
-    print(f"\nA/B under the null ({args.datasets} data sets each; noise 0.7 on both models)")
+
+
+def users(rng: np.random.Generator, datasets: int) -> None:
+    print(f"\nuauc and wuauc over simulated users ({datasets} data sets each; users "
+          "with 1 + Poisson(9) rows, 30% positives, their own separation d_u ~ N(mean, sd) "
+          "and score shift): coverage of the mean true AUC of a user")
+    print(f"{'users':>8} {'mean':>5} {'sd':>4} {'truth':>7} {'uauc':>8} {'wuauc':>8}")
+    for n_users, d_mean, d_sd in ((300, 1.0, 0.5), (2000, 0.5, 0.3), (2000, 1.5, 1.0),
+                                  (20_000, 1.0, 0.5)):
+        coverage = simulation.user_coverage(rng, datasets, n_users, d_mean, d_sd)
+        print(f"{n_users:>8} {d_mean:>5} {d_sd:>4} {simulation.user_truth(d_mean, d_sd):>7.4f} "
+              f"{100 * coverage['uauc']:>7.1f}% {100 * coverage['wuauc']:>7.1f}%", flush=True)
+
+
+def a_b(rng: np.random.Generator, datasets: int, power_datasets: int) -> None:
+    print(f"\nA/B under the null ({datasets} data sets each; noise 0.7 on both models)")
     print(f"{'rows':>8} {'d':>4} {'p<0.05':>8} {'covers 0':>9}")
     for n in (2000, 20_000):
         for d in (0.5, 1.5):
-            rates = simulation.ab_rates(rng, args.datasets, n, d, 0.7, 0.7)
+            rates = simulation.ab_rates(rng, datasets, n, d, 0.7, 0.7)
             print(f"{n:>8} {d:>4} {100 * rates['p<0.05']:>7.1f}% {100 * rates['covers']:>8.1f}%",
                   flush=True)
     # model B better by 0.005: noise_b solves Phi(d / sqrt(2 (1 + s^2))) = auc_a + 0.005;
@@ -62,9 +88,9 @@ def main() -> None:
         auc_a = simulation.paired_auc(d, noise_a)
         q = stats.z_value(2 * (auc_a + 0.005) - 1)  # Phi^-1(auc_a + 0.005)
         noise_b = math.sqrt(d * d / (2 * q * q) - 1)
-        rates = simulation.ab_rates(rng, args.power_datasets, 1_000_000, d, noise_a, noise_b)
+        rates = simulation.ab_rates(rng, power_datasets, 1_000_000, d, noise_a, noise_b)
         print(f"\nA/B with AUC {auc_a:.4f} vs {auc_a + 0.005:.4f} (noise {noise_a} vs "
-              f"{noise_b:.3f}) on 1M rows, {args.power_datasets} data sets: power (p < 0.01) "
+              f"{noise_b:.3f}) on 1M rows, {power_datasets} data sets: power (p < 0.01) "
               f"{100 * rates['p<0.01']:.1f}%, p < 0.05 {100 * rates['p<0.05']:.1f}%, "
               f"interval covers the true difference {100 * rates['covers']:.1f}%", flush=True)
 

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from mpieval import AucMetric, Comm, UndefinedMetricWarning
+from mpieval import AucMetric, Comm, UndefinedMetricWarning, WuaucMetric
 from mpieval.kernels import stats
 
 POSITIVE_SHARE = 0.3
@@ -94,3 +94,43 @@ def ab_rates(rng: np.random.Generator, datasets: int, n: int, d: float, noise_a:
         covered += pair is not None and pair[0] <= true_diff <= pair[1]
     return {"p<0.05": below_05 / datasets, "p<0.01": below_01 / datasets,
             "covers": covered / datasets}
+
+
+def users(rng: np.random.Generator, n_users: int, d_mean: float, d_sd: float,
+          mean_rows: float = 10.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(uid, pred, label)``: users with ``1 + Poisson(mean_rows - 1)`` rows, 30%
+    positives, and their own separation ``d_u ~ N(d_mean, d_sd^2)`` and score shift
+    ``N(0, 1)``: user ``u``'s true AUC is ``Phi(d_u / sqrt 2)`` whatever its shift."""
+    rows = 1 + rng.poisson(mean_rows - 1, n_users)
+    uid = np.repeat(np.arange(n_users), rows)
+    d = rng.normal(d_mean, d_sd, n_users)[uid]
+    shift = rng.standard_normal(n_users)[uid]
+    label = (rng.random(len(uid)) < POSITIVE_SHARE).astype(np.int8)
+    return uid, sigmoid(rng.standard_normal(len(uid)) + d * label + shift), label
+
+
+def user_truth(d_mean: float, d_sd: float) -> float:
+    """``E[Phi(d_u / sqrt 2)]``, ``d_u ~ N(d_mean, d_sd^2)``: the mean true AUC of a user,
+    which UAUC estimates, and WUAUC too (rows and labels do not depend on ``d_u``)."""
+    x, w = np.polynomial.hermite_e.hermegauss(100)
+    values = [stats.normal_cdf((d_mean + d_sd * t) / math.sqrt(2)) for t in x]
+    return float(w @ np.array(values)) / math.sqrt(2 * math.pi)
+
+
+def user_coverage(rng: np.random.Generator, datasets: int, n_users: int, d_mean: float,
+                  d_sd: float) -> dict[str, float]:
+    """Share of ``datasets`` simulated user sets whose 95% intervals of ``uauc`` and
+    ``wuauc`` cover the mean true AUC of a user (:func:`user_truth`)."""
+    want = user_truth(d_mean, d_sd)
+    hits = {"uauc": 0, "wuauc": 0}
+    for _ in range(datasets):
+        uid, pred, label = users(rng, n_users, d_mean, d_sd)
+        metric = WuaucMetric(comm=Comm.local())
+        metric.update(uid, pred, label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            ci = metric.compute().all.ci()
+        for name in hits:
+            pair = ci[name]
+            hits[name] += pair is not None and pair[0] <= want <= pair[1]
+    return {name: count / datasets for name, count in hits.items()}

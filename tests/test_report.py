@@ -270,11 +270,11 @@ def test_demo_page(tmp_path, capsys, demo_json):
     assert by_demo.replace("demo.html", "demo.json") == page  # the same page, but its label
     elements = parse(page)
     assert_self_contained(page, elements)
-    # item_sim and item_sim_search: ROC and calibration each; user_ctr: one dot plot. The
-    # wuauc blocks carry no intervals yet, and the page says so.
+    # item_sim and item_sim_search: ROC and calibration each; user_ctr: one dot plot with
+    # the wuauc blocks' intervals.
     assert figures_of(elements) == ["plot", "plot", "plot", "plot", "plot wide"]
     text = " ".join(elements.text)
-    assert "No intervals in demo" in text
+    assert "No intervals" not in text and "users as independent clusters" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
         assert f'id="m-{name}"' in page
     assert "24,047,029" in text or "positive_pairs" not in page  # counts with separators

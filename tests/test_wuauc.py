@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import simulation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_users import user_auc
@@ -69,7 +70,13 @@ def assert_same(got: dict, want: dict, tol: float = 1e-12) -> None:
     for tag, values in want.items():
         assert got[tag].keys() == values.keys()
         for name, value in values.items():
-            if value is None or name in COUNTS:
+            if name == "ci95":
+                assert got[tag][name].keys() == value.keys(), tag
+                for field, pair in value.items():
+                    assert (got[tag][name][field] is None) == (pair is None), (tag, field)
+                    if pair is not None:
+                        assert got[tag][name][field] == pytest.approx(pair, rel=tol, abs=tol)
+            elif value is None or name in COUNTS:
                 assert got[tag][name] == value, (tag, name)
             else:
                 assert got[tag][name] == pytest.approx(value, rel=tol, abs=tol), (tag, name)
@@ -225,7 +232,9 @@ def oracle_user_sums(keys, pred, label, tag, n_tags: int) -> np.ndarray:
         clicks = int(label[rows].sum())
         sums[block, 0] += 1
         if auc != -1.0:
-            sums[block, 1:] += (1, len(rows), clicks, auc, auc * len(rows), auc * clicks)
+            n = len(rows)
+            sums[block, 1:] += (1, n, clicks, auc, auc * n, auc * clicks, auc * auc, n * n,
+                                auc * n * n, auc * auc * n * n)
     return sums
 
 
@@ -481,7 +490,9 @@ def test_a_million_users_with_one_row_each(rng: np.random.Generator) -> None:
     for part in np.array_split(np.arange(n), 4):
         metric.update(uid[part], pred[part], label[part])
     metric.update(np.array([-5, -5]), np.array([0.3, 0.2], np.float32), np.array([1, 0]))
-    block = metric.compute().all
+    with pytest.warns(UndefinedMetricWarning, match="ci95 of UAUC and WUAUC needs two valid"):
+        block = metric.compute().all
+    assert block.ci() == {"uauc": None, "wuauc": None}
     assert block.real_user_count == n + 1
     assert block.valid_user_count == 1 and block.valid_ins_num == 2
     assert block.uauc == 1.0 and block.wuauc == 1.0
@@ -514,3 +525,43 @@ def test_distinct_tags_equal_numpy_unique(codes, as_text):
     assert len(set(distinct)) == len(distinct)
     assert [distinct[i] for i in inverse] == values.tolist()
     assert all(type(v) is (str if as_text else int) for v in distinct)
+
+
+# -- intervals (users as independent clusters) --------------------------------------------
+
+
+def test_interval_stderrs_equal_the_cluster_formulas_over_users(rng) -> None:
+    """Plain Python over the users' own AUCs: ``uauc``'s standard error is the spread of
+    the AUCs over sqrt(V) (population form), ``wuauc``'s the delta method of a ratio."""
+    uid, pred, label = simulation.users(rng, 300, 1.0, 0.5, mean_rows=6)
+    tag = np.where(uid % 3 == 0, "a", "b")
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(uid, pred, label, tag)
+    result = quiet(metric)
+    for name, rows in (("all", np.ones(len(uid), bool)), ("a", tag == "a")):
+        aucs, counts = [], []
+        for user in np.unique(uid[rows]):
+            mine = rows & (uid == user)
+            auc = user_auc(pred[mine].tolist(), label[mine].tolist())
+            if auc != -1.0:
+                aucs.append(auc)
+                counts.append(int(mine.sum()))
+        a, n = np.array(aucs), np.array(counts, dtype=np.float64)
+        uauc, wuauc = a.mean(), (n * a).sum() / n.sum()
+        block = result[name]
+        assert block.stderr["uauc"] == pytest.approx(a.std() / math.sqrt(len(a)), rel=1e-9)
+        assert block.stderr["wuauc"] == pytest.approx(
+            math.sqrt((n * n * (a - wuauc) ** 2).sum()) / n.sum(), rel=1e-9)
+        low, high = block.ci()["uauc"]
+        assert (low + high) / 2 == pytest.approx(uauc) and high - low > 0
+        assert block.to_dict()["ci95"]["wuauc"] == list(block.ci()["wuauc"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n_users", "d_mean", "d_sd"), [(500, 1.0, 0.5), (2000, 0.5, 0.3)])
+def test_uauc_and_wuauc_intervals_cover_the_truth(n_users, d_mean, d_sd) -> None:
+    """1,000 simulated user sets (a share's standard error 0.7 points); the full table is
+    in scripts/stats_coverage.py."""
+    coverage = simulation.user_coverage(np.random.default_rng(2027), 1000, n_users, d_mean,
+                                        d_sd)
+    assert all(0.93 <= share <= 0.97 for share in coverage.values()), coverage

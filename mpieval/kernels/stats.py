@@ -69,11 +69,17 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
     ``w_i`` (a frequency weight: ``w`` repeated rows), with ``a = sum w a_i``, ``b = sum w
     b_i``, ``aa = sum w a_i^2``, ``ab = sum w a_i b_i``, ``bb = sum w b_i^2``:
     ``sqrt(sum w (a_i - r b_i)^2) / |b| = sqrt(aa - 2 r ab + r^2 bb) / |b|``; NaN when
-    ``b`` is 0."""
+    ``b`` is 0. A spread within the rounding of its terms counts as 0."""
     if b == 0:
         return math.nan
     r = a / b
-    return math.sqrt(max(aa - 2 * r * ab + r * r * bb, 0.0)) / abs(b)
+    terms = (aa, -2 * r * ab, r * r * bb)
+    spread = math.fsum(terms)
+    # below the rounding of the rows' own terms (p * p against p, a weight times a pred),
+    # the spread is 0: rows that all share one value have no spread, however weighted
+    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms):
+        spread = 0.0
+    return math.sqrt(spread) / abs(b)
 
 
 @compiled

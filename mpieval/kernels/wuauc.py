@@ -19,7 +19,8 @@ the negatives tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie o
 
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
-``AUC * rows`` and ``AUC * clicks``, each to an exact accumulator (the same bits whatever
+``AUC * rows``, ``AUC * clicks``, and for the intervals ``AUC^2``, ``rows^2``, ``AUC *
+rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
 Scratch beside the 8 bytes a row of the sort: buffers as long as the longest user.
@@ -39,7 +40,7 @@ from mpieval.kernels.sort import merge_sort
 # Per-block user sums, in this order (see :func:`_add_counts`).
 USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
-    "auc_clicks_sum",
+    "auc_clicks_sum", "auc_sq_sum", "rows_sq_sum", "auc_rows_sq_sum", "auc_sq_rows_sq_sum",
 )
 LOGLOSS_CLIP = 1e-15
 """The logloss of :func:`row_sums` clips preds to ``[LOGLOSS_CLIP, 1 - LOGLOSS_CLIP]``."""
@@ -73,6 +74,12 @@ def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u
         exact.add(sums[block, 4], auc)
         exact.add(sums[block, 5], auc * rows)
         exact.add(sums[block, 6], auc * positives)
+        # the second moments of the intervals (users as independent clusters)
+        rows_sq = np.float64(rows) * rows
+        exact.add(sums[block, 7], auc * auc)
+        exact.add(sums[block, 8], rows_sq)
+        exact.add(sums[block, 9], auc * rows_sq)
+        exact.add(sums[block, 10], auc * auc * rows_sq)
 
 
 @compiled
@@ -371,7 +378,7 @@ def user_auc_sums(
 ) -> tuple[np.ndarray, bool]:
     """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 7, DIGITS)``, see
+    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
     :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
     ``checks``.
 
@@ -411,3 +418,4 @@ def warm_up() -> None:
     for pred_dtype in (np.float32, np.float64):
         pred = np.array([0.25, 0.75], pred_dtype)
         user_auc_sums(keys, keys, pred, label, tag, 1)
+        row_sums(pred, label, tag, np.zeros(2**16, np.uint16), exact.accumulator(2, 4))

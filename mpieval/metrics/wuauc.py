@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows, exchange_to_owners
-from mpieval.kernels import exact
+from mpieval.kernels import exact, stats
 from mpieval.kernels.wuauc import USER_SUM_FIELDS, row_sums, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.keys import group_keys_checked, uid_keys_checked
@@ -68,9 +68,16 @@ FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
 N_ROW_SUMS = len(ROW_SUM_FIELDS)
 
 
+INTERVAL_FIELDS = ("uauc", "wuauc")
+
+
 @dataclass(frozen=True)
 class WuaucBlock:
-    """The values of one tag (``all`` or a tag value); NaN marks an undefined value."""
+    """The values of one tag (``all`` or a tag value); NaN marks an undefined value.
+
+    ``stderr`` holds the standard errors of ``uauc`` and ``wuauc`` with users as
+    independent clusters (NaN where undefined); :meth:`ci` turns them into intervals,
+    ``to_dict`` writes the 95% ones as ``ci95``. The log line has none of them."""
 
     tag: str
     wuauc: float
@@ -85,6 +92,14 @@ class WuaucBlock:
     valid_ins_num: int
     click_wuauc: float
     valid_click_num: int
+    stderr: dict[str, float] = field(default_factory=dict)
+
+    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """Wald intervals ``value -/+ z se`` of ``uauc`` and ``wuauc`` at ``level``, cut
+        to [0, 1]; None where undefined."""
+        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
+                                     level, 0.0, 1.0)
+                for name in INTERVAL_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +115,8 @@ class WuaucBlock:
             "valid_ins_num": self.valid_ins_num,
             "click_wuauc": logline.json_number(self.click_wuauc),
             "valid_click_num": self.valid_click_num,
+            "ci95": {name: None if pair is None else list(pair)
+                     for name, pair in self.ci(0.95).items()},
         }
 
     def to_log_line(self, name: str) -> str:
@@ -171,8 +188,27 @@ def block_from_sums(tag: str, sums: np.ndarray) -> tuple[WuaucBlock, list[str]]:
         valid_ins_num=int(valid_rows),
         click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
         valid_click_num=int(s["valid_clicks"]),
+        stderr=_stderrs(s),
     )
+    if s["valid_users"] == 1:
+        reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs two valid users")
     return block, reasons
+
+
+def _stderrs(s: dict[str, float]) -> dict[str, float]:
+    """Standard errors of ``uauc`` and ``wuauc`` over the valid users ``u`` taken as
+    independent clusters (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method):
+    ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u``, ``A_u`` the user's
+    AUC and ``n_u`` its rows; NaN below two valid users."""
+    if s["valid_users"] < 2:
+        return {"uauc": math.nan, "wuauc": math.nan}
+    users = s["valid_users"]
+    return {
+        "uauc": stats.ratio_stderr(s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users),
+        "wuauc": stats.ratio_stderr(s["auc_rows_sum"], s["valid_rows"],
+                                    s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
+                                    s["rows_sq_sum"]),
+    }
 
 
 def _ratio(a: float, b: float) -> float:
