@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--soft-labels", action="store_true", default=None,
                     help="auc: accept labels anywhere in [0, 1]")
     ev.add_argument("--compare", metavar="COL", help="a second pred column (model B) on the "
-                    "same rows: paired A/B values (auc)")
+                    "same rows: paired A/B values (auc, wuauc)")
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")

@@ -216,3 +216,11 @@ def check_metric_mapping(metrics: object) -> None:
                    for method in ("update", "local_sums", "finish")):
             raise TypeError(f"metric {name!r} must be a metric (e.g. AucMetric()), "
                             f"got {type(metric).__name__} {metric!r}")
+
+
+def column_name(name: str, value: object) -> str | None:
+    """An option naming model B's pred column (``compare``): None or a non-empty string."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise InputError(name, f"must be the name of model B's pred (a non-empty string), "
+                     f"got {value!r}")

@@ -134,3 +134,29 @@ def user_coverage(rng: np.random.Generator, datasets: int, n_users: int, d_mean:
             pair = ci[name]
             hits[name] += pair is not None and pair[0] <= want <= pair[1]
     return {name: count / datasets for name, count in hits.items()}
+
+
+def user_ab_rates(rng: np.random.Generator, datasets: int, n_users: int, d_mean: float,
+                  d_sd: float, noise: float) -> dict[str, float]:
+    """Over ``datasets`` user sets scored by two equally good models (the users' shared
+    score plus each model's own N(0, noise^2)): per value (``uauc_diff``,
+    ``wuauc_diff``), the share with ``p < 0.05`` and the share whose 95% interval covers
+    0, the true difference."""
+    rates = {f"{name} {what}": 0.0 for name in ("uauc_diff", "wuauc_diff")
+             for what in ("p<0.05", "covers")}
+    for _ in range(datasets):
+        uid, pred, label = users(rng, n_users, d_mean, d_sd)
+        score = np.log(pred / (1 - pred))
+        a = sigmoid(score + noise * rng.standard_normal(len(uid)))
+        b = sigmoid(score + noise * rng.standard_normal(len(uid)))
+        metric = WuaucMetric(comm=Comm.local(), compare="b")
+        metric.update(uid, a, label, compare=b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            comparison = metric.compute().all.compare
+        assert comparison is not None
+        for name in ("uauc_diff", "wuauc_diff"):
+            pair = comparison.ci(name)
+            rates[f"{name} p<0.05"] += comparison.p(name) < 0.05
+            rates[f"{name} covers"] += pair is not None and pair[0] <= 0 <= pair[1]
+    return {key: count / datasets for key, count in rates.items()}

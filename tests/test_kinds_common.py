@@ -69,8 +69,8 @@ class KindData:
     out_of_range: Mapping[str, float] = field(default_factory=dict)  # a bad finite value
     row_counts: frozenset[str] = frozenset()  # result fields that count rows, not weight
     fast_options: Mapping[str, Any] = field(default_factory=dict)  # for many small examples
-    # inputs a metric takes only when made with the option of the same name (auc's
-    # compare: model B's preds); left out here, tested with their kind's own tests
+    # inputs a metric takes only when made with the option of the same name (compare:
+    # model B's preds); left out here, tested with their kind's own tests
     option_inputs: frozenset[str] = frozenset()
 
 
@@ -87,6 +87,7 @@ DATA: dict[str, KindData] = {
         lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),
                         "label": rng.integers(0, 2, n), "tag": rng.integers(0, 3, n)},
         out_of_range={"pred": -0.5, "label": 2},
+        option_inputs=frozenset({"compare"}),  # tests/test_wuauc*.py, test_stats_cli.py
     ),
     "pn": KindData(
         lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),

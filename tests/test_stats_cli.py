@@ -36,8 +36,11 @@ def test_compare_flag_equals_the_api(tmp_path, capsys):
     assert_same(got, expected)
     assert_same_lines(stdout.splitlines(), lines)
     assert stdout.splitlines()[1].startswith("auc: compare=pred_b auc=")
-    assert set(got["auc"]["compare"]) >= {"pred", "auc", "copc", "auc_diff", "auc_diff_ci95",
-                                          "auc_diff_p"}
+    compare = got["auc"]["compare"]
+    assert set(compare) >= {"pred", "auc", "copc", "auc_diff", "auc_diff_ci95", "auc_diff_p",
+                            "roc_curve", "calibration_curve"}
+    assert compare["roc_curve"] != got["auc"]["roc_curve"]  # B's own curves, for the report
+    assert compare["calibration_curve"][-1][1] != got["auc"]["calibration_curve"][-1][1]
 
 
 def test_compare_in_a_config(tmp_path, capsys):
@@ -78,3 +81,25 @@ def test_compare_on_any_ranks(tmp_path, ranks):
     expected, lines = want(data, table_size=1000)
     assert_same(json.loads(out.read_text()), expected)
     assert_same_lines(proc.stdout.splitlines(), lines)
+
+
+@pytest.mark.parametrize("ranks", [0, 3])
+def test_compare_of_wuauc_per_tag_on_any_ranks(tmp_path, ranks):
+    """``--metrics auc,wuauc --compare COL``: both kinds compare, wuauc per tag, with the
+    API's values (alone, and on three ranks with a user's rows in several files)."""
+    data = paired_rows()
+    paths = shards(tmp_path, data, ["a.tsv", "b.csv.gz", "c.parquet"])
+    out = tmp_path / "out.json"
+    proc, _ = launch(ranks, "eval", "--metrics", "auc,wuauc", "--tag", "tag", "--compare",
+                     "pred_b", "--table-size", "1000", "--json", out, *paths)
+    assert proc.returncode == 0, proc.stderr
+    inputs = dict(PAIRED_INPUTS, wuauc={"uid": "uid", "pred": "pred", "label": "label",
+                                        "tag": "tag", "compare": "pred_b"})
+    expected, lines = api({"auc": ("auc", {"compare": "pred_b", "table_size": 1000}),
+                           "wuauc": ("wuauc", {"compare": "pred_b"})}, data, inputs)
+    got = json.loads(out.read_text())
+    assert_same(got, expected)
+    assert_same_lines(proc.stdout.splitlines(), lines)
+    assert set(got["wuauc"]["tags"]["feed"]["compare"]) >= {"uauc_diff", "wuauc_diff_p"}
+    assert sum(line.startswith("wuauc: compare=pred_b Tag=")
+               for line in proc.stdout.splitlines()) == 4

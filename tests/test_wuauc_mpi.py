@@ -136,3 +136,25 @@ def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.Monkey
     metric.update([f"a{comm.rank}", f"b{comm.rank}"], [0.2, 0.8], [0, 1])
     with pytest.raises((UidCollisionError, RemoteError), match="collision"):
         metric.compute()
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_compare_gives_the_one_process_bits_on_any_split(
+    comm: Comm, rng: np.random.Generator, scatter: bool
+) -> None:
+    """Two models paired by user: B's values, the differences, their intervals and
+    p-values, to the last bit, whichever rank owns a user and however its rows came."""
+    from test_wuauc import _paired
+
+    rows = _paired(np.random.default_rng(31), 4000)
+    alone = WuaucMetric(comm=Comm.local(), compare="b")
+    alone.update(rows["uid"], rows["pred"], rows["label"], rows["tag"], compare=rows["compare"])
+    want = quiet(alone).to_dict()
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
+    metric = WuaucMetric(comm=comm, compare="b")
+    for part in np.array_split(np.arange(len(mine["uid"])), 3):
+        metric.update(mine["uid"][part], mine["pred"][part], mine["label"][part],
+                      mine["tag"][part], compare=mine["compare"][part])
+    got = quiet(metric).to_dict()
+    assert got == want and got["tags"]["all"]["compare"]["uauc_diff_p"] is not None
+    same_on_every_rank(comm, got)

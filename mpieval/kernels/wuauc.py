@@ -62,12 +62,20 @@ def _pack(keys: np.ndarray, packed: np.ndarray, prefix_shift: int, row_shift: in
 
 
 @compiled
-def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u: int) -> None:
-    """Add one group (``rows``, ``positives``, ``twice_u``) to the exact ``sums[block]``."""
+def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u: int,
+                record: np.ndarray, cursor: np.ndarray) -> None:
+    """Add one group (``rows``, ``positives``, ``twice_u``) to the exact ``sums[block]``;
+    with a ``record`` (not empty), also note a valid group's ``(block, rows, AUC)`` in
+    ``record[cursor[0]]`` and advance the cursor."""
     negatives = rows - positives
     exact.add(sums[block, 0], 1.0)
     if positives > 0 and negatives > 0:
         auc = twice_u / (2.0 * positives * negatives)
+        if len(record):
+            record[cursor[0], 0] = block
+            record[cursor[0], 1] = rows
+            record[cursor[0], 2] = auc
+            cursor[0] += 1
         exact.add(sums[block, 1], 1.0)
         exact.add(sums[block, 2], np.float64(rows))
         exact.add(sums[block, 3], np.float64(positives))
@@ -84,7 +92,8 @@ def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u
 
 @compiled
 def _add_split_group(
-    split: np.ndarray, p: int, m: int, tmp: np.ndarray, sums: np.ndarray, block: int
+    split: np.ndarray, p: int, m: int, tmp: np.ndarray, sums: np.ndarray, block: int,
+    record: np.ndarray, cursor: np.ndarray,
 ) -> None:
     """Add the group whose positives' preds are ``split[:p]`` and negatives' ``split[p:m]``
     to ``sums[block]``; sorts both parts, then counts with two pointers."""
@@ -100,13 +109,14 @@ def _add_split_group(
         while not_above < m and split[not_above] <= value:
             not_above += 1
         twice_u += (below - p) + (not_above - p)  # 2 per lower negative, 1 per tied one
-    _add_counts(sums, block, m, p, twice_u)
+    _add_counts(sums, block, m, p, twice_u, record, cursor)
 
 
 @compiled
 def _add_short_user(
     pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
     work_pred: np.ndarray, work_local: np.ndarray, tag_counts: np.ndarray, sums: np.ndarray,
+    record: np.ndarray, cursor: np.ndarray,
 ) -> None:
     """:func:`_add_long_user` for the short user of rows ``lo:hi``: every (positive,
     negative) pair is compared, 2 when the positive is higher, 1 when tied.
@@ -154,12 +164,12 @@ def _add_short_user(
             mine += score * (work_local[1, j] == local)
         if has_tags:
             tag_counts[3, local] += mine
-    _add_counts(sums, 0, hi - lo, p, twice_u)
+    _add_counts(sums, 0, hi - lo, p, twice_u, record, cursor)
     for d in range(n_local):
         code = tag_counts[0, d]
         if code < n_tags:  # untagged rows count in "all" only
             _add_counts(sums, 1 + code, tag_counts[1, d] + tag_counts[2, d], tag_counts[1, d],
-                        tag_counts[3, d])
+                        tag_counts[3, d], record, cursor)
 
 
 @compiled
@@ -187,7 +197,7 @@ def _split_by_label(
 def _add_long_user(
     pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
     split: np.ndarray, split_tmp: np.ndarray, by_tag: np.ndarray, by_tag_tmp: np.ndarray,
-    sums: np.ndarray,
+    sums: np.ndarray, record: np.ndarray, cursor: np.ndarray,
 ) -> None:
     """Add the user of rows ``lo:hi`` to ``sums`` (``all``, then its tags): positives' and
     negatives' preds sorted apart (:func:`_add_split_group`), once for the user and once
@@ -195,7 +205,7 @@ def _add_long_user(
     when there are fewer tags than rows, else a merge sort)."""
     m = hi - lo
     p = _split_by_label(pred, label, lo, m, split)
-    _add_split_group(split, p, m, split_tmp, sums, 0)
+    _add_split_group(split, p, m, split_tmp, sums, 0, record, cursor)
     if len(tag) == 0:
         return
     if n_tags < m:  # a counting sort by tag code (codes above n_tags - 1 mean no tag)
@@ -221,7 +231,7 @@ def _add_long_user(
         if code < n_tags:  # untagged rows count in "all" only
             p = _split_by_label(pred, label, lo, last - first, split, by_tag[first:last])
             block = 1 + int(np.int64(code))  # an int64 (1 + a uint64 would be a float)
-            _add_split_group(split, p, last - first, split_tmp, sums, block)
+            _add_split_group(split, p, last - first, split_tmp, sums, block, record, cursor)
         first = last
 
 
@@ -236,6 +246,7 @@ def _permute(values: np.ndarray, order: np.ndarray) -> None:
 def _user_sums(
     packed: np.ndarray, row_bits: int, keys: np.ndarray, checks: np.ndarray,
     pred: np.ndarray, label: np.ndarray, tag: np.ndarray, n_tags: int, sums: np.ndarray,
+    record: np.ndarray, cursor: np.ndarray,
 ) -> bool:
     """Add every user of the sorted ``packed`` rows to ``sums``; ``True`` if two rows of
     one key have different ``checks`` (a collision; ``checks`` empty: no check).
@@ -317,10 +328,10 @@ def _user_sums(
                             collision = True
                 if last - first <= SHORT:
                     _add_short_user(got_pred, got_label, got_tag, first, last, n_tags,
-                                    work_pred, work_local, tag_counts, sums)
+                                    work_pred, work_local, tag_counts, sums, record, cursor)
                 else:
                     _add_long_user(got_pred, got_label, got_tag, first, last, n_tags, split,
-                                   split_tmp, by_tag, by_tag_tmp, sums)
+                                   split_tmp, by_tag, by_tag_tmp, sums, record, cursor)
                 users += 1  # at most one addition to each accumulator
                 if users % exact.SAFE_ADDS == 0:
                     exact.normalize(sums)
@@ -387,10 +398,35 @@ def user_auc_sums(
     how often keys share a prefix; the sums do not depend on it. Holds 8 bytes a row (the
     packed sort keys) plus scratch as long as the longest user.
     """
+    sums, collision, _ = _pass(keys, checks, pred, label, tag, n_tags, prefix_bits, False)
+    return sums, collision
+
+
+def user_aucs(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """:func:`user_auc_sums` and each valid group's ``(block, rows, AUC)`` (shape
+    ``(groups, 3)``, float64), in an order that depends on the keys, labels and tags
+    only: two calls that differ in ``pred`` alone list the same groups in the same order
+    (the paired comparison of two models). 24 bytes more a row, at most."""
+    return _pass(keys, checks, pred, label, tag, n_tags, None, True)
+
+
+def _pass(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray, label: np.ndarray,
+          tag: np.ndarray | None, n_tags: int, prefix_bits: int | None,
+          recording: bool) -> tuple[np.ndarray, bool, np.ndarray]:
     n = len(keys)
     sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+    # a valid group has two rows or more, and a row is in at most two groups
+    record = np.empty((n + 1 if recording else 0, 3))
+    cursor = np.zeros(1, np.int64)
     if n == 0:
-        return sums, False
+        return sums, False, record[:0]
     row_bits = max(n - 1, 1).bit_length()
     if prefix_bits is None:
         prefix_bits = 64 - row_bits
@@ -404,9 +440,34 @@ def user_auc_sums(
         np.zeros(0, np.uint64) if checks is None else checks,
         pred, label,
         np.zeros(0, np.uint16) if tag is None else tag,
-        n_tags, sums,
+        n_tags, sums, record, cursor,
     )
-    return sums, bool(collision)
+    return sums, bool(collision), record[: cursor[0]]
+
+
+DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",
+               "diff_sq_rows_sq_sum")
+"""Per block, over the valid groups of two models' :func:`user_aucs`, ``D = AUC_B -
+AUC_A`` and ``n`` the group's rows: ``sum D``, ``sum D^2``, ``sum n D``, ``sum n^2 D``,
+``sum n^2 D^2`` (the paired differences and their intervals)."""
+
+
+@compiled
+def paired_diff_sums(groups_a: np.ndarray, groups_b: np.ndarray, sums: np.ndarray) -> None:
+    """Add ``DIFF_FIELDS`` of the paired groups to the exact ``sums`` (shape ``(blocks,
+    5, DIGITS)``)."""
+    for g in range(groups_a.shape[0]):
+        block = np.int64(groups_a[g, 0])
+        n = groups_a[g, 1]
+        d = groups_b[g, 2] - groups_a[g, 2]
+        exact.add(sums[block, 0], d)
+        exact.add(sums[block, 1], d * d)
+        exact.add(sums[block, 2], n * d)
+        exact.add(sums[block, 3], n * n * d)
+        exact.add(sums[block, 4], n * n * d * d)
+        if (g + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(sums)
+    exact.normalize(sums)
 
 
 def warm_up() -> None:

@@ -24,6 +24,7 @@ from mpieval.validation import (
     check_interval,
     check_lengths,
     check_weight,
+    column_name,
     is_binary,
 )
 
@@ -36,7 +37,7 @@ _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1
 
 
 _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
-             "auprc")
+             "auprc", "roc_curve", "calibration_curve")
 
 
 @dataclass(frozen=True)
@@ -240,13 +241,6 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
             "copc": copc}
 
 
-def _column_name(name: str, value: object) -> str | None:
-    if value is None or (isinstance(value, str) and value):
-        return value
-    raise InputError(name, f"must be the name of model B's pred (a non-empty string), "
-                     f"got {value!r}")
-
-
 class AucMetric(Metric):
     """Abacus/Paddle ``BasicAucCalculator``: a histogram of ``table_size`` buckets per label.
 
@@ -281,7 +275,7 @@ class AucMetric(Metric):
     options = (
         Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size),
         Option("soft_labels", False, boolean),
-        Option("compare", None, _column_name),
+        Option("compare", None, column_name),
         WINDOW,
     )
     table_size: int

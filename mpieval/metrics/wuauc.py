@@ -41,10 +41,16 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows, exchange_to_owners
 from mpieval.kernels import exact, stats
-from mpieval.kernels.wuauc import USER_SUM_FIELDS, row_sums, user_auc_sums
+from mpieval.kernels.wuauc import (
+    DIFF_FIELDS,
+    USER_SUM_FIELDS,
+    paired_diff_sums,
+    row_sums,
+    user_aucs,
+)
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.keys import group_keys_checked, uid_keys_checked
-from mpieval.metric import Input, Metric, warn_undefined
+from mpieval.metric import Input, Metric, Option, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
 from mpieval.validation import (
@@ -53,6 +59,7 @@ from mpieval.validation import (
     check_interval,
     check_lengths,
     check_log_word,
+    column_name,
     from_tensor,
     unmasked,
 )
@@ -66,9 +73,58 @@ ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
 FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS
 FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
 N_ROW_SUMS = len(ROW_SUM_FIELDS)
+# with compare=, each block goes on with model B's user sums and the paired differences
+COMPARE_FIELDS = tuple(f"b_{name}" for name in USER_SUM_FIELDS) + DIFF_FIELDS
+COMPARE_INDEX = {name: len(FIELDS) + i for i, name in enumerate(COMPARE_FIELDS)}
 
 
 INTERVAL_FIELDS = ("uauc", "wuauc")
+
+
+@dataclass(frozen=True)
+class WuaucComparison:
+    """Model B (pred column ``pred``) against model A in one tag block, paired by user:
+    B's ``uauc`` and ``wuauc``, the differences B - A, and their standard errors over the
+    users' paired differences (users as independent clusters); :meth:`ci` and :meth:`p`
+    give the intervals and two-sided p-values."""
+
+    pred: str
+    uauc: float
+    wuauc: float
+    uauc_diff: float
+    wuauc_diff: float
+    stderr: dict[str, float]
+
+    def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
+        """The interval of ``uauc_diff`` or ``wuauc_diff`` at ``level``."""
+        return stats.interval(getattr(self, name), self.stderr[name], level, -1.0, 1.0)
+
+    def p(self, name: str) -> float:
+        """The two-sided p-value of ``uauc_diff`` or ``wuauc_diff`` (no difference)."""
+        return stats.two_sided_p(getattr(self, name), self.stderr[name])
+
+    def to_dict(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"pred": self.pred, "uauc": logline.json_number(self.uauc),
+                                  "wuauc": logline.json_number(self.wuauc)}
+        for name in ("uauc_diff", "wuauc_diff"):
+            pair = self.ci(name)
+            fields[name] = logline.json_number(getattr(self, name))
+            fields[f"{name}_ci95"] = None if pair is None else list(pair)
+            fields[f"{name}_p"] = logline.json_number(self.p(name))
+        return fields
+
+    def to_log_line(self, name: str, tag: str) -> str:
+        """``NAME: compare=COL Tag=TAG UAUC=%g WUAUC=%g`` then, for ``uauc_diff`` and
+        ``wuauc_diff``, ``X=%g X_low=%g X_high=%g X_p=%g`` (B's values; ``nan`` where
+        undefined)."""
+        v = logline.value
+        parts = [f"{name}: compare={self.pred} Tag={tag} UAUC={v(self.uauc)} "
+                 f"WUAUC={v(self.wuauc)}"]
+        for diff in ("uauc_diff", "wuauc_diff"):
+            low, high = self.ci(diff) or (math.nan, math.nan)
+            parts.append(f"{diff}={v(getattr(self, diff))} {diff}_low={v(low)} "
+                         f"{diff}_high={v(high)} {diff}_p={v(self.p(diff))}")
+        return " ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -93,6 +149,7 @@ class WuaucBlock:
     click_wuauc: float
     valid_click_num: int
     stderr: dict[str, float] = field(default_factory=dict)
+    compare: WuaucComparison | None = None
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Wald intervals ``value -/+ z se`` of ``uauc`` and ``wuauc`` at ``level``, cut
@@ -117,6 +174,7 @@ class WuaucBlock:
             "valid_click_num": self.valid_click_num,
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()},
+            **({} if self.compare is None else {"compare": self.compare.to_dict()}),
         }
 
     def to_log_line(self, name: str) -> str:
@@ -157,12 +215,18 @@ class WuaucResult:
         return {"kind": "wuauc", "tags": {block.tag: block.to_dict() for block in self.blocks}}
 
     def to_log_line(self, name: str) -> str:
-        """One Abacus line per tag, ``all`` first, joined with newlines."""
-        return "\n".join(block.to_log_line(name) for block in self.blocks)
+        """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
+        then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
+        lines = [block.to_log_line(name) for block in self.blocks]
+        lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
+                  if block.compare is not None]
+        return "\n".join(lines)
 
 
-def block_from_sums(tag: str, sums: np.ndarray) -> tuple[WuaucBlock, list[str]]:
-    """The values of one block from its summed fields (``FIELDS``), and why any is NaN."""
+def block_from_sums(tag: str, sums: np.ndarray,
+                    compare: str | None = None) -> tuple[WuaucBlock, list[str]]:
+    """The values of one block from its summed fields (``FIELDS``, then with ``compare``
+    ``COMPARE_FIELDS``), and why any is NaN."""
     s = {name: float(sums[i]) for name, i in FIELD_INDEX.items()}
     reasons = []
     rows, valid_rows = s["rows"], s["valid_rows"]
@@ -189,10 +253,37 @@ def block_from_sums(tag: str, sums: np.ndarray) -> tuple[WuaucBlock, list[str]]:
         click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
         valid_click_num=int(s["valid_clicks"]),
         stderr=_stderrs(s),
+        compare=None if compare is None else _comparison(compare, s, sums),
     )
     if s["valid_users"] == 1:
         reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs two valid users")
     return block, reasons
+
+
+def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucComparison:
+    """B's values and the paired differences B - A of one block: ``uauc_diff = sum D_u /
+    V`` and ``wuauc_diff = sum n_u D_u / sum n_u`` over the valid users (``D_u = AUC_B -
+    AUC_A``; a user is valid for both, its labels being the same), with the standard
+    errors of :func:`_stderrs` over the ``D_u``."""
+    c = {name: float(sums[i]) for name, i in COMPARE_INDEX.items()}
+    users, rows = s["valid_users"], s["valid_rows"]
+    stderr = {"uauc_diff": math.nan, "wuauc_diff": math.nan}
+    if users >= 2:
+        stderr = {
+            "uauc_diff": stats.ratio_stderr(c["diff_sum"], users, c["diff_sq_sum"],
+                                            c["diff_sum"], users),
+            "wuauc_diff": stats.ratio_stderr(c["diff_rows_sum"], rows,
+                                             c["diff_sq_rows_sq_sum"],
+                                             c["diff_rows_sq_sum"], s["rows_sq_sum"]),
+        }
+    return WuaucComparison(
+        pred=pred,
+        uauc=_ratio(c["b_auc_sum"], users),
+        wuauc=_ratio(c["b_auc_rows_sum"], rows),
+        uauc_diff=_ratio(c["diff_sum"], users),
+        wuauc_diff=_ratio(c["diff_rows_sum"], rows),
+        stderr=stderr,
+    )
 
 
 def _stderrs(s: dict[str, float]) -> dict[str, float]:
@@ -239,25 +330,27 @@ class WuaucMetric(Metric):
 
     kind = "wuauc"
     inputs = (Input("uid", role="id"), Input("pred"), Input("label"),
-              Input("tag", role="name", optional=True))
+              Input("tag", role="name", optional=True), Input("compare", optional=True))
+    options = (Option("compare", None, column_name),)
+    compare: str | None
 
     @classmethod
     def warm_up(cls) -> None:
         warm_up_kernels()
 
-    def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = ()) -> None:
+    def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
+                 compare: str | None = None) -> None:
         self.extra_keys = tuple(extra_keys)
         if "uid" in self.extra_keys:
             raise InputError("extra_keys", "must not repeat 'uid', the key is always in it")
         self._layout: _Layout | None = None
-        super().__init__(comm)
+        super().__init__(comm, compare=compare)
 
     def state_layout(self) -> dict[str, Part]:
-        return {
-            "rows": Rows({"key": np.uint64, "pred": np.float32, "label": np.uint8,
-                          "tag": np.uint16}),
-            "checks": Rows({"check": np.uint64}),
-        }
+        columns = {"key": np.uint64, "pred": np.float32, "label": np.uint8, "tag": np.uint16}
+        if self.compare is not None:
+            columns["compare"] = np.float32
+        return {"rows": Rows(columns), "checks": Rows({"check": np.uint64})}
 
     def reset(self) -> None:
         super().reset()
@@ -332,20 +425,28 @@ class WuaucMetric(Metric):
         label: Any,
         tag: Any = None,
         keys: Mapping[str, Any] | None = None,
+        compare: Any = None,
     ) -> None:
-        """Add a batch of rows (local: no communication). A bad batch changes nothing."""
+        """Add a batch of rows (local: no communication). A bad batch changes nothing.
+        With ``compare=`` set on the metric, ``compare`` is model B's pred of the rows."""
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
+            b = None if compare is None else as_vector("compare", compare)
+            if (b is None) != (self.compare is None):
+                raise InputError("compare", "is needed: the metric compares two models"
+                                 if b is None else "is given but the metric has compare=None")
             user, check = self._user_keys(uid, keys)
-            check_lengths(uid=user, pred=p, label=y)
+            check_lengths(uid=user, pred=p, label=y, compare=b)
             check_interval("pred", p, 0.0, 1.0)
+            if b is not None:
+                check_interval("compare", b, 0.0, 1.0)
             check_binary("label", y, hint="")
             tags = None if tag is None else self._check_tags(tag, len(p))
         if len(p) == 0:
             return
         codes = None if tags is None else self._tag_codes(*tags)
-        self._store(user, check, p, y.astype(np.uint8), codes)
+        self._store(user, check, p, y.astype(np.uint8), codes, b)
 
     def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None) -> tuple[np.ndarray, Any]:
         given = tuple(keys or ())
@@ -401,17 +502,15 @@ class WuaucMetric(Metric):
         pred: np.ndarray,
         label: np.ndarray,
         tag: np.ndarray | None,
+        compare: np.ndarray | None,
     ) -> None:
         rows = self._stored
-        stored = pred
-        if rows.dtypes["pred"] == np.float32 and not np.can_cast(pred, np.float32, "safe"):
-            stored = pred.astype(np.float32)
-            if not np.array_equal(stored, pred):  # not float32 values: keep them whole
-                rows.widen("pred", np.float64)
-                stored = pred
         if tag is None:
             tag = np.full(len(user), NO_TAG, dtype=np.uint16)
-        rows.append(key=user, pred=stored, label=label, tag=tag)
+        columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label, "tag": tag}
+        if compare is not None:
+            columns["compare"] = _narrow(rows, "compare", compare)
+        rows.append(**columns)
         if check is not None:
             self.state.rows("checks").append(check=check)
 
@@ -422,23 +521,25 @@ class WuaucMetric(Metric):
         layout, local_to_global = self._agree(comm)
         self._layout = layout
         rows = self._stored.columns()
-        sums = exact.accumulator(1 + len(layout.tags), len(FIELDS))
+        sums = exact.accumulator(1 + len(layout.tags), len(FIELDS))  # user sums follow
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
         sums[:, :N_ROW_SUMS] = by_row
         keys, columns, checks = self._outgoing(layout, local_to_global)
         owned = exchange_to_owners(comm, keys, columns, checks=checks)
         del keys, columns, checks
-        sums[:, N_ROW_SUMS:] = comm.agreed(lambda: _user_sums(owned, layout),
-                                           catch=UidCollisionError)
-        return {"blocks": sums}
+        user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
+        if self.compare is None:
+            sums[:, N_ROW_SUMS:] = user
+            return {"blocks": sums}
+        return {"blocks": np.concatenate([sums[:, :N_ROW_SUMS], user], axis=1)}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
         blocks, reasons = [], []
         for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
-            block, why = block_from_sums(name, block_sums)
+            block, why = block_from_sums(name, block_sums, self.compare)
             blocks.append(block)
             reasons += why
         if reasons:
@@ -450,7 +551,8 @@ class WuaucMetric(Metric):
 
         ``local_to_global`` maps a local tag code to its tag's index among the sorted
         values, and the code of a row without a tag to ``len(tags)``."""
-        pred32 = self._stored.dtypes["pred"] == np.float32
+        dtypes = self._stored.dtypes
+        pred32 = dtypes["pred"] == np.float32 and dtypes.get("compare", np.float32) == np.float32
         tag_type = None if self._tag_type is None else self._tag_type.__name__
         views = comm.allgather((self._hashed, tag_type, pred32, self._tag_values))
         hashed = {v[0] for v in views if v[0] is not None}
@@ -482,6 +584,8 @@ class WuaucMetric(Metric):
             "pred": rows["pred"].astype(layout.pred_dtype, copy=False),
             "label": rows["label"],
         }
+        if self.compare is not None:
+            columns["compare"] = rows["compare"].astype(layout.pred_dtype, copy=False)
         if layout.tags:
             columns["tag"] = local_to_global[rows["tag"]]
         checks = self.state.rows("checks").columns()["check"] if layout.hashed else None
@@ -489,6 +593,18 @@ class WuaucMetric(Metric):
 
 
 _FEW_TAGS = 8
+
+
+def _narrow(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:
+    """``values`` as the column ``name`` keeps them: float32 while every value is a
+    float32 value, else the column is widened to float64 and they stay whole."""
+    if rows.dtypes[name] != np.float32 or np.can_cast(values, np.float32, "safe"):
+        return values
+    narrow = values.astype(np.float32)
+    if np.array_equal(narrow, values):
+        return narrow
+    rows.widen(name, np.float64)
+    return values
 
 
 def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
@@ -550,13 +666,18 @@ def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns:
     one value sort of a uint64 per row (key hash prefix, row index) groups the rows by user,
     then one compiled pass sorts each user's rows by pred (:mod:`mpieval.kernels.wuauc`)."""
-    sums, collision = user_auc_sums(
-        owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
-        owned.columns.get("tag"), len(layout.tags),
-    )
+    label, tag = owned.columns["label"], owned.columns.get("tag")
+    sums, collision, groups = user_aucs(owned.keys, owned.checks, owned.columns["pred"],
+                                        label, tag, len(layout.tags))
     if collision:
         raise UidCollisionError(
             "uid: two different uids share a 64-bit key (a hash collision); "
             "rename one of them"
         )
-    return sums
+    if "compare" not in owned.columns:
+        return sums
+    sums_b, _, groups_b = user_aucs(owned.keys, None, owned.columns["compare"], label, tag,
+                                    len(layout.tags))
+    diff = exact.accumulator(1 + len(layout.tags), len(DIFF_FIELDS))
+    paired_diff_sums(groups, groups_b, diff)
+    return np.concatenate([sums, sums_b, diff], axis=1)
