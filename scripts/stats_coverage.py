@@ -71,6 +71,16 @@ def users(rng: np.random.Generator, datasets: int) -> None:
         coverage = simulation.user_coverage(rng, datasets, n_users, d_mean, d_sd)
         print(f"{n_users:>8} {d_mean:>5} {d_sd:>4} {simulation.user_truth(d_mean, d_sd):>7.4f} "
               f"{100 * coverage['uauc']:>7.1f}% {100 * coverage['wuauc']:>7.1f}%", flush=True)
+    print(f"\nwuauc A/B under the null ({datasets} data sets each; the users' score plus each "
+          "model's own N(0, 0.7^2) noise)")
+    print(f"{'users':>8} {'mean':>5} {'sd':>4} {'uauc_diff p<0.05':>17} {'covers 0':>9} "
+          f"{'wuauc_diff p<0.05':>18} {'covers 0':>9}")
+    for n_users, d_mean, d_sd in ((500, 1.0, 0.5), (5000, 0.5, 0.3)):
+        rates = simulation.user_ab_rates(rng, datasets, n_users, d_mean, d_sd, 0.7)
+        print(f"{n_users:>8} {d_mean:>5} {d_sd:>4} "
+              f"{100 * rates['uauc_diff p<0.05']:>16.1f}% {100 * rates['uauc_diff covers']:>8.1f}% "
+              f"{100 * rates['wuauc_diff p<0.05']:>17.1f}% "
+              f"{100 * rates['wuauc_diff covers']:>8.1f}%", flush=True)
 
 
 def a_b(rng: np.random.Generator, datasets: int, power_datasets: int) -> None:
