@@ -48,10 +48,28 @@ def _env() -> dict[str, str]:
 
 
 def _rank_pids(launcher: int) -> list[int]:
-    """The pids of the mpieval ranks (mpiexec -> proxy -> ranks), or ``launcher`` alone."""
-    found = subprocess.run(["pgrep", "-f", f"{MPIEVAL} eval"], capture_output=True, text=True)
-    pids = [int(p) for p in found.stdout.split() if int(p) != launcher]
-    return sorted(pids) or [launcher]
+    """The pids of the mpieval ranks under ``launcher`` (mpiexec -> proxy -> ranks), or
+    ``launcher`` alone: its descendants only, never another job's ranks."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [launcher]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                    if f"{MPIEVAL}\0eval".encode() in cmdline.read():
+                        found.append(child)
+            except OSError:
+                continue
+    return sorted(found) or [launcher]
 
 
 def _reading(pids: list[int], path: str) -> list[int]:
