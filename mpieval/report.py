@@ -636,6 +636,8 @@ def _cell(block: dict[str, Any], field: str) -> str:
 
 
 def _ratio(block: dict[str, Any], part: str, whole: str) -> str:
+    if part not in block and whole not in block:  # e.g. model B's block: A's counts
+        return "<span class=absent title='not in this run'>·</span>"
     return f"{_value(block.get(part), part)} / {_value(block.get(whole), whole)}"
 
 
