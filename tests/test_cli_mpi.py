@@ -110,6 +110,23 @@ def test_json_is_bit_identical_on_any_ranks_file_order_and_batch(tmp_path, datas
         assert text == first, f"ranks, run {where} differs from alone"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks", [16, 32])
+def test_every_kind_on_many_oversubscribed_ranks(tmp_path, dataset, ranks):
+    """Correctness at scale on 2 cores: 16 and 32 ranks (most of them with a sliver of a
+    file or nothing) give the JSON of one process, byte for byte."""
+    _, files = dataset
+    texts = []
+    for n in (ALONE, ranks):
+        out_json = tmp_path / f"run-{n}.json"
+        proc, _ = launch(n, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
+                         "--left-label", "left", "--right-label", "right", "--table-size",
+                         "1000", "--json", out_json, *files)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        texts.append(out_json.read_text())
+    assert texts[1] == texts[0]
+
+
 def test_one_file_on_three_ranks(tmp_path):
     data = rows(20_000, seed=3)
     (path,) = shards(tmp_path, data, ["big.tsv"])
