@@ -386,44 +386,27 @@ def user_auc_sums(
     tag: np.ndarray | None,
     n_tags: int,
     prefix_bits: int | None = None,
-) -> tuple[np.ndarray, bool]:
-    """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
-    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
-    :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
-    ``checks``.
+    *,
+    groups: bool = False,
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """``(sums, collision, listed)``: ``USER_SUM_FIELDS`` per block (``all``, then tag
+    codes ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the
+    users (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``,
+    see :mod:`mpieval.kernels.exact`); whether two rows of one key have different
+    ``checks``; and with ``groups``, each valid group's ``(block, rows, AUC)`` (shape
+    ``(groups, 3)``, float64; else empty) in an order that depends on the keys, labels and
+    tags only: two calls that differ in ``pred`` alone list the same groups in the same
+    order (the paired comparison of two models; 24 bytes more a row, at most).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
     how often keys share a prefix; the sums do not depend on it. Holds 8 bytes a row (the
     packed sort keys) plus scratch as long as the longest user.
     """
-    sums, collision, _ = _pass(keys, checks, pred, label, tag, n_tags, prefix_bits, False)
-    return sums, collision
-
-
-def user_aucs(
-    keys: np.ndarray,
-    checks: np.ndarray | None,
-    pred: np.ndarray,
-    label: np.ndarray,
-    tag: np.ndarray | None,
-    n_tags: int,
-) -> tuple[np.ndarray, bool, np.ndarray]:
-    """:func:`user_auc_sums` and each valid group's ``(block, rows, AUC)`` (shape
-    ``(groups, 3)``, float64), in an order that depends on the keys, labels and tags
-    only: two calls that differ in ``pred`` alone list the same groups in the same order
-    (the paired comparison of two models). 24 bytes more a row, at most."""
-    return _pass(keys, checks, pred, label, tag, n_tags, None, True)
-
-
-def _pass(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray, label: np.ndarray,
-          tag: np.ndarray | None, n_tags: int, prefix_bits: int | None,
-          recording: bool) -> tuple[np.ndarray, bool, np.ndarray]:
     n = len(keys)
     sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
     # a valid group has two rows or more, and a row is in at most two groups
-    record = np.empty((n + 1 if recording else 0, 3))
+    record = np.empty((n + 1 if groups else 0, 3))
     cursor = np.zeros(1, np.int64)
     if n == 0:
         return sums, False, record[:0]
@@ -447,7 +430,7 @@ def _pass(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray, label: 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",
                "diff_sq_rows_sq_sum")
-"""Per block, over the valid groups of two models' :func:`user_aucs`, ``D = AUC_B -
+"""Per block, over the valid groups of two models' :func:`user_auc_sums`, ``D = AUC_B -
 AUC_A`` and ``n`` the group's rows: ``sum D``, ``sum D^2``, ``sum n D``, ``sum n^2 D``,
 ``sum n^2 D^2`` (the paired differences and their intervals)."""
 

@@ -46,7 +46,7 @@ from mpieval.kernels.wuauc import (
     USER_SUM_FIELDS,
     paired_diff_sums,
     row_sums,
-    user_aucs,
+    user_auc_sums,
 )
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.keys import group_keys_checked, uid_keys_checked
@@ -667,17 +667,18 @@ def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
     one value sort of a uint64 per row (key hash prefix, row index) groups the rows by user,
     then one compiled pass sorts each user's rows by pred (:mod:`mpieval.kernels.wuauc`)."""
     label, tag = owned.columns["label"], owned.columns.get("tag")
-    sums, collision, groups = user_aucs(owned.keys, owned.checks, owned.columns["pred"],
-                                        label, tag, len(layout.tags))
+    compare = "compare" in owned.columns
+    sums, collision, groups = user_auc_sums(owned.keys, owned.checks, owned.columns["pred"],
+                                            label, tag, len(layout.tags), groups=compare)
     if collision:
         raise UidCollisionError(
             "uid: two different uids share a 64-bit key (a hash collision); "
             "rename one of them"
         )
-    if "compare" not in owned.columns:
+    if not compare:
         return sums
-    sums_b, _, groups_b = user_aucs(owned.keys, None, owned.columns["compare"], label, tag,
-                                    len(layout.tags))
+    sums_b, _, groups_b = user_auc_sums(owned.keys, None, owned.columns["compare"], label, tag,
+                                        len(layout.tags), groups=True)
     diff = exact.accumulator(1 + len(layout.tags), len(DIFF_FIELDS))
     paired_diff_sums(groups, groups_b, diff)
     return np.concatenate([sums, sums_b, diff], axis=1)
