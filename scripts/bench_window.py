@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+from bench_auc import ctr_data  # the same rows as the auc benchmark
 
 N_ROWS = 10_000_000
 BATCH = 100_000
@@ -41,11 +42,6 @@ WINDOW = 1_000_000
 SLOTS = 8
 
 
-def ctr_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    pred = rng.beta(2, 9, n).astype(np.float32)  # mean ~0.18
-    label = (rng.random(n) < pred).astype(np.int8)
-    return pred, label
 
 
 def alternating(runs: dict[str, Callable[[], object]], repeat: int,
