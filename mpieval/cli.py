@@ -6,9 +6,11 @@ into the metrics and files of a job that :mod:`mpieval.pipeline` plans, reads in
 lockstep on every rank and reports (Abacus lines on stdout, warnings and progress on
 stderr, ``--json`` written atomically, all by rank 0).
 
-Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``), on
-every rank; 1 anything else (traceback, then ``MPI_Abort``: nothing hangs); 130
-interrupted (Ctrl-C on any rank or on ``mpiexec``: :func:`main`).
+Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``; a missing
+or forbidden file of a store too), on every rank; 1 a store's transient fault that outlived
+the retries (one line naming the URI, on every rank), or anything else (traceback, then
+``MPI_Abort``: nothing hangs); 130 interrupted (Ctrl-C on any rank or on ``mpiexec``:
+:func:`main`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from mpieval import comm as comm_module
 from mpieval import pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
-from mpieval.errors import InputError, RemoteError, UidCollisionError
+from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kinds import KINDS
 from mpieval.validation import auc_table_size, check_log_word
 
@@ -216,7 +218,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 2
-    except (RemoteError, UidCollisionError) as error:  # raised on every rank by Comm.agree
+    except (RemoteError, UidCollisionError, StoreError) as error:  # on every rank: Comm.agree
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 1
