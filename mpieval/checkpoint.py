@@ -60,7 +60,8 @@ def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) 
 def to_bytes(states: Mapping[str, Mapping[str, Any]]) -> bytes:
     """An Evaluator's state as the bytes of a ``.npz`` file (for a store: one write)."""
     out = io.BytesIO()
-    np.savez(out, **{key: np.asarray(value) for key, value in flatten(states).items()})
+    arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
+    np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
     return out.getvalue()
 
 
