@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from mpieval import comm as comm_module
-from mpieval import pipeline, readers, split
+from mpieval import locations, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
@@ -139,11 +139,29 @@ def command() -> int:
       there is none (a ``None`` in ``sys.modules`` makes an import fail).
     - At exit the interpreter's last garbage collections walk every object numba made;
       objects still alive then are frozen out of them (``gc.freeze``).
+    - A run that read a store and failed with status 1 exits at once (:func:`_exit_now`).
     """
     sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
     status = main()
+    if status == 1 and locations.stores_opened():
+        _exit_now(status)
     gc.freeze()
     return status
+
+
+def _exit_now(status: int) -> None:
+    """End the process without the interpreter's shutdown. After a failed run that read a
+    store, one of pyarrow's I/O threads may still be inside a read the store's client is
+    retrying; destroying its thread pool at shutdown would end the process with
+    ``std::terminate`` (status 134) instead of ``status``. Under ``mpiexec`` the job ends
+    as after an unexpected error (``MPI_Abort(status)``: every rank, ``mpiexec`` exits
+    with ``status``)."""
+    with contextlib.suppress(SystemExit):  # several ranks: MPI_Abort; alone: SystemExit
+        abort(status)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)

@@ -39,6 +39,8 @@ S3_ATTEMPTS = 5  # pyarrow's standard AWS retry strategy: exponential backoff, c
 S3_CONNECT_TIMEOUT = 5.0  # seconds (the SDK's default is 1 s; a loaded host needs more)
 S3_REQUEST_TIMEOUT = 30.0  # seconds (pyarrow applies it on Windows and macOS only)
 
+# What an S3 file system is made from besides its URI (a change makes another one).
+_S3_ENVIRONMENT = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION")
 _URI = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -106,16 +108,22 @@ def locate(text: str) -> Location:
         path = urllib.parse.unquote(urllib.parse.urlsplit(text).path)
         return Location(text, _local(), path)
     root = _root(text)
+    key = root + "".join(f"|{os.environ.get(name, '')}" for name in _S3_ENVIRONMENT)
     with _lock:
-        filesystem = _filesystems.get(root)
+        filesystem = _filesystems.get(key)
         if filesystem is None:
             try:
                 filesystem = _s3(text) if scheme in ("s3", "s3a") else connect(root)[0]
             except (OSError, ValueError, TypeError) as error:
                 raise InputError(redact(text), f"cannot open the store: {_one_line(error)}"
                                  ) from None
-            _filesystems[root] = filesystem
+            _filesystems[key] = filesystem
     return Location(text, filesystem, _path_of(text, scheme))
+
+
+def stores_opened() -> bool:
+    """Whether this process has made a file system other than the local one."""
+    return any(key for key in _filesystems)
 
 
 def connect(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -208,6 +216,10 @@ def _s3(text: str) -> pafs.FileSystem:
 
 
 def has_glob(text: str) -> bool:
+    """Whether a path or URI holds glob characters (in a URI's path: its ``?`` starts
+    the query)."""
+    if is_uri(text):
+        text = urllib.parse.urlsplit(text).path
     return _GLOB_CHARS.search(text) is not None
 
 
@@ -216,10 +228,11 @@ def expand(text: str) -> list[str]:
     such file exists, the files that match it, sorted.
 
     Patterns: ``*``, ``?`` and ``[...]`` within one path segment (``*`` never matches a
-    ``/``), in any segment; ``**`` is not special. Local patterns are Python's ``glob``;
-    a store's are matched on one listing of the directory above the first wildcard
-    (recursive when a wildcard is in a directory segment). No match is an
-    :class:`InputError` naming the pattern.
+    ``/``), in any segment; ``**`` is not special. In a URI ``?`` starts the query (the
+    store's options, ``?region=...``), so one character is matched with ``[...]``. Local
+    patterns are Python's ``glob``; a store's are matched on one listing of the
+    directory above the first wildcard (recursive when a wildcard is in a directory
+    segment). No match is an :class:`InputError` naming the pattern.
     """
     if not has_glob(text):
         return [text]
@@ -243,20 +256,22 @@ def expand(text: str) -> list[str]:
 
 
 def _matches(pattern: Location) -> list[str]:
-    """Paths of the files of a store that match ``pattern.path`` segment by segment."""
-    segments = pattern.path.split("/")
+    """Paths of the files of a store that match ``pattern.path`` segment by segment (a
+    leading ``/`` aside: some file systems list ``dir/file`` under ``/dir``)."""
+    lead = "/" if pattern.path.startswith("/") else ""
+    segments = pattern.path.removeprefix("/").split("/")
     first = next(i for i, segment in enumerate(segments) if has_glob(segment))
-    base = "/".join(segments[:first])
+    base = lead + "/".join(segments[:first])
     selector = pafs.FileSelector(base, allow_not_found=True,
                                  recursive=first < len(segments) - 1)
     infos = guarded(pattern, "list", lambda: pattern.filesystem.get_file_info(selector))
     found = []
     for info in infos:
-        parts = info.path.split("/")
+        parts = info.path.removeprefix("/").split("/")
         if info.type == pafs.FileType.File and len(parts) == len(segments) and all(
                 fnmatch.fnmatchcase(part, want)
                 for part, want in zip(parts, segments, strict=True)):
-            found.append(info.path)
+            found.append(lead + "/".join(parts))
     return sorted(found)
 
 
@@ -297,13 +312,19 @@ def failure(location: Location, doing: str, error: OSError) -> DataError | Store
 
 def _bucket_note(location: Location) -> str:
     """`` (no bucket B)`` when the object's bucket itself is missing (S3, GCS)."""
+    bucket = missing_bucket(location)
+    return "" if bucket is None else f" (no bucket {bucket})"
+
+
+def missing_bucket(location: Location) -> str | None:
+    """The bucket of an object store's location when the bucket does not exist."""
     if not isinstance(location.filesystem, (pafs.S3FileSystem, pafs.GcsFileSystem)):
-        return ""
+        return None
     bucket = location.path.split("/", 1)[0]
     with contextlib.suppress(OSError):
         if location.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
-            return f" (no bucket {bucket})"
-    return ""
+            return bucket
+    return None
 
 
 def guarded(location: Location, doing: str, step: Callable[[], Any]) -> Any:
@@ -334,13 +355,17 @@ def join(directory: str, name: str) -> str:
 
 def check_writable(text: str, flag: str) -> None:
     """Before reading anything: a local output's directory exists and is writable; a
-    store's output is not an existing directory (a store's permissions show on write)."""
+    store's output is not an existing directory and its bucket exists (a store's
+    permissions show on write)."""
     location = locate(text)
     if location.remote:
         info = guarded(location, "check", lambda: location.filesystem.get_file_info(
             location.path))
         if info.type == pafs.FileType.Directory:
             raise InputError(flag, f"cannot write {location.shown}: it is a directory")
+        bucket = missing_bucket(location)
+        if bucket is not None:
+            raise InputError(flag, f"cannot write {location.shown}: no bucket {bucket}")
         return
     path = location.path
     directory = os.path.dirname(path)

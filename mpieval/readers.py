@@ -545,31 +545,38 @@ def _streamed_batches(
         # are taken once per batch, just before it is handed out; the last batch also
         # takes what was read after it, so that a piece's batches add up to its bytes.
         piece_bytes = file.size if file.gzip else stop - start
-        done_rows, done_bytes = 0, 0
-        pending: Batch | None = None
-        while True:
-            try:
-                record_batch = reader.read_next_batch()
-            except StopIteration:
-                if pending is not None:
-                    pending.bytes += piece_bytes - done_bytes
-                    yield pending
-                return
-            except pa.ArrowException as error:
-                raise _stream_error(file, error, lines, block_size) from None
+        with contextlib.closing(reader):  # an error ends its read-ahead before the file's
+            yield from _stream(file, reader, source, lines, block_size, piece_bytes)
+
+
+def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines,
+            block_size: int, piece_bytes: int) -> Iterator[Batch]:
+    """The batches of a streaming CSV reader, with the bytes each consumed."""
+    done_rows, done_bytes = 0, 0
+    pending: Batch | None = None
+    while True:
+        try:
+            record_batch = reader.read_next_batch()
+        except StopIteration:
             if pending is not None:
+                pending.bytes += piece_bytes - done_bytes
                 yield pending
-            offset = done_rows + (1 if file.gzip else 0)
-            done_rows += record_batch.num_rows
-            consumed = source.consumed
-            pending = Batch(
-                path=file.path,
-                columns=_columns_of(record_batch),
-                rows=record_batch.num_rows,
-                bytes=consumed - done_bytes,
-                _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
-            )
-            done_bytes = consumed
+            return
+        except pa.ArrowException as error:
+            raise _stream_error(file, error, lines, block_size) from None
+        if pending is not None:
+            yield pending
+        offset = done_rows + (1 if file.gzip else 0)
+        done_rows += record_batch.num_rows
+        consumed = source.consumed
+        pending = Batch(
+            path=file.path,
+            columns=_columns_of(record_batch),
+            rows=record_batch.num_rows,
+            bytes=consumed - done_bytes,
+            _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
+        )
+        done_bytes = consumed
 
 
 def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
