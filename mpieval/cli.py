@@ -6,9 +6,11 @@ into the metrics and files of a job that :mod:`mpieval.pipeline` plans, reads in
 lockstep on every rank and reports (Abacus lines on stdout, warnings and progress on
 stderr, ``--json`` written atomically, all by rank 0).
 
-Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``), on
-every rank; 1 anything else (traceback, then ``MPI_Abort``: nothing hangs); 130
-interrupted (Ctrl-C on any rank or on ``mpiexec``: :func:`main`).
+Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``; a missing
+or forbidden file of a store too), on every rank; 1 a store's transient fault that outlived
+the retries (one line naming the URI, on every rank), or anything else (traceback, then
+``MPI_Abort``: nothing hangs); 130 interrupted (Ctrl-C on any rank or on ``mpiexec``:
+:func:`main`).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from mpieval import comm as comm_module
-from mpieval import pipeline, readers, split
+from mpieval import locations, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
-from mpieval.errors import InputError, RemoteError, UidCollisionError
+from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kinds import KINDS
 from mpieval.validation import auc_table_size, check_log_word
 
@@ -137,11 +139,29 @@ def command() -> int:
       there is none (a ``None`` in ``sys.modules`` makes an import fail).
     - At exit the interpreter's last garbage collections walk every object numba made;
       objects still alive then are frozen out of them (``gc.freeze``).
+    - A run that read a store and failed with status 1 exits at once (:func:`_exit_now`).
     """
     sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
     status = main()
+    if status == 1 and locations.stores_opened():
+        _exit_now(status)
     gc.freeze()
     return status
+
+
+def _exit_now(status: int) -> None:
+    """End the process without the interpreter's shutdown. After a failed run that read a
+    store, one of pyarrow's I/O threads may still be inside a read the store's client is
+    retrying; destroying its thread pool at shutdown would end the process with
+    ``std::terminate`` (status 134) instead of ``status``. Under ``mpiexec`` the job ends
+    as after an unexpected error (``MPI_Abort(status)``: every rank, ``mpiexec`` exits
+    with ``status``)."""
+    with contextlib.suppress(SystemExit):  # several ranks: MPI_Abort; alone: SystemExit
+        abort(status)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
@@ -216,7 +236,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 2
-    except (RemoteError, UidCollisionError) as error:  # raised on every rank by Comm.agree
+    except (RemoteError, UidCollisionError, StoreError) as error:  # on every rank: Comm.agree
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 1

@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from mpieval.errors import InputError, LayoutMismatchError, RemoteError
+from mpieval.errors import InputError, LayoutMismatchError, RemoteError, StoreError
 
 T = TypeVar("T")
 
@@ -210,12 +210,13 @@ class Comm:
     def agreed(
         self,
         step: Callable[[], T],
-        catch: type[BaseException] | tuple[type[BaseException], ...] = InputError,
+        catch: type[BaseException] | tuple[type[BaseException], ...] = (InputError, StoreError),
     ) -> T:
         """Collective: run ``step`` on this rank, then agree (:meth:`agree`) on the errors
-        of the ``catch`` types it raised: every rank returns its own value, or every rank
-        raises the lowest-ranked error. Other exceptions propagate at once (unexpected:
-        the command line ends the job)."""
+        of the ``catch`` types it raised (by default bad input and a store's transient
+        fault, which the command line reports as one line): every rank returns its own
+        value, or every rank raises the lowest-ranked error. Other exceptions propagate at
+        once (unexpected: the command line ends the job)."""
         error: BaseException | None = None
         value: T | None = None
         try:

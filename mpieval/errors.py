@@ -2,6 +2,8 @@
 
 - :class:`InputError` (exit 2): bad data or usage, naming the field; :class:`DataError`
   locates it in a file; :class:`KindUnavailable` is a kind missing from this build.
+- :class:`StoreError` (exit 1): a store (S3, HDFS, GCS) failed in a way that is not the
+  input's fault (connection, throttling, server error) and kept failing after the retries.
 - :class:`RemoteError` and :class:`UidCollisionError` (exit 1): an error raised on another
   rank, and two uids that share a 64-bit key; :class:`LayoutMismatchError` (exit 1): ranks
   about to compute different metrics (names, kinds, options or state shapes differ).
@@ -78,6 +80,11 @@ class KindUnavailable(InputError):
 
 class RemoteError(RuntimeError):
     """An error raised on another rank, raised here too so that no rank goes on alone."""
+
+
+class StoreError(RuntimeError):
+    """A transient fault of a store (connection, throttling, server error) that outlived
+    the retries; the message names the (redacted) location."""
 
 
 class LayoutMismatchError(RuntimeError):

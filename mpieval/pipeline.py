@@ -7,7 +7,7 @@ every round the ranks sum a few counters, so that a bad line on any rank stops e
 at once. Batches read while the kernels still load (:func:`warm_up`) are held
 (:class:`HeldBatches`) and fed in file order once they are in. Rank 0 prints the Abacus
 lines (:func:`print_results`), shows progress (:class:`Progress`) and writes the JSON
-atomically (:func:`write_json`).
+atomically (:func:`write_json`). Inputs and outputs may be URIs (:mod:`mpieval.locations`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from mpieval import readers, split
+from mpieval import locations, readers, split
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec, column_types, column_uses
-from mpieval.errors import DataError, InputError
+from mpieval.errors import DataError, InputError, StoreError
 from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
@@ -81,30 +81,29 @@ def plan_job(specs: list[MetricSpec], paths: Sequence[str], ranks: int, *,
 
 def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
                   ) -> list[split.InputFile]:
-    """Every file inspected and checked for the columns in ``uses``; no file twice."""
+    """Every file inspected and checked for the columns in ``uses``; no file twice.
+
+    A path or URI with glob characters names the files that match it on the store's
+    listing (:func:`mpieval.locations.expand`); only rank 0 lists and inspects: the plan
+    carries every file's size, header and row groups to the other ranks.
+    """
     seen: dict[str, str] = {}
     files = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if real in seen:
-            raise DataError(path, f"is given twice (also as {seen[real]}): its rows "
-                            "would count twice")
-        seen[real] = path
-        file = readers.inspect(path, readers.file_format(path, forced))
+    for path in (found for given in paths for found in locations.expand(given)):
+        location = locations.locate(path)
+        if location.key in seen:
+            raise DataError(location.shown, f"is given twice (also as {seen[location.key]}): "
+                            "its rows would count twice")
+        seen[location.key] = location.shown
+        file = readers.inspect(path, readers.file_format(location.path, forced))
         readers.check_columns(file, uses)
         files.append(file)
     return files
 
 
-def check_writable(path: str) -> None:
-    """The directory of ``path`` exists and is writable (checked before reading)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or (os.path.exists(path) and not os.path.isfile(path)):
-        raise InputError("--json", f"cannot write {path}: it exists and is not a regular file")
-    if not os.path.isdir(directory):
-        raise InputError("--json", f"cannot write {path}: no directory {directory}")
-    if not os.access(directory, os.W_OK):
-        raise InputError("--json", f"cannot write {path}: {directory} is not writable")
+def check_writable(path: str, flag: str = "--json") -> None:
+    """``path`` (a local path or a URI) can be written (checked before reading)."""
+    locations.check_writable(path, flag)
 
 
 # -- the job, every rank -----------------------------------------------------------------
@@ -138,7 +137,8 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         try:
             write_json(json_path, Evaluator.to_dict(results))
         except OSError as error:
-            raise InputError("--json", f"cannot write {json_path}: {error}") from None
+            raise InputError("--json", f"cannot write {locations.redact(json_path)}: "
+                             f"{error}") from None
     if report_path:
         from mpieval import report
 
@@ -207,17 +207,18 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
     reaches it, or the end of this rank's input), then the ranks agree in one small sum
     of four numbers: whether any rank failed in the round (then every rank raises the
     lowest-ranked rank's error, :meth:`Comm.agree`), whether any still reads, and the
-    rows and bytes read so far. So a bad line on any rank stops every rank within a
-    round. A rank whose input has ended takes part in the sums until every rank's has.
+    rows and bytes read so far. So a bad line (or a store's fault) on any rank stops
+    every rank within a round. A rank whose input has ended takes part in the sums until
+    every rank's has.
     """
     rows = size = 0
     reading = True
     while True:
-        failure: InputError | None = None
+        failure: InputError | StoreError | None = None
         if reading:
             try:
                 round_rows, round_bytes, reading = _read_round(batches, held)
-            except InputError as error:
+            except (InputError, StoreError) as error:
                 failure = error
             else:
                 rows, size = rows + round_rows, size + round_bytes
@@ -400,18 +401,8 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
     out.flush()
 
 
-def write_json(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it, then a rename."""
-    directory, name = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w") as out:
-            json.dump(data, out, indent=2, allow_nan=False)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
+    """Write ``data`` to ``path`` (a local path or a URI) atomically
+    (:func:`mpieval.locations.write_atomically`)."""
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    locations.write_atomically(path, text.encode(), flag=flag)

@@ -16,6 +16,12 @@ Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the 
 line gives a rank all the cores when it runs alone and one thread under ``mpiexec -n N``
 (N > 1), which is what clusters expect (:func:`mpieval.cli.threads_per_rank`).
 
+Files are opened through ``pyarrow.fs`` (:mod:`mpieval.locations`), so a file may be a
+local path or a URI (``s3://``, ``hdfs://``, ``gs://``, ``file://``): text pieces are
+ranged reads of one random-access file, gzip a stream, Parquet row groups read by
+range. ``InputFile.path`` is the location as shown (a URI's secrets redacted) and
+``InputFile.source`` the location itself when that differs.
+
 Nothing is coerced: no value is treated as missing (``null_values=[]``), an empty
 line is an error, and every failure becomes a :class:`DataError` whose message names
 the file, the line (1-based, the header is line 1; a Parquet file gives the row) and
@@ -24,12 +30,13 @@ the column: ``part-3.tsv:1042: column pred: 'abc' is not a number``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -38,8 +45,11 @@ import numpy as np
 # of text files without ids or filters does not need.
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.fs as pafs
 
-from mpieval.errors import DataError, InputError
+from mpieval import locations
+from mpieval.errors import DataError, InputError, StoreError
+from mpieval.locations import Location
 from mpieval.split import InputFile, Piece
 from mpieval.validation import check_log_word
 
@@ -88,27 +98,51 @@ def file_format(path: str, forced: str | None = None) -> str:
 
 
 def inspect(path: str, format: str) -> InputFile:
-    """The planner's view of a file: size, header columns, data start or row groups."""
-    try:
-        size = os.stat(path).st_size
-        if not os.path.isfile(path):
-            raise DataError(path, "not a regular file")
-        if size == 0:
-            raise DataError(f"{path}:1", "empty file (no header line)")
-        with open(path, "rb") as handle:
-            gzipped = handle.read(2) == _GZIP_MAGIC
+    """The planner's view of a file (a local path or a URI): size, header columns, data
+    start or row groups."""
+    location = locations.locate(path)
+    shown = location.shown
+    info = locations.guarded(location, "read",
+                             lambda: location.filesystem.get_file_info(location.path))
+    if info.type == pafs.FileType.NotFound:
+        raise locations.failure(location, "read", FileNotFoundError())
+    if info.type != pafs.FileType.File:
+        raise DataError(shown, "not a regular file")
+    size = info.size
+    if size == 0:
+        raise DataError(f"{shown}:1", "empty file (no header line)")
+    with _opened(location) as handle:
+        gzipped = locations.guarded(location, "read", lambda: handle.read(2)) == _GZIP_MAGIC
         if format == "parquet":
-            return _inspect_parquet(path, size)
-        return _inspect_text(path, format, size, gzipped)
-    except OSError as error:
-        raise DataError(path, f"cannot read: {error.strerror or error}") from None
+            file = _inspect_parquet(location, handle, size)
+        else:
+            file = _inspect_text(location, handle, format, size, gzipped)
+    return file if shown == path else replace(file, source=path)
+
+
+@contextlib.contextmanager
+def _opened(location: Location) -> Iterator[pa.NativeFile]:
+    """A random-access file of the location (errors as :func:`locations.failure`)."""
+    handle = locations.guarded(location, "read",
+                               lambda: location.filesystem.open_input_file(location.path))
+    try:
+        yield handle
+    finally:
+        with contextlib.suppress(OSError):
+            handle.close()
+
+
+def _location(file: InputFile) -> Location:
+    return locations.locate(file.source or file.path)
 
 
 _FIRST_BLOCK = 1 << 16  # bytes of text looked at for the line endings
 
 
-def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile:
-    header = _header_line(path, gzipped)
+def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: int,
+                  gzipped: bool) -> InputFile:
+    path = location.shown
+    header = _header_line(location, handle, gzipped)
     if not header:
         raise DataError(f"{path}:1", "empty file (no header line)")
     if not header.strip(b"\r\n"):
@@ -128,33 +162,56 @@ def _inspect_text(path: str, format: str, size: int, gzipped: bool) -> InputFile
     )
 
 
-def _header_line(path: str, gzipped: bool) -> bytes:
+def _header_line(location: Location, handle: pa.NativeFile, gzipped: bool) -> bytes:
     """The file's first line (with its line end), after checking from its first block
     that lines end with LF or CRLF: CR-only line endings are refused (one line to the
     readers, which would find no row)."""
     import gzip
     import zlib
 
+    path = location.shown
+    handle.seek(0)
     try:
-        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as handle:
-            head = handle.read(_FIRST_BLOCK)
+        with (gzip.GzipFile(fileobj=handle, mode="rb") if gzipped
+              else contextlib.nullcontext(handle)) as text:
+            head = text.read(_FIRST_BLOCK)
             if b"\r" in head and b"\n" not in head:
                 raise DataError(path, "lines end with a carriage return only (CR, old Mac "
                                 "line endings): convert them to LF or CRLF")
             end = head.find(b"\n")
             if end >= 0:
                 return head[: end + 1]
-            return head + handle.readline()  # a header longer than the first block
+            return head + _rest_of_line(text)  # a header longer than the first block
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(path, f"cannot read: bad gzip data ({error})") from None
+    except OSError as error:
+        raise locations.failure(location, "read", error) from None
 
 
-def _inspect_parquet(path: str, size: int) -> InputFile:
+def _rest_of_line(handle: Any) -> bytes:
+    """Bytes up to and with the next ``\\n`` (or the end)."""
+    parts = []
+    while True:
+        block = handle.read(_FIRST_BLOCK)
+        end = block.find(b"\n")
+        if end >= 0 or not block:
+            parts.append(block[: end + 1] if end >= 0 else block)
+            return b"".join(parts)
+        parts.append(block)
+
+
+def _inspect_parquet(location: Location, handle: pa.NativeFile, size: int) -> InputFile:
+    path = location.shown
     try:
         import pyarrow.parquet as pq
 
-        meta = pq.ParquetFile(path).metadata
-    except (pa.ArrowException, OSError) as error:
+        meta = pq.ParquetFile(handle).metadata
+    except pa.ArrowException as error:
+        raise DataError(path, f"not a readable Parquet file ({error})") from None
+    except OSError as error:
+        if location.remote and isinstance(locations.failure(location, "read", error),
+                                          StoreError):
+            raise locations.failure(location, "read", error) from None
         raise DataError(path, f"not a readable Parquet file ({error})") from None
     groups = tuple(
         (meta.row_group(i).num_rows, meta.row_group(i).total_byte_size)
@@ -272,8 +329,11 @@ def read_piece(
         else:
             yield from _chunk_batches(file, piece, types, block_size or DEFAULT_CHUNK_BYTES)
     except OSError as error:  # pyarrow's inflate error is an OSError too
-        damage = gzip_damage(file.path) if file.gzip else None
-        raise damage or DataError(file.path, f"cannot read: {error.strerror or error}") from None
+        reported = locations.failure(_location(file), "read", error)
+        if isinstance(reported, StoreError):
+            raise reported from None
+        damage = gzip_damage(file) if file.gzip else None
+        raise damage or reported from None
 
 
 _NUMPY_TYPES = {
@@ -424,7 +484,7 @@ class _Lines:
         if self.file.gzip:
             return row  # a gzip stream holds the header: its row numbers are lines
         if self._before is None:
-            with open(self.file.path, "rb") as again:
+            with _opened(_location(self.file)) as again:
                 self._before = count_lines_before(again, self.start)
         return self._before + row
 
@@ -461,7 +521,7 @@ def _streamed_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
 ) -> Iterator[Batch]:
     """A text piece (a gzip file is one piece) streamed block by block, on one thread."""
-    with open(file.path, "rb", buffering=0) as handle:
+    with _opened(_location(file)) as handle:
         if file.gzip:
             start = 0
             source = _CountingReader(handle, None)
@@ -485,31 +545,38 @@ def _streamed_batches(
         # are taken once per batch, just before it is handed out; the last batch also
         # takes what was read after it, so that a piece's batches add up to its bytes.
         piece_bytes = file.size if file.gzip else stop - start
-        done_rows, done_bytes = 0, 0
-        pending: Batch | None = None
-        while True:
-            try:
-                record_batch = reader.read_next_batch()
-            except StopIteration:
-                if pending is not None:
-                    pending.bytes += piece_bytes - done_bytes
-                    yield pending
-                return
-            except pa.ArrowException as error:
-                raise _stream_error(file, error, lines, block_size) from None
+        with contextlib.closing(reader):  # an error ends its read-ahead before the file's
+            yield from _stream(file, reader, source, lines, block_size, piece_bytes)
+
+
+def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines,
+            block_size: int, piece_bytes: int) -> Iterator[Batch]:
+    """The batches of a streaming CSV reader, with the bytes each consumed."""
+    done_rows, done_bytes = 0, 0
+    pending: Batch | None = None
+    while True:
+        try:
+            record_batch = reader.read_next_batch()
+        except StopIteration:
             if pending is not None:
+                pending.bytes += piece_bytes - done_bytes
                 yield pending
-            offset = done_rows + (1 if file.gzip else 0)
-            done_rows += record_batch.num_rows
-            consumed = source.consumed
-            pending = Batch(
-                path=file.path,
-                columns=_columns_of(record_batch),
-                rows=record_batch.num_rows,
-                bytes=consumed - done_bytes,
-                _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
-            )
-            done_bytes = consumed
+            return
+        except pa.ArrowException as error:
+            raise _stream_error(file, error, lines, block_size) from None
+        if pending is not None:
+            yield pending
+        offset = done_rows + (1 if file.gzip else 0)
+        done_rows += record_batch.num_rows
+        consumed = source.consumed
+        pending = Batch(
+            path=file.path,
+            columns=_columns_of(record_batch),
+            rows=record_batch.num_rows,
+            bytes=consumed - done_bytes,
+            _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
+        )
+        done_bytes = consumed
 
 
 def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
@@ -517,7 +584,7 @@ def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, bloc
     """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), and a line too long
     for the streaming reader said plainly."""
     _not_cancelled(error)
-    damage = gzip_damage(file.path) if file.gzip else None
+    damage = gzip_damage(file) if file.gzip else None
     if damage is not None:
         return damage
     if "straddl" not in str(error):
@@ -527,7 +594,7 @@ def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, bloc
                      f"{block_size:,}-byte blocks{way}")
 
 
-def gzip_damage(path: str) -> DataError | None:
+def gzip_damage(file: InputFile) -> DataError | None:
     """The error of a gzip file whose compressed data is damaged, naming the line that
     decompression reached; None if the whole file decompresses.
 
@@ -537,10 +604,11 @@ def gzip_damage(path: str) -> DataError | None:
     """
     import zlib
 
+    path = file.path
     lines = 1
     decompressor = zlib.decompressobj(wbits=31)
     try:
-        with open(path, "rb") as handle:
+        with _opened(_location(file)) as handle:
             for data in iter(lambda: handle.read(1 << 12), b""):  # small: the line is close
                 while data:
                     if decompressor.eof:  # the next member of a multi-member file
@@ -549,6 +617,8 @@ def gzip_damage(path: str) -> DataError | None:
                     data = decompressor.unused_data
     except zlib.error as error:
         return DataError(f"{path}:{lines}", f"bad gzip data ({error})")
+    except (OSError, InputError, StoreError):  # the file cannot be read again: not damage
+        return None
     if not decompressor.eof:
         return DataError(f"{path}:{lines}", "bad gzip data: the file ends inside its "
                          "compressed stream (truncated)")
@@ -559,7 +629,7 @@ def _chunk_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], chunk_bytes: int
 ) -> Iterator[Batch]:
     """A plain text piece in chunks of whole lines, each parsed on pyarrow's threads."""
-    with open(file.path, "rb", buffering=0) as handle:
+    with _opened(_location(file)) as handle:
         start = line_start_at(handle, piece.start, file.data_start, file.size)
         stop = line_start_at(handle, piece.stop, file.data_start, file.size)
         lines = _Lines(file, start)
@@ -675,9 +745,14 @@ def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) ->
     try:
         import pyarrow.parquet as pq
 
-        parquet = pq.ParquetFile(file.path)
+        with _opened(_location(file)) as source:
+            yield from _row_groups(file, pq.ParquetFile(source), piece, types)
     except pa.ArrowException as error:
         raise DataError(file.path, f"not a readable Parquet file ({error})") from None
+
+
+def _row_groups(file: InputFile, parquet: Any, piece: Piece, types: Mapping[str, str]
+                ) -> Iterator[Batch]:
     first_row = sum(rows for rows, _ in file.row_groups[: piece.start])
     for group in range(piece.start, piece.stop):
         rows_in_group, bytes_in_group = file.row_groups[group]

@@ -2,8 +2,9 @@
 ``mpieval merge DIR...`` computes the metrics of several saved runs together (a week from
 seven daily runs) without reading their files again.
 
-A saved run is a directory holding ``state-RANK.npz`` per rank
-(:func:`mpieval.checkpoint.save`: plain arrays, written atomically) and ``run.json``,
+A saved run is a directory (a local path or a URI: :mod:`mpieval.locations`) holding
+``state-RANK.npz`` per rank (:func:`mpieval.checkpoint.to_bytes`: plain arrays, written
+atomically) and ``run.json``,
 written last by rank 0: the number of ranks and each metric's name, kind and log prefix.
 Every kind's state merges (summed parts add, rows concatenate), so any number of ranks
 merges any number of runs: each rank loads its share of all the saved states.
@@ -12,14 +13,13 @@ merges any number of runs: each rank loads its share of all the saved states.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from mpieval import checkpoint
+from mpieval import checkpoint, locations
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec
-from mpieval.errors import InputError
+from mpieval.errors import InputError, StoreError
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Result
 
@@ -27,7 +27,7 @@ RUN_FILE = "run.json"
 
 
 def state_file(directory: str, rank: int) -> str:
-    return os.path.join(directory, f"state-{rank:05d}.npz")
+    return locations.join(directory, f"state-{rank:05d}.npz")
 
 
 def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
@@ -38,10 +38,13 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
 
     def write_state() -> None:
         try:
-            os.makedirs(directory, exist_ok=True)
-            checkpoint.save(state_file(directory, comm.rank), evaluator.state_dict())
+            locations.make_directory(directory)
+            locations.write_atomically(state_file(directory, comm.rank),
+                                       checkpoint.to_bytes(evaluator.state_dict()),
+                                       flag="--save-state")
         except OSError as error:
-            raise InputError("--save-state", f"cannot write {directory}: {error}") from None
+            raise InputError("--save-state", f"cannot write {locations.redact(directory)}: "
+                             f"{error}") from None
 
     comm.agreed(write_state)
     if comm.rank != 0:
@@ -54,9 +57,10 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
         from mpieval.pipeline import write_json
 
         try:
-            write_json(os.path.join(directory, RUN_FILE), description)
+            write_json(locations.join(directory, RUN_FILE), description, flag="--save-state")
         except OSError as error:
-            raise InputError("--save-state", f"cannot write {directory}: {error}") from None
+            raise InputError("--save-state", f"cannot write {locations.redact(directory)}: "
+                             f"{error}") from None
 
     comm.agreed(write_description)
 
@@ -64,13 +68,13 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
 def read_run(directory: str) -> dict[str, Any]:
     """A saved run's description (``run.json``); a missing or unfinished run is an
     :class:`InputError` naming the directory."""
-    path = os.path.join(directory, RUN_FILE)
+    path = locations.join(directory, RUN_FILE)
     try:
-        with open(path) as file:
-            return json.load(file)
-    except (OSError, ValueError) as error:
-        raise InputError(directory, f"is not a saved run (mpieval eval --save-state): "
-                                    f"{error}") from None
+        return json.loads(locations.read_bytes(path))
+    except (OSError, ValueError) as error:  # InputError is a ValueError
+        problem = error.problem if isinstance(error, InputError) else str(error)
+        raise InputError(locations.redact(directory), "is not a saved run (mpieval eval "
+                         f"--save-state): {problem}") from None
 
 
 def merge_runs(directories: Sequence[str], comm: Comm) -> tuple[list[MetricSpec],
@@ -86,9 +90,8 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> tuple[list[MetricSpec]
              for rank in range(run["ranks"])]
 
     def load() -> Evaluator:
-        mine = [checkpoint.load(files[i])
-                for i in checkpoint.shares(len(files), comm.rank, comm.size)]
-        states = mine or [checkpoint.load(files[0])]
+        mine = [_load(files[i]) for i in checkpoint.shares(len(files), comm.rank, comm.size)]
+        states = mine or [_load(files[0])]
         metrics = {}
         for spec in specs:
             saved = states[0][spec.name]
@@ -103,10 +106,14 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> tuple[list[MetricSpec]
         return evaluator
 
     try:
-        evaluator = comm.agreed(load, catch=(InputError, OSError))
+        evaluator = comm.agreed(load, catch=(InputError, StoreError, OSError))
     except OSError as error:
         raise InputError("merge", f"cannot read a saved state: {error}") from None
     return specs, evaluator.compute()
+
+
+def _load(path: str) -> dict[str, dict[str, Any]]:
+    return checkpoint.from_bytes(locations.read_bytes(path))
 
 
 def _runs(directories: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -29,7 +29,8 @@ class InputFile:
 
     ``data_start`` is the byte offset of the first data line of an uncompressed text
     file (just past the header line); ``row_groups`` holds ``(rows, bytes)`` of each
-    Parquet row group.
+    Parquet row group. ``path`` is the file as shown in messages (a URI's secrets
+    redacted); ``source``, when set, is where to open it (the URI as given).
     """
 
     path: str
@@ -39,6 +40,7 @@ class InputFile:
     gzip: bool = False
     data_start: int = 0
     row_groups: tuple[tuple[int, int], ...] = ()
+    source: str = ""
 
     @property
     def splittable(self) -> bool:
