@@ -240,8 +240,9 @@ def test_an_unexpected_error_on_one_rank_aborts_the_job(tmp_path, dataset):
     assert not out_json.exists()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, theirs, ...), from one pass over /proc."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -249,9 +250,28 @@ def _children(pid: int) -> list[int]:
                     parent = int(stat.read().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if parent == pid:
-                found.append(int(entry))
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
     return found
+
+
+def mpieval_ranks(launcher: int) -> list[int]:
+    """The ranks below ``launcher`` (mpiexec -> proxy -> ranks): processes running
+    ``python MPIEVAL eval``, this job's only, in pid order."""
+    ranks = []
+    for pid in _descendants(launcher):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmd:
+                argv = cmd.read().split(b"\0")
+        except OSError:
+            continue
+        if b"python" in argv[0] and argv[1:3] == [MPIEVAL.encode(), b"eval"]:
+            ranks.append(pid)
+    return sorted(ranks)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the ranks through /proc")
@@ -270,21 +290,7 @@ def test_kill_9_of_one_rank_ends_mpiexec_promptly(tmp_path):
         deadline = time.monotonic() + 30
         while len(ranks) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-            family, todo = [], [proc.pid]
-            while todo:
-                kids = _children(todo.pop())
-                family += kids
-                todo += kids
-            ranks = []
-            for pid in family:
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as cmd:
-                        argv = cmd.read().split(b"\0")
-                except OSError:
-                    continue
-                if any(a.endswith(b"python") or b"python3" in a for a in argv[:1]) and \
-                        any(a.endswith(b"mpieval") for a in argv):
-                    ranks.append(pid)
+            ranks = mpieval_ranks(proc.pid)
         assert len(ranks) == 2, "ranks not found"
         time.sleep(0.5)
         killed = time.monotonic()

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
-from test_cli_mpi import ALONE, MPIEVAL, MPIEXEC, launch
+from test_cli_mpi import ALONE, MPIEVAL, MPIEXEC, launch, mpieval_ranks
 
 INTERRUPTED = 130
 REPEATS = 3
@@ -48,28 +48,9 @@ def _env() -> dict[str, str]:
 
 
 def _rank_pids(launcher: int) -> list[int]:
-    """The pids of the mpieval ranks under ``launcher`` (mpiexec -> proxy -> ranks), or
-    ``launcher`` alone: its descendants only, never another job's ranks."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [launcher]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            todo.append(child)
-            try:
-                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                    if f"{MPIEVAL}\0eval".encode() in cmdline.read():
-                        found.append(child)
-            except OSError:
-                continue
-    return sorted(found) or [launcher]
+    """The pids of the mpieval ranks under ``launcher`` (never another job's), or
+    ``launcher`` alone."""
+    return mpieval_ranks(launcher) or [launcher]
 
 
 def _reading(pids: list[int], path: str) -> list[int]:
