@@ -215,7 +215,7 @@ def test_integer_tags_sort_as_numbers(rng: np.random.Generator) -> None:
 
 def user_auc_sums(*args: Any, **kwargs: Any) -> tuple[np.ndarray, bool]:
     """The kernel's sums rounded to floats (it returns exact accumulators)."""
-    sums, collision, _ = exact_user_auc_sums(*args, **kwargs)
+    sums, collision = exact_user_auc_sums(*args, **kwargs)
     return exact.to_floats(sums), collision
 
 

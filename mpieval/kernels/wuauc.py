@@ -387,16 +387,20 @@ def user_auc_sums(
     n_tags: int,
     prefix_bits: int | None = None,
     *,
-    groups: bool = False,
-) -> tuple[np.ndarray, bool, np.ndarray]:
-    """``(sums, collision, listed)``: ``USER_SUM_FIELDS`` per block (``all``, then tag
-    codes ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the
-    users (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``,
-    see :mod:`mpieval.kernels.exact`); whether two rows of one key have different
-    ``checks``; and with ``groups``, each valid group's ``(block, rows, AUC)`` (shape
-    ``(groups, 3)``, float64; else empty) in an order that depends on the keys, labels and
-    tags only: two calls that differ in ``pred`` alone list the same groups in the same
-    order (the paired comparison of two models; 24 bytes more a row, at most).
+    compare: np.ndarray | None = None,
+) -> tuple[np.ndarray, bool]:
+    """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
+    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
+    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
+    :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
+    ``checks``.
+
+    With ``compare`` (model B's preds of the same rows), each block goes on with B's
+    ``USER_SUM_FIELDS`` and the ``DIFF_FIELDS`` of the users paired between the models
+    (shape ``(1 + n_tags, 27, DIGITS)``): the rows are grouped once, and the pass over the
+    users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
+    same order (it depends on the keys, labels and tags only; 24 bytes more a row, at
+    most).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
@@ -404,33 +408,39 @@ def user_auc_sums(
     packed sort keys) plus scratch as long as the longest user.
     """
     n = len(keys)
-    sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+    models = [pred] if compare is None else [pred, compare]
+    sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
     # a valid group has two rows or more, and a row is in at most two groups
-    record = np.empty((n + 1 if groups else 0, 3))
-    cursor = np.zeros(1, np.int64)
-    if n == 0:
-        return sums, False, record[:0]
-    row_bits = max(n - 1, 1).bit_length()
-    if prefix_bits is None:
-        prefix_bits = 64 - row_bits
-    if not 0 < prefix_bits <= 64 - row_bits:
-        raise ValueError(f"prefix_bits must be in 1..{64 - row_bits}, got {prefix_bits}")
-    packed = np.empty(n, np.uint64)
-    _pack(keys, packed, 64 - prefix_bits, row_bits)
-    packed.sort()
-    collision = _user_sums(
-        packed, row_bits, keys,
-        np.zeros(0, np.uint64) if checks is None else checks,
-        pred, label,
-        np.zeros(0, np.uint16) if tag is None else tag,
-        n_tags, sums, record, cursor,
-    )
-    return sums, bool(collision), record[: cursor[0]]
+    groups = [np.empty((n + 1 if compare is not None else 0, 3)) for _ in models]
+    cursors = [np.zeros(1, np.int64) for _ in models]
+    collision = False
+    if n:
+        row_bits = max(n - 1, 1).bit_length()
+        if prefix_bits is None:
+            prefix_bits = 64 - row_bits
+        if not 0 < prefix_bits <= 64 - row_bits:
+            raise ValueError(f"prefix_bits must be in 1..{64 - row_bits}, got {prefix_bits}")
+        packed = np.empty(n, np.uint64)
+        _pack(keys, packed, 64 - prefix_bits, row_bits)
+        packed.sort()
+        for k, model in enumerate(models):
+            collision |= bool(_user_sums(
+                packed, row_bits, keys,
+                np.zeros(0, np.uint64) if checks is None or k else checks,
+                model, label,
+                np.zeros(0, np.uint16) if tag is None else tag,
+                n_tags, sums[k], groups[k], cursors[k],
+            ))
+    if compare is None:
+        return sums[0], collision
+    diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
+    paired_diff_sums(groups[0][: cursors[0][0]], groups[1][: cursors[1][0]], diff)
+    return np.concatenate([sums[0], sums[1], diff], axis=1), collision
 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",
                "diff_sq_rows_sq_sum")
-"""Per block, over the valid groups of two models' :func:`user_auc_sums`, ``D = AUC_B -
+"""Per block, over the valid groups of two models (:func:`user_auc_sums`), ``D = AUC_B -
 AUC_A`` and ``n`` the group's rows: ``sum D``, ``sum D^2``, ``sum n D``, ``sum n^2 D``,
 ``sum n^2 D^2`` (the paired differences and their intervals)."""
 

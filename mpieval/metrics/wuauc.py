@@ -41,13 +41,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows, exchange_to_owners
 from mpieval.kernels import exact, stats
-from mpieval.kernels.wuauc import (
-    DIFF_FIELDS,
-    USER_SUM_FIELDS,
-    paired_diff_sums,
-    row_sums,
-    user_auc_sums,
-)
+from mpieval.kernels.wuauc import DIFF_FIELDS, USER_SUM_FIELDS, row_sums, user_auc_sums
 from mpieval.kernels.wuauc import warm_up as warm_up_kernels
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Input, Metric, Option, warn_undefined
@@ -521,18 +515,13 @@ class WuaucMetric(Metric):
         layout, local_to_global = self._agree(comm)
         self._layout = layout
         rows = self._stored.columns()
-        sums = exact.accumulator(1 + len(layout.tags), len(FIELDS))  # user sums follow
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
-        sums[:, :N_ROW_SUMS] = by_row
         keys, columns, checks = self._outgoing(layout, local_to_global)
         owned = exchange_to_owners(comm, keys, columns, checks=checks)
         del keys, columns, checks
         user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
-        if self.compare is None:
-            sums[:, N_ROW_SUMS:] = user
-            return {"blocks": sums}
-        return {"blocks": np.concatenate([sums[:, :N_ROW_SUMS], user], axis=1)}
+        return {"blocks": np.concatenate([by_row, user], axis=1)}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
@@ -663,22 +652,17 @@ def _tag_values(tag: Any) -> np.ndarray:
 
 
 def _user_sums(owned: OwnedRows, layout: _Layout) -> np.ndarray:
-    """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns:
-    one value sort of a uint64 per row (key hash prefix, row index) groups the rows by user,
-    then one compiled pass sorts each user's rows by pred (:mod:`mpieval.kernels.wuauc`)."""
-    label, tag = owned.columns["label"], owned.columns.get("tag")
-    compare = "compare" in owned.columns
-    sums, collision, groups = user_auc_sums(owned.keys, owned.checks, owned.columns["pred"],
-                                            label, tag, len(layout.tags), groups=compare)
+    """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
+    then with a compared model its ``COMPARE_FIELDS``: one value sort of a uint64 per row
+    (key hash prefix, row index) groups the rows by user, then one compiled pass (per
+    model) sorts each user's rows by pred (:mod:`mpieval.kernels.wuauc`)."""
+    sums, collision = user_auc_sums(
+        owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
+        owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
+    )
     if collision:
         raise UidCollisionError(
             "uid: two different uids share a 64-bit key (a hash collision); "
             "rename one of them"
         )
-    if not compare:
-        return sums
-    sums_b, _, groups_b = user_auc_sums(owned.keys, None, owned.columns["compare"], label, tag,
-                                        len(layout.tags), groups=True)
-    diff = exact.accumulator(1 + len(layout.tags), len(DIFF_FIELDS))
-    paired_diff_sums(groups, groups_b, diff)
-    return np.concatenate([sums, sums_b, diff], axis=1)
+    return sums
