@@ -62,6 +62,14 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
 
 @compiled
+def binary_logloss(p, y):
+    """A row's logloss for a 0/1 label: ``-ln q`` for a click, ``-ln(1 - q)`` otherwise,
+    ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` (``auc`` and ``wuauc``)."""
+    q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
+    return -math.log(q if y == 1 else 1.0 - q)
+
+
+@compiled
 def _accumulate_binary(table, pred, label, sums):
     size = table.shape[1]
     positives = 0
@@ -76,8 +84,7 @@ def _accumulate_binary(table, pred, label, sums):
         y = np.int64(label[i])
         exact.add(part[y], p)
         exact.add(part[2], p * p)
-        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
-        exact.add(part[3], -math.log(q if y == 1 else 1.0 - q))
+        exact.add(part[3], binary_logloss(p, y))
         if (i + 1) % exact.SAFE_ADDS == 0:
             exact.normalize(part)
     exact.normalize(part)

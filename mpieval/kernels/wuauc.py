@@ -28,11 +28,10 @@ Scratch beside the 8 bytes a row of the sort: buffers as long as the longest use
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mpieval.kernels import exact
+from mpieval.kernels.auc import binary_logloss
 from mpieval.kernels.jit import compiled
 from mpieval.kernels.keys import mix64_scalar
 from mpieval.kernels.sort import merge_sort
@@ -42,8 +41,6 @@ USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum", "auc_sq_sum", "rows_sq_sum", "auc_rows_sq_sum", "auc_sq_rows_sq_sum",
 )
-LOGLOSS_CLIP = 1e-15
-"""The logloss of :func:`row_sums` clips preds to ``[LOGLOSS_CLIP, 1 - LOGLOSS_CLIP]``."""
 SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
@@ -347,7 +344,8 @@ def row_sums(pred, label, codes, tag_of_code, sums):
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
-    ``logloss = -log(label ? p : 1 - p)`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``.
+    ``logloss``: :func:`mpieval.kernels.auc.binary_logloss` (the pred clipped to ``[1e-15,
+    1 - 1e-15]``).
 
     Each row adds to its own tag's accumulators only; ``all`` is their sum, digit by
     digit, at the end (exact, so equal to adding every row to it)."""
@@ -362,8 +360,7 @@ def row_sums(pred, label, codes, tag_of_code, sums):
         rows[t] += 1
         clicks[t] += y
         exact.add(part[t, 0], p)
-        q = min(max(p, LOGLOSS_CLIP), 1.0 - LOGLOSS_CLIP)
-        exact.add(part[t, 1], -math.log(q if y == 1 else 1.0 - q))
+        exact.add(part[t, 1], binary_logloss(p, y))
         if (i + 1) % exact.SAFE_ADDS == 0:
             exact.normalize(part)
     exact.normalize(part)
