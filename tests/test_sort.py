@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpieval.kernels.sort import RUN, merge_sort, merge_sort_counting_inversions
+from mpieval.kernels.sort import RUN, merge_sort, merge_sort_counting_inversions, radix_sort
 
 LENGTHS = [0, 1, 2, RUN - 1, RUN, RUN + 1, 2 * RUN + 1, 5 * RUN + 3, 1000]
 
@@ -77,3 +77,26 @@ def test_any_list_sorts_and_counts(values: list[int]) -> None:
     count = merge_sort_counting_inversions(got, np.empty_like(got), len(got))
     assert got.tolist() == sorted(values)
     assert count == _inversions(array)
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 255, 256, 257, 5000])
+def test_radix_sort_is_a_stable_sort_carrying_its_payload(rng: np.random.Generator,
+                                                          m: int) -> None:
+    """Float bits of [0, 1] (high digits shared), whole uint64s, few distinct values (ties
+    keep their order), one value repeated; rows past ``m`` are not touched."""
+    inputs = {
+        "floats": (rng.random(m) + 0.0).view(np.uint64),
+        "uint64": rng.integers(0, 2**64 - 1, m, dtype=np.uint64),
+        "ties": rng.integers(0, 5, m).astype(np.uint64) << np.uint64(40),
+        "one value": np.full(m, 12345, np.uint64),
+    }
+    for name, keys in inputs.items():
+        padded = np.r_[keys, np.array([1, 0], np.uint64)]
+        payload = np.arange(m + 2, dtype=np.uint32)
+        tmp_keys, tmp_payload = np.empty_like(padded), np.empty_like(payload)
+        moved = radix_sort(padded, payload, tmp_keys, tmp_payload, m)
+        got_keys, got_payload = (tmp_keys, tmp_payload) if moved else (padded, payload)
+        order = np.argsort(keys, kind="stable")
+        assert np.array_equal(got_keys[:m], keys[order]), name
+        assert np.array_equal(got_payload[:m], order), name
+        assert padded[m:].tolist() == [1, 0] and payload[m:].tolist() == [m, m + 1], name

@@ -22,7 +22,7 @@ from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels import exact
-from mpieval.kernels.wuauc import USER_SUM_FIELDS
+from mpieval.kernels.wuauc import CHUNK, USER_SUM_FIELDS
 from mpieval.kernels.wuauc import user_auc_sums as exact_user_auc_sums
 from mpieval.metrics.auc import AucMetric
 from mpieval.metrics.wuauc import WuaucBlock
@@ -287,6 +287,46 @@ def test_user_auc_sums_with_more_tags_than_a_user_has_rows(rng: np.random.Genera
     tag = rng.integers(0, 160, n).astype(np.uint16)  # 150 and above: untagged
     got, _ = user_auc_sums(keys, None, pred, label, tag, 150)
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 150), rtol=1e-12)
+
+
+def test_runs_of_one_prefix_longer_than_a_chunk(rng: np.random.Generator) -> None:
+    """With one prefix bit, each half of 40,000 rows is one run of one prefix, longer than
+    the gathered chunk (``CHUNK``): read in place, sorted by key, short users and long
+    ones; -0.0 and 0.0 preds are one value; a collision inside such a run is reported."""
+    counts = np.r_[rng.integers(1, 17, 1500), rng.integers(17, 400, 100)]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    assert n > 2 * CHUNK
+    pred = rng.integers(0, 12, n) / 11
+    pred[(pred == 0) & (rng.random(n) < 0.5)] = -0.0
+    label = (rng.random(n) < 0.4).astype(np.uint8)
+    tag = rng.integers(0, 4, n).astype(np.uint16)  # 3: untagged
+    order = rng.permutation(n)
+    keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
+    assert np.signbit(pred[pred == 0]).any()
+    expected = oracle_user_sums(keys, np.abs(pred), label, tag, 3)
+    checks = keys * np.uint64(3)
+    got, collision = user_auc_sums(keys, checks, pred, label, tag, 3, prefix_bits=1)
+    assert not collision
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    checks[rng.integers(0, n)] += np.uint64(1)
+    assert user_auc_sums(keys, checks, pred, label, tag, 3, prefix_bits=1)[1]
+
+
+def test_a_long_user_per_tag_equals_sklearn(rng: np.random.Generator) -> None:
+    """One user of 30,000 rows with ties and three tags: one sort by pred counts ``all``
+    and every tag."""
+    n = 30_000
+    pred = rng.integers(0, 500, n) / 499
+    label = (rng.random(n) < pred).astype(np.uint8)
+    tag = rng.integers(0, 3, n).astype(np.uint16)
+    sums, _ = user_auc_sums(np.full(n, 5, np.uint64), None, pred, label, tag, 3)
+    auc = USER_SUM_FIELDS.index("auc_sum")
+    assert sums[0, auc] == pytest.approx(roc_auc_score(label, pred), abs=1e-13)
+    for code in range(3):
+        rows = tag == code
+        assert sums[1 + code, auc] == pytest.approx(roc_auc_score(label[rows], pred[rows]),
+                                                    abs=1e-13)
 
 
 @pytest.mark.parametrize("prefix_bits", [None, 1])

@@ -111,3 +111,49 @@ def _build(count_inversions: bool) -> Callable[..., int]:
 
 merge_sort = _build(count_inversions=False)
 merge_sort_counting_inversions = _build(count_inversions=True)
+
+
+DIGIT_BITS = 8
+"""Bits of the key sorted per pass of :func:`radix_sort`."""
+
+
+@compiled
+def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
+               tmp_payload: np.ndarray, m: int) -> bool:
+    """Sort rows ``0 .. m - 1`` of the uint64 ``keys`` and their ``payload`` by key (LSD
+    radix sort, stable, O(m) a pass); ``True`` when the sorted rows ended up in ``tmp_keys``
+    and ``tmp_payload`` rather than in place.
+
+    One pass over the keys counts every digit; a digit that all ``m`` keys share is not
+    sorted on (the high bits of many floats, the low bits of float32 values as float64)."""
+    digits = 64 // DIGIT_BITS
+    buckets = 1 << DIGIT_BITS
+    mask = np.uint64(buckets - 1)
+    counts = np.zeros((digits, buckets), np.int64)
+    for i in range(m):
+        key = keys[i]
+        for d in range(digits):
+            counts[d, (key >> np.uint64(d * DIGIT_BITS)) & mask] += 1
+    source_keys, source_payload = keys, payload
+    target_keys, target_payload = tmp_keys, tmp_payload
+    swapped = False
+    for d in range(digits):
+        shift = np.uint64(d * DIGIT_BITS)
+        if m == 0 or counts[d, (keys[0] >> shift) & mask] == m:
+            continue  # every key has this digit
+        start = 0
+        for b in range(buckets):  # the first position of each bucket
+            count = counts[d, b]
+            counts[d, b] = start
+            start += count
+        for i in range(m):
+            key = source_keys[i]
+            b = (key >> shift) & mask
+            position = counts[d, b]
+            target_keys[position] = key
+            target_payload[position] = source_payload[i]
+            counts[d, b] = position + 1
+        source_keys, target_keys = target_keys, source_keys
+        source_payload, target_payload = target_payload, source_payload
+        swapped = not swapped
+    return swapped

@@ -34,7 +34,7 @@ from mpieval.kernels import exact
 from mpieval.kernels.auc import binary_logloss
 from mpieval.kernels.jit import compiled
 from mpieval.kernels.keys import mix64_scalar
-from mpieval.kernels.sort import merge_sort
+from mpieval.kernels.sort import merge_sort, radix_sort
 
 # Per-block user sums, in this order (see :func:`_add_counts`).
 USER_SUM_FIELDS = (
@@ -45,8 +45,6 @@ SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
 """Rows gathered per step of the pass over users."""
-_TAG_SHIFT = np.uint64(40)  # a long user's rows grouped by tag as ``tag << 40 | row``
-_ROW_MASK = np.uint64((1 << 40) - 1)
 
 
 @compiled
@@ -85,28 +83,6 @@ def _add_counts(sums: np.ndarray, block: int, rows: int, positives: int, twice_u
         exact.add(sums[block, 8], rows_sq)
         exact.add(sums[block, 9], auc * rows_sq)
         exact.add(sums[block, 10], auc * auc * rows_sq)
-
-
-@compiled
-def _add_split_group(
-    split: np.ndarray, p: int, m: int, tmp: np.ndarray, sums: np.ndarray, block: int,
-    record: np.ndarray, cursor: np.ndarray,
-) -> None:
-    """Add the group whose positives' preds are ``split[:p]`` and negatives' ``split[p:m]``
-    to ``sums[block]``; sorts both parts, then counts with two pointers."""
-    merge_sort(split, tmp, p)
-    merge_sort(split[p:m], tmp, m - p)
-    below = p  # first negative not below the current positive
-    not_above = p  # first negative above it
-    twice_u = 0
-    for i in range(p):
-        value = split[i]
-        while below < m and split[below] < value:
-            below += 1
-        while not_above < m and split[not_above] <= value:
-            not_above += 1
-        twice_u += (below - p) + (not_above - p)  # 2 per lower negative, 1 per tied one
-    _add_counts(sums, block, m, p, twice_u, record, cursor)
 
 
 @compiled
@@ -170,66 +146,93 @@ def _add_short_user(
 
 
 @compiled
-def _split_by_label(
-    pred: np.ndarray, label: np.ndarray, lo: int, m: int, split: np.ndarray,
-    by_tag: np.ndarray | None = None,
-) -> int:
-    """Put the preds of ``m`` rows into ``split[:m]``, the positives' from the front and the
-    negatives' from the back; return the number of positives. The rows are ``lo + r`` for
-    ``r < m``, or, given ``by_tag``, ``lo`` plus the row index in each ``by_tag`` value."""
-    p = 0
-    q = m
-    for r in range(m):
-        k = lo + r if by_tag is None else lo + np.int64(by_tag[r] & _ROW_MASK)
-        if label[k]:
-            split[p] = pred[k]
-            p += 1
-        else:
-            q -= 1
-            split[q] = pred[k]
-    return p
+def _sort_keys_of(pred: np.ndarray, label: np.ndarray, tag: np.ndarray, rows: np.ndarray,
+                  row_mask: np.uint64, lo: int, m: int, bits: np.ndarray,
+                  payload: np.ndarray) -> None:
+    """The sort keys of ``m`` rows: ``bits[k]`` the float64 bits of the pred (``+ 0.0``
+    makes -0.0 0.0; preds are in [0, 1], where these bits order as the values do),
+    ``payload[k]`` is ``tag << 1 | label``. The rows are ``lo + k``, or, given ``rows``
+    (not empty), the row index in the low bits of ``rows[lo + k]``."""
+    has_tags = len(tag) > 0
+    for k in range(m):
+        row = lo + k if len(rows) == 0 else np.int64(rows[lo + k] & row_mask)
+        bits[k] = np.float64(pred[row] + 0.0).view(np.uint64)
+        code = np.uint32(tag[row]) if has_tags else np.uint32(0)
+        payload[k] = (code << np.uint32(1)) | np.uint32(1 if label[row] else 0)
 
 
 @compiled
-def _add_long_user(
-    pred: np.ndarray, label: np.ndarray, tag: np.ndarray, lo: int, hi: int, n_tags: int,
-    split: np.ndarray, split_tmp: np.ndarray, by_tag: np.ndarray, by_tag_tmp: np.ndarray,
-    sums: np.ndarray, record: np.ndarray, cursor: np.ndarray,
-) -> None:
-    """Add the user of rows ``lo:hi`` to ``sums`` (``all``, then its tags): positives' and
-    negatives' preds sorted apart (:func:`_add_split_group`), once for the user and once
-    for each of its tags (rows grouped as ``tag << 40 | row`` values, by a counting sort
-    when there are fewer tags than rows, else a merge sort)."""
-    m = hi - lo
-    p = _split_by_label(pred, label, lo, m, split)
-    _add_split_group(split, p, m, split_tmp, sums, 0, record, cursor)
-    if len(tag) == 0:
-        return
-    if n_tags < m:  # a counting sort by tag code (codes above n_tags - 1 mean no tag)
-        ends = np.zeros(n_tags + 2, np.int64)
-        for k in range(lo, hi):
-            ends[min(int(tag[k]), n_tags) + 1] += 1
-        for code in range(n_tags + 1):
-            ends[code + 1] += ends[code]
-        for k in range(m):
-            code = min(int(tag[lo + k]), n_tags)
-            by_tag[ends[code]] = (np.uint64(code) << _TAG_SHIFT) | np.uint64(k)
-            ends[code] += 1
-    else:
-        for k in range(m):
-            by_tag[k] = (np.uint64(tag[lo + k]) << _TAG_SHIFT) | np.uint64(k)
-        merge_sort(by_tag, by_tag_tmp, m)
-    first = 0
-    while first < m:
-        code = by_tag[first] >> _TAG_SHIFT
-        last = first + 1
-        while last < m and by_tag[last] >> _TAG_SHIFT == code:
-            last += 1
-        if code < n_tags:  # untagged rows count in "all" only
-            p = _split_by_label(pred, label, lo, last - first, split, by_tag[first:last])
-            block = 1 + int(np.int64(code))  # an int64 (1 + a uint64 would be a float)
-            _add_split_group(split, p, last - first, split_tmp, sums, block, record, cursor)
-        first = last
+def _add_sorted_user(bits: np.ndarray, payload: np.ndarray, m: int, n_tags: int,
+                     scratch: np.ndarray, seen: np.ndarray, seen_tmp: np.ndarray,
+                     sums: np.ndarray, record: np.ndarray, cursor: np.ndarray) -> None:
+    """Add the user of ``m`` rows sorted by pred (:func:`_sort_keys_of`) to ``sums``: its
+    block ``all``, then each of its tags in code order, from one pass over the runs of
+    tied preds.
+
+    ``scratch[b]`` (zero on entry and on return) of block ``b`` (0 ``all``, ``1 + code`` a
+    tag; codes ``>= n_tags`` count in ``all`` only) holds the positives, the negatives
+    below the current run, twice the Mann-Whitney count, and the run's negatives: a
+    positive adds twice the negatives below it plus those tied with it. ``seen`` collects
+    the user's tag codes."""
+    n_seen = 0
+    i = 0
+    while i < m:
+        j = i + 1
+        while j < m and bits[j] == bits[i]:
+            j += 1
+        for k in range(i, j):  # the run's negatives, per block; the user's tags
+            code = np.int64(payload[k] >> np.uint32(1))
+            negative = 1 - np.int64(payload[k] & np.uint32(1))
+            scratch[0, 3] += negative
+            if code < n_tags:
+                if scratch[1 + code, 0] + scratch[1 + code, 1] + scratch[1 + code, 3] == 0:
+                    seen[n_seen] = code  # every row adds to one of these: a new tag
+                    n_seen += 1
+                scratch[1 + code, 3] += negative
+                scratch[1 + code, 0] += 1 - negative  # counted for "seen" at once
+        for k in range(i, j):  # each positive: 2 per negative below, 1 per tied one
+            if payload[k] & np.uint32(1):
+                code = np.int64(payload[k] >> np.uint32(1))
+                scratch[0, 0] += 1
+                scratch[0, 2] += 2 * scratch[0, 1] + scratch[0, 3]
+                if code < n_tags:
+                    scratch[1 + code, 2] += 2 * scratch[1 + code, 1] + scratch[1 + code, 3]
+        for k in range(i, j):  # the run's negatives are below the next run
+            if payload[k] & np.uint32(1) == 0:
+                code = np.int64(payload[k] >> np.uint32(1))
+                scratch[0, 1] += 1
+                scratch[0, 3] = 0
+                if code < n_tags:
+                    scratch[1 + code, 1] += 1
+                    scratch[1 + code, 3] = 0
+        i = j
+    _add_counts(sums, 0, m, scratch[0, 0], scratch[0, 2], record, cursor)
+    scratch[0, :] = 0
+    merge_sort(seen, seen_tmp, n_seen)
+    for s in range(n_seen):
+        block = 1 + seen[s]
+        positives, negatives = scratch[block, 0], scratch[block, 1]
+        _add_counts(sums, block, positives + negatives, positives, scratch[block, 2], record,
+                    cursor)
+        scratch[block, :] = 0
+
+
+@compiled
+def _add_long_user(pred: np.ndarray, label: np.ndarray, tag: np.ndarray, rows: np.ndarray,
+                   row_mask: np.uint64, lo: int, m: int, n_tags: int, sort: np.ndarray,
+                   sort_payload: np.ndarray, scratch: np.ndarray, seen: np.ndarray,
+                   sums: np.ndarray, record: np.ndarray, cursor: np.ndarray) -> None:
+    """Add the user of ``m`` rows (as :func:`_sort_keys_of` names them) to ``sums``: its
+    rows sorted by pred once (:func:`~mpieval.kernels.sort.radix_sort`), then counted for
+    ``all`` and each of its tags at once (:func:`_add_sorted_user`).
+
+    ``sort`` (2, longest) uint64 and ``sort_payload`` (2, longest) uint32 hold the keys
+    and their sorting space; ``seen`` (2, tags) the user's tag codes."""
+    bits, payload = sort[0], sort_payload[0]
+    _sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload)
+    if radix_sort(bits, payload, sort[1], sort_payload[1], m):
+        bits, payload = sort[1], sort_payload[1]
+    _add_sorted_user(bits, payload, m, n_tags, scratch, seen[0], seen[1], sums, record, cursor)
 
 
 @compiled
@@ -237,6 +240,16 @@ def _permute(values: np.ndarray, order: np.ndarray) -> None:
     """``values[:] = values[order]`` (no-op on an empty array)."""
     if len(values):
         values[:] = values[order]
+
+
+@compiled
+def _run_end(packed: np.ndarray, start: int, row_shift: np.uint64) -> int:
+    """The end of the run of one prefix that starts at ``start``."""
+    prefix = packed[start] >> row_shift
+    end = start + 1
+    while end < len(packed) and packed[end] >> row_shift == prefix:
+        end += 1
+    return end
 
 
 @compiled
@@ -248,42 +261,57 @@ def _user_sums(
     """Add every user of the sorted ``packed`` rows to ``sums``; ``True`` if two rows of
     one key have different ``checks`` (a collision; ``checks`` empty: no check).
 
-    Rows are gathered by row index ``CHUNK`` at a time (whole prefixes) into buffers, in
-    one tight loop, so that the random reads overlap; users are then read from there."""
+    Runs of one prefix are taken ``CHUNK`` rows at a time (whole runs): their rows are
+    gathered by row index into buffers in one tight loop, so that the random reads overlap,
+    and users are read from there. A run longer than ``CHUNK`` (one heavy user, almost
+    always) is read where it lies (:func:`_add_big_run`)."""
     n = len(packed)
     row_shift = np.uint64(row_bits)
     row_mask = np.uint64((1 << row_bits) - 1)
     longest = 0
     start = 0
     while start < n:  # the longest run of one prefix
-        end = start + 1
-        while end < n and packed[end] >> row_shift == packed[start] >> row_shift:
-            end += 1
+        end = _run_end(packed, start, row_shift)
         longest = max(longest, end - start)
         start = end
-    size = min(n, CHUNK + longest)
+    size = min(n, CHUNK)
     got_pred = np.empty(size, pred.dtype)
     got_label = np.empty(size, label.dtype)
     got_tag = np.empty(size if len(tag) else 0, tag.dtype)
     got_key = np.empty(size, keys.dtype)
     got_check = np.empty(size if len(checks) else 0, checks.dtype)
-    order = np.empty(longest, np.int64)  # rows of one prefix by key
-    order_tmp = np.empty(longest, np.int64)
-    key_tmp = np.empty(longest, keys.dtype)
-    split = np.empty(longest, pred.dtype)
-    split_tmp = np.empty(longest, pred.dtype)
-    by_tag = np.empty(longest if len(tag) else 0, np.uint64)
-    by_tag_tmp = np.empty(len(by_tag), np.uint64)
+    order = np.empty(size, np.int64)  # rows of one prefix by key
+    order_tmp = np.empty(size, np.int64)
+    key_tmp = np.empty(size, keys.dtype)
+    long = longest if longest > SHORT else 0
+    sort = np.empty((2, long), np.uint64)
+    sort_payload = np.empty((2, long), np.uint32)
+    scratch = np.zeros((1 + n_tags, 4), np.int64)
+    seen = np.empty((2, min(n_tags, long)), np.int64)
     work_pred = np.empty((2, SHORT), pred.dtype)
     work_local = np.empty((2, SHORT), np.int64)
     tag_counts = np.empty((4, SHORT), np.int64)
+    no_rows = np.empty(0, np.uint64)
     collision = False
     users = 0
     start = 0
     while start < n:
-        stop = min(start + CHUNK, n)
-        while stop < n and packed[stop] >> row_shift == packed[stop - 1] >> row_shift:
-            stop += 1  # whole prefixes only
+        stop = _run_end(packed, start, row_shift)
+        if stop - start > CHUNK:
+            exact.normalize(sums)  # the run's additions start from a normalized sum
+            collision |= _add_big_run(
+                packed, start, stop, row_mask, keys, checks, pred, label, tag, n_tags,
+                got_pred, got_label, got_tag, sort, sort_payload, scratch, seen, work_pred,
+                work_local, tag_counts, sums, record, cursor)
+            users += 1  # a run holds one user almost always; normalize below anyway
+            exact.normalize(sums)
+            start = stop
+            continue
+        while stop < n:  # more whole runs while they fit
+            end = _run_end(packed, stop, row_shift)
+            if end - start > CHUNK:
+                break
+            stop = end
         for k in range(stop - start):
             row = packed[start + k] & row_mask
             got_pred[k] = pred[row]
@@ -295,10 +323,7 @@ def _user_sums(
                 got_check[k] = checks[row]
         lo = 0
         while lo < stop - start:
-            hi = lo + 1
-            prefix = packed[start + lo] >> row_shift
-            while hi < stop - start and packed[start + hi] >> row_shift == prefix:
-                hi += 1
+            hi = _run_end(packed[start:stop], lo, row_shift)
             one_key = True
             for k in range(lo + 1, hi):
                 if got_key[k] != got_key[lo]:
@@ -327,8 +352,9 @@ def _user_sums(
                     _add_short_user(got_pred, got_label, got_tag, first, last, n_tags,
                                     work_pred, work_local, tag_counts, sums, record, cursor)
                 else:
-                    _add_long_user(got_pred, got_label, got_tag, first, last, n_tags, split,
-                                   split_tmp, by_tag, by_tag_tmp, sums, record, cursor)
+                    _add_long_user(got_pred, got_label, got_tag, no_rows, row_mask, first,
+                                   last - first, n_tags, sort, sort_payload, scratch, seen,
+                                   sums, record, cursor)
                 users += 1  # at most one addition to each accumulator
                 if users % exact.SAFE_ADDS == 0:
                     exact.normalize(sums)
@@ -336,6 +362,69 @@ def _user_sums(
             lo = hi
         start = stop
     exact.normalize(sums)
+    return collision
+
+
+@compiled
+def _add_big_run(
+    packed: np.ndarray, start: int, stop: int, row_mask: np.uint64, keys: np.ndarray,
+    checks: np.ndarray, pred: np.ndarray, label: np.ndarray, tag: np.ndarray, n_tags: int,
+    got_pred: np.ndarray, got_label: np.ndarray, got_tag: np.ndarray, sort: np.ndarray,
+    sort_payload: np.ndarray, scratch: np.ndarray, seen: np.ndarray, work_pred: np.ndarray,
+    work_local: np.ndarray, tag_counts: np.ndarray, sums: np.ndarray, record: np.ndarray,
+    cursor: np.ndarray,
+) -> bool:
+    """Add the users of the run ``packed[start:stop]`` of one prefix, read in place (the
+    rows' indexes in ``packed``); ``True`` on a collision. One key (the usual case): one
+    long user. Several (few prefix bits): the run is sorted by (key, row) first, and each
+    key is a user, short ones gathered into the ``got_`` buffers."""
+    first_row = packed[start] & row_mask
+    key = keys[first_row]
+    one_key = True
+    collision = False
+    for k in range(start + 1, stop):
+        row = packed[k] & row_mask
+        if keys[row] != key:
+            one_key = False
+            break
+        if len(checks) and checks[row] != checks[first_row]:
+            collision = True
+    if one_key:
+        _add_long_user(pred, label, tag, packed, row_mask, start, stop - start, n_tags, sort,
+                       sort_payload, scratch, seen, sums, record, cursor)
+        return collision
+    m = stop - start
+    run = packed[start:stop].copy()
+    run_keys = np.empty(m, keys.dtype)
+    for k in range(m):
+        run_keys[k] = keys[run[k] & row_mask]
+    merge_sort(run_keys, np.empty(m, keys.dtype), m, run, np.empty(m, np.uint64))
+    users = 0
+    first = 0
+    while first < m:
+        last = first + 1
+        while last < m and run_keys[last] == run_keys[first]:
+            last += 1
+        first_row = run[first] & row_mask
+        for k in range(first + 1, last):
+            if len(checks) and checks[run[k] & row_mask] != checks[first_row]:
+                collision = True
+        if last - first <= SHORT:
+            for k in range(last - first):
+                row = run[first + k] & row_mask
+                got_pred[k] = pred[row]
+                got_label[k] = label[row]
+                if len(tag):
+                    got_tag[k] = tag[row]
+            _add_short_user(got_pred, got_label, got_tag, 0, last - first, n_tags,
+                            work_pred, work_local, tag_counts, sums, record, cursor)
+        else:
+            _add_long_user(pred, label, tag, run, row_mask, first, last - first, n_tags,
+                           sort, sort_payload, scratch, seen, sums, record, cursor)
+        users += 1
+        if users % exact.SAFE_ADDS == 0:
+            exact.normalize(sums)
+        first = last
     return collision
 
 
