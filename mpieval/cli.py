@@ -206,7 +206,22 @@ def _interrupts_noted() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _return_freed_memory() -> None:
+    """Keep glibc's mmap threshold at 1 MiB. By default glibc raises it (up to 32 MiB)
+    each time a large block is freed, so the read's batch-sized arrays then come from the
+    heap and stay resident once freed: a per-user run peaked 0.15 GB higher. The command
+    owns its process, so it sets this; the library never does. Elsewhere: nothing."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    _return_freed_memory()
     comm = Comm.world_or_alone()
     _quiet_warnings()
     try:

@@ -1,10 +1,11 @@
 """uid keys: a uid column as uint64 keys, shared by the per-user kinds (``wuauc``, ``pn``).
 
 Integer uids (any int dtype, or whole floats) are their own key (an int64 is read as its
-two's complement uint64), so distinct integers never collide. Strings and bytes get a
-stable 64-bit hash (:mod:`mpieval.kernels.keys`), the same on every rank, host and run; a
-second, independent hash (:func:`uid_keys_checked`) travels with the rows so that a
-collision of the first is detected (:mod:`mpieval.exchange`), never silently merged.
+two's complement uint64), so distinct integers never collide. Strings and bytes (and
+pyarrow text, as its UTF-8 bytes: what the command line reads) get a stable 64-bit hash
+(:mod:`mpieval.kernels.keys`), the same on every rank, host and run; a second,
+independent hash (:func:`uid_keys_checked`) travels with the rows so that a collision of
+the first is detected (:mod:`mpieval.exchange`), never silently merged.
 :func:`group_keys` does the same for a key of several columns (GAUC's (user, position)).
 
 Local: no MPI. Bad uids raise :class:`InputError` naming the field.
@@ -36,6 +37,8 @@ def uid_keys_checked(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | Non
     """``(keys, checks)``: the uint64 keys and, for hashed (string/bytes) uids, a second
     independent 64-bit hash to pass to :func:`mpieval.exchange.gather_by_user`; ``None``
     for integer uids, whose keys are exact."""
+    if _is_arrow(uid):
+        return _arrow_keys(field, uid)
     values = _as_ids(field, uid)
     if values.dtype.kind in "iu":
         return values.astype(KEY_DTYPE, copy=False), None
@@ -68,6 +71,47 @@ def group_keys_checked(columns: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarr
         raise InputError(next(iter(lengths)), f"length mismatch: {detail}")
     seeds = kernels.SEED_GROUP
     return kernels.combine_keys(parts, seeds[0]), kernels.combine_keys(parts, seeds[1])
+
+
+def _is_arrow(values: Any) -> bool:
+    """Whether ``values`` is a pyarrow array (pyarrow is never imported here for others)."""
+    return type(values).__module__.startswith("pyarrow")
+
+
+def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Keys of a pyarrow array: text (string or binary, as its bytes: the key of the same
+    bytes as a numpy ``S`` array) hashed from its buffers in one compiled pass, without a
+    Python object or a fixed-width copy per row; integers as numpy integers."""
+    import pyarrow as pa
+
+    if isinstance(uid, pa.ChunkedArray):
+        uid = uid.combine_chunks()
+    kind = uid.type
+    if pa.types.is_integer(kind):
+        if uid.null_count:
+            _fail_rows(field, np.asarray(uid.is_null()), "is missing (null)")
+        return uid_keys_checked(field, uid.to_numpy())
+    wide = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
+    if not (wide or pa.types.is_string(kind) or pa.types.is_binary(kind)):
+        raise InputError(field, f"must be integers or strings, got the arrow type {kind}")
+    if uid.null_count:
+        _fail_rows(field, np.asarray(uid.is_null()), "is missing (null)")
+    n = len(uid)
+    offset_type = np.int64 if wide else np.int32
+    _, offset_buffer, data_buffer = uid.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=n + 1,
+                            offset=uid.offset * np.dtype(offset_type).itemsize)
+    empty = offsets[1:] == offsets[:-1]
+    if empty.any():
+        _fail_rows(field, empty, "is empty (a missing uid)", value="")
+    data = (np.zeros(0, np.uint8) if data_buffer is None
+            else np.frombuffer(data_buffer, dtype=np.uint8))
+    return kernels.hash_texts(offsets, data)
+
+
+def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:
+    where = np.flatnonzero(bad)
+    raise InputError(field, problem, count=len(where), first_index=int(where[0]), value=value)
 
 
 def _as_ids(field: str, uid: Any) -> np.ndarray:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
+import pyarrow as pa
 
 from mpieval import locations, readers, split
 from mpieval.comm import Comm
@@ -162,6 +163,7 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
     for totals in reading_rounds(_batches(job, comm.rank), held, comm):
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
+    pa.default_memory_pool().release_unused()  # the read's buffers, before compute's own
     results = evaluator.compute()
     if save_state is not None:
         from mpieval.saved_runs import save_run
@@ -349,7 +351,9 @@ class Task:
                 array = batch.names(column)
             else:
                 array = batch.numbers(column)
-            values[arg] = array if keep is None else array[keep]
+            if keep is not None:
+                array = array.filter(keep) if isinstance(array, pa.Array) else array[keep]
+            values[arg] = array
         try:
             self.metric.update(**values)
         except InputError as error:

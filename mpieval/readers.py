@@ -51,7 +51,7 @@ from mpieval import locations
 from mpieval.errors import DataError, InputError, StoreError
 from mpieval.locations import Location
 from mpieval.split import InputFile, Piece
-from mpieval.validation import check_log_word
+from mpieval.validation import Coded, check_log_word
 
 DEFAULT_STREAM_BYTES = 1 << 20  # text on one thread: pyarrow's streaming block (a line
 # may span two; larger blocks read no faster and raise the peak memory)
@@ -247,7 +247,7 @@ class Batch:
     rows: int
     bytes: int  # bytes of the file consumed with this batch (for progress)
     _locate: Any = field(repr=False)  # row of the batch -> "path:line"
-    _numbers: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _numbers: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def where(self, row: int) -> str:
         """``path:line`` (or ``path: row N``) of a row of this batch."""
@@ -261,26 +261,22 @@ class Batch:
             self._numbers[column] = array
         return array
 
-    def keys(self, column: str) -> np.ndarray:
-        """An id column (uid, tag) as its text, a fixed-width bytes array (``S``).
+    def keys(self, column: str) -> pa.Array:
+        """An id column (uid) as its text, a pyarrow string array (hashed from its buffers:
+        :func:`mpieval.keys.uid_keys_checked`).
 
         Always text, whatever the file format: a uid ``7`` in a Parquet int column and
         ``7`` in a TSV file are one user, and ``007`` is another, on every rank.
         """
-        key = f"keys:{column}"
-        array = self._numbers.get(key)
-        if array is None:
-            array = fixed_width_bytes(_as_text(self.columns[column]))
-            self._numbers[key] = array
-        return array
+        return _as_text(self.columns[column])
 
-    def names(self, column: str) -> np.ndarray:
-        """A column of a few distinct values (a tag) as its text, a numpy ``U`` array; a
-        value that would break the log line (:func:`~mpieval.validation.check_log_word`)
-        is an error."""
+    def names(self, column: str) -> Coded:
+        """A column of a few distinct values (a tag) as its text, dictionary-encoded
+        (:class:`~mpieval.validation.Coded`); a value that would break the log line
+        (:func:`~mpieval.validation.check_log_word`) is an error."""
         key = f"names:{column}"
-        array = self._numbers.get(key)
-        if array is None:
+        coded = self._numbers.get(key)
+        if coded is None:
             encoded = _as_text(self.columns[column]).dictionary_encode()
             indices = as_numpy(encoded.indices)
             values = encoded.dictionary.to_pylist()
@@ -290,10 +286,9 @@ class Batch:
                 except InputError as error:
                     row = int(np.flatnonzero(indices == index)[0])
                     raise DataError(self.where(row), error.problem, column) from None
-            texts = np.asarray(values, dtype=str)
-            array = texts[indices]
-            self._numbers[key] = array
-        return array
+            coded = Coded(tuple(values), indices)
+            self._numbers[key] = coded
+        return coded
 
     def equals(self, column: str, value: int | float | str) -> np.ndarray:
         """Which rows hold ``value`` in ``column`` (a TypeError if they cannot be compared)."""
@@ -364,49 +359,6 @@ def _as_text(values: pa.Array) -> pa.Array:
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         return values
     return values.cast(pa.string())
-
-
-def fixed_width_bytes(array: pa.Array) -> np.ndarray:
-    """A pyarrow string array as a numpy ``S`` array (shorter values padded with zeros).
-
-    Fast path: pad every value with NUL to the longest (``utf8_rpad``); when all values
-    then have the same byte length (ASCII ids), the padded data buffer *is* the array.
-    Otherwise one scatter of the value bytes into an ``n x width`` block. No Python
-    object per row either way.
-    """
-    n = len(array)
-    if n == 0:
-        return np.zeros(0, dtype="S1")
-    import pyarrow.compute as pc
-
-    width = max(pc.max(pc.binary_length(array)).as_py(), 1)
-    padded = pc.utf8_rpad(array, width=width, padding="\0")
-    offsets, data = _offsets_and_data(padded)
-    if int(offsets[-1]) - int(offsets[0]) == n * width:
-        return np.frombuffer(data, dtype=f"S{width}", count=n, offset=int(offsets[0]))
-    offsets, data = _offsets_and_data(array)
-    lengths = np.diff(offsets)
-    block = np.zeros(n * width, dtype=np.uint8)
-    first, last = int(offsets[0]), int(offsets[-1])
-    if last > first:
-        values = np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first)
-        row_starts = np.arange(n, dtype=np.int64) * width - (offsets[:-1] - first)
-        block[np.arange(last - first, dtype=np.int64) + np.repeat(row_starts, lengths)] = values
-    return block.view(f"S{width}")
-
-
-def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, Any]:
-    """The value offsets (``len + 1``) and the data buffer of a string array."""
-    if pa.types.is_large_string(array.type):
-        offset_type: Any = np.int64
-    elif pa.types.is_string(array.type):
-        offset_type = np.int32
-    else:
-        raise TypeError(f"not a string array: {array.type}")
-    _, offset_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(array) + 1,
-                            offset=array.offset * np.dtype(offset_type).itemsize)
-    return offsets, data_buffer
 
 
 # -- text pieces -------------------------------------------------------------------------

@@ -11,29 +11,28 @@ from numpy.typing import DTypeLike
 
 
 class RowBuffer:
-    """Typed columns that grow by appending rows; capacity doubles (amortised O(1) per row).
+    """Typed columns that grow by appending rows.
 
     >>> rows = RowBuffer({"key": np.uint64, "pred": np.float64})
     >>> rows.append(key=keys, pred=pred)
-    >>> rows.columns()["pred"]            # a view of the rows so far
+    >>> rows.columns()["pred"]            # the rows so far, one array a column
 
+    Each append is kept as a chunk of its own (a copy: the caller may reuse its arrays),
+    so rows already held never move and no spare capacity is held: a row costs
+    :attr:`row_nbytes`, and the peak while appending is the rows plus one batch.
+    :meth:`columns` joins the chunks, one column at a time (the peak then is the rows
+    plus their largest column), and keeps the joined arrays for the next call.
     ``append`` accepts only values that cast to the column dtype safely (no silent
-    narrowing); untouched capacity is never written, so it costs address space only.
+    narrowing).
     """
-
-    MIN_CAPACITY = 1024
 
     def __init__(self, dtypes: Mapping[str, DTypeLike]) -> None:
         self.dtypes = {name: np.dtype(dtype) for name, dtype in dtypes.items()}
         self._length = 0
-        self._arrays = {name: np.empty(0, dtype=dt) for name, dt in self.dtypes.items()}
+        self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.dtypes}
 
     def __len__(self) -> int:
         return self._length
-
-    @property
-    def capacity(self) -> int:
-        return len(next(iter(self._arrays.values()), ()))
 
     @property
     def row_nbytes(self) -> int:
@@ -42,8 +41,8 @@ class RowBuffer:
 
     @property
     def nbytes(self) -> int:
-        """Bytes allocated: ``capacity * row_nbytes`` (only ``len * row_nbytes`` written)."""
-        return self.capacity * self.row_nbytes
+        """Bytes held: ``len * row_nbytes``."""
+        return sum(chunk.nbytes for chunks in self._chunks.values() for chunk in chunks)
 
     def append(self, **columns: Any) -> None:
         """Append rows: every column of the buffer, 1-D, of one length."""
@@ -59,20 +58,11 @@ class RowBuffer:
                 raise TypeError(f"column {name!r}: {array.dtype} does not cast safely to "
                                 f"{self.dtypes[name]}")
         count = lengths.pop()
-        self._reserve(self._length + count)
-        end = self._length + count
-        for name, array in arrays.items():
-            self._arrays[name][self._length : end] = array
-        self._length = end
-
-    def _reserve(self, needed: int) -> None:
-        if needed <= self.capacity:
+        if count == 0:
             return
-        capacity = max(needed, 2 * self.capacity, self.MIN_CAPACITY)
-        for name, old in self._arrays.items():
-            new = np.empty(capacity, dtype=old.dtype)
-            new[: self._length] = old[: self._length]
-            self._arrays[name] = new
+        for name, array in arrays.items():
+            self._chunks[name].append(np.array(array, dtype=self.dtypes[name]))
+        self._length += count
 
     def widen(self, name: str, dtype: DTypeLike) -> None:
         """Store column ``name`` as ``dtype`` from now on (a safe cast, e.g. float32 to
@@ -80,17 +70,22 @@ class RowBuffer:
         dtype = np.dtype(dtype)
         if not np.can_cast(self.dtypes[name], dtype, "safe"):
             raise TypeError(f"column {name!r}: {self.dtypes[name]} does not widen to {dtype}")
-        old = self._arrays[name]
-        new = np.empty(len(old), dtype=dtype)
-        new[: self._length] = old[: self._length]
-        self._arrays[name] = new
+        self._chunks[name] = [chunk.astype(dtype) for chunk in self._chunks[name]]
         self.dtypes[name] = dtype
 
     def columns(self) -> dict[str, np.ndarray]:
-        """Views of the filled rows, by column name (valid until the next append/clear)."""
-        return {name: array[: self._length] for name, array in self._arrays.items()}
+        """The rows so far, one array a column (valid until the next append/clear)."""
+        joined = {}
+        for name, chunks in self._chunks.items():
+            if len(chunks) != 1:
+                whole = (np.concatenate(chunks) if chunks
+                         else np.empty(0, dtype=self.dtypes[name]))
+                chunks.clear()  # the chunks go before the next column is joined
+                chunks.append(whole)
+            joined[name] = chunks[0]
+        return joined
 
     def clear(self) -> None:
         """Forget every row and release the memory."""
         self._length = 0
-        self._arrays = {name: np.empty(0, dtype=dt) for name, dt in self.dtypes.items()}
+        self._chunks = {name: [] for name in self.dtypes}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +47,23 @@ def unmasked(field: str, values: object) -> object:
                              first_index=int(where[0]))
         return values.data
     return values
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A column of few distinct values as codes into them: row ``i`` holds
+    ``values[codes[i]]`` (how the command line passes a tag column: dictionary-encoded
+    once a batch, not a string a row). A value need not be used by any row."""
+
+    values: tuple[Any, ...]
+    codes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows: Any) -> Coded:
+        """The rows ``rows`` (a mask or indexes), with the same values."""
+        return Coded(self.values, self.codes[rows])
 
 
 def as_vector(field: str, values: object) -> np.ndarray:

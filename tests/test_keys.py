@@ -130,3 +130,41 @@ def test_owner_ranks_are_pinned() -> None:
     assert kernels.owner_of(keys, 3).tolist() == [0, 1, 1, 0, 0]
     assert kernels.owner_of(keys, 7).tolist() == [0, 6, 2, 1, 0]
     assert kernels.owner_of(uid_keys("uid", ["u1", "user-2", "abc"]), 5).tolist() == [3, 3, 2]
+
+
+def test_pyarrow_text_keys_are_those_of_the_same_bytes() -> None:
+    """Arrow text is hashed from its buffers: the keys and checks of the same bytes as a
+    numpy ``S`` array, for string, large string and binary arrays, sliced ones (offsets
+    not from zero), values of any length (a word boundary at 8 bytes) and non-ASCII."""
+    import pyarrow as pa
+
+    values = ["abc", "x", "hello world", "é漢字", "12345678", "123456789", "a" * 40, "7"]
+    expected = uid_keys_checked("uid", np.array([v.encode() for v in values]))
+    for arrow_type in (pa.string(), pa.large_string(), pa.binary()):
+        array = pa.array([v.encode() if arrow_type == pa.binary() else v for v in values],
+                         arrow_type)
+        keys, checks = uid_keys_checked("uid", array)
+        assert keys.tolist() == expected[0].tolist() and checks is not None
+        assert checks.tolist() == expected[1].tolist()
+        keys, _ = uid_keys_checked("uid", array.slice(3, 4))
+        assert keys.tolist() == expected[0][3:7].tolist()
+    chunked = pa.chunked_array([values[:3], values[3:]])
+    assert uid_keys("uid", chunked).tolist() == expected[0].tolist()
+    integers = pa.array([7, -1, 2**40], pa.int64())
+    assert uid_keys_checked("uid", integers)[1] is None
+    assert uid_keys("uid", integers).tolist() == uid_keys("uid", np.array([7, -1, 2**40])).tolist()
+
+
+@pytest.mark.parametrize(("array", "problem", "first"), [
+    (["a", None, "b", None], "is missing", 1),
+    (["a", "b", ""], "is empty", 2),
+    ([3, None], "is missing", 1),
+])
+def test_bad_pyarrow_uids_name_the_first_row(array, problem, first) -> None:
+    import pyarrow as pa
+
+    with pytest.raises(InputError, match=problem) as raised:
+        uid_keys("uid", pa.array(array))
+    assert raised.value.first_index == first and raised.value.field == "uid"
+    with pytest.raises(InputError, match="arrow type"):
+        uid_keys("uid", pa.array([0.5]))

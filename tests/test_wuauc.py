@@ -714,3 +714,31 @@ def test_compare_under_the_null_rejects_at_the_level_and_covers_zero() -> None:
     for name in ("uauc_diff", "wuauc_diff"):
         assert 0.03 <= rates[f"{name} p<0.05"] <= 0.07, rates
         assert 0.93 <= rates[f"{name} covers"] <= 0.97, rates
+
+
+def test_coded_tags_equal_the_tag_column(rng: np.random.Generator) -> None:
+    """Tags as codes into their values (how the command line passes them): the result of
+    the plain column; values no row uses are no tag; 'all', empty and mixed values are
+    refused with the first row."""
+    from mpieval.validation import Coded
+
+    n = 2000
+    uid = rng.integers(0, 50, n)
+    pred = rng.random(n)
+    label = (rng.random(n) < pred).astype(np.int8)
+    values = ("feed", "unused", "search", "video")
+    codes = rng.choice([0, 2, 3], n).astype(np.int32)
+    plain, coded = WuaucMetric(comm=Comm.local()), WuaucMetric(comm=Comm.local())
+    plain.update(uid, pred, label, np.array(values)[codes])
+    coded.update(uid[:900], pred[:900], label[:900], Coded(values, codes[:900]))
+    coded.update(uid[900:], pred[900:], label[900:], Coded(values, codes[900:]))
+    assert coded.compute().to_dict() == plain.compute().to_dict()
+    assert coded.compute().tags == ("all", "feed", "search", "video")
+    for bad, problem, first in (((("x", "all"), [0, 1, 1]), "reserved", 1),
+                                ((("x", ""), [0, 0, 1]), "empty", 2),
+                                ((("x", 3), [0, 1, 0]), "strings or all integers", None),
+                                ((("x",), [0, 1, 0]), "index", None)):
+        with pytest.raises(InputError, match=problem) as raised:
+            WuaucMetric(comm=Comm.local()).update([1, 2, 3], [0.1, 0.2, 0.3], [0, 1, 0],
+                                                  Coded(bad[0], np.array(bad[1])))
+        assert raised.value.first_index == first

@@ -13,6 +13,8 @@ same on every rank, host and run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mpieval.kernels.jit import compiled
@@ -106,6 +108,44 @@ def hash_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     seeds = SEED_STR if values.dtype.kind == "U" else SEED_BYTES
     words = string_words(values)
     return hash_words(words, seeds[0]), hash_words(words, seeds[1])
+
+
+def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
+    ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
+    buffers): in one compiled pass, the same hashes as :func:`hash_strings` of the same
+    bytes as an ``S`` array."""
+    n = len(offsets) - 1
+    width = max(int(np.max(np.diff(offsets))) if n else 0, 1)
+    width = -(-width // 8)
+    constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
+    keys = np.empty(n, dtype=_U64)
+    checks = np.empty(n, dtype=_U64)
+    _hash_texts(offsets, data, constants, mix64(constants), keys, checks)
+    return keys, checks
+
+
+@compiled
+def _hash_texts(offsets: np.ndarray, data: np.ndarray, constants: np.ndarray,
+                zero_terms: np.ndarray, keys: np.ndarray, checks: np.ndarray) -> None:
+    """:func:`hash_words` of each value's little-endian words (the last one zero-padded),
+    with the two rows of ``constants`` (and their ``mix64``), into ``keys`` and ``checks``."""
+    for i in range(len(keys)):
+        start = int(offsets[i])
+        stop = int(offsets[i + 1])
+        key: Any = np.uint64(0)
+        check: Any = np.uint64(0)
+        j = 0
+        while start < stop:
+            word: Any = np.uint64(0)
+            for b in range(min(8, stop - start)):
+                word |= np.uint64(data[start + b]) << np.uint64(8 * b)
+            key += mix64_scalar(word + constants[0, j]) - zero_terms[0, j]
+            check += mix64_scalar(word + constants[1, j]) - zero_terms[1, j]
+            start += 8
+            j += 1
+        keys[i] = mix64_scalar(key)
+        checks[i] = mix64_scalar(check)
 
 
 def combine_keys(columns: list[np.ndarray], seed: int) -> np.ndarray:

@@ -8,14 +8,15 @@ the pass compares the keys themselves and, when they differ, sorts the run's row
 the grouping is exact whatever the prefix width.
 
 Per user. The pass gathers rows by row index a chunk at a time (a tight loop, so the
-random reads overlap), then counts, for each positive, twice the negatives below it plus
-the negatives tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
+random reads overlap; a run of one prefix longer than a chunk, a heavy user, is read where
+it lies), then counts, for each positive, twice the negatives below it plus the negatives
+tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 
 - a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
   pair's score to its tag's count too when both rows have the same tag;
-- a longer user sorts its positives' and its negatives' preds apart (a merge sort, so
-  O(m log m) whatever the order) and counts with two pointers; then the same for each of
-  its tags.
+- a longer user sorts its rows by pred once (a radix sort of the pred's bits, carrying
+  tag and label), then one pass over the runs of tied preds counts ``all`` and each of
+  its tags together.
 
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
@@ -23,7 +24,7 @@ Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FI
 rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
-Scratch beside the 8 bytes a row of the sort: buffers as long as the longest user.
+Scratch beside the 8 bytes a row of the sort: 24 bytes a row of the longest user.
 """
 
 from __future__ import annotations
@@ -45,15 +46,40 @@ SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
 """Rows gathered per step of the pass over users."""
+PART_BITS = 3
+PART_ROWS = 1 << 21
+"""From this many rows on, the rows are grouped and passed in ``2**PART_BITS`` parts by the
+top bits of their prefix, one after the other: the sort array is an eighth as long."""
 
 
 @compiled
-def _pack(keys: np.ndarray, packed: np.ndarray, prefix_shift: int, row_shift: int) -> None:
-    """``packed[i] = mix64(keys[i]) >> prefix_shift << row_shift | i``."""
+def _parts(keys: np.ndarray, parts: np.ndarray, part_bits: int) -> np.ndarray:
+    """``parts[i]``: the top ``part_bits`` bits of ``mix64(keys[i])`` (nothing written
+    without bits); returns the rows of each part."""
+    sizes = np.zeros(1 << part_bits, np.int64)
+    if part_bits == 0:
+        sizes[0] = len(keys)
+        return sizes
+    drop = np.uint64(64 - part_bits)
+    for i in range(len(keys)):
+        part = np.uint8(mix64_scalar(keys[i]) >> drop)
+        parts[i] = part
+        sizes[part] += 1
+    return sizes
+
+
+@compiled
+def _pack(keys: np.ndarray, parts: np.ndarray, part: int, packed: np.ndarray,
+          prefix_shift: int, row_shift: int) -> None:
+    """``mix64(keys[i]) >> prefix_shift << row_shift | i`` of the rows ``i`` of part
+    ``part`` (every row when ``parts`` is empty), in row order, into ``packed``."""
     drop = np.uint64(prefix_shift)
     lift = np.uint64(row_shift)
+    k = 0
     for i in range(len(keys)):
-        packed[i] = ((mix64_scalar(keys[i]) >> drop) << lift) | np.uint64(i)
+        if len(parts) == 0 or parts[i] == part:
+            packed[k] = ((mix64_scalar(keys[i]) >> drop) << lift) | np.uint64(i)
+            k += 1
 
 
 @compiled
@@ -490,8 +516,9 @@ def user_auc_sums(
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
-    how often keys share a prefix; the sums do not depend on it. Holds 8 bytes a row (the
-    packed sort keys) plus scratch as long as the longest user.
+    how often keys share a prefix; the sums do not depend on it. Holds 1 byte a row (the
+    part), 8 bytes a row of one part (the packed sort keys), and 24 bytes a row of the
+    longest user.
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -506,17 +533,22 @@ def user_auc_sums(
             prefix_bits = 64 - row_bits
         if not 0 < prefix_bits <= 64 - row_bits:
             raise ValueError(f"prefix_bits must be in 1..{64 - row_bits}, got {prefix_bits}")
-        packed = np.empty(n, np.uint64)
-        _pack(keys, packed, 64 - prefix_bits, row_bits)
-        packed.sort()
-        for k, model in enumerate(models):
-            collision |= bool(_user_sums(
-                packed, row_bits, keys,
-                np.zeros(0, np.uint64) if checks is None or k else checks,
-                model, label,
-                np.zeros(0, np.uint16) if tag is None else tag,
-                n_tags, sums[k], groups[k], cursors[k],
-            ))
+        part_bits = min(PART_BITS if n >= PART_ROWS else 0, prefix_bits)
+        parts = np.empty(n if part_bits else 0, np.uint8)
+        sizes = _parts(keys, parts, part_bits)
+        for part, size in enumerate(sizes.tolist()):  # in prefix order, as one sort
+            packed = np.empty(size, np.uint64)
+            _pack(keys, parts, part, packed, 64 - prefix_bits, row_bits)
+            packed.sort()
+            for k, model in enumerate(models):
+                collision |= bool(_user_sums(
+                    packed, row_bits, keys,
+                    np.zeros(0, np.uint64) if checks is None or k else checks,
+                    model, label,
+                    np.zeros(0, np.uint16) if tag is None else tag,
+                    n_tags, sums[k], groups[k], cursors[k],
+                ))
+            del packed
     if compare is None:
         return sums[0], collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))

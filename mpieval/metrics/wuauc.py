@@ -21,7 +21,7 @@ same bits on any number of ranks and in any order of rows.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
-detects collisions). Capacity doubles as rows arrive; untouched capacity is not resident.
+detects collisions), nothing spare (:class:`~mpieval.rows.RowBuffer`).
 ``compute()`` holds about 10 more bytes a row for a moment (the uint64 a row whose sort
 groups the rows by user, the global tag codes) plus what the exchange receives; the
 README's benchmark table gives the measured peak and time.
@@ -48,6 +48,7 @@ from mpieval.metric import Input, Metric, Option, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
 from mpieval.validation import (
+    Coded,
     as_vector,
     check_binary,
     check_interval,
@@ -458,16 +459,20 @@ class WuaucMetric(Metric):
 
     def _check_tags(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
         """The distinct values of a tag column (as Python ints or strs) and each row's
-        index among them; checked against the tags seen so far."""
-        values = _tag_values(tag)
-        if len(values) != n:
-            raise InputError("tag", f"length mismatch: tag={len(values)}, pred={n}")
-        distinct_values, inverse = _distinct(values)
+        index among them; checked against the tags seen so far. A :class:`Coded` column
+        is checked on its distinct values only."""
+        if isinstance(tag, Coded):
+            distinct_values, inverse = _distinct_coded(tag)
+        else:
+            values = _tag_values(tag)
+            distinct_values, inverse = _distinct(values)
+        if len(inverse) != n:
+            raise InputError("tag", f"length mismatch: tag={len(inverse)}, pred={n}")
         if ALL in distinct_values:
-            first = int(np.flatnonzero(values == ALL)[0])
+            rows = np.flatnonzero(inverse == distinct_values.index(ALL))
             raise InputError("tag", "the tag 'all' is reserved for the block of every row",
-                             count=int((values == ALL).sum()), first_index=first)
-        kind = str if values.dtype.kind == "U" else int
+                             count=len(rows), first_index=int(rows[0]))
+        kind = str if distinct_values and isinstance(distinct_values[0], str) else int
         if kind is str:  # a tag is a word of the space-separated log line
             for value in distinct_values:
                 check_log_word("tag", value)
@@ -618,6 +623,29 @@ def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
     more, more_inverse = np.unique(values[rest], return_inverse=True)
     inverse[rest] = len(distinct) + more_inverse.reshape(-1)
     return distinct + more.tolist(), inverse
+
+
+def _distinct_coded(tag: Coded) -> tuple[list[Any], np.ndarray]:
+    """:func:`_distinct` of a :class:`Coded` column: its values that some row uses, in
+    their order, and each row's index among them; every value a non-empty string, or
+    every value an integer."""
+    codes = np.asarray(tag.codes)
+    if codes.ndim != 1 or codes.dtype.kind not in "iu":
+        raise InputError("tag", "Coded codes must be a 1-D integer array")
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(tag.values)):
+        raise InputError("tag", f"Coded codes must index its {len(tag.values)} values")
+    used = np.bincount(codes, minlength=len(tag.values)) > 0
+    distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]
+    is_int = [isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+              for value in distinct]
+    if not (all(isinstance(value, str) for value in distinct) or all(is_int)):
+        raise InputError("tag", "Coded values must all be strings or all integers")
+    inverse = (np.cumsum(used) - 1)[codes]
+    if "" in distinct:
+        rows = np.flatnonzero(inverse == distinct.index(""))
+        raise InputError("tag", "is empty (a missing tag)", count=len(rows),
+                         first_index=int(rows[0]), value="")
+    return [value if isinstance(value, str) else int(value) for value in distinct], inverse
 
 
 def _tag_values(tag: Any) -> np.ndarray:
