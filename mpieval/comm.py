@@ -10,6 +10,8 @@ The collectives, each built on the transport's few primitives:
   differ): every rank raises the same error or none does (:meth:`Comm.agreed` runs a step
   and agrees on its errors: the one way to go on together);
 - :meth:`Comm.sum` — one sum reduction of a float64 buffer: how states merge;
+  :meth:`Comm.start_sum` starts one that the caller collects later (the command line's
+  reading rounds agree on one while the next round reads);
 - :meth:`Comm.exchange` — all-to-all of counts, then all-to-all-v per typed column:
   how per-user rows reach the rank that owns their user;
 - :meth:`Comm.allgather` — pickled, for small objects only (tag names, error texts);
@@ -93,6 +95,10 @@ class Transport(Protocol):
 
     def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
         """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array."""
+
+    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
+        """Start the element-wise sum over ranks without waiting: the array it will be
+        written to, and a poll that returns True once it is complete."""
 
     def alltoall(self, counts: np.ndarray) -> np.ndarray:
         """``counts[j]`` (int64) sent to rank ``j``; returns what each rank sent here."""
@@ -241,6 +247,16 @@ class Comm:
         self._transport.arrive()
         return self._transport.reduce(local, "sum")
 
+    def start_sum(self, buffer: np.ndarray) -> PendingSum:
+        """Collective, without waiting: start :meth:`sum`; its :meth:`PendingSum.result`
+        waits for the total (sleeping between polls, as every wait here does). Every rank
+        starts the same sums in the same order, and collects each before the next
+        blocking collective."""
+        local = np.ascontiguousarray(buffer).copy()
+        if self._transport is None:
+            return PendingSum(local, lambda: True, local)
+        return PendingSum(*self._transport.start_sum(local), local)
+
     def exchange(
         self, dest: np.ndarray, columns: Mapping[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
@@ -295,6 +311,13 @@ class MpiTransport:
         total = np.empty_like(local)
         self.comm.Allreduce(local, total, op=mpi.SUM if op == "sum" else mpi.MAX)
         return total
+
+    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
+        mpi = _mpi()
+        assert mpi is not None
+        total = np.empty_like(local)
+        request = self.comm.Iallreduce(local, total, op=mpi.SUM)
+        return total, request.Test
 
     def alltoall(self, counts: np.ndarray) -> np.ndarray:
         received = np.empty_like(counts)
@@ -386,16 +409,36 @@ def _arrive(comm: Any) -> None:
     cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
     from the rank it waits for (the README's "How it is built" gives the measured cost).
     Every collective of this module first meets the others here, so the blocking call
-    that follows finds everyone present and hardly waits. An interrupt (:func:`note_interrupt`)
-    ends the wait with KeyboardInterrupt.
+    that follows finds everyone present and hardly waits.
     """
-    request = comm.Ibarrier()
+    _wait_until(comm.Ibarrier().Test)
+
+
+def _wait_until(complete: Callable[[], Any]) -> None:
+    """Poll ``complete`` until it is true, sleeping between polls (longer and longer, up
+    to ``_LONGEST_NAP``). An interrupt (:func:`note_interrupt`) ends the wait with
+    KeyboardInterrupt."""
     nap = _FIRST_NAP
-    while not request.Test():
+    while not complete():
         if _interrupted:
             raise KeyboardInterrupt
         time.sleep(nap)
         nap = min(2 * nap, _LONGEST_NAP)
+
+
+class PendingSum:
+    """A sum started by :meth:`Comm.start_sum`."""
+
+    def __init__(self, total: np.ndarray, complete: Callable[[], bool],
+                 sent: np.ndarray) -> None:
+        self._total = total
+        self._complete = complete
+        self._sent = sent  # the send buffer lives until the sum is complete
+
+    def result(self) -> np.ndarray:
+        """The sum over ranks, once every rank has started it (waits without spinning)."""
+        _wait_until(self._complete)
+        return self._total
 
 
 # -- errors and agreement --------------------------------------------------------------

@@ -20,6 +20,7 @@ process must resolve its first metric on an NCCL group at the same point.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -77,6 +78,12 @@ class TorchTransport:
         total = local.copy()
         dist.all_reduce(torch.from_numpy(total), op=_OPS[op], group=self.group)
         return total
+
+    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
+        total = local.copy()
+        work = dist.all_reduce(torch.from_numpy(total), op=_OPS["sum"], group=self.group,
+                               async_op=True)
+        return total, work.is_completed
 
     def alltoall(self, counts: np.ndarray) -> np.ndarray:
         received = np.empty_like(counts)

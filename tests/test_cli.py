@@ -691,14 +691,15 @@ def test_held_batches_without_a_warm_up_feed_at_once():
     assert fed == ["b0", "b1"] and held.bytes == 0
 
 
-@pytest.mark.parametrize(("count", "reads", "lasts"), [
-    (10, [4, 8, 10], [False, False, True]),  # the last round ends at the input's end
-    (8, [4, 8, 8], [False, False, True]),  # a round on a budget, then one finds the end
-    (0, [0], [True]),
+@pytest.mark.parametrize(("count", "totals", "reads", "lasts"), [
+    (10, [4, 8, 10], [8, 10, 10], [False, False, True]),  # the last ends at the input's end
+    (8, [4, 8, 8], [8, 8, 8], [False, False, True]),  # a round on a budget, then the end
+    (0, [0], [0], [True]),
 ])
-def test_a_round_stops_at_the_byte_budget(monkeypatch, count, reads, lasts):
+def test_a_round_stops_at_the_byte_budget(monkeypatch, count, totals, reads, lasts):
     """Each round reads until ``_ROUND_BYTES`` of file (the batch that reaches it
-    included); every batch read in a round is fed before the round ends."""
+    included); every batch read is fed before a round ends; a round's totals come once
+    the next round has been read (its sum over the ranks was in flight meanwhile)."""
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 100)
     read: list[str] = []
     fed: list[str] = []
@@ -710,8 +711,8 @@ def test_a_round_stops_at_the_byte_budget(monkeypatch, count, reads, lasts):
         rounds.append((len(read), done))
     assert [n for n, _ in rounds] == reads
     assert [done.last for _, done in rounds] == lasts
-    assert [done.bytes for _, done in rounds] == [30 * n for n in reads]
-    assert [done.rows for _, done in rounds] == [3 * n for n in reads]
+    assert [done.bytes for _, done in rounds] == [30 * n for n in totals]
+    assert [done.rows for _, done in rounds] == [3 * n for n in totals]
 
 
 def test_a_bad_batch_ends_the_rounds_with_its_error(monkeypatch):
@@ -743,7 +744,7 @@ def test_reading_rounds_are_in_lockstep_on_every_rank(comm, monkeypatch):
 
 
 @pytest.mark.mpi
-def test_a_bad_batch_on_one_rank_stops_every_rank_in_that_round(comm, monkeypatch):
+def test_a_bad_batch_on_one_rank_stops_every_rank_a_round_later(comm, monkeypatch):
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 25)
     last = comm.size - 1
     names = [f"r{comm.rank}b{k}" for k in range(20)]
@@ -751,9 +752,9 @@ def test_a_bad_batch_on_one_rank_stops_every_rank_in_that_round(comm, monkeypatc
     rounds = pipeline.reading_rounds(
         _fake_batches(names, 10, fail_at=f"r{last}b4" if comm.rank == last else None),
         held, comm)
-    assert not next(rounds).last  # batches 0-2 everywhere
-    with pytest.raises(InputError) as raised:
-        next(rounds)  # batch 4 of the last rank is bad
+    assert not next(rounds).last  # batches 0-2 everywhere (batch 4 of the last rank is
+    with pytest.raises(InputError) as raised:  # bad: the other ranks read 6-8 meanwhile)
+        next(rounds)
     origin = "" if comm.rank == last else f"rank {last}: "  # other ranks name the rank
     assert str(raised.value) == f"{origin}r{last}b4:2: column pred: 'abc' is not a number"
 
