@@ -32,6 +32,7 @@ from mpieval import locations, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
+from mpieval.kernels import jit
 from mpieval.kinds import KINDS
 from mpieval.validation import auc_table_size, check_log_word
 
@@ -231,7 +232,9 @@ def _main(argv: Sequence[str] | None) -> int:
         comm.close()
         return int(done.code or 0)
     try:
-        readers.use_threads(threads_per_rank(comm))
+        threads = threads_per_rank(comm)
+        readers.use_threads(threads)
+        jit.use_threads(threads)
         if args.command == "demo":
             from mpieval import demo
 

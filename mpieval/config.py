@@ -52,11 +52,13 @@ class MetricSpec:
     def reads(self) -> list[tuple[str, str, str]]:
         """Every column this metric reads: ``(column, read as, what for)``.
 
-        Numeric inputs and masks are read as ``float``; ids and tags as ``string``; a
-        filtered column as its value's type (``int``, ``float`` or ``string``).
+        Numeric inputs and masks are read as ``float``; ids as ``string``; tags as ``name``
+        (text of a few values, dictionary-encoded as it is parsed); a filtered column as
+        its value's type (``int``, ``float`` or ``string``).
         """
         kind = kind_named(self.kind)
-        reads = [(column, "string" if arg in kind.texts else "float", f"{arg} of {self.name}")
+        reads = [(column, "name" if arg in kind.names else "string" if arg in kind.texts
+                  else "float", f"{arg} of {self.name}")
                  for arg, column in self.columns.items()]
         if self.mask is not None:
             reads.append((self.mask, "float", f"mask of {self.name}"))
@@ -190,10 +192,12 @@ def _check_column_name(key: str, column: Any) -> None:
 
 
 def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
-    """How each column is read from text files: ``float``, ``int`` or ``string``.
+    """How each column is read from text files: ``float``, ``int``, ``string`` or
+    ``name``.
 
     A column read as ``int`` by one metric and ``float`` by another is read as
-    ``float``; one wanted both as text and as a number is an error.
+    ``float``; a tag (``name``) also read as an id or a text filter is read as
+    ``string``; one wanted both as text and as a number is an error.
     """
     wanted: dict[str, set[str]] = {}
     users: dict[str, list[str]] = {}
@@ -203,12 +207,14 @@ def column_types(specs: Sequence[MetricSpec]) -> dict[str, str]:
             users.setdefault(column, []).append(use)
     types = {}
     for column, kinds in wanted.items():
-        if "string" in kinds and len(kinds) > 1:
+        text = kinds & {"string", "name"}
+        if text and kinds - text:
             raise InputError(
                 f"column {column}", "is read both as text and as a number "
                 f"({', '.join(users[column])}); quote a filter value to compare text"
             )
-        types[column] = "string" if "string" in kinds else "float" if "float" in kinds else "int"
+        types[column] = ("string" if "string" in kinds else "name" if text
+                         else "float" if "float" in kinds else "int")
     return types
 
 

@@ -60,13 +60,16 @@ PARALLEL_BLOCK_BYTES = 1 << 20  # in blocks of this size, in parallel
 PARQUET_BATCH_ROWS = 1 << 16
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
-# (a filter on whole numbers); "string": UTF-8 text (ids, tags, text filters).
+# (a filter on whole numbers); "string": UTF-8 text (ids, text filters); "name": UTF-8
+# text of a few values (tags), dictionary-encoded by the parser itself.
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "float": pa.float64(),
     "int": pa.int64(),
     "string": pa.string(),
+    "name": pa.dictionary(pa.int32(), pa.string()),
 }
-_TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 text"}
+_TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 text",
+               "name": "valid UTF-8 text"}
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -277,7 +280,9 @@ class Batch:
         key = f"names:{column}"
         coded = self._numbers.get(key)
         if coded is None:
-            encoded = _as_text(self.columns[column]).dictionary_encode()
+            encoded = self.columns[column]
+            if not pa.types.is_dictionary(encoded.type):
+                encoded = _as_text(encoded).dictionary_encode()
             indices = as_numpy(encoded.indices)
             values = encoded.dictionary.to_pylist()
             for index, value in enumerate(values):
@@ -752,6 +757,6 @@ def _check_parquet_column(file: InputFile, column: str, kind: str, array: pa.Arr
         "int": pa.types.is_integer(array.type),
         "string": pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
         or pa.types.is_integer(array.type),
-    }[kind]
+    }["string" if kind == "name" else kind]
     if not kind_ok:
         raise DataError(file.path, f"has type {array.type}, not {_TYPE_WORDS[kind]}", column)

@@ -3,7 +3,7 @@ until compute). Local: no MPI."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,8 +44,11 @@ class RowBuffer:
         """Bytes held: ``len * row_nbytes``."""
         return sum(chunk.nbytes for chunks in self._chunks.values() for chunk in chunks)
 
-    def append(self, **columns: Any) -> None:
-        """Append rows: every column of the buffer, 1-D, of one length."""
+    def append(self, *, handed_over: Collection[str] = (), **columns: Any) -> None:
+        """Append rows: every column of the buffer, 1-D, of one length. The arrays of
+        the columns named in ``handed_over`` are the caller's to give (made for this
+        call, never touched again): kept as they are when already of the column's dtype
+        (an array of its own, not a view), not copied."""
         if set(columns) != set(self.dtypes):
             raise ValueError(f"append needs exactly the columns {sorted(self.dtypes)}, "
                              f"got {sorted(columns)}")
@@ -61,7 +64,9 @@ class RowBuffer:
         if count == 0:
             return
         for name, array in arrays.items():
-            self._chunks[name].append(np.array(array, dtype=self.dtypes[name]))
+            keep = (name in handed_over and array.dtype == self.dtypes[name]
+                    and array.base is None and array.flags.c_contiguous)
+            self._chunks[name].append(array if keep else np.array(array, dtype=self.dtypes[name]))
         self._length += count
 
     def widen(self, name: str, dtype: DTypeLike) -> None:

@@ -21,6 +21,16 @@ Figures:
   faster; whole command, and the reading phase alone (from ``--progress``'s last line);
 - ``--metrics auc`` on the 2 GB file: peak RSS of each rank (``/usr/bin/time``) — target:
   under 400 MB; alone (every core) and at two ranks; and 2 ranks against 1 there.
+
+The main job's three figures (issue 13; ``--only-main-job`` runs just these), each command
+alternating with its baseline, medians of ``--repeats``:
+- the per-user path: ``--metrics auc,wuauc --uid uid --tag tag`` against ``--metrics auc``
+  on the 10M-row file, alone — target: at most 2.2x, and a peak RSS of at most 500 MB;
+- coordination: ``mpiexec -n 2`` (one thread a rank) on two 10M-row files against two
+  independent one-rank runs, one file each, started together, plus the launcher's own
+  cost (``mpiexec -n 2`` of a program that only initialises MPI, less two bare Python
+  start-ups side by side) — target: at most 1.05x;
+- start-up: ``--metrics auc`` on a 10-row file, alone — target: at most 0.3 s.
 """
 
 from __future__ import annotations
@@ -190,6 +200,30 @@ def peak_rss_per_rank(ranks: int, path: Path, env: dict[str, str] | None = None)
     return peaks
 
 
+def timed_rss(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MB, ``/usr/bin/time``) of one run of ``command``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = os.path.join(scratch, "rss")
+        start = time.perf_counter()
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report, *command], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={**os.environ, **(env or {})})
+        wall = time.perf_counter() - start
+        with open(report) as kilobytes:
+            return wall, int(kilobytes.read().split()[-1]) // 1024
+
+
+def timed_together(commands: list[list[str]], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of ``commands`` started together, until the last one ends."""
+    start = time.perf_counter()
+    running = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})}) for command in commands]
+    for process in running:
+        if process.wait():
+            raise subprocess.CalledProcessError(process.returncode, process.args)
+    return time.perf_counter() - start
+
+
 def verdict(ok: bool) -> str:
     return "meets target" if ok else "MISSES target"
 
@@ -199,6 +233,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-2gb", action="store_true")
     parser.add_argument("--only-2gb", action="store_true", help="only the 2 GB figures")
+    parser.add_argument("--only-main-job", action="store_true",
+                        help="only the main job's figures (per-user path, coordination, "
+                             "start-up)")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     ten = DATA / "10m.tsv"
@@ -214,10 +251,58 @@ def main() -> None:
     print(f"{ten}: {ROWS:,} rows, {size_mb:.0f} MB; medians of {r} runs; "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}\n", flush=True)
 
+    if args.only_main_job:
+        main_job(ten, tiny, r)
+        return
     if not args.only_2gb:
         ten_million_rows(ten, tiny, r)
+        main_job(ten, tiny, r)
     if not args.skip_2gb:
         two_gigabytes(ten, r)
+
+
+def main_job(ten: Path, tiny: Path, r: int) -> None:
+    """The per-user path, the coordination of two ranks and the start-up (issue 13)."""
+    auc, both, peak = [], [], []
+    for _ in range(r):
+        auc.append(timed_rss([MPIEVAL, "eval", "--metrics", "auc", str(ten)])[0])
+        wall, rss = timed_rss([MPIEVAL, "eval", "--metrics", "auc,wuauc", "--uid", "uid",
+                               "--tag", "tag", str(ten)])
+        both.append(wall)
+        peak.append(rss)
+    ratio = statistics.median(both) / statistics.median(auc)
+    print(f"\nper-user path: --metrics auc,wuauc --uid uid --tag tag "
+          f"{statistics.median(both):.2f} s against --metrics auc "
+          f"{statistics.median(auc):.2f} s: {ratio:.2f}x "
+          f"({verdict(ratio <= 2.2)} <= 2.2x); peak RSS {max(peak)} MB (highest of {r}; "
+          f"{verdict(max(peak) <= 500)} <= 500 MB)")
+
+    other = DATA / "10m-b.tsv"  # a second file of the same rows (a hard link if it can)
+    if not other.exists():
+        try:
+            os.link(ten, other)
+        except OSError:
+            shutil.copyfile(ten, other)
+    argv = [MPIEVAL, "eval", "--metrics", "auc"]
+    ranks, alone, launcher, bare = [], [], [], []
+    for _ in range(r):
+        ranks.append(timed_command([MPIEXEC, "-n", "2", *argv, str(ten), str(other)],
+                                   env=ONE_THREAD))
+        alone.append(timed_together([[*argv, str(ten)], [*argv, str(other)]], ONE_THREAD))
+        launcher.append(timed_command([MPIEXEC, "-n", "2", sys.executable, "-c",
+                                       "from mpi4py import MPI"]))
+        bare.append(timed_together([[sys.executable, "-c", "pass"]] * 2))
+    cost = statistics.median(launcher) - statistics.median(bare)
+    bound = statistics.median(alone) + cost
+    ratio = statistics.median(ranks) / bound
+    print(f"coordination: mpiexec -n 2 on two files {statistics.median(ranks):.2f} s; two "
+          f"independent runs together {statistics.median(alone):.2f} s + the launcher "
+          f"{cost:.2f} s: {ratio:.3f}x ({verdict(ratio <= 1.05)} <= 1.05x)")
+
+    startup = [timed_command([MPIEVAL, "eval", "--metrics", "auc", str(tiny)])
+               for _ in range(r)]
+    print(f"start-up: --metrics auc on a 10-row file {statistics.median(startup):.2f} s "
+          f"({verdict(statistics.median(startup) <= 0.3)} <= 0.3 s)")
 
 
 def ten_million_rows(ten: Path, tiny: Path, r: int) -> None:

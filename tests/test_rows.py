@@ -41,3 +41,17 @@ def test_row_buffer_refuses_unsafe_casts_and_widens() -> None:
     assert rows.columns()["pred"].tolist() == [0.25, 0.5, 0.1]
     with pytest.raises(TypeError):
         rows.widen("pred", np.float32)
+
+
+def test_handed_over_arrays_are_kept_and_anything_else_copied() -> None:
+    rows = RowBuffer({"key": np.uint64, "pred": np.float64})
+    made, given = np.arange(4, dtype=np.uint64), np.full(4, 0.5)
+    rows.append(handed_over={"key"}, key=made, pred=given)
+    given[:] = 0.25  # the caller's own array: the buffer kept a copy
+    assert rows.columns()["pred"].tolist() == [0.5] * 4
+    assert np.shares_memory(rows.columns()["key"], made)
+    view, widened = np.arange(8, dtype=np.uint64)[::2], np.arange(4, dtype=np.uint32)
+    rows.append(handed_over={"key"}, key=view, pred=given)  # a view: copied
+    rows.append(handed_over={"key"}, key=widened, pred=given)  # another dtype: cast
+    assert rows.columns()["key"].tolist() == [0, 1, 2, 3, 0, 2, 4, 6, 0, 1, 2, 3]
+    assert not np.shares_memory(rows.columns()["key"], view)

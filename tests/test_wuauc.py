@@ -742,3 +742,25 @@ def test_coded_tags_equal_the_tag_column(rng: np.random.Generator) -> None:
             WuaucMetric(comm=Comm.local()).update([1, 2, 3], [0.1, 0.2, 0.3], [0, 1, 0],
                                                   Coded(bad[0], np.array(bad[1])))
         assert raised.value.first_index == first
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypatch,
+                                            threads: int) -> None:
+    """The rows passed in parts, on one or more threads: the same exact sums (and, with
+    compare, the same paired groups in the same order) as one pass over every row."""
+    from mpieval.kernels import jit
+    from mpieval.kernels import wuauc as kernels
+
+    counts = np.r_[rng.integers(1, 40, 3000), [5000, 2000]]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    pred, other = rng.integers(0, 50, n) / 49, rng.random(n)
+    label = (rng.random(n) < pred).astype(np.uint8)
+    tag = rng.integers(0, 4, n).astype(np.uint16)
+    whole = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
+    monkeypatch.setattr(kernels, "PART_ROWS", 1000)
+    monkeypatch.setattr(jit, "_threads", threads)
+    parts = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
+    assert np.array_equal(parts[0], whole[0]) and parts[1] == whole[1]
+    assert exact.to_floats(parts[0])[0, 1] > 100  # valid users, paired

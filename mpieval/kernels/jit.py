@@ -60,6 +60,22 @@ def compiled(fn: F) -> F:
         return cast(F, kernel)
 
 
+_threads = 1
+
+
+def use_threads(count: int) -> None:
+    """How many threads a compiled pass that splits its work (the per-user pass) may run
+    on: 1 by default (a trainer's process has its own threads); the command line gives
+    each rank its share of the cores."""
+    global _threads
+    _threads = max(1, int(count))
+
+
+def threads() -> int:
+    """The threads set by :func:`use_threads`."""
+    return _threads
+
+
 def load() -> None:
     """Import numba and compile (lazily, per signature, from numba's disk cache) every
     pending kernel; idempotent and thread-safe."""

@@ -29,11 +29,13 @@ Scratch beside the 8 bytes a row of the sort: 24 bytes a row of the longest user
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from mpieval.kernels import exact
 from mpieval.kernels.auc import binary_logloss
-from mpieval.kernels.jit import compiled
+from mpieval.kernels.jit import compiled, threads
 from mpieval.kernels.keys import mix64_scalar
 from mpieval.kernels.sort import merge_sort, radix_sort
 
@@ -49,7 +51,8 @@ CHUNK = 1 << 14
 PART_BITS = 3
 PART_ROWS = 1 << 21
 """From this many rows on, the rows are grouped and passed in ``2**PART_BITS`` parts by the
-top bits of their prefix, one after the other: the sort array is an eighth as long."""
+top bits of their prefix: each part's sort array is an eighth as long, and the parts run on
+:func:`mpieval.kernels.jit.threads` threads (each with its own sums, added exactly)."""
 
 
 @compiled
@@ -523,9 +526,7 @@ def user_auc_sums(
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
     sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
-    # a valid group has two rows or more, and a row is in at most two groups
-    groups = [np.empty((n + 1 if compare is not None else 0, 3)) for _ in models]
-    cursors = [np.zeros(1, np.int64) for _ in models]
+    groups = [np.empty((0, 3)) for _ in models]
     collision = False
     if n:
         row_bits = max(n - 1, 1).bit_length()
@@ -536,23 +537,44 @@ def user_auc_sums(
         part_bits = min(PART_BITS if n >= PART_ROWS else 0, prefix_bits)
         parts = np.empty(n if part_bits else 0, np.uint8)
         sizes = _parts(keys, parts, part_bits)
-        for part, size in enumerate(sizes.tolist()):  # in prefix order, as one sort
-            packed = np.empty(size, np.uint64)
+
+        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
+            """The part's sums and (with ``compare``) valid groups, per model."""
+            packed = np.empty(sizes[part], np.uint64)
             _pack(keys, parts, part, packed, 64 - prefix_bits, row_bits)
             packed.sort()
+            part_sums, part_groups, found = [], [], False
             for k, model in enumerate(models):
-                collision |= bool(_user_sums(
+                part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
+                # a valid group has two rows or more, and a row is in at most two groups
+                part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
+                                             3)))
+                cursor = np.zeros(1, np.int64)
+                found |= bool(_user_sums(
                     packed, row_bits, keys,
                     np.zeros(0, np.uint64) if checks is None or k else checks,
-                    model, label,
-                    np.zeros(0, np.uint16) if tag is None else tag,
-                    n_tags, sums[k], groups[k], cursors[k],
+                    model, label, np.zeros(0, np.uint16) if tag is None else tag,
+                    n_tags, part_sums[k], part_groups[k], cursor,
                 ))
-            del packed
+                part_groups[k] = part_groups[k][: cursor[0]]
+            return part_sums, part_groups, found
+
+        busy = [part for part in range(len(sizes)) if sizes[part]]
+        if threads() == 1 or len(busy) == 1:
+            done = [one_part(part) for part in busy]
+        else:
+            with ThreadPoolExecutor(max_workers=min(threads(), len(busy))) as pool:
+                done = list(pool.map(one_part, busy))  # in prefix order, as one sort
+        for k in range(len(models)):
+            for part_sums, _, _ in done:
+                sums[k] += part_sums[k]  # digit by digit: exact
+            exact.normalize(sums[k])
+            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _ in done])
+        collision = any(found for _, _, found in done)
     if compare is None:
         return sums[0], collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
-    paired_diff_sums(groups[0][: cursors[0][0]], groups[1][: cursors[1][0]], diff)
+    paired_diff_sums(groups[0], groups[1], diff)
     return np.concatenate([sums[0], sums[1], diff], axis=1), collision
 
 

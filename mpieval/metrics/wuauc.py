@@ -509,9 +509,11 @@ class WuaucMetric(Metric):
         columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label, "tag": tag}
         if compare is not None:
             columns["compare"] = _narrow(rows, "compare", compare)
-        rows.append(**columns)
+        # made here for this batch: the label and tag codes always, hashed keys and checks
+        made = {"label", "tag"} | ({"key"} if check is not None else set())
+        rows.append(handed_over=made, **columns)
         if check is not None:
-            self.state.rows("checks").append(check=check)
+            self.state.rows("checks").append(handed_over={"check"}, check=check)
 
     # -- compute -----------------------------------------------------------------------
 
@@ -635,12 +637,15 @@ def _distinct_coded(tag: Coded) -> tuple[list[Any], np.ndarray]:
     if len(codes) and (codes.min() < 0 or codes.max() >= len(tag.values)):
         raise InputError("tag", f"Coded codes must index its {len(tag.values)} values")
     used = np.bincount(codes, minlength=len(tag.values)) > 0
-    distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]
+    if used.all():  # the usual case: a batch's own dictionary
+        distinct, inverse = list(tag.values), codes
+    else:
+        distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]
+        inverse = (np.cumsum(used) - 1)[codes]
     is_int = [isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
               for value in distinct]
     if not (all(isinstance(value, str) for value in distinct) or all(is_int)):
         raise InputError("tag", "Coded values must all be strings or all integers")
-    inverse = (np.cumsum(used) - 1)[codes]
     if "" in distinct:
         rows = np.flatnonzero(inverse == distinct.index(""))
         raise InputError("tag", "is empty (a missing tag)", count=len(rows),
