@@ -148,6 +148,20 @@ def test_pyarrow_text_keys_are_those_of_the_same_bytes() -> None:
         assert checks.tolist() == expected[1].tolist()
         keys, _ = uid_keys_checked("uid", array.slice(3, 4))
         assert keys.tolist() == expected[0][3:7].tolist()
+    many = pa.array([f"user{k}" for k in range(5000)])
+    alone = uid_keys_checked("uid", many)
+    from mpieval.kernels import jit
+
+    threads, slice_rows = jit._threads, kernels.SLICE_ROWS
+    try:  # slices of rows on threads: the same keys
+        jit.use_threads(2)
+        kernels.SLICE_ROWS = 700
+        sliced = uid_keys_checked("uid", many)
+    finally:
+        jit.use_threads(threads)
+        kernels.SLICE_ROWS = slice_rows
+    assert alone[1] is not None and sliced[1] is not None
+    assert np.array_equal(sliced[0], alone[0]) and np.array_equal(sliced[1], alone[1])
     chunked = pa.chunked_array([values[:3], values[3:]])
     assert uid_keys("uid", chunked).tolist() == expected[0].tolist()
     integers = pa.array([7, -1, 2**40], pa.int64())

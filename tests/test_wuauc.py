@@ -759,8 +759,14 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     label = (rng.random(n) < pred).astype(np.uint8)
     tag = rng.integers(0, 4, n).astype(np.uint16)
     whole = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
+    rows = exact.accumulator(4, 4)
+    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), rows)
     monkeypatch.setattr(kernels, "PART_ROWS", 1000)
+    monkeypatch.setattr(kernels, "ROW_SLICE", 1000)
     monkeypatch.setattr(jit, "_threads", threads)
     parts = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
     assert np.array_equal(parts[0], whole[0]) and parts[1] == whole[1]
     assert exact.to_floats(parts[0])[0, 1] > 100  # valid users, paired
+    sliced = exact.accumulator(4, 4)
+    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), sliced)
+    assert np.array_equal(sliced, rows)

@@ -13,11 +13,12 @@ same on every rank, host and run.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from mpieval.kernels.jit import compiled
+from mpieval.kernels.jit import compiled, threads
 
 _U64 = np.uint64
 # splitmix64 constants
@@ -110,18 +111,36 @@ def hash_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hash_words(words, seeds[0]), hash_words(words, seeds[1])
 
 
+SLICE_ROWS = 1 << 18
+"""Rows a thread hashes at a time (:func:`hash_texts`)."""
+
+
 def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
     ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
-    buffers): in one compiled pass, the same hashes as :func:`hash_strings` of the same
-    bytes as an ``S`` array."""
+    buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.jit.threads`
+    threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
+    array."""
     n = len(offsets) - 1
     width = max(int(np.max(np.diff(offsets))) if n else 0, 1)
     width = -(-width // 8)
     constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
     keys = np.empty(n, dtype=_U64)
     checks = np.empty(n, dtype=_U64)
-    _hash_texts(offsets, data, constants, mix64(constants), keys, checks)
+    zero_terms = mix64(constants)
+    slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
+
+    def hash_slice(rows: tuple[int, int]) -> None:
+        lo, hi = rows
+        _hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
+                    checks[lo:hi])
+
+    if threads() == 1 or len(slices) < 2:
+        for rows in slices:
+            hash_slice(rows)
+    else:
+        with ThreadPoolExecutor(max_workers=threads()) as pool:
+            list(pool.map(hash_slice, slices))
     return keys, checks
 
 

@@ -457,16 +457,42 @@ def _add_big_run(
     return collision
 
 
-@compiled
-def row_sums(pred, label, codes, tag_of_code, sums):
+ROW_SLICE = 1 << 20
+"""Rows a thread sums at a time (:func:`row_sums`)."""
+
+
+def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray,
+             sums: np.ndarray) -> None:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
     ``logloss``: :func:`mpieval.kernels.auc.binary_logloss` (the pred clipped to ``[1e-15,
-    1 - 1e-15]``).
+    1 - 1e-15]``). Slices of ``ROW_SLICE`` rows run on
+    :func:`~mpieval.kernels.jit.threads` threads, each into its own accumulators, added
+    digit by digit (exact: the same bits)."""
+    n = len(pred)
+    slices = [(start, min(start + ROW_SLICE, n)) for start in range(0, n, ROW_SLICE)]
+    if threads() == 1 or len(slices) < 2:
+        _row_sums(pred, label, codes, tag_of_code, sums)
+        return
 
-    Each row adds to its own tag's accumulators only; ``all`` is their sum, digit by
-    digit, at the end (exact, so equal to adding every row to it)."""
+    def one_slice(rows: tuple[int, int]) -> np.ndarray:
+        lo, hi = rows
+        part = np.zeros_like(sums)
+        _row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
+        return part
+
+    with ThreadPoolExecutor(max_workers=threads()) as pool:
+        for part in pool.map(one_slice, slices):
+            sums += part
+    exact.normalize(sums)
+
+
+@compiled
+def _row_sums(pred, label, codes, tag_of_code, sums):
+    """:func:`row_sums` of every row, on this thread. Each row adds to its own tag's
+    accumulators only; ``all`` is their sum, digit by digit, at the end (exact, so equal
+    to adding every row to it)."""
     n_tags = sums.shape[0] - 1
     part = np.zeros((n_tags + 1, 2, exact.DIGITS))  # pred, logloss; the last: no tag
     rows = np.zeros(n_tags + 1, np.int64)
