@@ -141,9 +141,11 @@ def command() -> int:
     - At exit the interpreter's last garbage collections walk every object numba made;
       objects still alive then are frozen out of them (``gc.freeze``).
     - A run that read a store and failed with status 1 exits at once (:func:`_exit_now`).
+    - A small job runs its kernels as plain Python, without loading numba
+      (:func:`small_job`).
     """
     sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
-    status = main()
+    status = main(own_process=True)
     if status == 1 and locations.stores_opened():
         _exit_now(status)
     gc.freeze()
@@ -168,7 +170,7 @@ def _exit_now(status: int) -> None:
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
     """Run ``mpieval`` with ``argv`` (default: the command line); returns the exit status.
 
     Started by an MPI launcher, the ranks are the world's; started alone, the command
@@ -181,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     with _interrupts_noted():
         try:
-            return _main(argv)
+            return _main(argv, own_process)
         except KeyboardInterrupt:
             print("mpieval: interrupted", file=sys.stderr, flush=True)
             abort(INTERRUPTED)
@@ -221,7 +223,7 @@ def _return_freed_memory() -> None:
 _M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
     _return_freed_memory()
     comm = Comm.world_or_alone()
     _quiet_warnings()
@@ -248,6 +250,9 @@ def _main(argv: Sequence[str] | None) -> int:
             comm.agreed(lambda: report.write_report(args.runs, args.output)
                         if comm.rank == 0 else None)
             status = 0
+        elif own_process and small_job(args):  # (the process's kernels are then Python)
+            jit.interpret()
+            status = run_eval(args, comm)
         else:
             status = run_eval(args, comm, warming=pipeline.warm_up(kinds_asked(args)))
     except InputError as error:  # collective: every rank holds the same error
@@ -326,6 +331,30 @@ def run_merge(args: argparse.Namespace, comm: Comm) -> int:
     comm.agreed(lambda: pipeline.output(specs, results, args.json) if comm.rank == 0
                 else None)
     return 0
+
+
+SMALL_JOB_BYTES = 128 << 10
+"""Input up to this size is a small job: its kernels run as plain Python (a few thousand
+rows take less than numba's start-up)."""
+INTERPRETED_KINDS = frozenset({"auc"})
+"""The kinds a small job may ask for (their plain-Python run is tested to give the same
+bits as the compiled one)."""
+
+
+def small_job(args: argparse.Namespace) -> bool:
+    """Whether ``mpieval eval`` is a small job: local files (no pattern, no store) of at
+    most ``SMALL_JOB_BYTES`` together, and kinds of ``INTERPRETED_KINDS`` only. A guess
+    made before any check (the run itself reports what is wrong); every rank makes the
+    same one, and either way the results are the same."""
+    kinds = kinds_asked(args)
+    if not kinds or not set(kinds) <= INTERPRETED_KINDS:
+        return False
+    total = 0
+    for name in args.files:
+        if not os.path.isfile(name):
+            return False
+        total += os.path.getsize(name)
+    return total <= SMALL_JOB_BYTES
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

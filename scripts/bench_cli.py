@@ -299,10 +299,15 @@ def main_job(ten: Path, tiny: Path, r: int) -> None:
           f"independent runs together {statistics.median(alone):.2f} s + the launcher "
           f"{cost:.2f} s: {ratio:.3f}x ({verdict(ratio <= 1.05)} <= 1.05x)")
 
-    startup = [timed_command([MPIEVAL, "eval", "--metrics", "auc", str(tiny)])
-               for _ in range(r)]
+    startup, floor = [], []
+    for _ in range(r):
+        startup.append(timed_command([MPIEVAL, "eval", "--metrics", "auc", str(tiny)]))
+        floor.append(timed_command([sys.executable, "-c", "import numpy, pyarrow.csv"]))
     print(f"start-up: --metrics auc on a 10-row file {statistics.median(startup):.2f} s "
-          f"({verdict(statistics.median(startup) <= 0.3)} <= 0.3 s)")
+          f"({verdict(statistics.median(startup) <= 0.3)} <= 0.3 s); Python importing numpy "
+          f"and pyarrow.csv alone {statistics.median(floor):.2f} s"
+          + (" (PYTHONDONTWRITEBYTECODE is set: every import compiles its source)"
+             if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""))
 
 
 def ten_million_rows(ten: Path, tiny: Path, r: int) -> None:

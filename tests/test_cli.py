@@ -838,3 +838,54 @@ def test_a_line_too_long_for_one_thread_exits_2_and_reads_on_two(tmp_path, capsy
     status, out, _ = run(capsys, "eval", "--json", out_json, path)
     assert status == 0
     assert json.loads(out_json.read_text())["auc"]["rows"] == 3
+
+
+SMALL_JOB = (
+    "import sys\n"
+    "from mpieval.cli import command\n"
+    "sys.argv = ['mpieval', *sys.argv[1:]]\n"
+    "status = command()\n"
+    "assert 'numba' not in sys.modules, 'a small job loaded numba'\n"
+    "sys.exit(status)\n"
+)
+
+
+@pytest.mark.parametrize("flags", [
+    [],
+    ["--weight", "w"],
+    ["--soft-labels", "--label", "soft"],
+    ["--compare", "pred_b"],
+    ["--table-size", "1000", "--weight", "w"],
+])
+def test_a_small_job_runs_its_kernels_as_python_with_the_same_bits(tmp_path, rng, flags):
+    """A small job (``cli.small_job``) never loads numba: its kernels run as the plain
+    Python they are written in, and its JSON has the same bytes as the compiled run's."""
+    n = 3000
+    pred = np.round(rng.beta(2, 5, n), 6)
+    table = pa.table({
+        "pred": pred, "pred_b": np.round(np.clip(pred + rng.normal(0, 0.1, n), 0, 1), 6),
+        "label": (rng.random(n) < pred).astype(np.int8), "soft": np.round(rng.random(n), 3),
+        "w": rng.integers(1, 4, n),
+    })
+    path = str(tmp_path / "small.tsv")
+    pacsv.write_csv(table, path, write_options=pacsv.WriteOptions(delimiter="\t"))
+    argv = ["eval", "--metrics", "auc", *flags, path]
+    assert cli.small_job(cli.build_parser().parse_args(argv))
+    done = subprocess.run([sys.executable, "-c", SMALL_JOB, *argv, "--json",
+                           str(tmp_path / "python.json")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert cli.main([*argv, "--json", str(tmp_path / "compiled.json")]) == 0
+    python = (tmp_path / "python.json").read_bytes()
+    assert python == (tmp_path / "compiled.json").read_bytes()
+    assert b'"auc"' in python
+
+
+def test_what_is_a_small_job(tmp_path):
+    small, large = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    small.write_text("pred\tlabel\n0.5\t1\n")
+    large.write_bytes(b"pred\tlabel\n" + b"0.5\t1\n" * (cli.SMALL_JOB_BYTES // 6))
+    parse = cli.build_parser().parse_args
+    assert cli.small_job(parse(["eval", str(small)]))
+    assert not cli.small_job(parse(["eval", str(small), str(large)]))  # too large together
+    assert not cli.small_job(parse(["eval", "--metrics", "auc,wuauc", str(small)]))
+    assert not cli.small_job(parse(["eval", str(tmp_path / "*.tsv")]))  # a pattern

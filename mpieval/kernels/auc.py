@@ -204,9 +204,9 @@ def auc_from_table(table: np.ndarray) -> float:
     return area / (fp_total * tp_total)
 
 
-@compiled
 def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> float:
-    """The seed's ``calculate_bucket_error``, statement for statement.
+    """The seed's ``calculate_bucket_error``, statement for statement, over the filled
+    buckets only (:func:`_bucket_error`, the same bits as the sweep of every bucket).
 
     Buckets are swept upward, each with CTR ``i / T`` (its lower edge). A range of
     buckets grows until its relative error ``sqrt((1 - adj) / (adj * shows))`` drops
@@ -217,16 +217,49 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
     ``sum(error * shows) / sum(shows)`` over the ranges kept; NaN when none was kept
     (the seed returns 0 there).
     """
-    table_size = len(negatives)
+    filled = filled_buckets(negatives, positives)
+    return _bucket_error(filled, negatives[filled], positives[filled], len(negatives))
+
+
+def filled_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
+    """The buckets that hold a row (weights are never negative), in order."""
+    return np.flatnonzero((negatives != 0) | (positives != 0))
+
+
+@compiled
+def _bucket_error(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray,
+                  table_size: int) -> float:
+    """:func:`bucket_error_from_table` from the filled buckets ``filled`` (ascending) and
+    their counts. An empty bucket adds nothing; what the seed's sweep does there is only
+    to restart the range (when the CTR has moved more than ``kMaxSpan`` from its start),
+    and that is replayed here: the next restart is the first bucket ``j`` where the seed's
+    own test ``abs(j / T - last_ctr) > kMaxSpan`` holds (the same expression, so the same
+    float decisions), found from an estimate and a few steps."""
     last_ctr = -1.0
     impression_sum = 0.0
     ctr_sum = 0.0
     click_sum = 0.0
     error_sum = 0.0
     error_count = 0.0
-    for i in range(table_size):
-        click = positives[i]
-        show = negatives[i] + positives[i]
+    j = 0  # the next bucket the seed's sweep would visit
+    for k in range(len(filled)):
+        i = filled[k]
+        while j < i:  # the empty buckets j .. i - 1: restarts only
+            if last_ctr < 0:
+                step = j
+            else:
+                step = max(j, int((last_ctr + K_MAX_SPAN) * table_size) - 2)
+                while step < i and not abs(step / table_size - last_ctr) > K_MAX_SPAN:
+                    step += 1
+            if step >= i:
+                break
+            last_ctr = step / table_size
+            impression_sum = 0.0
+            ctr_sum = 0.0
+            click_sum = 0.0
+            j = step + 1
+        click = positives[k]
+        show = negatives[k] + positives[k]
         ctr = i / table_size
         if abs(ctr - last_ctr) > K_MAX_SPAN:
             last_ctr = ctr
@@ -244,20 +277,28 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
             error_sum += relative_ctr_error * impression_sum
             error_count += impression_sum
             last_ctr = -1.0
+        j = i + 1
     return error_sum / error_count if error_count > 0 else math.nan
 
 
 CURVE_POINTS = 1000  # at most this many steps in each curve
 
 
-@compiled
 def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
                    points: int = CURVE_POINTS) -> np.ndarray:
     """ROC points, an array of rows ``[fpr, tpr]`` from ``[0, 0]`` to ``[1, 1]``: one per
     threshold between filled buckets, swept from the top down; when there are more than
     ``points`` such thresholds, those where the curve's length ``fpr + tpr`` first reaches
     each of ``points`` equal steps of its total 2 (deterministic, spread along the curve),
-    and the last. Empty when a class is missing."""
+    and the last. Empty when a class is missing. (The sweep sees the filled buckets only:
+    it skips the others.)"""
+    filled = filled_buckets(negatives, positives)
+    return _roc(negatives[filled], positives[filled], points)
+
+
+@compiled
+def _roc(negatives: np.ndarray, positives: np.ndarray, points: int) -> np.ndarray:
+    """:func:`roc_from_table`'s sweep."""
     neg_total = 0.0
     pos_total = 0.0
     filled = 0
@@ -291,7 +332,6 @@ def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
     return curve[:n]
 
 
-@compiled
 def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
                            points: int = CURVE_POINTS) -> np.ndarray:
     """Calibration bins, an array of rows ``[mean_pred, actual_ctr, rows]`` from the
@@ -300,19 +340,26 @@ def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
     split). ``mean_pred`` is the rows-weighted mean of the buckets' midpoints ``(b + 1/2) /
     T`` (within ``1 / 2T`` of the mean raw pred); ``rows`` is the weight sum. Empty
     without rows."""
-    size = negatives.shape[0]
+    filled = filled_buckets(negatives, positives)
+    return _calibration(filled, negatives[filled], positives[filled], len(negatives), points)
+
+
+@compiled
+def _calibration(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray, size: int,
+                 points: int) -> np.ndarray:
+    """:func:`calibration_from_table` from the filled buckets ``filled`` and their counts
+    (an empty bucket adds nothing to any sum)."""
     total = 0.0
-    for b in range(size):
-        total += negatives[b] + positives[b]
+    for k in range(len(filled)):
+        total += negatives[k] + positives[k]
     bins = np.zeros((points, 3))
     below = 0.0
-    for b in range(size):
-        rows = negatives[b] + positives[b]
-        if rows == 0:
-            continue
+    for i in range(len(filled)):
+        b = filled[i]
+        rows = negatives[i] + positives[i]
         k = min(int(below * points / total), points - 1)
         bins[k, 0] += rows * ((b + 0.5) / size)
-        bins[k, 1] += positives[b]
+        bins[k, 1] += positives[i]
         bins[k, 2] += rows
         below += rows
     n = 0

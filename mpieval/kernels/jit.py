@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 F = TypeVar("F", bound=Callable[..., object])
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -45,6 +47,9 @@ class Kernel:
 
     def __call__(self, *args: Any) -> Any:
         if self.dispatcher is None:
+            if _interpreted:
+                with np.errstate(all="ignore"):  # numba's numpy error model: inf, NaN
+                    return self.fn(*args)
             load()
         return self.dispatcher(*args)
 
@@ -61,6 +66,22 @@ def compiled(fn: F) -> F:
 
 
 _threads = 1
+_interpreted = False
+
+
+def interpret() -> None:
+    """Run the kernels as the plain Python they are written in, and never load numba:
+    for a job so small that numba's start-up (its import and the first load of a cached
+    kernel: most of a second) outweighs the loops (the command line decides, from the
+    input's size). Every kernel runs unchanged, so the results are the same bits.
+    Without effect once numba is loaded."""
+    global _interpreted
+    _interpreted = True
+
+
+def interpreting() -> bool:
+    """Whether :func:`interpret` was called (and numba is not loaded)."""
+    return _interpreted and _njit is None
 
 
 def use_threads(count: int) -> None:

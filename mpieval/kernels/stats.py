@@ -28,6 +28,7 @@ from statistics import NormalDist
 import numpy as np
 
 from mpieval.kernels import exact
+from mpieval.kernels.auc import filled_buckets
 from mpieval.kernels.jit import compiled
 
 _NORMAL = NormalDist()
@@ -82,9 +83,17 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
     return math.sqrt(spread) / abs(b)
 
 
-@compiled
 def delong_from_table(negatives: np.ndarray,
                       positives: np.ndarray) -> tuple[float, float, float, float]:
+    """``(auc, variance, auprc, tie_bound)`` of the histogram (:func:`_delong`, over the
+    filled buckets: the sweep skips the others)."""
+    filled = filled_buckets(negatives, positives)
+    return _delong(negatives[filled], positives[filled])
+
+
+@compiled
+def _delong(negatives: np.ndarray,
+            positives: np.ndarray) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
     from the top bucket down.
 
