@@ -56,6 +56,19 @@ def test_sum_returns_a_new_array(comm):
     assert np.all(total == comm.size * (comm.size + 1) / 2)
 
 
+@pytest.mark.mpi
+def test_started_sums_are_collected_later_in_order(comm):
+    """Two sums in flight at once, collected after other work, then a blocking
+    collective: each total is its own sum over the ranks; the inputs are unchanged."""
+    first, second = np.full(3, comm.rank + 1.0), np.arange(4.0) * comm.rank
+    started = [comm.start_sum(first), comm.start_sum(second)]
+    first[:] = -1.0  # the sum took a copy: changing the input now changes nothing
+    assert np.all(started[0].result() == comm.size * (comm.size + 1) / 2)
+    assert started[1].result().tolist() == (np.arange(4.0) * sum(range(comm.size))).tolist()
+    assert np.all(second == np.arange(4.0) * comm.rank)
+    assert comm.sum(np.ones(1))[0] == comm.size
+
+
 def _run(code: str, env: dict[str, str] | None = None, launcher: list[str] | None = None,
          timeout: float = 60) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}

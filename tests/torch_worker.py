@@ -94,6 +94,8 @@ def exchange(rank: int, size: int) -> dict:
     assert got["key"].tolist() == [3 * i for i in expected]
     assert got["flag"].tolist() == [i % 3 == 0 for i in expected]
     assert got["pred"].dtype == np.float32
+    started = comm.start_sum(np.full(2, rank + 1.0))  # an async all_reduce, collected later
+    assert started.result().tolist() == [size * (size + 1) / 2] * 2
     comm.barrier()
     return {"rows": len(expected), "any": comm.any(rank == size - 1)}
 

@@ -22,9 +22,11 @@ same bits on any number of ranks and in any order of rows.
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag), 8 more for a string uid or a several-column key (the hash that
 detects collisions), nothing spare (:class:`~mpieval.rows.RowBuffer`).
-``compute()`` holds about 10 more bytes a row for a moment (the uint64 a row whose sort
-groups the rows by user, the global tag codes) plus what the exchange receives; the
-README's benchmark table gives the measured peak and time.
+``compute()`` holds for a moment, beside the rows: their chunks joined one column at a
+time, the global tag codes (2 bytes a row), what the exchange receives, 1 byte a row (its
+part) and 8 bytes a row of each part being sorted, and 24 bytes a row of the heaviest
+user, per thread (:func:`~mpieval.kernels.wuauc.user_auc_sums`); the README's benchmark
+table gives the measured peak and time.
 """
 
 from __future__ import annotations
