@@ -209,22 +209,7 @@ def _interrupts_noted() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _return_freed_memory() -> None:
-    """Keep glibc's mmap threshold at 1 MiB. By default glibc raises it (up to 32 MiB)
-    each time a large block is freed, so the read's batch-sized arrays then come from the
-    heap and stay resident once freed: a per-user run peaked 0.15 GB higher. The command
-    owns its process, so it sets this; the library never does. Elsewhere: nothing."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 1 << 20)
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
-
-
 def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
-    _return_freed_memory()
     comm = Comm.world_or_alone()
     _quiet_warnings()
     try:
@@ -254,6 +239,8 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
             jit.interpret()
             status = run_eval(args, comm)
         else:
+            if own_process and keeps_rows(args):
+                pipeline.map_large_blocks()
             status = run_eval(args, comm, warming=pipeline.warm_up(kinds_asked(args)))
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
@@ -355,6 +342,12 @@ def small_job(args: argparse.Namespace) -> bool:
             return False
         total += os.path.getsize(name)
     return total <= SMALL_JOB_BYTES
+
+
+def keeps_rows(args: argparse.Namespace) -> bool:
+    """Whether ``mpieval eval`` asks for a per-user kind (one with an id input), which
+    keeps its rows until compute (a guess, as :func:`kinds_asked`)."""
+    return any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS)
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:
