@@ -17,12 +17,15 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
 F = TypeVar("F", bound=Callable[..., object])
+T = TypeVar("T")
+R = TypeVar("R")
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
 _LOCK = threading.RLock()
@@ -95,6 +98,16 @@ def use_threads(count: int) -> None:
 def threads() -> int:
     """The threads set by :func:`use_threads`."""
     return _threads
+
+
+def on_threads(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``function`` of each item, in the items' order, on :func:`threads` threads (on
+    this one, in turn, with one thread or one item). For compiled passes that split
+    their rows: numba's kernels release the GIL."""
+    if _threads == 1 or len(items) < 2:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(_threads, len(items))) as pool:
+        return list(pool.map(function, items))
 
 
 def load() -> None:

@@ -13,12 +13,11 @@ same on every rank, host and run.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from mpieval.kernels.jit import compiled, threads
+from mpieval.kernels.jit import compiled, on_threads
 
 _U64 = np.uint64
 # splitmix64 constants
@@ -135,12 +134,7 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
         _hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
                     checks[lo:hi])
 
-    if threads() == 1 or len(slices) < 2:
-        for rows in slices:
-            hash_slice(rows)
-    else:
-        with ThreadPoolExecutor(max_workers=threads()) as pool:
-            list(pool.map(hash_slice, slices))
+    on_threads(hash_slice, slices)
     return keys, checks
 
 

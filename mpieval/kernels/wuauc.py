@@ -24,18 +24,17 @@ Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FI
 rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
-Scratch beside the 8 bytes a row of the sort: 24 bytes a row of the longest user.
+Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 24 bytes
+a row of the longest user, per thread (:func:`user_auc_sums`).
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from mpieval.kernels import exact
 from mpieval.kernels.auc import binary_logloss
-from mpieval.kernels.jit import compiled, threads
+from mpieval.kernels.jit import compiled, on_threads, threads
 from mpieval.kernels.keys import mix64_scalar
 from mpieval.kernels.sort import merge_sort, radix_sort
 
@@ -48,6 +47,7 @@ SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
 """Rows gathered per step of the pass over users."""
+_SAME = np.uint64(0)  # the shift of _run_end that compares whole values
 PART_BITS = 3
 PART_ROWS = 1 << 21
 """From this many rows on, the rows are grouped and passed in ``2**PART_BITS`` parts by the
@@ -206,9 +206,7 @@ def _add_sorted_user(bits: np.ndarray, payload: np.ndarray, m: int, n_tags: int,
     n_seen = 0
     i = 0
     while i < m:
-        j = i + 1
-        while j < m and bits[j] == bits[i]:
-            j += 1
+        j = _run_end(bits, i, m, _SAME)
         for k in range(i, j):  # the run's negatives, per block; the user's tags
             code = np.int64(payload[k] >> np.uint32(1))
             negative = 1 - np.int64(payload[k] & np.uint32(1))
@@ -272,11 +270,13 @@ def _permute(values: np.ndarray, order: np.ndarray) -> None:
 
 
 @compiled
-def _run_end(packed: np.ndarray, start: int, row_shift: np.uint64) -> int:
-    """The end of the run of one prefix that starts at ``start``."""
-    prefix = packed[start] >> row_shift
+def _run_end(values: np.ndarray, start: int, stop: int, shift: np.uint64) -> int:
+    """The end (at most ``stop``) of the run of rows from ``start`` whose ``values >>
+    shift`` equal that of ``start``: a run of one prefix in the packed rows, or, with
+    ``shift`` 0, of one value (a key, a pred's bits)."""
+    first = values[start] >> shift
     end = start + 1
-    while end < len(packed) and packed[end] >> row_shift == prefix:
+    while end < stop and values[end] >> shift == first:
         end += 1
     return end
 
@@ -300,7 +300,7 @@ def _user_sums(
     longest = 0
     start = 0
     while start < n:  # the longest run of one prefix
-        end = _run_end(packed, start, row_shift)
+        end = _run_end(packed, start, n, row_shift)
         longest = max(longest, end - start)
         start = end
     size = min(n, CHUNK)
@@ -325,7 +325,7 @@ def _user_sums(
     users = 0
     start = 0
     while start < n:
-        stop = _run_end(packed, start, row_shift)
+        stop = _run_end(packed, start, n, row_shift)
         if stop - start > CHUNK:
             exact.normalize(sums)  # the run's additions start from a normalized sum
             collision |= _add_big_run(
@@ -337,7 +337,7 @@ def _user_sums(
             start = stop
             continue
         while stop < n:  # more whole runs while they fit
-            end = _run_end(packed, stop, row_shift)
+            end = _run_end(packed, stop, n, row_shift)
             if end - start > CHUNK:
                 break
             stop = end
@@ -352,7 +352,7 @@ def _user_sums(
                 got_check[k] = checks[row]
         lo = 0
         while lo < stop - start:
-            hi = _run_end(packed[start:stop], lo, row_shift)
+            hi = _run_end(packed, start + lo, stop, row_shift) - start
             one_key = True
             for k in range(lo + 1, hi):
                 if got_key[k] != got_key[lo]:
@@ -370,9 +370,7 @@ def _user_sums(
                 _permute(got_check[lo:hi] if len(checks) else got_check, by_key)
             first = lo
             while first < hi:  # each key of the prefix
-                last = first + 1
-                while last < hi and got_key[last] == got_key[first]:
-                    last += 1
+                last = _run_end(got_key, first, hi, _SAME)
                 if len(checks):
                     for k in range(first + 1, last):
                         if got_check[k] != got_check[first]:
@@ -431,9 +429,7 @@ def _add_big_run(
     users = 0
     first = 0
     while first < m:
-        last = first + 1
-        while last < m and run_keys[last] == run_keys[first]:
-            last += 1
+        last = _run_end(run_keys, first, m, _SAME)
         first_row = run[first] & row_mask
         for k in range(first + 1, last):
             if len(checks) and checks[run[k] & row_mask] != checks[first_row]:
@@ -482,9 +478,8 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
         _row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
         return part
 
-    with ThreadPoolExecutor(max_workers=threads()) as pool:
-        for part in pool.map(one_slice, slices):
-            sums += part
+    for part in on_threads(one_slice, slices):
+        sums += part
     exact.normalize(sums)
 
 
@@ -585,12 +580,8 @@ def user_auc_sums(
                 part_groups[k] = part_groups[k][: cursor[0]]
             return part_sums, part_groups, found
 
-        busy = [part for part in range(len(sizes)) if sizes[part]]
-        if threads() == 1 or len(busy) == 1:
-            done = [one_part(part) for part in busy]
-        else:
-            with ThreadPoolExecutor(max_workers=min(threads(), len(busy))) as pool:
-                done = list(pool.map(one_part, busy))  # in prefix order, as one sort
+        # in prefix order, as one sort would be
+        done = on_threads(one_part, [part for part in range(len(sizes)) if sizes[part]])
         for k in range(len(models)):
             for part_sums, _, _ in done:
                 sums[k] += part_sums[k]  # digit by digit: exact
