@@ -235,13 +235,8 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
             comm.agreed(lambda: report.write_report(args.runs, args.output)
                         if comm.rank == 0 else None)
             status = 0
-        elif own_process and small_job(args):  # (the process's kernels are then Python)
-            jit.interpret()
-            status = run_eval(args, comm)
         else:
-            if own_process and keeps_rows(args):
-                pipeline.map_large_blocks()
-            status = run_eval(args, comm, warming=pipeline.warm_up(kinds_asked(args)))
+            status = _eval_in(args, comm, own_process)
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
@@ -328,26 +323,34 @@ INTERPRETED_KINDS = frozenset({"auc"})
 bits as the compiled one)."""
 
 
-def small_job(args: argparse.Namespace) -> bool:
-    """Whether ``mpieval eval`` is a small job: local files (no pattern, no store) of at
-    most ``SMALL_JOB_BYTES`` together, and kinds of ``INTERPRETED_KINDS`` only. A guess
-    made before any check (the run itself reports what is wrong); every rank makes the
-    same one, and either way the results are the same."""
+def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool) -> int:
+    """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
+    small job runs its kernels as Python (:func:`small_job`), and a per-user kind has
+    glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`); otherwise the
+    kernels load on a background thread meanwhile."""
     kinds = kinds_asked(args)
+    if own_process and small_job(args.files, kinds):  # the process's kernels are Python
+        jit.interpret()
+        return run_eval(args, comm)
+    if own_process and any(KINDS[name].ids for name in kinds if name in KINDS):
+        pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
+    return run_eval(args, comm, warming=pipeline.warm_up(kinds))
+
+
+def small_job(files: Sequence[str], kinds: Sequence[str]) -> bool:
+    """Whether ``mpieval eval`` of ``files`` and ``kinds`` (:func:`kinds_asked`) is a small
+    job: local files (no pattern, no store) of at most ``SMALL_JOB_BYTES`` together, and
+    kinds of ``INTERPRETED_KINDS`` only. A guess made before any check (the run itself
+    reports what is wrong); every rank makes the same one, and either way the results are
+    the same."""
     if not kinds or not set(kinds) <= INTERPRETED_KINDS:
         return False
     total = 0
-    for name in args.files:
+    for name in files:
         if not os.path.isfile(name):
             return False
         total += os.path.getsize(name)
     return total <= SMALL_JOB_BYTES
-
-
-def keeps_rows(args: argparse.Namespace) -> bool:
-    """Whether ``mpieval eval`` asks for a per-user kind (one with an id input), which
-    keeps its rows until compute (a guess, as :func:`kinds_asked`)."""
-    return any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS)
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

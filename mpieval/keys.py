@@ -110,6 +110,7 @@ def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:
+    """Raise :class:`InputError` for the rows where ``bad`` holds: how many, the first."""
     where = np.flatnonzero(bad)
     raise InputError(field, problem, count=len(where), first_index=int(where[0]), value=value)
 
@@ -189,10 +190,9 @@ def _from_objects(field: str, values: np.ndarray) -> np.ndarray:
 
 
 def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None:
-    where = np.flatnonzero(bad)
-    first = int(where[0])
-    value = values[first]
+    """:func:`_fail_rows`, showing the first bad value of ``values``."""
+    value = values[int(np.argmax(bad))]
     value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, bytes):  # ids read as bytes: show them as the text they are
         value = value.decode("utf-8", errors="backslashreplace")
-    raise InputError(field, problem, count=len(where), first_index=first, value=value)
+    _fail_rows(field, bad, problem, value)

@@ -177,10 +177,7 @@ def _return_freed_memory() -> None:
     with ``malloc_trim``) before compute allocates its own. glibc only; elsewhere
     nothing."""
     pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
+    _glibc("malloc_trim", 0)
 
 
 def map_large_blocks() -> None:
@@ -191,13 +188,18 @@ def map_large_blocks() -> None:
     batch-sized chunks then joined, peaked 0.25 GB higher. Not for a run that keeps no
     rows: mapping each batch's arrays anew cost an `auc` run 13% of its time. For the
     command's own process (:func:`mpieval.cli.main`); glibc only, elsewhere nothing."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+    _glibc("mallopt", _M_MMAP_THRESHOLD, 1 << 20)
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+
+
+def _glibc(function: str, *args: int) -> None:
+    """Call glibc's ``function`` if this process has it (nothing elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        getattr(ctypes.CDLL(None), function)(*args)
 
 
 def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:

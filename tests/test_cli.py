@@ -870,7 +870,8 @@ def test_a_small_job_runs_its_kernels_as_python_with_the_same_bits(tmp_path, rng
     path = str(tmp_path / "small.tsv")
     pacsv.write_csv(table, path, write_options=pacsv.WriteOptions(delimiter="\t"))
     argv = ["eval", "--metrics", "auc", *flags, path]
-    assert cli.small_job(cli.build_parser().parse_args(argv))
+    args = cli.build_parser().parse_args(argv)
+    assert cli.small_job(args.files, cli.kinds_asked(args))
     done = subprocess.run([sys.executable, "-c", SMALL_JOB, *argv, "--json",
                            str(tmp_path / "python.json")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -881,11 +882,14 @@ def test_a_small_job_runs_its_kernels_as_python_with_the_same_bits(tmp_path, rng
 
 
 def test_what_is_a_small_job(tmp_path):
-    small, large = tmp_path / "a.tsv", tmp_path / "b.tsv"
-    small.write_text("pred\tlabel\n0.5\t1\n")
+    small_file, large = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    small_file.write_text("pred\tlabel\n0.5\t1\n")
     large.write_bytes(b"pred\tlabel\n" + b"0.5\t1\n" * (cli.SMALL_JOB_BYTES // 6))
-    parse = cli.build_parser().parse_args
-    assert cli.small_job(parse(["eval", str(small)]))
-    assert not cli.small_job(parse(["eval", str(small), str(large)]))  # too large together
-    assert not cli.small_job(parse(["eval", "--metrics", "auc,wuauc", str(small)]))
-    assert not cli.small_job(parse(["eval", str(tmp_path / "*.tsv")]))  # a pattern
+    def small(argv: list[str]) -> bool:
+        args = cli.build_parser().parse_args(argv)
+        return cli.small_job(args.files, cli.kinds_asked(args))
+
+    assert small(["eval", str(small_file)])
+    assert not small(["eval", str(small_file), str(large)])  # too large together
+    assert not small(["eval", "--metrics", "auc,wuauc", str(small_file)])
+    assert not small(["eval", str(tmp_path / "*.tsv")])  # a pattern
