@@ -528,10 +528,14 @@ def test_invalid_utf8_names_file_line_and_column(tmp_path, capsys):
      ":3: column tag: the tag 'all' is reserved for the block of every row"),
     ("uid\tpred\tlabel\na\t0.5\t1\n\t0.5\t1\n", [],
      ":3: column uid: value '' is empty (a missing uid)"),
+    ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\t\n", ["--tag", "tag"],
+     ":3: column tag: value '' is empty (a missing tag)"),  # tags are read dictionary-encoded
+    ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\t\udcff\n", ["--tag", "tag"],
+     ":3: column tag: invalid UTF-8 text"),
 ])
 def test_bad_ids_read_well(tmp_path, capsys, text, argv, message):
     bad = tmp_path / "ids.tsv"
-    bad.write_text(text)
+    bad.write_bytes(text.encode("utf-8", errors="surrogateescape"))  # \udcff: a bad byte
     status, _, err = run(capsys, "eval", "--metrics", "wuauc", *argv, bad)
     assert status == 2
     assert f"{bad}{message}\n" in err
