@@ -16,30 +16,32 @@ first resolved, numba when a compiled kernel is first needed (:mod:`mpieval.kern
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpieval.comm import Comm
 from mpieval.errors import InputError, RemoteError, UndefinedMetricWarning
+from mpieval.kinds import KINDS
 from mpieval.metric import Evaluator, Metric, compute_all
-from mpieval.metrics.auc import AucMetric, AucResult
-from mpieval.metrics.pairwise import PairwiseMetric, PairwiseResult
-from mpieval.metrics.pn import PnMetric, PnResult
-from mpieval.metrics.wuauc import WuaucMetric, WuaucResult
+
+# Each kind's classes (AucMetric, AucResult, ...), imported from its folder on first use.
+_KIND_EXPORTS = {name: kind for kind in KINDS.values() for name in kind.exports}
 
 __all__ = [
-    "AucMetric",
-    "AucResult",
     "Comm",
     "Evaluator",
     "InputError",
     "Metric",
-    "PairwiseMetric",
-    "PairwiseResult",
-    "PnMetric",
-    "PnResult",
     "RemoteError",
     "UndefinedMetricWarning",
-    "WuaucMetric",
-    "WuaucResult",
     "compute_all",
 ]
+__all__ += list(_KIND_EXPORTS)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    kind = _KIND_EXPORTS.get(name)
+    if kind is None:
+        raise AttributeError(f"module 'mpieval' has no attribute {name!r}")
+    return getattr(kind.load_module(), name)

@@ -31,18 +31,11 @@ from mpieval import comm as comm_module
 from mpieval import locations, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
+from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import jit
 from mpieval.kinds import KINDS
-from mpieval.validation import auc_table_size, check_log_word
-
-# Flags that choose columns or options of --metrics; with --config they are errors.
-_METRIC_FLAGS = {
-    "metrics": "--metrics", "pred": "--pred", "label": "--label", "uid": "--uid",
-    "tag": "--tag", "weight": "--weight", "left_label": "--left-label",
-    "right_label": "--right-label", "pn_ties": "--pn-ties", "table_size": "--table-size",
-    "soft_labels": "--soft-labels", "name": "--name", "compare": "--compare",
-}
+from mpieval.validation import check_log_word
 
 
 def _positive_int(text: str) -> int:
@@ -53,13 +46,6 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
-
-
-def _table_size(text: str) -> int:
-    try:
-        return auc_table_size("--table-size", _positive_int(text))
-    except InputError as error:
-        raise argparse.ArgumentTypeError(error.problem) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,23 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("files", nargs="+", metavar="FILE")
     ev.add_argument("--metrics", metavar="LIST",
-                    help="comma list of kinds: auc, wuauc, pn, pairwise (default auc)")
-    ev.add_argument("--pred", metavar="COL", help="prediction column (default pred)")
-    ev.add_argument("--label", metavar="COL", help="label column (default label)")
-    ev.add_argument("--uid", metavar="COL", help="user id column (default uid)")
-    ev.add_argument("--tag", metavar="COL", help="tag column: adds per-tag blocks to wuauc")
-    ev.add_argument("--weight", metavar="COL", help="sample weight column (auc)")
-    ev.add_argument("--left-label", metavar="COL", help="pairwise left label (default left_label)")
-    ev.add_argument("--right-label", metavar="COL",
-                    help="pairwise right label (default right_label)")
-    ev.add_argument("--pn-ties", choices=KINDS["pn"].options["ties"].choices,
-                    help="how pn counts tied pairs (default negative)")
-    ev.add_argument("--table-size", type=_table_size, metavar="N",
-                    help="auc histogram buckets (default 1000000)")
-    ev.add_argument("--soft-labels", action="store_true", default=None,
-                    help="auc: accept labels anywhere in [0, 1]")
-    ev.add_argument("--compare", metavar="COL", help="a second pred column (model B) on the "
-                    "same rows: paired A/B values (auc, wuauc)")
+                    help=f"comma list of kinds: {', '.join(KINDS)} (default auc)")
+    add_kind_flags(ev)
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
@@ -129,6 +100,40 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("runs", nargs="+", metavar="RUN.json")
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
+
+
+def kind_flags() -> dict[str, list[tuple[str, Input | Option]]]:
+    """Every flag the kinds declare, in registry order: ``--flag`` -> the (kind, input or
+    option) it sets. A column flag of several kinds (``--pred``) is one flag; a flag both
+    an input and an option (``--compare``: model B's column, and the result's name for
+    it) sets both."""
+    flags: dict[str, list[tuple[str, Input | Option]]] = {}
+    for kind in KINDS.values():
+        for spec in kind.flagged:
+            flags.setdefault(spec.flag, []).append((kind.name, spec))
+    return flags
+
+
+def add_kind_flags(parser: argparse.ArgumentParser) -> None:
+    """The kinds' flags with their help, generated from the declarations."""
+    for flag, uses in kind_flags().items():
+        kinds = ", ".join(dict.fromkeys(name for name, _ in uses))
+        first = uses[0][1]
+        option = next((spec for _, spec in uses if isinstance(spec, Option)), None)
+        if isinstance(first, Input):
+            default = f"; default {first.default_column}" if first.default_column else ""
+            parser.add_argument(flag, metavar="COL", help=f"{first.help} ({kinds}{default})")
+        elif option is not None and option.parse is None:
+            parser.add_argument(flag, action="store_true", default=None,
+                                help=f"{option.help} ({kinds})")
+        elif option is not None and option.parse is not None:
+            default = "" if option.default is None else f"; default {option.default}"
+            parser.add_argument(flag, type=option.parse, choices=option.choices or None,
+                                metavar=option.metavar, help=f"{option.help} ({kinds}{default})")
+
+
+def _flag_dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
 
 
 def command() -> int:
@@ -366,30 +371,27 @@ def kinds_asked(args: argparse.Namespace) -> list[str]:
 def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
     """The metrics the options ask for: ``--config``, or ``--metrics`` and its flags."""
     _check_flag_values(args)
+    flags = kind_flags()
     if args.config is not None:
-        given = [flag for dest, flag in _METRIC_FLAGS.items() if getattr(args, dest) is not None]
+        given = [flag for flag in ("--metrics", "--name", *flags)
+                 if getattr(args, _flag_dest(flag)) is not None]
         if given:
             raise InputError(given[0], "cannot be used with --config (say it in the config)")
         return load_config(args.config)
-    return specs_from_flags(
-        args.metrics or "auc",
-        columns={
-            "pred": args.pred, "label": args.label, "uid": args.uid, "tag": args.tag,
-            "weight": args.weight, "left_label": args.left_label,
-            "right_label": args.right_label, "compare": args.compare,
-        },
-        # --compare names model B's column (an input) and the result's "pred" (an option)
-        options={"table_size": args.table_size, "soft_labels": args.soft_labels,
-                 "ties": args.pn_ties, "compare": args.compare},
-        prefix=args.name,
-    )
+    columns: dict[str, str | None] = {}
+    options: dict[str, Any] = {}
+    for flag, uses in flags.items():
+        value = getattr(args, _flag_dest(flag))
+        for _, spec in uses:
+            (columns if isinstance(spec, Input) else options)[spec.name] = value
+    return specs_from_flags(args.metrics or "auc", columns=columns, options=options,
+                            prefix=args.name)
 
 
 def _check_flag_values(args: argparse.Namespace) -> None:
     """Values that would otherwise fall back to a default or write nowhere, silently."""
     if args.metrics is not None and not args.metrics.strip():
-        raise InputError("--metrics", "is empty: list one or more kinds (auc, wuauc, pn, "
-                         "pairwise)")
+        raise InputError("--metrics", f"is empty: list one or more kinds ({', '.join(KINDS)})")
     if args.name is not None:
         check_log_word("--name", args.name)
     if args.json is not None:

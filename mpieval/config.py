@@ -8,11 +8,11 @@ A config file is data, read with ``tomllib`` and never executed::
     label = "click"
     mask = "is_eval"           # optional: a row counts when this column is non-zero
     filters = { cmatch = 222, rank = 1 }   # optional: equality on other columns
-    table_size = 1000000       # options of the kind: table_size, soft_labels, ties
+    table_size = 1000000       # options of the kind
 
-Inputs per kind: ``auc`` pred, label, weight (optional); ``wuauc`` uid, pred, label,
-tag (optional); ``pn`` uid, pred, label; ``pairwise`` left_label, right_label. An
-input left out reads the column of the same name (optional ones are then absent).
+The keys of a metric are ``kind``, ``mask``, ``filters``, and the inputs and options its
+kind declares (:mod:`mpieval.kinds`). An input left out reads the column of the same name
+(optional ones are then absent).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpieval.declaration import Kind
 from mpieval.errors import InputError
-from mpieval.kinds import Kind, kind_named
+from mpieval.kinds import KINDS, kind_named
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,17 +106,20 @@ def specs_from_flags(
         except InputError as error:
             raise InputError("--metrics", error.problem) from None
         chosen = {k: v for k, v in options.items() if k in kind.options and v is not None}
-        specs.append(MetricSpec(
-            name=name, kind=name, columns=_columns(kind, columns), prefix=prefix or "",
-            options=kind.check_options(chosen),
-        ))
+        try:
+            checked = kind.check_options(chosen)
+        except InputError as error:  # named by its flag
+            flag = kind.options[error.field].flag if error.field in kind.options else error.field
+            raise InputError(flag, error.problem) from None
+        specs.append(MetricSpec(name=name, kind=name, columns=_columns(kind, columns),
+                                prefix=prefix or "", options=checked))
     used = {name for spec in specs
             for name in (*kind_named(spec.kind).inputs, *kind_named(spec.kind).options)}
-    flag_of = {"ties": "--pn-ties"}
+    flags = {spec.name: spec.flag for kind in KINDS.values() for spec in kind.flagged}
     for name, value in {**columns, **options}.items():
         if value is not None and name not in used:
-            flag = flag_of.get(name, "--" + name.replace("_", "-"))
-            raise InputError(flag, f"no metric of --metrics {kinds} uses it")
+            raise InputError(flags.get(name, "--" + name.replace("_", "-")),
+                             f"no metric of --metrics {kinds} uses it")
     return specs
 
 
@@ -157,7 +161,7 @@ def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[M
 
 def _spec(name: str, table: Mapping[str, Any]) -> MetricSpec:
     if "kind" not in table:
-        raise InputError("kind", "missing (one of auc, wuauc, pn, pairwise)")
+        raise InputError("kind", f"missing (one of {', '.join(KINDS)})")
     kind = kind_named(table["kind"]) if isinstance(table["kind"], str) else None
     if kind is None:
         raise InputError("kind", f"must be a string, got {table['kind']!r}")

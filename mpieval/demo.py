@@ -25,38 +25,16 @@ from mpieval import pipeline
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec, specs_from_config, tomllib
 from mpieval.errors import InputError, KindUnavailable
-from mpieval.kinds import kind_named
+from mpieval.kinds import KINDS, kind_named
 
 TAGS = ("feed", "search", "video", "mall")
 TAG_SHARE = (0.45, 0.25, 0.2, 0.1)
 TAG_BIAS = (0.0, 0.5, -0.3, -0.6)
 SEED = 20240601
 
-# The demo's metrics, as a user would write them (see scripts/example-metrics.toml).
-CONFIG = """\
-[metrics.item_sim]          # AUC and the rest of the Abacus line over every row
-kind = "auc"
-pred = "pred"
-label = "label"
-
-[metrics.item_sim_search]   # the same model on one tag: an equality filter
-kind = "auc"
-filters = { tag = "search" }
-
-[metrics.user_ctr]          # per-user AUC, one block per tag after "all"
-kind = "wuauc"
-uid = "uid"
-tag = "tag"
-
-[metrics.grade_pn]          # pair order inside each user on graded labels
-kind = "pn"
-label = "grade"
-
-[metrics.pair_click]        # label combinations of pair instances
-kind = "pairwise"
-left_label = "left_label"
-right_label = "right_label"
-"""
+# The demo's metrics, as a user would write them (see scripts/example-metrics.toml): each
+# kind's own (its declaration's ``demo``), over the columns of synthetic_rows.
+CONFIG = "\n".join(kind.demo for kind in KINDS.values() if kind.demo)
 
 # Shards of the synthetic run: name and share of the rows.
 SHARDS = (("part-00000.tsv", 0.4), ("part-00001.tsv", 0.25), ("part-00002.tsv.gz", 0.15),

@@ -1,11 +1,11 @@
 """What every metric kind shares: its declaration, error handling, the compute protocol,
 and the :class:`Evaluator` that computes several named metrics with one ``Allreduce``.
 
-A kind is declared once, on its class: the :class:`Input` s that ``update()`` takes (each
-read from one column by the command line), its :class:`Option` s with their defaults and
-checks, and its state's parts (:mod:`mpieval.state`), which the base class creates,
-resets and merges. The kind registry (:mod:`mpieval.kinds`), the config reader and the
-command line read these declarations; nothing restates them.
+A kind is declared once, in its folder (:class:`mpieval.declaration.Kind`: the
+:class:`~mpieval.declaration.Input` s that ``update()`` takes, each read from one column
+by the command line, and its :class:`~mpieval.declaration.Option` s with their defaults
+and checks); its metric class takes ``inputs`` and ``options`` from there and declares its
+state's parts (:mod:`mpieval.state`), which the base class creates, resets and merges.
 
 A metric's compute has two steps: :meth:`Metric.local_sums` returns this rank's named
 summable parts (it may run collectives first, e.g. moving a user's rows to the rank that
@@ -28,18 +28,18 @@ import copy
 import dataclasses
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
+from mpieval.declaration import Input, Option, checked_options
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.state import Part, State, Summed, pack, unpack
-from mpieval.validation import check_metric_mapping, window_rows
+from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
 
 
@@ -67,48 +67,6 @@ def window_dict(window: Result) -> dict[str, Any]:
     """The JSON object of a result over the recent window: the kind's usual names, without
     ``kind`` (the enclosing block's)."""
     return {name: value for name, value in window.to_dict().items() if name != "kind"}
-
-
-@dataclass(frozen=True)
-class Input:
-    """An argument of a kind's ``update()``, read from one column by the command line.
-
-    ``role``: ``number`` (a numeric array), ``id`` (ids such as a uid: integers or strings,
-    hashed to keys) or ``name`` (a group name shown in the results, such as a tag).
-    A required input reads the column of its own name unless told otherwise; an optional
-    one is left out unless a column is named. ``weight``: a sample weight (integer weights
-    equal repeated rows).
-    """
-
-    name: str
-    role: Literal["number", "id", "name"] = "number"
-    optional: bool = False
-    weight: bool = False
-
-    @property
-    def default_column(self) -> str | None:
-        return None if self.optional else self.name
-
-
-@dataclass(frozen=True)
-class Option:
-    """A constructor keyword of a kind: its default, and the check that returns the
-    value to use or raises :class:`InputError` naming the option."""
-
-    name: str
-    default: Any
-    check: Callable[[str, Any], Any]
-    choices: tuple[Any, ...] = ()  # the values allowed, when they are few
-    config: bool = True  # False: an argument of the class only, not a config key or flag
-
-
-WINDOW = Option("window", None, window_rows, config=False)
-"""The recent window of a kind that has one (``auc``, ``pairwise``): ``window=N`` keeps a
-copy of the last ``N`` rows this rank was given (their validated columns; bytes per row:
-the columns' itemsizes), and ``compute()`` gives the values over them beside the lifetime
-ones (``result.window``; JSON ``"window"``; the log line stays the lifetime one). ``None``:
-no window. A trainer's option: not a config key or command-line flag, where a rank's
-last rows are an arbitrary share of the files."""
 
 
 class OnComm:
@@ -172,12 +130,7 @@ class Metric(OnComm, ABC):
     @classmethod
     def check_options(cls, given: Mapping[str, Any]) -> dict[str, Any]:
         """Every option of the kind, given or default, checked."""
-        known = {option.name: option for option in cls.options}
-        unknown = sorted(set(given) - set(known))
-        if unknown:
-            raise InputError(unknown[0], f"is not an option of kind {cls.kind}")
-        return {name: option.check(name, given.get(name, option.default))
-                for name, option in known.items()}
+        return checked_options(cls.kind, cls.options, given)
 
     @classmethod
     def option(cls, name: str) -> Option:
@@ -487,5 +440,5 @@ class Evaluator(OnComm, Mapping[str, Metric]):
 
     @staticmethod
     def to_dict(results: Mapping[str, Result]) -> dict[str, dict[str, Any]]:
-        """The JSON object of ``results`` (INTERFACE.md names)."""
+        """The JSON object of ``results`` (the names of the JSON reference)."""
         return {name: r.to_dict() for name, r in results.items()}

@@ -1,19 +1,22 @@
 """``mpieval report``: one self-contained HTML page of one or more runs' ``--json`` results.
 
-:func:`load_run` reads and checks one result file (INTERFACE.md's layout; a file that is
-not an mpieval result, or of another layout, is an :class:`InputError` naming it),
+:func:`load_run` reads and checks one result file (the layout of the JSON reference, each
+kind's fields as its declaration names them; a file that is not an mpieval result, or of
+another layout, is an :class:`InputError` naming it),
 :func:`render` turns runs into the HTML text (pure: dicts in, text out), and
 :func:`write_report` does both and writes the page atomically. The figures are
 matplotlib drawings inlined as SVG (:mod:`mpieval.figures`, the optional ``report``
 extra): no script, no font and no image is fetched, so the page opens offline and prints
 as it shows.
 
-Per metric: ``auc`` the headline values with their 95% intervals, the ROC curve and the
-calibration plot; ``wuauc`` per-tag WUAUC and UAUC with intervals as a dot plot, users and
-rows; ``pn`` and ``pairwise`` their counts. A run with ``--compare`` adds model B's
-curves and values and the differences B - A with intervals and p-values; several runs are
-overlaid in each figure and set side by side in each table. Values a run lacks (the
-statistics of an older mpieval) are said to be missing, never invented.
+The page is generic: a header, the runs, and one section per metric drawn by its kind's
+``report`` module (``mpieval/kinds/<kind>/report.py``: ``section(page, name, runs)``
+returns the section's HTML and its notes), with the tables, figures and formatting that
+kinds share here (:class:`Page`). A kind without a section shows its plain values. A run
+with ``--compare`` adds model B's values and the differences B - A with intervals and
+p-values; several runs are overlaid in each figure and set side by side in each table.
+Values a run lacks (the statistics of an older mpieval) are said to be missing, never
+invented.
 """
 
 from __future__ import annotations
@@ -30,55 +33,10 @@ from typing import Any
 from mpieval import figures
 from mpieval.errors import InputError
 from mpieval.figures import Estimate, Series
+from mpieval.kinds import KINDS
 
-# The fields INTERFACE.md fixes for each kind: a block without one is of another layout.
-REQUIRED = {
-    "auc": ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc"),
-    "wuauc": ("tags",),
-    "pn": ("average_pn", "ins_number", "positive_pairs", "negative_pairs"),
-    "pairwise": ("ins", "same_label_click", "left_label_click", "right_label_click",
-                 "same_label_unclick"),
-}
-TAG_REQUIRED = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
-                "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num")
-CURVES = ("roc_curve", "calibration_curve")
-
-# What each value is, with its unit, in the order the tables list them.
-AUC_FIELDS = {
-    "auc": "AUC: chance that a click is ranked above a non-click (0.5 = random)",
-    "bucket_error": "Bucket error: row-weighted mean of |actual / predicted CTR - 1| over "
-                    "pred ranges at most 0.01 wide (0 = calibrated in every range)",
-    "copc": "COPC: actual CTR / predicted CTR (1 = calibrated overall)",
-    "actual_ctr": "Actual CTR: clicks per row",
-    "predicted_ctr": "Predicted CTR: mean pred (clicks per row)",
-    "rmse": "RMSE of pred against label",
-    "mae": "MAE of pred against label",
-    "logloss": "LogLoss: mean cross-entropy, nats per row",
-    "ne": "NE: LogLoss / entropy of the actual CTR (below 1 beats the base rate)",
-    "auprc": "AUPRC: average precision",
-    "auc_tie_bound": "Tie bound: the most the table's binning can move AUC",
-    "num": "Rows (sum of weights when weighted)",
-}
-TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
-PN_FIELDS = {
-    "average_pn": "Average PN: positive pairs / negative pairs",
-    "positive_pairs": "Positive pairs: same user, higher label has the higher pred",
-    "negative_pairs": "Negative pairs: the higher label has the lower pred",
-    "tie_pairs": "Tied pairs: equal preds",
-    "ins_number": "Rows",
-    "ties": "How ties count",
-}
-PAIRWISE_FIELDS = {
-    "ins": "Pair instances (rows)",
-    "same_label_click": "Both items clicked",
-    "left_label_click": "Left item clicked only",
-    "right_label_click": "Right item clicked only",
-    "same_label_unclick": "Neither clicked",
-}
-COUNTS = {"num", "ins_number", "positive_pairs", "negative_pairs", "tie_pairs", "ins",
-          "same_label_click", "left_label_click", "right_label_click", "same_label_unclick",
-          "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num", "rows",
-          "positives", "valid_click_num"}
+# Fields that are counts, in every kind: printed with thousands separators.
+COUNTS = frozenset().union(*(kind.counts for kind in KINDS.values()))
 OLDER = "(written by an older mpieval, or without the statistics)"
 
 
@@ -133,8 +91,10 @@ def load_runs(paths: Sequence[str]) -> list[Run]:
 
 
 def check_result(data: Any) -> None:
-    """Raise ValueError (a one-line message) unless ``data`` is an mpieval result of the
-    layout INTERFACE.md fixes. The statistics are optional; when present they are checked."""
+    """Raise ValueError (a one-line message) unless ``data`` is an mpieval result: every
+    block of a known kind has the fields its declaration requires (``Kind.required``, or
+    per tag ``Kind.tag_required``). The statistics are optional; when present they are
+    checked."""
     if not isinstance(data, dict) or not data:
         found = type(data).__name__ if not isinstance(data, dict) else "an empty object"
         raise ValueError(f"is not an mpieval result: expected an object of metrics keyed by "
@@ -144,37 +104,42 @@ def check_result(data: Any) -> None:
             raise ValueError(f"is not an mpieval result: {name!r} is not a metric block with "
                              "a kind")
         kind = block["kind"]
-        missing = [field for field in REQUIRED.get(kind, ()) if field not in block]
-        if missing:
-            raise ValueError(f"has an older or unknown layout: metric {name!r} ({kind}) has "
-                             f"no {missing[0]!r}")
+        declared = KINDS.get(kind)
+        if declared is None:  # a kind this version does not know: drawn as plain values
+            continue
         where = f"metric {name!r}"
-        if kind == "wuauc":
-            tags = block["tags"]
-            if not isinstance(tags, dict) or not tags:
-                raise ValueError(f"has an older or unknown layout: {where} has no tag blocks")
-            for tag, values in tags.items():
-                if not isinstance(values, dict):
-                    raise ValueError(f"{where}, tag {tag!r}: not an object")
-                missing = [field for field in TAG_REQUIRED if field not in values]
-                if missing:
-                    raise ValueError(f"has an older or unknown layout: {where}, tag {tag!r} "
-                                     f"has no {missing[0]!r}")
-                _check_values(values, TAG_REQUIRED, f"{where}, tag {tag!r}")
-                _check_statistics(values, f"{where}, tag {tag!r}")
-        else:
-            _check_values(block, REQUIRED.get(kind, ()), where)
+        missing = [field for field in declared.required if field not in block]
+        if declared.tag_required is not None and "tags" not in block:
+            missing = ["tags", *missing]
+        if missing:
+            raise ValueError(f"has an older or unknown layout: {where} ({kind}) has "
+                             f"no {missing[0]!r}")
+        if declared.tag_required is None:
+            _check_values(block, declared.required, where)
             _check_statistics(block, where)
+            continue
+        tags = block["tags"]
+        if not isinstance(tags, dict) or not tags:
+            raise ValueError(f"has an older or unknown layout: {where} has no tag blocks")
+        for tag, values in tags.items():
+            if not isinstance(values, dict):
+                raise ValueError(f"{where}, tag {tag!r}: not an object")
+            missing = [field for field in declared.tag_required if field not in values]
+            if missing:
+                raise ValueError(f"has an older or unknown layout: {where}, tag {tag!r} "
+                                 f"has no {missing[0]!r}")
+            _check_values(values, declared.tag_required, f"{where}, tag {tag!r}")
+            _check_statistics(values, f"{where}, tag {tag!r}")
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_values(block: dict[str, Any], fields: Iterable[str], where: str) -> None:
     for field in fields:
         value = block[field]
-        if value is not None and not _is_number(value):
+        if value is not None and not is_number(value):
             raise ValueError(f"{where}: {field} is {value!r}, not a number or null")
 
 
@@ -184,7 +149,7 @@ def _check_statistics(block: dict[str, Any], where: str) -> None:
         if points is None:
             continue
         if not isinstance(points, list) or not all(
-                isinstance(p, list) and len(p) == width and all(_is_number(v) for v in p)
+                isinstance(p, list) and len(p) == width and all(is_number(v) for v in p)
                 for p in points):
             what = "[fpr, tpr] pairs" if width == 2 else "[mean_pred, actual_ctr, rows] triples"
             raise ValueError(f"{where}: {field} is not a list of {what}")
@@ -207,7 +172,7 @@ def _check_statistics(block: dict[str, Any], where: str) -> None:
 
 def _check_pair(pair: Any, where: str) -> None:
     if pair is not None and not (isinstance(pair, list) and len(pair) == 2
-                                 and all(v is None or _is_number(v) for v in pair)):
+                                 and all(v is None or is_number(v) for v in pair)):
         raise ValueError(f"{where} is {pair!r}, not a [low, high] pair or null")
 
 
@@ -297,15 +262,15 @@ class Page:
     def html(self) -> str:
         names = list(dict.fromkeys(name for run in self.runs for name in run.metrics))
         sections = [self.section(name) for name in names]
-        toc = "".join(f'<li><a href="#{_anchor(name)}">{_e(name)}</a></li>' for name in names)
+        toc = "".join(f'<li><a href="#{_anchor(name)}">{escape(name)}</a></li>' for name in names)
         title = "mpieval report: " + ", ".join(run.label for run in self.runs)
-        return _PAGE.format(title=_e(title), style=_STYLE, runs=self.runs_table(),
+        return _PAGE.format(title=escape(title), style=_STYLE, runs=self.runs_table(),
                             toc=toc, sections="\n".join(sections))
 
     def runs_table(self) -> str:
         rows = "".join(
-            f"<tr><td class=left>{_e(run.label)}</td><td class=path>{_e(run.path)}</td>"
-            f"<td class=left>{_e(', '.join(run.metrics))}</td></tr>"
+            f"<tr><td class=left>{escape(run.label)}</td><td class=path>{escape(run.path)}</td>"
+            f"<td class=left>{escape(', '.join(run.metrics))}</td></tr>"
             for run in self.runs)
         return ("<table class=runs><thead><tr><th class=left>Run</th><th class=left>File</th>"
                 f"<th class=left>Metrics</th></tr></thead><tbody>{rows}</tbody></table>")
@@ -314,18 +279,19 @@ class Page:
     def section(self, name: str) -> str:
         present = [run for run in self.runs if name in run.metrics]
         kind = present[0].metrics[name]["kind"]
-        notes = [f"{_e(run.label)} has {_e(name)} as kind {_e(run.metrics[name]['kind'])}; "
-                 "it is left out here." for run in present if run.metrics[name]["kind"] != kind]
+        notes = [f"{escape(run.label)} has {escape(name)} as kind "
+                 f"{escape(run.metrics[name]['kind'])}; it is left out here."
+                 for run in present if run.metrics[name]["kind"] != kind]
         present = [run for run in present if run.metrics[name]["kind"] == kind]
         absent = [run.label for run in self.runs if name not in run.metrics]
         if absent:
-            notes.append(f"Not in {_e(', '.join(absent))}.")
-        draw = {"auc": self.auc, "wuauc": self.wuauc, "pn": self.pn,
-                "pairwise": self.pairwise}.get(kind, self.other)
-        body, more_notes = draw(name, present)
+            notes.append(f"Not in {escape(', '.join(absent))}.")
+        section = KINDS[kind].report_section() if kind in KINDS else None
+        body, more_notes = (section(self, name, present) if section is not None
+                            else self.other(name, present))
         notes += more_notes
         note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
-        return (f'<section id="{_anchor(name)}"><h2>{_e(name)} <span class=kind>{_e(kind)}'
+        return (f'<section id="{_anchor(name)}"><h2>{escape(name)} <span class=kind>{escape(kind)}'
                 f"</span></h2>{note_html}{body}</section>")
 
     def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
@@ -356,48 +322,14 @@ class Page:
         self.figure_count += 1
         return f"f{self.figure_count}-{_anchor(name)}-{what}"
 
-    # auc ------------------------------------------------------------------------------
-    def auc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
-        models = self.models([(run, run.metrics[name]) for run in runs])
-        notes = _missing_notes([m for m in models if not m.is_b])
-        notes += [f"{_e(m.series.label)}: no curves of model B in the run (its values only); "
-                  "A's are drawn." for m in models
-                  if m.is_b and not any(m.block.get(field) for field in CURVES)]
-        parts = [self.value_table(models, AUC_FIELDS)]
-        drawn = []
-        rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
-        if rocs:
-            aucs = "; ".join(f"{_e(m.series.label)} AUC {_value(m.block.get('auc'))}"
-                             for m in models if m.block.get("roc_curve"))
-            drawn.append(self.figure(
-                figures.roc(rocs, self.key(name, "roc")),
-                f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
-                "(0 to 1); the dotted diagonal is a random ranking."))
-        calibrations = [(m.series, m.block["calibration_curve"]) for m in models
-                        if m.block.get("calibration_curve")]
-        if calibrations:
-            drawn.append(self.figure(
-                figures.calibration(calibrations, self.key(name, "calibration")),
-                "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
-                f"into {figures.CALIBRATION_POINTS} of about equal rows, with each bin's "
-                "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
-                "the share of rows per predicted-CTR range."))
-        if drawn:
-            parts.append(f"<div class=figures>{''.join(drawn)}</div>")
-        parts.append(_bucket_error_context(models))
-        parts.append(self.differences(name, [(m.run.label, m.block["compare"], "")
-                                             for m in models if not m.is_b
-                                             and m.block.get("compare")], len(runs) > 1))
-        return "".join(parts), notes
-
     def value_table(self, models: Sequence[Model], fields: dict[str, str]) -> str:
         """One row per value (those any model has), one column per model; intervals below."""
         shown = [f for f in fields if any(f in m.block for m in models)]
-        head = "".join(f"<th>{_e(m.series.label)}</th>" for m in models)
+        head = "".join(f"<th>{escape(m.series.label)}</th>" for m in models)
         body = []
         for field in shown:
-            cells = "".join(f"<td>{_cell(m.block, field)}</td>" for m in models)
-            body.append(f"<tr><td class=desc>{_e(fields[field])}</td>{cells}</tr>")
+            cells = "".join(f"<td>{cell(m.block, field)}</td>" for m in models)
+            body.append(f"<tr><td class=desc>{escape(fields[field])}</td>{cells}</tr>")
         return (f"<div class=table-wrap><table class=values><thead><tr><th class=left>Value"
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
@@ -410,7 +342,7 @@ class Page:
             for field, value in compare.items():
                 if not field.endswith("_diff"):
                     continue
-                low, high = _pair(compare.get(f"{field}_ci95"))
+                low, high = pair(compare.get(f"{field}_ci95"))
                 label = field[: -len("_diff")].upper() + (f" · {scope}" if scope else "")
                 if several:
                     label += f" · {run_label}"
@@ -418,7 +350,7 @@ class Page:
                              compare.get(f"{field}_p")))
         if not rows:
             return ""
-        svg = figures.differences([(label, estimate, _p_text(p))
+        svg = figures.differences([(label, estimate, p_text(p))
                                      for label, _, _, estimate, p in rows],
                                     "Difference B - A (same units as the value)",
                                     self.key(name, "differences"))
@@ -426,174 +358,57 @@ class Page:
                              "two-sided p-values; an interval that misses the dotted zero line "
                              "is drawn in red.", wide=True)
         body = "".join(
-            f"<tr><td class=left>{_e(label)}</td><td>{_value(estimate.value, signed=True)}</td>"
-            f"<td>{_interval(estimate.low, estimate.high, present=f'{field}_ci95' in compare)}"
-            f"</td><td>{_e(_p_text(p))}</td></tr>"
+            f"<tr><td class=left>{escape(label)}</td>"
+            f"<td>{value_text(estimate.value, signed=True)}</td>"
+            f"<td>{interval_text(estimate.low, estimate.high, present=f'{field}_ci95' in compare)}"
+            f"</td><td>{escape(p_text(p))}</td></tr>"
             for label, field, compare, estimate, p in rows)
         table = ("<div class=table-wrap><table class=diffs><thead><tr><th class=left>Difference"
                  "</th><th>B - A</th><th>95% interval</th><th>p (two-sided)</th></tr></thead>"
                  f"<tbody>{body}</tbody></table></div>")
         return f"<h3>B against A</h3><div class=figures>{figure}</div>{table}"
 
-    # wuauc ----------------------------------------------------------------------------
-    def wuauc(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
-        tags = list(dict.fromkeys(tag for run in runs for tag in run.metrics[name]["tags"]))
-        if "all" in tags:
-            tags.remove("all")
-            tags.insert(0, "all")
-        models = self.models([(run, run.metrics[name]["tags"].get("all") or
-                               next(iter(run.metrics[name]["tags"].values()))) for run in runs])
-        notes = []
-        without = [run.label for run in runs
-                   if not any("ci95" in v for v in run.metrics[name]["tags"].values())]
-        if without:
-            notes.append(f"No intervals in {_e(', '.join(without))} {OLDER}.")
-        per_model = []  # (model, {tag: block})
-        for model in models:
-            blocks = {}
-            for tag, values in model.run.metrics[name]["tags"].items():
-                if model.is_b:
-                    if values.get("compare") is not None:
-                        blocks[tag] = values["compare"]
-                else:
-                    blocks[tag] = values
-            per_model.append((model, blocks))
-        panels = []
-        for field, xlabel in (("wuauc", "WUAUC: per-user AUC weighted by the user's rows"),
-                              ("uauc", "UAUC: mean of per-user AUC")):
-            panels.append((f"{xlabel} (0.5 = random)", [
-                (model.series, [_estimate(blocks.get(tag), field) for tag in tags])
-                for model, blocks in per_model]))
-        svg = figures.intervals(tags, panels, self.key(name, "tags"))
-        caption = "WUAUC and UAUC per tag"
-        if not without:
-            caption += " with their 95% intervals (users as independent clusters)"
-        caption += "; \"all\" covers every row."
-        if any(m.is_b for m in models):
-            caption += " Filled dots: model A; open diamonds: model B."
-        parts = [f"<div class=figures>{self.figure(svg, caption, wide=True)}</div>",
-                 self.tag_table(tags, per_model)]
-        compared = [(run.label, values["compare"], tag) for run in runs
-                    for tag, values in run.metrics[name]["tags"].items()
-                    if values.get("compare")]
-        parts.append(self.differences(name, compared, len(runs) > 1))
-        return "".join(parts), notes
-
-    def tag_table(self, tags: Sequence[str],
-                  per_model: Sequence[tuple[Model, dict[str, dict[str, Any]]]]) -> str:
-        several = len(per_model) > 1
-        head = ("<th class=left>Tag</th>" + ("<th class=left>Model</th>" if several else "")
-                + "".join(f"<th>{f.upper() if f != 'logloss' else 'LogLoss'}</th>"
-                          for f in TAG_FIELDS)
-                + "<th>Valid users / all</th><th>Valid rows / all</th>")
-        body = []
-        for tag in tags:
-            for k, (model, blocks) in enumerate(per_model):
-                block = blocks.get(tag)
-                if block is None:
-                    continue
-                first = k == 0 or all(tag not in b for _, b in per_model[:k])
-                cells = "".join(f"<td>{_cell(block, f)}</td>" for f in TAG_FIELDS)
-                counts = "".join(
-                    f"<td>{_ratio(block, valid, real)}</td>"
-                    for valid, real in (("valid_user_count", "real_user_count"),
-                                        ("valid_ins_num", "real_ins_num")))
-                label = f"<td class=left>{_e(model.series.label)}</td>" if several else ""
-                tag_cell = _e(tag) if first else ""
-                body.append(f"<tr{' class=group' if first else ''}><td class=left>{tag_cell}"
-                            f"</td>{label}{cells}{counts}</tr>")
-        return (f"<div class=table-wrap><table class=tags><thead><tr>{head}</tr></thead>"
-                f"<tbody>{''.join(body)}</tbody></table></div>"
-                "<p class=small>A user is valid when their rows hold both a click and a "
-                "non-click (their AUC is defined); LogLoss is in nats per row over all rows; "
-                "COPC = actual CTR / predicted CTR.</p>")
-
-    # pn, pairwise, other ----------------------------------------------------------------
-    def pn(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
-        return self.count_table(runs, name, PN_FIELDS, share_of=None), []
-
-    def pairwise(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
-        return self.count_table(runs, name, PAIRWISE_FIELDS, share_of="ins"), []
-
+    # a kind without a section of its own, and the tables kinds share -------------------
     def other(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
         fields = {f: f for run in runs for f, v in run.metrics[name].items()
-                  if f != "kind" and (v is None or _is_number(v) or isinstance(v, str))}
+                  if f != "kind" and (v is None or is_number(v) or isinstance(v, str))}
         note = "A kind this version of the report does not know: its plain values."
         return self.count_table(runs, name, fields, share_of=None), [note]
 
     def count_table(self, runs: Sequence[Run], name: str, fields: dict[str, str],
                     share_of: str | None) -> str:
         shown = [f for f in fields if any(f in run.metrics[name] for run in runs)]
-        head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+        head = "".join(f"<th>{escape(run.label)}</th>" for run in runs)
         body = []
         for field in shown:
             cells = []
             for run in runs:
                 block = run.metrics[name]
-                text = _cell(block, field)
+                text = cell(block, field)
                 total = block.get(share_of) if share_of else None
                 value = block.get(field)
                 if field != share_of and isinstance(value, (int, float)) \
                         and isinstance(total, (int, float)) and total > 0:
                     text += f"<span class=ci>{100.0 * value / total:.1f}% of rows</span>"
                 cells.append(f"<td>{text}</td>")
-            body.append(f"<tr><td class=desc>{_e(fields[field])}</td>{''.join(cells)}</tr>")
+            body.append(f"<tr><td class=desc>{escape(fields[field])}</td>{''.join(cells)}</tr>")
         return (f"<div class=table-wrap><table class=counts><thead><tr><th class=left>Value"
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _missing_notes(models: Sequence[Model]) -> list[str]:
-    """What the runs' auc blocks lack of the statistics, one note per run."""
-    notes = []
-    for m in models:
-        lacking = []
-        if not any(field in m.block for field in CURVES):
-            lacking.append("no ROC or calibration curve")
-        if "ci95" not in m.block:
-            lacking.append("no intervals")
-        if lacking:
-            what = " and ".join(lacking)
-            notes.append(f"{what[0].upper()}{what[1:]} in {_e(m.run.label)} {OLDER}.")
-        elif "roc_curve" in m.block and not m.block["roc_curve"]:
-            notes.append(f"No ROC curve in {_e(m.run.label)}: it needs both clicks and "
-                         "non-clicks.")
-    return notes
-
-
-def _bucket_error_context(models: Sequence[Model]) -> str:
-    items = []
-    for m in models:
-        if "bucket_error" not in m.block:
-            continue
-        parts = [f"bucket error {_value(m.block.get('bucket_error'))}"]
-        if "copc" in m.block:
-            parts.append(f"COPC {_value(m.block.get('copc'))}")
-        ctrs = [f"{what} {_value(m.block[field])}" for field, what in (
-            ("actual_ctr", "actual CTR"), ("predicted_ctr", "predicted CTR")) if field in m.block]
-        text = ", ".join(parts) + (f" ({', '.join(ctrs)})" if ctrs else "")
-        items.append(f"<li><b>{_e(m.series.label)}</b>: {text}</li>")
-    if not items:
-        return ""
-    return ("<div class=context><p>Bucket error: the row-weighted mean of |actual CTR / "
-            "predicted CTR - 1| over ranges of pred at most 0.01 wide (Abacus' "
-            "calculate_bucket_error). COPC is the same ratio over all rows at once: errors of "
-            "opposite sign cancel in COPC, not in bucket error; the calibration plot shows "
-            "where they lie.</p>"
-            f"<ul>{''.join(items)}</ul></div>")
-
-
-def _estimate(block: dict[str, Any] | None, field: str) -> Estimate:
+def estimate(block: dict[str, Any] | None, field: str) -> Estimate:
     if block is None:
         return Estimate(None)
-    low, high = _pair((block.get("ci95") or {}).get(field))
+    low, high = pair((block.get("ci95") or {}).get(field))
     return Estimate(block.get(field), low, high)
 
 
-def _pair(pair: Any) -> tuple[float | None, float | None]:
-    return (pair[0], pair[1]) if isinstance(pair, list) else (None, None)
+def pair(value: Any) -> tuple[float | None, float | None]:
+    """A ``[low, high]`` of the JSON as a tuple; (None, None) for null."""
+    return (value[0], value[1]) if isinstance(value, list) else (None, None)
 
 
-def _p_text(p: float | None) -> str:
+def p_text(p: float | None) -> str:
     """A two-sided p-value as the page prints it."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "p undefined"
@@ -602,12 +417,12 @@ def _p_text(p: float | None) -> str:
     return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
 
 
-def _value(value: Any, field: str = "", signed: bool = False) -> str:
+def value_text(value: Any, field: str = "", signed: bool = False) -> str:
     if value is None:
         return "<span class=undefined title='undefined for this data (null in the JSON)'>" \
                "undefined</span>"
     if isinstance(value, str):
-        return _e(value)
+        return escape(value)
     if field in COUNTS and float(value).is_integer():
         return f"{int(value):,}"
     if field in COUNTS:
@@ -615,7 +430,7 @@ def _value(value: Any, field: str = "", signed: bool = False) -> str:
     return f"{value:+.4g}" if signed else f"{value:.6g}"
 
 
-def _interval(low: float | None, high: float | None, present: bool = True) -> str:
+def interval_text(low: float | None, high: float | None, present: bool = True) -> str:
     if not present:
         return ""
     if low is None or high is None:
@@ -623,25 +438,25 @@ def _interval(low: float | None, high: float | None, present: bool = True) -> st
     return f"{low:.6g} to {high:.6g}"
 
 
-def _cell(block: dict[str, Any], field: str) -> str:
+def cell(block: dict[str, Any], field: str) -> str:
     """A value, and its 95% interval below it when the block has one."""
     if field not in block:
         return "<span class=absent title='not in this run'>·</span>"
-    text = _value(block[field], field)
+    text = value_text(block[field], field)
     intervals = block.get("ci95")
     if isinstance(intervals, dict) and field in intervals:
-        low, high = _pair(intervals[field])
-        text += f"<span class=ci>95%: {_interval(low, high)}</span>"
+        low, high = pair(intervals[field])
+        text += f"<span class=ci>95%: {interval_text(low, high)}</span>"
     return text
 
 
-def _ratio(block: dict[str, Any], part: str, whole: str) -> str:
+def ratio_text(block: dict[str, Any], part: str, whole: str) -> str:
     if part not in block and whole not in block:  # e.g. model B's block: A's counts
         return "<span class=absent title='not in this run'>·</span>"
-    return f"{_value(block.get(part), part)} / {_value(block.get(whole), whole)}"
+    return f"{value_text(block.get(part), part)} / {value_text(block.get(whole), whole)}"
 
 
-def _e(text: str) -> str:
+def escape(text: str) -> str:
     return html.escape(str(text), quote=True)
 
 

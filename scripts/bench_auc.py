@@ -40,8 +40,8 @@ def single_rank(repeat: int) -> None:
     from sklearn.metrics import roc_auc_score
 
     from mpieval import AucMetric, Comm
-    from mpieval.kernels.auc import bucket_error_from_table
     from mpieval.kernels.jit import compiled
+    from mpieval.kinds.auc.kernels import bucket_error_from_table
 
     pred, label = ctr_data(N_ROWS)
 

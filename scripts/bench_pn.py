@@ -18,8 +18,8 @@ import numpy as np
 from timing import median_time
 
 from mpieval.comm import Comm
-from mpieval.kernels.pn import pair_counts
-from mpieval.metrics.pn import PnMetric
+from mpieval.kinds.pn.kernels import pair_counts
+from mpieval.kinds.pn.metric import PnMetric
 
 
 def main() -> None:

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-import mpieval.metrics.wuauc as wuauc_module
+import mpieval.kinds.wuauc.metric as wuauc_module
 from mpieval.comm import Comm
-from mpieval.metrics.wuauc import WuaucMetric
+from mpieval.kinds.wuauc.metric import WuaucMetric
 
 TAG_NAMES = np.array(["feed", "home", "search"])
 

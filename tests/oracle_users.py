@@ -1,6 +1,6 @@
 """Plain-Python reference of the ``wuauc`` kind: loops and per-user pair counting.
 
-Slow on purpose; every fast path of :mod:`mpieval.metrics.wuauc` is checked against it.
+Slow on purpose; every fast path of :mod:`mpieval.kinds.wuauc.metric` is checked against it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from mpieval import AucMetric, AucResult, Comm, InputError, UndefinedMetricWarning
-from mpieval.kernels import auc as kernels
+from mpieval.kinds.auc import kernels
 
 FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc")
 

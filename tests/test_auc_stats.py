@@ -14,8 +14,8 @@ from simulation import binormal
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from mpieval import AucMetric, Comm, UndefinedMetricWarning
-from mpieval.kernels import auc as kernels
 from mpieval.kernels import stats
+from mpieval.kinds.auc import delong, kernels
 
 
 def compute(pred, label, table_size=1000, weight=None, soft=False):
@@ -187,7 +187,7 @@ def test_delong_from_table_equals_pairwise_placement_oracle(rng, table_size):
         table = AucMetric(table_size, comm=Comm.local())
         table.update(pred, label)
         negatives, positives = table.state["table"]
-        assert stats.delong_from_table(negatives, positives)[0] == pytest.approx(auc, rel=1e-12)
+        assert delong.delong_from_table(negatives, positives)[0] == pytest.approx(auc, rel=1e-12)
 
 
 def test_weighted_delong_equals_repeated_rows(rng):

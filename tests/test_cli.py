@@ -3,6 +3,7 @@ in every file format; configs (multi-task, masks, filters); JSON; every usage er
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -20,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from oracle_pairs import pn_totals
 
-from mpieval import cli, kinds, pipeline, readers
+from mpieval import cli, pipeline, readers
 from mpieval.comm import Comm
 from mpieval.errors import DataError, InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
@@ -406,7 +407,7 @@ def test_file_errors_exit_2(tmp_path, capsys, data):
 
 def test_a_kind_missing_from_the_build_is_a_usage_error(tmp_path, capsys, data, monkeypatch):
     files = shards(tmp_path, data, ["a.tsv"])
-    gone = kinds.Kind("auc", "mpieval.metrics.not_here", "Nope")
+    gone = dataclasses.replace(KINDS["auc"], metric="mpieval.kinds.not_here:Nope")
     monkeypatch.setitem(KINDS, "auc", gone)
     status, _, err = run(capsys, "eval", *files)
     assert status == 2
@@ -796,7 +797,9 @@ import sys
 from mpieval import cli
 from mpieval.kinds import KINDS
 KINDS[{kind!r}].load().warm_up()
-from mpieval.kernels import auc, pn, wuauc
+from mpieval.kinds.auc import kernels as auc
+from mpieval.kinds.pn import kernels as pn
+from mpieval.kinds.wuauc import kernels as wuauc
 def signatures():
     return {{(m.__name__, name): len(f.signatures) for m in (auc, pn, wuauc)
              for name, f in vars(m).items() if hasattr(f, "signatures")}}

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError
-from mpieval.metrics.pairwise import PairwiseMetric, PairwiseResult
+from mpieval.kinds.pairwise.metric import PairwiseMetric, PairwiseResult
 
 SEED_LINE = (
     "click_ins_ratio: Ins=78998676 Same_label_click=13648034 Left_label_click=17479466 "

@@ -15,8 +15,9 @@ from oracle_pairs import pn_pairs_by_user, pn_totals
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kernels.pn import pair_counts, pair_counts_per_user
-from mpieval.metrics.pn import TIES_MODES, PnMetric, PnResult
+from mpieval.kinds.pn import TIES_MODES
+from mpieval.kinds.pn.kernels import pair_counts, pair_counts_per_user
+from mpieval.kinds.pn.metric import PnMetric, PnResult
 
 SEED_LINE = (
     "res_one_click_join_pn: Average_PN=5.44591 ins_number=7982670 "

@@ -13,8 +13,9 @@ from sharding import my_rows
 
 from mpieval.comm import Comm
 from mpieval.errors import UndefinedMetricWarning
-from mpieval.kernels.pn import pair_counts
-from mpieval.metrics.pn import TIES_MODES, PnMetric
+from mpieval.kinds.pn import TIES_MODES
+from mpieval.kinds.pn.kernels import pair_counts
+from mpieval.kinds.pn.metric import PnMetric
 
 pytestmark = pytest.mark.mpi
 

@@ -17,8 +17,8 @@ from mpieval import AucMetric, Evaluator, PairwiseMetric, checkpoint
 from mpieval.comm import Comm
 from mpieval.config import specs_from_config
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kernels.auc import N_SUMS
 from mpieval.kernels.exact import DIGITS
+from mpieval.kinds.auc.kernels import N_SUMS
 from mpieval.metric import Metric, Result
 
 Rows = dict[str, np.ndarray]

@@ -22,10 +22,10 @@ from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels import exact
-from mpieval.kernels.wuauc import CHUNK, USER_SUM_FIELDS
-from mpieval.kernels.wuauc import user_auc_sums as exact_user_auc_sums
-from mpieval.metrics.auc import AucMetric
-from mpieval.metrics.wuauc import WuaucBlock
+from mpieval.kinds.auc.metric import AucMetric
+from mpieval.kinds.wuauc.kernels import CHUNK, USER_SUM_FIELDS
+from mpieval.kinds.wuauc.kernels import user_auc_sums as exact_user_auc_sums
+from mpieval.kinds.wuauc.result import WuaucBlock
 
 COUNTS = ("real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num",
           "valid_click_num")
@@ -544,7 +544,7 @@ def test_empty_batches_and_a_rejected_batch_change_nothing() -> None:
     metric.update([], [], [], [])  # an empty float array: no uid kind is fixed by it
     with pytest.raises(InputError, match="'all'"):
         metric.update(["u", "v"], [0.1, 0.2], [0, 1], ["q", "all"])
-    assert metric.rows == 0 and metric._tag_values == []  # no "q" from the rejected batch
+    assert metric.rows == 0 and metric._tags.values == []  # no "q" from the rejected batch
     metric.reset()  # forget the recorded error
     metric.update(["a", "a", "b"], [0.5, 0.5, 0.5], [1, 0, 1], ["x", "x", "y"])
     result = quiet(metric)
@@ -556,7 +556,7 @@ def test_empty_batches_and_a_rejected_batch_change_nothing() -> None:
 @given(codes=st.lists(st.integers(0, 30), max_size=200), as_text=st.booleans())
 def test_distinct_tags_equal_numpy_unique(codes, as_text):
     """The tag grouping (a comparison per value while few, then a sort) against np.unique."""
-    from mpieval.metrics.wuauc import _distinct
+    from mpieval.kinds.wuauc.tags import _distinct
 
     values = np.array([f"t{c}" if as_text else c * 7 for c in codes],
                       dtype=str if as_text else np.int64)
@@ -750,7 +750,7 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     """The rows passed in parts, on one or more threads: the same exact sums (and, with
     compare, the same paired groups in the same order) as one pass over every row."""
     from mpieval.kernels import jit
-    from mpieval.kernels import wuauc as kernels
+    from mpieval.kinds.wuauc import kernels
 
     counts = np.r_[rng.integers(1, 40, 3000), [5000, 2000]]
     keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)

@@ -16,9 +16,9 @@ from test_wuauc import assert_same, rows_for
 from mpieval import Evaluator
 from mpieval.comm import Comm, RemoteError
 from mpieval.errors import InputError, UidCollisionError, UndefinedMetricWarning
-from mpieval.metrics.auc import AucMetric
-from mpieval.metrics.pn import PnMetric
-from mpieval.metrics.wuauc import WuaucMetric
+from mpieval.kinds.auc.metric import AucMetric
+from mpieval.kinds.pn.metric import PnMetric
+from mpieval.kinds.wuauc.metric import WuaucMetric
 
 pytestmark = pytest.mark.mpi
 
@@ -131,7 +131,7 @@ def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.Monkey
         keys, checks = real(field, uid)
         return np.zeros_like(keys), checks
 
-    monkeypatch.setattr("mpieval.metrics.wuauc.uid_keys_checked", colliding)
+    monkeypatch.setattr("mpieval.kinds.wuauc.metric.uid_keys_checked", colliding)
     metric = WuaucMetric(comm=comm)
     metric.update([f"a{comm.rank}", f"b{comm.rank}"], [0.2, 0.8], [0, 1])
     with pytest.raises((UidCollisionError, RemoteError), match="collision"):

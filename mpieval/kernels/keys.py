@@ -1,7 +1,7 @@
 """Kernels of the uid keys: stable 64-bit hashing of string uids and the owner of a key.
 
 Pure numpy (no MPI, no state, no Python loop over rows), except :func:`mix64_scalar`, the
-compiled form of the same ``mix64`` for compiled loops (:mod:`mpieval.kernels.wuauc`).
+compiled form of the same ``mix64`` for compiled loops (:mod:`mpieval.kinds.wuauc.kernels`).
 
 Hashing. ``mix64`` is the splitmix64/murmur3 finalizer, a bijection of uint64 with
 full avalanche. A string of code units ``c_0 .. c_{m-1}`` (packed eight bytes to a

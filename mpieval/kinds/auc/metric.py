@@ -12,24 +12,18 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
-from mpieval.kernels import auc as kernels
 from mpieval.kernels import exact, stats
-from mpieval.metric import WINDOW, Input, Metric, Option, warn_undefined, window_dict
+from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, kernels
+from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
     as_vector,
-    auc_table_size,
-    boolean,
     check_binary,
     check_interval,
     check_lengths,
     check_weight,
-    column_name,
     is_binary,
 )
-
-DEFAULT_TABLE_SIZE = 1_000_000
-
 
 INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc")
 _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
@@ -134,7 +128,7 @@ class AucResult:
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
                           for name, pair in self.ci(0.95).items()}
-        return {"kind": "auc", **fields}
+        return {"kind": KIND.name, **fields}
 
     def to_log_line(self, name: str) -> str:
         v = logline.value
@@ -187,7 +181,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         else:
             ne = logloss / entropy
         _, variance, auprc, tie_bound = (
-            float(x) for x in stats.delong_from_table(table[0], table[1]))
+            float(x) for x in delong.delong_from_table(table[0], table[1]))
         if math.isnan(auprc):
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc))
@@ -269,15 +263,9 @@ class AucMetric(Metric):
     them into a second table makes ``compute()`` cost about twice as much.
     """
 
-    kind = "auc"
-    inputs = (Input("pred"), Input("label"), Input("weight", optional=True, weight=True),
-              Input("compare", optional=True))
-    options = (
-        Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size),
-        Option("soft_labels", False, boolean),
-        Option("compare", None, column_name),
-        WINDOW,
-    )
+    kind = KIND.name
+    inputs = KIND.declared_inputs
+    options = KIND.declared_options
     table_size: int
     soft_labels: bool
     compare: str | None
@@ -286,7 +274,7 @@ class AucMetric(Metric):
     @classmethod
     def warm_up(cls) -> None:
         kernels.warm_up()
-        stats.delong_from_table(np.ones(2), np.ones(2))
+        delong.delong_from_table(np.ones(2), np.ones(2))
 
     def __init__(
         self,
@@ -385,13 +373,13 @@ class AucMetric(Metric):
         reasons.extend(f"compare: {reason}" for reason in reasons_b
                        if reason != "no rows")
         table_a, table_b = sums["table"], sums["table_b"]
-        v10_a, v01_a, _ = stats.placements(table_a)
-        v10_b, v01_b, _ = stats.placements(table_b)
+        v10_a, v01_a, _ = delong.placements(table_a)
+        v10_b, v01_b, _ = delong.placements(table_b)
         rows = self.state.rows("pairs").columns()
-        spread = exact.to_floats(comm.sum(stats.paired_spread(
+        spread = exact.to_floats(comm.sum(delong.paired_spread(
             rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
             v10_a, v10_b, v01_a, v01_b)))
-        variance = stats.paired_variance(float(spread[0]), float(spread[1]),
+        variance = delong.paired_variance(float(spread[0]), float(spread[1]),
                                          float(table_a[1].sum()), float(table_a[0].sum()))
         if math.isnan(variance) and not math.isnan(auc):
             reasons.append("auc_diff ci95 needs a weight above 1 in each class")

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from mpieval.comm import Comm
-from mpieval.metric import WINDOW, FieldsResult, Input, Metric
+from mpieval.kinds.pairwise import KIND
+from mpieval.metric import FieldsResult, Metric
 from mpieval.state import Part, State, Summed
 from mpieval.validation import as_vector, check_binary, check_lengths
 
@@ -41,7 +42,7 @@ class PairwiseResult(FieldsResult):
     """Result of the ``pairwise`` kind: ``ins`` rows split by their (left, right) labels;
     ``window``: the same counts over the recent window (``window=``), or None."""
 
-    kind = "pairwise"
+    kind = KIND.name
 
     ins: int
     same_label_click: int
@@ -82,9 +83,9 @@ class PairwiseMetric(Metric):
     ``window``, the counts over those rows of every rank.
     """
 
-    kind = "pairwise"
-    inputs = (Input("left_label"), Input("right_label"))
-    options = (WINDOW,)
+    kind = KIND.name
+    inputs = KIND.declared_inputs
+    options = KIND.declared_options
     window: int | None
 
     def __init__(self, comm: Comm | Any | None = None, *, window: int | None = None) -> None:

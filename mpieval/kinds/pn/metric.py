@@ -26,14 +26,13 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.exchange import gather_by_user
-from mpieval.kernels.pn import pair_counts
-from mpieval.kernels.pn import warm_up as warm_up_kernels
 from mpieval.keys import uid_keys_checked
-from mpieval.metric import FieldsResult, Input, Metric, Option, warn_undefined
+from mpieval.kinds.pn import KIND
+from mpieval.kinds.pn.kernels import pair_counts
+from mpieval.kinds.pn.kernels import warm_up as warm_up_kernels
+from mpieval.metric import FieldsResult, Metric, warn_undefined
 from mpieval.state import Part, Rows
-from mpieval.validation import as_vector, check_finite, check_lengths, one_of
-
-TIES_MODES = ("negative", "ignore", "half")
+from mpieval.validation import as_vector, check_finite, check_lengths
 
 _WORD = 2**32
 
@@ -58,7 +57,7 @@ class PnResult(FieldsResult):
     """Result of the ``pn`` kind (formulas: module doc). Pair counts are ints, except that
     in ``half`` mode ``positive_pairs``/``negative_pairs`` may end in .5."""
 
-    kind = "pn"
+    kind = KIND.name
     average_pn: float
     ins_number: int
     positive_pairs: int | float
@@ -123,9 +122,9 @@ class PnMetric(Metric):
     it); for an integer uid, whose key is exact, it is the key itself.
     """
 
-    kind = "pn"
-    inputs = (Input("uid", role="id"), Input("pred"), Input("label"))
-    options = (Option("ties", "negative", one_of(*TIES_MODES), choices=TIES_MODES),)
+    kind = KIND.name
+    inputs = KIND.declared_inputs
+    options = KIND.declared_options
     ties: str
 
     @classmethod

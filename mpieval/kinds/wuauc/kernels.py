@@ -33,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from mpieval.kernels import exact
-from mpieval.kernels.auc import binary_logloss
 from mpieval.kernels.jit import compiled, on_threads, threads
 from mpieval.kernels.keys import mix64_scalar
 from mpieval.kernels.sort import merge_sort, radix_sort
+from mpieval.kinds.auc.kernels import binary_logloss
 
 # Per-block user sums, in this order (see :func:`_add_counts`).
 USER_SUM_FIELDS = (
@@ -462,7 +462,7 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
-    ``logloss``: :func:`mpieval.kernels.auc.binary_logloss` (the pred clipped to ``[1e-15,
+    ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
     1 - 1e-15]``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.jit.threads` threads, each into its own accumulators, added
     digit by digit (exact: the same bits)."""
@@ -622,7 +622,7 @@ def paired_diff_sums(groups_a: np.ndarray, groups_b: np.ndarray, sums: np.ndarra
 
 def warm_up() -> None:
     """Load the compiled pass for float32 and float64 preds, with and without uid checks
-    and tags (see :func:`mpieval.kernels.auc.warm_up`)."""
+    and tags (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
     keys = np.array([7, 7], np.uint64)
     label = np.array([0, 1], np.uint8)
     tag = np.zeros(2, np.uint16)

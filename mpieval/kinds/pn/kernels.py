@@ -125,5 +125,5 @@ def pair_counts(starts: np.ndarray, pred: np.ndarray, label: np.ndarray) -> tupl
 
 
 def warm_up() -> None:
-    """Load the compiled count (see :func:`mpieval.kernels.auc.warm_up`)."""
+    """Load the compiled count (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
     pair_counts(np.array([0, 2]), np.array([0.25, 0.75]), np.array([0.0, 1.0]))

@@ -1,0 +1,146 @@
+"""DeLong's variance of the ``auc`` kind's histogram AUC, and the paired test of two
+models scored on the same rows.
+
+Each bucket is one score, so rows in one bucket are tied and a tie counts one half. A
+positive in bucket ``b`` has the placement ``V10(b) = (negatives below b + negatives in b
+/ 2) / N``, a negative ``V01(b) = (positives above b + positives in b / 2) / P``; the AUC
+is the mean of either, and ``Var(AUC) = S10 / P + S01 / N`` with ``S10 = sum_pos (V10 -
+AUC)^2 / (P - 1)`` and ``S01 = sum_neg (V01 - AUC)^2 / (N - 1)`` (DeLong, DeLong &
+Clarke-Pearson 1988). Bucket counts stand for rows (a weighted table: integer weights are
+repeated rows).
+
+The paired test (DeLong's test): each row's placements in both merged tables give the
+variance of the AUC difference (:func:`paired_variance`); the rows' bucket pairs are kept
+for this second sweep.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mpieval.kernels import exact
+from mpieval.kernels.jit import compiled
+from mpieval.kinds.auc.kernels import filled_buckets
+
+
+def delong_from_table(negatives: np.ndarray,
+                      positives: np.ndarray) -> tuple[float, float, float, float]:
+    """``(auc, variance, auprc, tie_bound)`` of the histogram (:func:`_delong`, over the
+    filled buckets: the sweep skips the others)."""
+    filled = filled_buckets(negatives, positives)
+    return _delong(negatives[filled], positives[filled])
+
+
+@compiled
+def _delong(negatives: np.ndarray,
+            positives: np.ndarray) -> tuple[float, float, float, float]:
+    """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
+    from the top bucket down.
+
+    ``auc`` and its DeLong ``variance`` as in the module docstring (NaN variance when a
+    class has total weight 1 or less; NaN AUC when one is empty), from the sums over
+    buckets ``b`` of ``pos_b t_b``, ``pos_b t_b^2``, ``neg_b u_b``, ``neg_b u_b^2`` with
+    ``t_b = negatives above + neg_b / 2`` (so ``V10 = 1 - t / N``) and ``u_b = positives
+    above + pos_b / 2`` (``V01 = u / P``): ``sum_pos (V10 - auc)^2 = (sum pos t^2 - (sum pos
+    t)^2 / P) / N^2`` and likewise for the negatives. ``auprc``: average precision with each
+    bucket one threshold, ``sum_b pos_b / P * TP_b / (TP_b + FP_b)``, ``TP_b``, ``FP_b``
+    counting bucket ``b`` and above (rows tied in a bucket enter together); NaN without
+    positives. ``tie_bound = sum_b neg_b pos_b / (2 N P)``: the pairs in one bucket count
+    1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two differ by
+    at most this much.
+    """
+    neg_above = 0.0
+    pos_above = 0.0
+    tied = 0.0
+    precision_sum = 0.0
+    pos_t = pos_tt = neg_u = neg_uu = 0.0
+    for b in range(negatives.shape[0] - 1, -1, -1):
+        neg = negatives[b]
+        pos = positives[b]
+        if neg == 0 and pos == 0:
+            continue
+        if pos != 0:
+            t = neg_above + 0.5 * neg
+            pos_t += pos * t
+            pos_tt += pos * t * t
+            tp = pos_above + pos
+            precision_sum += pos * tp / (tp + neg_above + neg)
+        if neg != 0:
+            u = pos_above + 0.5 * pos
+            neg_u += neg * u
+            neg_uu += neg * u * u
+        tied += neg * pos
+        neg_above += neg
+        pos_above += pos
+    neg_total = neg_above
+    pos_total = pos_above
+    if pos_total == 0:
+        return math.nan, math.nan, math.nan, math.nan
+    auprc = precision_sum / pos_total
+    if neg_total == 0:
+        return math.nan, math.nan, auprc, math.nan
+    auc = neg_u / (neg_total * pos_total)
+    tie_bound = tied / (2 * neg_total * pos_total)
+    if neg_total <= 1 or pos_total <= 1:
+        return auc, math.nan, auprc, tie_bound
+    s10 = max(pos_tt - pos_t * pos_t / pos_total, 0.0) / (neg_total * neg_total)
+    s01 = max(neg_uu - neg_u * neg_u / neg_total, 0.0) / (pos_total * pos_total)
+    s10 /= pos_total - 1
+    s01 /= neg_total - 1
+    return auc, s10 / pos_total + s01 / neg_total, auprc, tie_bound
+
+
+def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(v10, v01, auc)``: each bucket's placement values centred on the AUC (module
+    docstring): ``v10[b] = V10(b) - auc`` (a positive in bucket ``b``) and ``v01[b] =
+    V01(b) - auc`` (a negative in ``b``). NaN AUC when a class is missing."""
+    negatives, positives = table[0], table[1]
+    neg_total, pos_total = float(negatives.sum()), float(positives.sum())
+    auc = float(delong_from_table(negatives, positives)[0])
+    if math.isnan(auc):
+        empty = np.zeros(len(negatives))
+        return empty, empty, auc
+    below = np.cumsum(negatives) - negatives
+    above = pos_total - np.cumsum(positives)
+    v10 = (below + 0.5 * negatives) / neg_total - auc
+    v01 = (above + 0.5 * positives) / pos_total - auc
+    return v10, v01, auc
+
+
+@compiled
+def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,
+                  negative: np.ndarray, v10_a: np.ndarray, v10_b: np.ndarray,
+                  v01_a: np.ndarray, v01_b: np.ndarray) -> np.ndarray:
+    """``sum_pos w (d10_b - d10_a)^2`` and ``sum_neg w (d01_b - d01_a)^2`` as two exact
+    accumulators (:mod:`mpieval.kernels.exact`), over rows with buckets ``bucket_a``,
+    ``bucket_b`` in the two models and weights ``positive`` (``w y``) and ``negative``
+    (``w (1 - y)``), from the centred placements of :func:`placements` (the paired DeLong
+    test, see :func:`paired_variance`)."""
+    spread = np.zeros((2, exact.DIGITS))
+    for i in range(bucket_a.shape[0]):
+        a = bucket_a[i]
+        b = bucket_b[i]
+        if positive[i] != 0:
+            d = v10_b[b] - v10_a[a]
+            exact.add(spread[0], positive[i] * d * d)
+        if negative[i] != 0:
+            d = v01_b[b] - v01_a[a]
+            exact.add(spread[1], negative[i] * d * d)
+        if (i + 1) % exact.SAFE_ADDS == 0:
+            exact.normalize(spread)
+    exact.normalize(spread)
+    return spread
+
+
+def paired_variance(spread_pos: float, spread_neg: float, pos_total: float,
+                    neg_total: float) -> float:
+    """DeLong's variance of ``AUC_B - AUC_A`` on the same rows: ``(S10_AA + S10_BB - 2
+    S10_AB) / P + (S01_AA + S01_BB - 2 S01_AB) / N``, which is ``spread_pos / ((P - 1) P)
+    + spread_neg / ((N - 1) N)`` with the spreads of :func:`paired_spread` summed over
+    every row; NaN when a class has total weight 1 or less."""
+    if pos_total <= 1 or neg_total <= 1:
+        return math.nan
+    return (spread_pos / ((pos_total - 1) * pos_total)
+            + spread_neg / ((neg_total - 1) * neg_total))

@@ -1,0 +1,103 @@
+"""The ``auc`` kind's section of a report page: the values with their 95% intervals, the
+ROC curve and the calibration plot, the bucket error in context, and with ``--compare``
+the differences B - A."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mpieval import figures
+from mpieval.report import OLDER, Model, Page, Run, escape, value_text
+
+CURVES = ("roc_curve", "calibration_curve")
+
+# What each value is, with its unit, in the order the tables list them.
+AUC_FIELDS = {
+    "auc": "AUC: chance that a click is ranked above a non-click (0.5 = random)",
+    "bucket_error": "Bucket error: row-weighted mean of |actual / predicted CTR - 1| over "
+                    "pred ranges at most 0.01 wide (0 = calibrated in every range)",
+    "copc": "COPC: actual CTR / predicted CTR (1 = calibrated overall)",
+    "actual_ctr": "Actual CTR: clicks per row",
+    "predicted_ctr": "Predicted CTR: mean pred (clicks per row)",
+    "rmse": "RMSE of pred against label",
+    "mae": "MAE of pred against label",
+    "logloss": "LogLoss: mean cross-entropy, nats per row",
+    "ne": "NE: LogLoss / entropy of the actual CTR (below 1 beats the base rate)",
+    "auprc": "AUPRC: average precision",
+    "auc_tie_bound": "Tie bound: the most the table's binning can move AUC",
+    "num": "Rows (sum of weights when weighted)",
+}
+
+
+def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+    models = page.models([(run, run.metrics[name]) for run in runs])
+    notes = _missing_notes([m for m in models if not m.is_b])
+    notes += [f"{escape(m.series.label)}: no curves of model B in the run (its values only); "
+              "A's are drawn." for m in models
+              if m.is_b and not any(m.block.get(field) for field in CURVES)]
+    parts = [page.value_table(models, AUC_FIELDS)]
+    drawn = []
+    rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
+    if rocs:
+        aucs = "; ".join(f"{escape(m.series.label)} AUC {value_text(m.block.get('auc'))}"
+                         for m in models if m.block.get("roc_curve"))
+        drawn.append(page.figure(
+            figures.roc(rocs, page.key(name, "roc")),
+            f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
+            "(0 to 1); the dotted diagonal is a random ranking."))
+    calibrations = [(m.series, m.block["calibration_curve"]) for m in models
+                    if m.block.get("calibration_curve")]
+    if calibrations:
+        drawn.append(page.figure(
+            figures.calibration(calibrations, page.key(name, "calibration")),
+            "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
+            f"into {figures.CALIBRATION_POINTS} of about equal rows, with each bin's "
+            "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
+            "the share of rows per predicted-CTR range."))
+    if drawn:
+        parts.append(f"<div class=figures>{''.join(drawn)}</div>")
+    parts.append(_bucket_error_context(models))
+    parts.append(page.differences(name, [(m.run.label, m.block["compare"], "")
+                                         for m in models if not m.is_b
+                                         and m.block.get("compare")], len(runs) > 1))
+    return "".join(parts), notes
+
+
+def _missing_notes(models: Sequence[Model]) -> list[str]:
+    """What the runs' auc blocks lack of the statistics, one note per run."""
+    notes = []
+    for m in models:
+        lacking = []
+        if not any(field in m.block for field in CURVES):
+            lacking.append("no ROC or calibration curve")
+        if "ci95" not in m.block:
+            lacking.append("no intervals")
+        if lacking:
+            what = " and ".join(lacking)
+            notes.append(f"{what[0].upper()}{what[1:]} in {escape(m.run.label)} {OLDER}.")
+        elif "roc_curve" in m.block and not m.block["roc_curve"]:
+            notes.append(f"No ROC curve in {escape(m.run.label)}: it needs both clicks and "
+                         "non-clicks.")
+    return notes
+
+
+def _bucket_error_context(models: Sequence[Model]) -> str:
+    items = []
+    for m in models:
+        if "bucket_error" not in m.block:
+            continue
+        parts = [f"bucket error {value_text(m.block.get('bucket_error'))}"]
+        if "copc" in m.block:
+            parts.append(f"COPC {value_text(m.block.get('copc'))}")
+        ctrs = [f"{what} {value_text(m.block[field])}" for field, what in (
+            ("actual_ctr", "actual CTR"), ("predicted_ctr", "predicted CTR")) if field in m.block]
+        text = ", ".join(parts) + (f" ({', '.join(ctrs)})" if ctrs else "")
+        items.append(f"<li><b>{escape(m.series.label)}</b>: {text}</li>")
+    if not items:
+        return ""
+    return ("<div class=context><p>Bucket error: the row-weighted mean of |actual CTR / "
+            "predicted CTR - 1| over ranges of pred at most 0.01 wide (Abacus' "
+            "calculate_bucket_error). COPC is the same ratio over all rows at once: errors of "
+            "opposite sign cancel in COPC, not in bucket error; the calibration plot shows "
+            "where they lie.</p>"
+            f"<ul>{''.join(items)}</ul></div>")

@@ -1,0 +1,265 @@
+"""The ``wuauc`` kind's results: one block per tag (``all`` first) with its values, their
+intervals (users as independent clusters) and, with ``compare``, model B's values and the
+paired differences; built from the block's summed fields.
+
+Per block, over its users ``u`` (a user's AUC counts a tied pair as one half; a user with
+one class only is not valid)::
+
+    UAUC  = sum_valid AUC_u / ValidUserCount
+    WUAUC = sum_valid AUC_u * rows_u / ValidInsNum
+    click_wuauc = sum_valid AUC_u * clicks_u / valid_click_num     (GAUC, click-weighted)
+    LogLoss = -sum log(label ? p : 1 - p) / RealInsNum,  p clipped to [1e-15, 1 - 1e-15]
+    ActualCTR = clicks / RealInsNum,  PredictedCTR = sum pred / RealInsNum
+    COPC = ActualCTR / PredictedCTR
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mpieval import logline
+from mpieval.kernels import stats
+from mpieval.kinds.wuauc import KIND
+from mpieval.kinds.wuauc.kernels import DIFF_FIELDS, USER_SUM_FIELDS
+
+# Fields of one block of the summable buffer, each an exact accumulator
+# (mpieval.kernels.exact): row sums, then user sums.
+ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
+FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS
+FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
+N_ROW_SUMS = len(ROW_SUM_FIELDS)
+# with compare=, each block goes on with model B's user sums and the paired differences
+COMPARE_FIELDS = tuple(f"b_{name}" for name in USER_SUM_FIELDS) + DIFF_FIELDS
+COMPARE_INDEX = {name: len(FIELDS) + i for i, name in enumerate(COMPARE_FIELDS)}
+
+INTERVAL_FIELDS = ("uauc", "wuauc")
+
+
+@dataclass(frozen=True)
+class WuaucComparison:
+    """Model B (pred column ``pred``) against model A in one tag block, paired by user:
+    B's ``uauc`` and ``wuauc``, the differences B - A, and their standard errors over the
+    users' paired differences (users as independent clusters); :meth:`ci` and :meth:`p`
+    give the intervals and two-sided p-values."""
+
+    pred: str
+    uauc: float
+    wuauc: float
+    uauc_diff: float
+    wuauc_diff: float
+    stderr: dict[str, float]
+
+    def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
+        """The interval of ``uauc_diff`` or ``wuauc_diff`` at ``level``."""
+        return stats.interval(getattr(self, name), self.stderr[name], level, -1.0, 1.0)
+
+    def p(self, name: str) -> float:
+        """The two-sided p-value of ``uauc_diff`` or ``wuauc_diff`` (no difference)."""
+        return stats.two_sided_p(getattr(self, name), self.stderr[name])
+
+    def to_dict(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"pred": self.pred, "uauc": logline.json_number(self.uauc),
+                                  "wuauc": logline.json_number(self.wuauc)}
+        for name in ("uauc_diff", "wuauc_diff"):
+            pair = self.ci(name)
+            fields[name] = logline.json_number(getattr(self, name))
+            fields[f"{name}_ci95"] = None if pair is None else list(pair)
+            fields[f"{name}_p"] = logline.json_number(self.p(name))
+        return fields
+
+    def to_log_line(self, name: str, tag: str) -> str:
+        """``NAME: compare=COL Tag=TAG UAUC=%g WUAUC=%g`` then, for ``uauc_diff`` and
+        ``wuauc_diff``, ``X=%g X_low=%g X_high=%g X_p=%g`` (B's values; ``nan`` where
+        undefined)."""
+        v = logline.value
+        parts = [f"{name}: compare={self.pred} Tag={tag} UAUC={v(self.uauc)} "
+                 f"WUAUC={v(self.wuauc)}"]
+        for diff in ("uauc_diff", "wuauc_diff"):
+            low, high = self.ci(diff) or (math.nan, math.nan)
+            parts.append(f"{diff}={v(getattr(self, diff))} {diff}_low={v(low)} "
+                         f"{diff}_high={v(high)} {diff}_p={v(self.p(diff))}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class WuaucBlock:
+    """The values of one tag (``all`` or a tag value); NaN marks an undefined value.
+
+    ``stderr`` holds the standard errors of ``uauc`` and ``wuauc`` with users as
+    independent clusters (NaN where undefined); :meth:`ci` turns them into intervals,
+    ``to_dict`` writes the 95% ones as ``ci95``. The log line has none of them."""
+
+    tag: str
+    wuauc: float
+    uauc: float
+    logloss: float
+    actual_ctr: float
+    predicted_ctr: float
+    copc: float
+    real_user_count: int
+    real_ins_num: int
+    valid_user_count: int
+    valid_ins_num: int
+    click_wuauc: float
+    valid_click_num: int
+    stderr: dict[str, float] = field(default_factory=dict)
+    compare: WuaucComparison | None = None
+
+    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """Wald intervals ``value -/+ z se`` of ``uauc`` and ``wuauc`` at ``level``, cut
+        to [0, 1]; None where undefined."""
+        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
+                                     level, 0.0, 1.0)
+                for name in INTERVAL_FIELDS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "wuauc": logline.json_number(self.wuauc),
+            "uauc": logline.json_number(self.uauc),
+            "logloss": logline.json_number(self.logloss),
+            "actual_ctr": logline.json_number(self.actual_ctr),
+            "predicted_ctr": logline.json_number(self.predicted_ctr),
+            "copc": logline.json_number(self.copc),
+            "real_user_count": self.real_user_count,
+            "real_ins_num": self.real_ins_num,
+            "valid_user_count": self.valid_user_count,
+            "valid_ins_num": self.valid_ins_num,
+            "click_wuauc": logline.json_number(self.click_wuauc),
+            "valid_click_num": self.valid_click_num,
+            "ci95": {name: None if pair is None else list(pair)
+                     for name, pair in self.ci(0.95).items()},
+            **({} if self.compare is None else {"compare": self.compare.to_dict()}),
+        }
+
+    def to_log_line(self, name: str) -> str:
+        v, n = logline.value, logline.count
+        return (
+            f"{name}: Tag={self.tag} WUAUC={v(self.wuauc)} UAUC={v(self.uauc)} "
+            f"LogLoss={v(self.logloss)} ActualCTR={v(self.actual_ctr)} "
+            f"PredictedCTR={v(self.predicted_ctr)} COPC={v(self.copc)} "
+            f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)} "
+            f"ValidUserCount={n(self.valid_user_count)} ValidInsNum={n(self.valid_ins_num)}"
+        )
+
+
+@dataclass(frozen=True)
+class WuaucResult:
+    """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
+
+    blocks: tuple[WuaucBlock, ...]
+
+    @property
+    def all(self) -> WuaucBlock:
+        return self.blocks[0]
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(block.tag for block in self.blocks)
+
+    def __getitem__(self, tag: object) -> WuaucBlock:
+        for block in self.blocks:
+            if block.tag == str(tag):
+                return block
+        raise KeyError(tag)
+
+    def __iter__(self) -> Iterator[WuaucBlock]:
+        return iter(self.blocks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": KIND.name, "tags": {block.tag: block.to_dict() for block in self.blocks}}
+
+    def to_log_line(self, name: str) -> str:
+        """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
+        then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
+        lines = [block.to_log_line(name) for block in self.blocks]
+        lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
+                  if block.compare is not None]
+        return "\n".join(lines)
+
+
+def block_from_sums(tag: str, sums: np.ndarray,
+                    compare: str | None = None) -> tuple[WuaucBlock, list[str]]:
+    """The values of one block from its summed fields (``FIELDS``, then with ``compare``
+    ``COMPARE_FIELDS``), and why any is NaN."""
+    s = {name: float(sums[i]) for name, i in FIELD_INDEX.items()}
+    reasons = []
+    rows, valid_rows = s["rows"], s["valid_rows"]
+    if rows == 0:
+        reasons.append(f"tag {tag}: no rows")
+    if s["valid_users"] == 0 and rows > 0:
+        reasons.append(f"tag {tag}: no user has both labels, WUAUC and UAUC are undefined")
+    actual = _ratio(s["clicks"], rows)
+    predicted = _ratio(s["pred_sum"], rows)
+    if predicted == 0:
+        reasons.append(f"tag {tag}: predicted ctr is 0, COPC is undefined")
+    block = WuaucBlock(
+        tag=tag,
+        wuauc=_ratio(s["auc_rows_sum"], valid_rows),
+        uauc=_ratio(s["auc_sum"], s["valid_users"]),
+        logloss=_ratio(s["logloss_sum"], rows),
+        actual_ctr=actual,
+        predicted_ctr=predicted,
+        copc=_ratio(actual, predicted),
+        real_user_count=int(s["users"]),
+        real_ins_num=int(rows),
+        valid_user_count=int(s["valid_users"]),
+        valid_ins_num=int(valid_rows),
+        click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
+        valid_click_num=int(s["valid_clicks"]),
+        stderr=_stderrs(s),
+        compare=None if compare is None else _comparison(compare, s, sums),
+    )
+    if s["valid_users"] == 1:
+        reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs two valid users")
+    return block, reasons
+
+
+def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucComparison:
+    """B's values and the paired differences B - A of one block: ``uauc_diff = sum D_u /
+    V`` and ``wuauc_diff = sum n_u D_u / sum n_u`` over the valid users (``D_u = AUC_B -
+    AUC_A``; a user is valid for both, its labels being the same), with the standard
+    errors of :func:`_stderrs` over the ``D_u``."""
+    c = {name: float(sums[i]) for name, i in COMPARE_INDEX.items()}
+    users, rows = s["valid_users"], s["valid_rows"]
+    stderr = {"uauc_diff": math.nan, "wuauc_diff": math.nan}
+    if users >= 2:
+        stderr = {
+            "uauc_diff": stats.ratio_stderr(c["diff_sum"], users, c["diff_sq_sum"],
+                                            c["diff_sum"], users),
+            "wuauc_diff": stats.ratio_stderr(c["diff_rows_sum"], rows,
+                                             c["diff_sq_rows_sq_sum"],
+                                             c["diff_rows_sq_sum"], s["rows_sq_sum"]),
+        }
+    return WuaucComparison(
+        pred=pred,
+        uauc=_ratio(c["b_auc_sum"], users),
+        wuauc=_ratio(c["b_auc_rows_sum"], rows),
+        uauc_diff=_ratio(c["diff_sum"], users),
+        wuauc_diff=_ratio(c["diff_rows_sum"], rows),
+        stderr=stderr,
+    )
+
+
+def _stderrs(s: dict[str, float]) -> dict[str, float]:
+    """Standard errors of ``uauc`` and ``wuauc`` over the valid users ``u`` taken as
+    independent clusters (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method):
+    ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u``, ``A_u`` the user's
+    AUC and ``n_u`` its rows; NaN below two valid users."""
+    if s["valid_users"] < 2:
+        return {"uauc": math.nan, "wuauc": math.nan}
+    users = s["valid_users"]
+    return {
+        "uauc": stats.ratio_stderr(s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users),
+        "wuauc": stats.ratio_stderr(s["auc_rows_sum"], s["valid_rows"],
+                                    s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
+                                    s["rows_sq_sum"]),
+    }
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b != 0 and not math.isnan(b) else math.nan

@@ -1,0 +1,150 @@
+"""Tag values of the ``wuauc`` kind: checked a batch at a time, coded as small integers
+(:class:`TagCodes`), and agreed over ranks at compute (the metric sorts every rank's values).
+
+A tag column is integers or non-empty strings, never both; ``all`` is reserved for the
+block of every row; a string tag is one word of the log line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mpieval.errors import InputError
+from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
+
+ALL = "all"
+NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
+MAX_TAGS = int(NO_TAG) - 1
+
+
+class TagCodes:
+    """The tag values this metric has seen, in order of arrival; a value's code is its
+    index (``uint16``; :data:`NO_TAG` for a row without a tag)."""
+
+    def __init__(self, values: list[Any] | None = None) -> None:
+        self.values: list[Any] = list(values or [])
+        self.index: dict[Any, int] = {value: code for code, value in enumerate(self.values)}
+        self.type: type | None = type(self.values[0]) if self.values else None
+
+    def copy(self) -> TagCodes:
+        return TagCodes(self.values)
+
+    def check(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
+        """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
+        each row's index among them; checked against the values seen so far. A
+        :class:`Coded` column is checked on its distinct values only."""
+        if isinstance(tag, Coded):
+            distinct_values, inverse = _distinct_coded(tag)
+        else:
+            values = _tag_values(tag)
+            distinct_values, inverse = _distinct(values)
+        if len(inverse) != n:
+            raise InputError("tag", f"length mismatch: tag={len(inverse)}, pred={n}")
+        if ALL in distinct_values:
+            rows = np.flatnonzero(inverse == distinct_values.index(ALL))
+            raise InputError("tag", "the tag 'all' is reserved for the block of every row",
+                             count=len(rows), first_index=int(rows[0]))
+        kind = str if distinct_values and isinstance(distinct_values[0], str) else int
+        if kind is str:  # a tag is a word of the space-separated log line
+            for value in distinct_values:
+                check_log_word("tag", value)
+        if distinct_values and self.type is not None and kind is not self.type:
+            raise InputError("tag", "integer tags in one batch and strings in another")
+        new = sum(value not in self.index for value in distinct_values)
+        if len(self.values) + new > MAX_TAGS:
+            raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
+        return distinct_values, inverse
+
+    def codes(self, distinct: list[Any], inverse: np.ndarray) -> np.ndarray:
+        """Local uint16 codes of checked tags (new values get the next codes)."""
+        lookup = np.empty(len(distinct), dtype=np.uint16)
+        for i, value in enumerate(distinct):
+            if value not in self.index:
+                self.index[value] = len(self.values)
+                self.values.append(value)
+                self.type = type(value)
+            lookup[i] = self.index[value]
+        return lookup[inverse]
+
+
+_FEW_TAGS = 8
+
+
+def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of ``values`` (as Python ints or strs) and the index of each
+    row's value among them, as ``np.unique(values, return_inverse=True)`` but unsorted.
+
+    Tag columns hold a few values: while they are few (``_FEW_TAGS``), each costs one
+    whole-array comparison, much cheaper than sorting the strings; the rest are sorted.
+    """
+    inverse = np.full(len(values), -1, dtype=np.intp)
+    distinct: list[Any] = []
+    first = 0
+    while len(distinct) < _FEW_TAGS:
+        unassigned = inverse[first:] < 0
+        if not unassigned.any():
+            return distinct, inverse
+        first += int(np.argmax(unassigned))
+        value = values[first]
+        inverse[values == value] = len(distinct)
+        distinct.append(value.item())
+    rest = inverse < 0
+    more, more_inverse = np.unique(values[rest], return_inverse=True)
+    inverse[rest] = len(distinct) + more_inverse.reshape(-1)
+    return distinct + more.tolist(), inverse
+
+
+def _distinct_coded(tag: Coded) -> tuple[list[Any], np.ndarray]:
+    """:func:`_distinct` of a :class:`Coded` column: its values that some row uses, in
+    their order, and each row's index among them; every value a non-empty string, or
+    every value an integer."""
+    codes = np.asarray(tag.codes)
+    if codes.ndim != 1 or codes.dtype.kind not in "iu":
+        raise InputError("tag", "Coded codes must be a 1-D integer array")
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(tag.values)):
+        raise InputError("tag", f"Coded codes must index its {len(tag.values)} values")
+    used = np.bincount(codes, minlength=len(tag.values)) > 0
+    if used.all():  # the usual case: a batch's own dictionary
+        distinct, inverse = list(tag.values), codes
+    else:
+        distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]
+        inverse = (np.cumsum(used) - 1)[codes]
+    is_int = [isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+              for value in distinct]
+    if not (all(isinstance(value, str) for value in distinct) or all(is_int)):
+        raise InputError("tag", "Coded values must all be strings or all integers")
+    if "" in distinct:
+        rows = np.flatnonzero(inverse == distinct.index(""))
+        raise InputError("tag", "is empty (a missing tag)", count=len(rows),
+                         first_index=int(rows[0]), value="")
+    return [value if isinstance(value, str) else int(value) for value in distinct], inverse
+
+
+def _tag_values(tag: Any) -> np.ndarray:
+    """A tag column as a 1-D int or str array; missing, empty or other values raise."""
+    values = np.asarray(unmasked("tag", from_tensor(tag)))
+    if values.ndim != 1:
+        raise InputError("tag", f"must be 1-D, got an array of shape {values.shape}")
+    if values.dtype.kind == "O" and len(values):
+        is_str = np.frompyfunc(lambda v: isinstance(v, str), 1, 1)(values).astype(bool)
+        is_int = np.frompyfunc(
+            lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
+            1, 1,
+        )(values).astype(bool)
+        for bad, problem in ((~(is_str | is_int), "must be integers or strings (not missing)"),
+                             (is_int if is_str[0] else is_str, "mixes integers and strings")):
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise InputError("tag", problem, count=int(bad.sum()), first_index=first,
+                                 value=values[first])
+        values = values.astype(str if is_str[0] else np.int64)
+    if values.dtype.kind not in "iuU" and len(values):
+        raise InputError("tag", f"must be integers or strings, got dtype {values.dtype}")
+    if values.dtype.kind == "U" and len(values):
+        empty = values == ""
+        if empty.any():
+            raise InputError("tag", "is empty (a missing tag)", count=int(empty.sum()),
+                             first_index=int(np.flatnonzero(empty)[0]), value="")
+    return values

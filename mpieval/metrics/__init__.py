@@ -1,1 +1,0 @@
-"""The metric kinds: one module each, all built on :mod:`mpieval.metric`."""
