@@ -37,10 +37,13 @@ __all__ = [
 ]
 __all__ += list(_KIND_EXPORTS)
 
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one source: the package's metadata (pyproject.toml)
+        from importlib.metadata import version
+
+        return version("mpieval")
     kind = _KIND_EXPORTS.get(name)
     if kind is None:
         raise AttributeError(f"module 'mpieval' has no attribute {name!r}")

@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Abacus/Paddle CTR metrics over prediction files, on any number of "
         "MPI ranks (run under mpiexec -n N, or alone).",
     )
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ev = commands.add_parser(
         "eval", help="evaluate metrics over prediction files",
@@ -100,6 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("runs", nargs="+", metavar="RUN.json")
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: the version is looked up only when asked for (it costs a read of
+    the package's metadata)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        import mpieval
+
+        print(f"mpieval {mpieval.__version__}")
+        parser.exit()
 
 
 def kind_flags() -> dict[str, list[tuple[str, Input | Option]]]:

@@ -8,6 +8,7 @@ slow path that locates the bad values runs only when something is wrong.
 from __future__ import annotations
 
 import sys
+from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,6 +159,14 @@ def check_weight(field: str, values: np.ndarray) -> None:
 
 
 # -- options ---------------------------------------------------------------------------
+
+
+def integer_text(text: str) -> int:
+    """A flag's text as an integer, for the option's check to judge (a flag's ``parse``)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def positive_int(name: str, value: object) -> int:

@@ -339,7 +339,7 @@ def test_json_only_on_success_and_atomic(tmp_path, capsys, data):
     (["--metrics", "auc,,pn"], "--metrics: empty kind"),
     (["--metrics", "auc,auc"], "kind 'auc' is listed twice"),
     (["--pn-ties", "sometimes"], "invalid choice: 'sometimes'"),
-    (["--table-size", "0"], "--table-size: must be >= 1"),
+    (["--table-size", "0"], "--table-size: must be a positive integer, got 0"),
     (["--table-size", "1e6"], "--table-size: not an integer"),
     (["--format", "xlsx"], "invalid choice: 'xlsx'"),
     (["--bogus"], "unrecognized arguments: --bogus"),
@@ -900,3 +900,28 @@ def test_what_is_a_small_job(tmp_path):
     assert not small(["eval", str(small_file), str(large)])  # too large together
     assert not small(["eval", "--metrics", "auc,wuauc", str(small_file)])
     assert not small(["eval", str(tmp_path / "*.tsv")])  # a pattern
+
+
+def test_version_is_the_package_metadata_one(capsys):
+    from importlib.metadata import version
+
+    import mpieval
+
+    status, out, err = run(capsys, "--version")
+    assert status == 0 and err == ""
+    assert out == f"mpieval {version('mpieval')}\n"
+    assert mpieval.__version__ == version("mpieval")
+
+
+def test_flags_and_help_come_from_the_kinds_declarations(capsys):
+    """Every input and config option a kind declares is a flag of `mpieval eval`, with the
+    kinds that use it in its help; nothing else of a kind is hand-written in the parser."""
+    status, out, _ = run(capsys, "eval", "--help")
+    assert status == 0
+    text = " ".join(out.split())
+    for kind in KINDS.values():
+        assert kind.name in text.split("comma list of kinds:")[1].split("(default auc)")[0]
+        for spec in kind.flagged:
+            assert spec.flag in text, (kind.name, spec.name)
+    assert "(pairwise; default left_label)" in text
+    assert "--pn-ties {negative,ignore,half}" in text

@@ -9,7 +9,7 @@ the kind's section of a report page.
 from __future__ import annotations
 
 from mpieval.declaration import COMPARE, LABEL, PRED, WINDOW, Input, Kind, Option
-from mpieval.validation import auc_table_size, boolean, column_name
+from mpieval.validation import auc_table_size, boolean, column_name, integer_text
 
 DEFAULT_TABLE_SIZE = 1_000_000
 
@@ -21,7 +21,7 @@ KIND = Kind(
     declared_inputs=(PRED, LABEL, Input("weight", optional=True, weight=True,
                                         help="sample weight column"), COMPARE),
     declared_options=(
-        Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size, parse=int, metavar="N",
+        Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size, parse=integer_text, metavar="N",
                help="histogram buckets"),
         Option("soft_labels", False, boolean, parse=None,
                help="accept labels anywhere in [0, 1]"),
