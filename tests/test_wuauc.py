@@ -556,7 +556,7 @@ def test_empty_batches_and_a_rejected_batch_change_nothing() -> None:
 @given(codes=st.lists(st.integers(0, 30), max_size=200), as_text=st.booleans())
 def test_distinct_tags_equal_numpy_unique(codes, as_text):
     """The tag grouping (a comparison per value while few, then a sort) against np.unique."""
-    from mpieval.kinds.wuauc.tags import _distinct
+    from mpieval.tags import _distinct
 
     values = np.array([f"t{c}" if as_text else c * 7 for c in codes],
                       dtype=str if as_text else np.int64)

@@ -1,9 +1,9 @@
 """The ``wuauc`` kind: per-user AUC per tag (WUAUC, UAUC), LogLoss, CTRs, COPC, counts,
 exact however a user's rows are split over ranks.
 
-``metric``: :class:`WuaucMetric` (rows kept, moved to their owner rank at compute);
-``result``: the per-tag blocks and their statistics; ``tags``: tag values and their
-codes; ``kernels``: the pass over users; ``report``: the kind's section.
+``metric``: :class:`WuaucMetric` (rows kept per user, :mod:`mpieval.user_rows`, moved to
+their owner rank at compute); ``result``: the per-tag blocks and their statistics;
+``kernels``: the pass over users; ``report``: the kind's section.
 """
 
 from __future__ import annotations

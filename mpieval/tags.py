@@ -1,5 +1,6 @@
-"""Tag values of the ``wuauc`` kind: checked a batch at a time, coded as small integers
-(:class:`TagCodes`), and agreed over ranks at compute (the metric sorts every rank's values).
+"""Tag values of the kinds with per-tag blocks (``wuauc``, ``ranking``): checked a batch at
+a time, coded as small integers (:class:`TagCodes`), and agreed over ranks at compute
+(:class:`mpieval.user_rows.UserRowsMetric` sorts every rank's values).
 
 A tag column is integers or non-empty strings, never both; ``all`` is reserved for the
 block of every row; a string tag is one word of the log line.

@@ -1,0 +1,227 @@
+"""Rows kept per user until compute: the machinery of the per-user kinds with tags
+(``wuauc``, ``ranking``).
+
+:class:`UserRowsMetric` keeps each row's user key (a uid, hashed when it is text, or the
+key of several columns: ``extra_keys``), pred, label and tag code in a
+:class:`~mpieval.rows.RowBuffer` (the second hash of a text uid beside it, for the
+exchange to detect key collisions), merges and saves them with the tag values the codes
+stand for, and at compute agrees with the other ranks on the tags, the key kind and the
+pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the exchange
+(:meth:`UserRowsMetric._outgoing`). A kind says what its update checks and what its
+compute counts on the rows of whole users.
+
+Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
+else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 8 more for a string
+uid or a several-column key (the hash that detects collisions), nothing spare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mpieval.comm import Comm
+from mpieval.errors import InputError
+from mpieval.keys import group_keys_checked, uid_keys_checked
+from mpieval.metric import Metric
+from mpieval.rows import RowBuffer
+from mpieval.state import Part, Rows
+from mpieval.tags import MAX_TAGS, NO_TAG, TagCodes
+
+
+@dataclass(frozen=True)
+class UserLayout:
+    """What every rank agreed on before the exchange."""
+
+    tags: tuple[Any, ...]  # tag values, sorted
+    hashed: bool  # keys are hashes: a check column travels with them
+    pred_dtype: np.dtype  # float32 when every rank's preds are float32 values
+
+
+class UserRowsMetric(Metric):
+    """Base of the per-user kinds with tags: rows kept until compute (module docstring).
+
+    State: ``rows`` (key, pred, label, tag code, and ``compare`` with a compared model)
+    and, for hashed uids, ``checks``, both merged by concatenation; the tag values the
+    codes stand for, in order of arrival (merging two metrics maps the other's codes).
+    """
+
+    label_dtype: ClassVar[type] = np.uint8  # how the kind keeps its labels
+    compare: str | None = None
+
+    def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
+                 **options: Any) -> None:
+        self.extra_keys = tuple(extra_keys)
+        if "uid" in self.extra_keys:
+            raise InputError("extra_keys", "must not repeat 'uid', the key is always in it")
+        self._layout: UserLayout | None = None
+        super().__init__(comm, **options)
+
+    def state_layout(self) -> dict[str, Part]:
+        columns = {"key": np.uint64, "pred": np.float32, "label": self.label_dtype,
+                   "tag": np.uint16}
+        if self.compare is not None:
+            columns["compare"] = np.float32
+        return {"rows": Rows(columns), "checks": Rows({"check": np.uint64})}
+
+    def reset(self) -> None:
+        super().reset()
+        self._tags = TagCodes()
+
+    def merge(self, other: Metric) -> Metric:
+        """A new metric holding the rows of both; the other's tag codes are mapped to the
+        merged tag values."""
+        if not isinstance(other, type(self)) or other.extra_keys != self.extra_keys:
+            raise ValueError(f"cannot merge {self.kind} metrics with different key columns")
+        if None not in (self._hashed, other._hashed) and self._hashed != other._hashed:
+            raise InputError("uid", "integer uids in one metric and strings in the other")
+        if None not in (self._tags.type, other._tags.type) and self._tags.type != other._tags.type:
+            raise InputError("tag", "integer tags in one metric and strings in the other")
+        merged = super().merge(other)
+        assert isinstance(merged, UserRowsMetric)
+        merged._tags = self._tags.copy()
+        if other._tags.values:
+            lookup = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
+            lookup[: len(other._tags.values)] = merged._tags.codes(
+                other._tags.values, np.arange(len(other._tags.values)))
+            tags = merged._stored.columns()["tag"]
+            tags[len(self._stored) :] = lookup[tags[len(self._stored) :]]
+        return merged
+
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "extra_keys": self.extra_keys}
+
+    def _extra_state(self) -> dict[str, Any]:
+        """The key columns and the tag values the stored tag codes stand for."""
+        tags = self._tags.values
+        return {"extra_keys": np.array(self.extra_keys, dtype=str),
+                "tag_values": np.array(tags, dtype=np.int64 if self._tags.type is int else str)}
+
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
+        self.extra_keys = tuple(np.asarray(state["extra_keys"], dtype=str).tolist())
+        self._tags = TagCodes(np.asarray(state["tag_values"]).tolist())
+
+    @property
+    def _stored(self) -> RowBuffer:
+        return self.state.rows("rows")
+
+    @property
+    def _hashed(self) -> bool | None:
+        """Whether the uids are hashed (strings or several key columns); None before the
+        first row."""
+        if len(self._stored) == 0:
+            return None
+        return len(self.state.rows("checks")) > 0
+
+    @property
+    def rows(self) -> int:
+        """Rows held on this rank."""
+        return len(self._stored)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for the rows held on this rank."""
+        return self._stored.nbytes + self.state.rows("checks").nbytes
+
+    # -- update ------------------------------------------------------------------------
+
+    def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None) -> tuple[np.ndarray, Any]:
+        """Each row's user key and, for hashed uids, its check (the second hash)."""
+        given = tuple(keys or ())
+        if set(given) != set(self.extra_keys):
+            raise InputError("keys", f"expected the key columns {list(self.extra_keys)}, "
+                                     f"got {list(given)}")
+        if self.extra_keys:
+            assert keys is not None
+            user, check = group_keys_checked({"uid": uid, **{k: keys[k] for k in self.extra_keys}})
+        else:
+            user, check = uid_keys_checked("uid", uid)
+        if len(user) and self._hashed is not None and (check is not None) != self._hashed:
+            raise InputError("uid", "integer uids in one batch and strings in another")
+        return user, check
+
+    def _store(
+        self,
+        user: np.ndarray,
+        check: np.ndarray | None,
+        pred: np.ndarray,
+        label: np.ndarray,
+        tags: tuple[list[Any], np.ndarray] | None,
+        compare: np.ndarray | None = None,
+    ) -> None:
+        """Keep a checked batch: ``label`` in the kind's ``label_dtype``, ``tags`` as
+        :meth:`TagCodes.check` returned them (None: rows without a tag)."""
+        rows = self._stored
+        codes = (np.full(len(user), NO_TAG, dtype=np.uint16) if tags is None
+                 else self._tags.codes(*tags))
+        columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label,
+                   "tag": codes}
+        if compare is not None:
+            columns["compare"] = _narrow(rows, "compare", compare)
+        # made here for this batch: the label and tag codes always, hashed keys and checks
+        made = {"label", "tag"} | ({"key"} if check is not None else set())
+        rows.append(handed_over=made, **columns)
+        if check is not None:
+            self.state.rows("checks").append(handed_over={"check"}, check=check)
+
+    # -- compute -----------------------------------------------------------------------
+
+    def _agree(self, comm: Comm) -> tuple[UserLayout, np.ndarray]:
+        """Collective: the sorted tag values of every rank, the key kind and pred dtype.
+
+        ``local_to_global`` maps a local tag code to its tag's index among the sorted
+        values, and the code of a row without a tag to ``len(tags)``."""
+        dtypes = self._stored.dtypes
+        pred32 = dtypes["pred"] == np.float32 and dtypes.get("compare", np.float32) == np.float32
+        tag_type = None if self._tags.type is None else self._tags.type.__name__
+        views = comm.allgather((self._hashed, tag_type, pred32, self._tags.values))
+        hashed = {v[0] for v in views if v[0] is not None}
+        if len(hashed) > 1:
+            raise InputError("uid", "integer uids on some ranks and strings on others")
+        tag_types = {v[1] for v in views if v[1] is not None}
+        if len(tag_types) > 1:
+            raise InputError("tag", "integer tags on some ranks and strings on others")
+        tags = tuple(sorted({value for view in views for value in view[3]}))
+        if len(tags) > MAX_TAGS:
+            raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
+        layout = UserLayout(
+            tags=tags,
+            hashed=any(v[0] for v in views) or bool(self.extra_keys),
+            pred_dtype=np.dtype(np.float32 if all(v[2] for v in views) else np.float64),
+        )
+        position = {value: i for i, value in enumerate(tags)}
+        local_to_global = np.full(int(NO_TAG) + 1, len(tags), dtype=np.uint16)
+        for code, value in enumerate(self._tags.values):
+            local_to_global[code] = position[value]
+        return layout, local_to_global
+
+    def _outgoing(
+        self, layout: UserLayout, local_to_global: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+        """This rank's rows as the agreed columns: (keys, columns, checks)."""
+        rows = self._stored.columns()
+        columns = {
+            "pred": rows["pred"].astype(layout.pred_dtype, copy=False),
+            "label": rows["label"],
+        }
+        if self.compare is not None:
+            columns["compare"] = rows["compare"].astype(layout.pred_dtype, copy=False)
+        if layout.tags:
+            columns["tag"] = local_to_global[rows["tag"]]
+        checks = self.state.rows("checks").columns()["check"] if layout.hashed else None
+        return rows["key"], columns, checks
+
+
+def _narrow(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:
+    """``values`` as the column ``name`` keeps them: float32 while every value is a
+    float32 value, else the column is widened to float64 and they stay whole."""
+    if rows.dtypes[name] != np.float32 or np.can_cast(values, np.float32, "safe"):
+        return values
+    narrow = values.astype(np.float32)
+    if np.array_equal(narrow, values):
+        return narrow
+    rows.widen(name, np.float64)
+    return values
