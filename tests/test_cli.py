@@ -32,6 +32,7 @@ KIND_INPUTS = {
     "wuauc": {"uid": "uid", "pred": "pred", "label": "label", "tag": "tag"},
     "pn": {"uid": "uid", "pred": "pred", "label": "grade"},
     "pairwise": {"left_label": "left", "right_label": "right"},
+    "ranking": {"uid": "uid", "pred": "pred", "label": "label", "tag": "tag"},
 }
 # pn on the binary click label, as `--metrics ...,pn --label label` reads it
 CLICK_INPUTS = dict(KIND_INPUTS, pn={"uid": "uid", "pred": "pred", "label": "label"})

@@ -97,6 +97,12 @@ DATA: dict[str, KindData] = {
         lambda rng, n: {"left_label": rng.integers(0, 2, n), "right_label": rng.integers(0, 2, n)},
         out_of_range={"left_label": 2, "right_label": -1},
     ),
+    "ranking": KindData(
+        lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),
+                        "label": rng.integers(0, 4, n) * (rng.random(n) < 0.4) / 2,  # graded
+                        "tag": rng.integers(0, 3, n)},
+        out_of_range={"label": -0.5},
+    ),
 }
 
 NAMES = sorted(KINDS)

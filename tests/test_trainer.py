@@ -21,6 +21,7 @@ from mpieval import (
     InputError,
     PairwiseMetric,
     PnMetric,
+    RankingMetric,
     UndefinedMetricWarning,
     WuaucMetric,
     checkpoint,
@@ -45,6 +46,9 @@ def _rows(kind: str, rng: np.random.Generator, n: int = N_ROWS) -> dict[str, np.
                 "tag": np.array(["a", "b", "c"])[rng.integers(0, 3, n)]}
     if kind == "pn":
         return {"uid": uid, "pred": pred, "label": rng.integers(0, 3, n).astype(np.float64)}
+    if kind == "ranking":
+        return {"uid": uid, "pred": pred, "label": rng.integers(0, 3, n) * label / 2,
+                "tag": np.array(["a", "b", "c"])[rng.integers(0, 3, n)]}
     return {"left_label": label, "right_label": rng.integers(0, 2, n)}
 
 
@@ -53,6 +57,7 @@ FACTORIES: dict[str, Callable[..., Metric]] = {
     "wuauc": lambda comm=None: WuaucMetric(comm),
     "pn": lambda comm=None: PnMetric("half", comm=comm),
     "pairwise": lambda comm=None: PairwiseMetric(comm),
+    "ranking": lambda comm=None: RankingMetric(comm, k=(1, 3, 10)),
 }
 KINDS = sorted(FACTORIES)
 

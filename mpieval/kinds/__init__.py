@@ -14,7 +14,7 @@ import importlib
 from mpieval.declaration import Kind
 from mpieval.errors import InputError, KindUnavailable
 
-FOLDERS = ("auc", "wuauc", "pn", "pairwise")
+FOLDERS = ("auc", "wuauc", "pn", "pairwise", "ranking")
 
 KINDS: dict[str, Kind] = {
     kind.name: kind
