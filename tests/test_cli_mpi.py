@@ -209,7 +209,7 @@ def test_data_errors_exit_2_on_every_rank(tmp_path, dataset, ranks, case):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--metrics", "auc,gauc"], "unknown metric kind 'gauc'"),
     (["--pn-ties", "often"], "argument --pn-ties: invalid choice: 'often'"),
-    (["--table-size", "-3"], "argument --table-size: must be >= 1"),
+    (["--table-size", "-3"], "--table-size: must be a positive integer, got -3"),
 ])
 def test_usage_errors_exit_2_on_every_rank(tmp_path, dataset, ranks, argv, message):
     out_json = tmp_path / "run.json"
