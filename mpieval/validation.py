@@ -70,12 +70,19 @@ def as_vector(field: str, values: object) -> np.ndarray:
     """``values`` (a sequence, numpy array or torch tensor) as a 1-D numeric (bool, int,
     uint or float) numpy array, without copying (a masked array only when nothing is
     masked: :func:`unmasked`)."""
+    check_given(field, values)
     array = np.asarray(unmasked(field, from_tensor(values)))
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
     if array.dtype.kind not in "biuf":
         raise InputError(field, f"must be numeric, got dtype {array.dtype}")
     return array
+
+
+def check_given(field: str, values: object) -> None:
+    """A required input is not ``None`` (which numpy would read as a 0-d object array)."""
+    if values is None:
+        raise InputError(field, "missing: got None where an array is required")
 
 
 def check_lengths(**arrays: np.ndarray | None) -> int:
