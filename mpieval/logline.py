@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 
 def value(x: float) -> str:
     """C's ``%g`` (6 significant digits); NaN prints as ``nan``."""
@@ -21,7 +23,10 @@ def count(x: float) -> str:
 
 
 def json_number(x: float) -> float | int | None:
-    """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere."""
+    """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere; a
+    numpy scalar becomes the Python number it holds (``to_dict()`` gives plain values)."""
+    if isinstance(x, np.generic):
+        x = x.item()
     return None if isinstance(x, float) and math.isnan(x) else x
 
 

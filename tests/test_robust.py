@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ from test_cli import rows, run, write
 
 from mpieval import Evaluator, pipeline, readers, split, validation
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 
 
@@ -263,3 +264,58 @@ def test_empty_flag_values_are_usage_errors(tmp_path, capsys, monkeypatch, flag,
 def test_json_checks_happen_before_reading(tmp_path):
     with pytest.raises(InputError):
         pipeline.check_writable(str(tmp_path))
+
+
+# -- issue 24: a demanding first day -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k in ("auc", "wuauc", "pn", "pairwise")])
+def test_none_for_a_required_input_is_missing_not_a_shape(kind):
+    from test_cli import KIND_INPUTS
+
+    data = rows(200)
+    inputs = KIND_INPUTS[kind]
+    for missing in (name for name in inputs if name != "tag"):
+        metric = KINDS[kind].build({}, Comm())
+        given = {arg: (None if arg == missing else data[col]) for arg, col in inputs.items()}
+        with pytest.raises(InputError) as caught:
+            metric.update(**given)
+        assert str(caught.value).startswith(f"{missing}: missing"), caught.value
+
+
+def _numpy_leaks(value: object, where: str = "") -> list[str]:
+    """Where a result's JSON object holds anything but plain Python values."""
+    if isinstance(value, dict):
+        return [leak for k, v in value.items() for leak in _numpy_leaks(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [leak for i, v in enumerate(value) for leak in _numpy_leaks(v, f"{where}[{i}]")]
+    if value is None or type(value) in (bool, int, float, str):
+        return []
+    return [f"{where}: {type(value).__module__}.{type(value).__name__}"]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_to_dict_of_every_kind_holds_plain_python_values(weighted):
+    from test_cli import KIND_INPUTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        _check_plain_dicts(KIND_INPUTS, weighted)
+
+
+def _check_plain_dicts(kind_inputs: dict, weighted: bool) -> None:
+    data = rows(3000)
+    options = {"auc": {"compare": "pred2"}, "wuauc": {"compare": "pred2"}}
+    for kind, inputs in kind_inputs.items():
+        for given in ({}, options.get(kind, {})):
+            metric = KINDS[kind].build(given, Comm())
+            assert _numpy_leaks(metric.compute().to_dict()) == [], (kind, "empty")
+            args = {arg: data[col] for arg, col in inputs.items()}
+            if given.get("compare"):
+                args["compare"] = data["pred2"]
+            if weighted and kind == "auc":
+                args["weight"] = data["w"] + 0.5
+            metric.update(**args)
+            result = metric.compute()
+            assert _numpy_leaks(result.to_dict()) == [], (kind, given)
+            json.dumps(result.to_dict(), allow_nan=False)

@@ -171,15 +171,15 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         if math.isnan(bucket_error):
             reasons.append("bucket_error is undefined: no bucket range reached the error bound")
         rmse = math.sqrt(sums[kernels.SUM_SQRERR] / num)
-        mae = sums[kernels.SUM_ABSERR] / num
+        mae = float(sums[kernels.SUM_ABSERR]) / num
         actual = positives / num
-        predicted = sums[kernels.SUM_PRED] / num
+        predicted = float(sums[kernels.SUM_PRED]) / num
         if predicted == 0:
             reasons.append("copc is undefined: predicted ctr is 0")
             copc = math.nan
         else:
             copc = actual / predicted
-        logloss = sums[kernels.SUM_LOGLOSS] / num
+        logloss = float(sums[kernels.SUM_LOGLOSS]) / num
         entropy = _entropy(actual)
         if entropy == 0:
             reasons.append("ne is undefined: actual ctr is 0 or 1")
