@@ -379,7 +379,8 @@ def check_writable(text: str, flag: str) -> None:
 
 def write_atomically(text: str, data: bytes, *, flag: str) -> None:
     """Write ``data`` to a path or URI so that a reader sees the old file or the whole
-    new one: locally a temporary file beside it (fsynced), then a rename; on a store
+    new one: locally a temporary file beside it (fsynced), then a rename (the directory
+    fsynced after it, as :func:`mpieval.checkpoint.save` does); on a store
     one stream whose object appears whole when it is closed (S3: one PUT, or a multipart
     upload completed on close) and never when writing fails. Errors: :func:`failure`,
     as an error of ``flag``."""
@@ -398,6 +399,9 @@ def write_atomically(text: str, data: bytes, *, flag: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+        from mpieval.checkpoint import sync_directory
+
+        sync_directory(directory or ".")
         return
     try:
         with location.filesystem.open_output_stream(location.path, compression=None) as out:

@@ -371,3 +371,30 @@ def test_an_evaluator_state_of_other_names_is_an_error_naming_both():
         Evaluator({"y": AucMetric(100), "z": PairwiseMetric()}).load_state_dict(saved)
     assert str(info.value) == ("the saved state holds the metrics ['x', 'z'], this evaluator "
                                "['y', 'z']")
+
+
+def test_checkpoint_save_is_durable_like_the_command_line_outputs(tmp_path, monkeypatch):
+    """The file is fsynced before it is renamed into place, the directory after."""
+    from mpieval import locations
+
+    events: list[tuple[str, str]] = []
+    fsync, replace = os.fsync, os.replace
+
+    def noted_fsync(handle: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{handle}")))
+        fsync(handle)
+
+    def noted_replace(source: str, target: str) -> None:
+        events.append(("replace", os.fspath(source)))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", noted_fsync)
+    monkeypatch.setattr(os, "replace", noted_replace)
+    for write in (lambda path: checkpoint.save(path, {"m": AucMetric(10).state_dict()}),
+                  lambda path: locations.write_atomically(str(path), b"{}", flag="--json")):
+        events.clear()
+        write(tmp_path / "out")
+        temporary = events[-2][1] if len(events) >= 2 else ""
+        assert [e[0] for e in events] == ["fsync", "replace", "fsync"], events
+        assert events[0][1] == temporary and events[2][1] == str(tmp_path), events
+        assert sorted(os.listdir(tmp_path)) == ["out"]
