@@ -28,7 +28,7 @@ import pyarrow as pa
 from mpieval import locations, readers, split
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec, column_types, column_uses
-from mpieval.errors import DataError, InputError, StoreError
+from mpieval.errors import DataError, InputError, OutputError, StoreError
 from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
@@ -132,14 +132,15 @@ def _tty() -> bool:
 def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
            report_path: str | None = None) -> None:
     """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
-    for (a failure to write one is an :class:`InputError` of ``--json`` / ``--report``)."""
-    print_results(specs, results)
+    for. A failure to write one is an :class:`OutputError` (a full disk, an I/O error:
+    exit 1) or an :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
+    :func:`mpieval.locations.output_failure`)."""
+    try:
+        print_results(specs, results)
+    except OSError as error:
+        raise _stdout_failed(error) from None
     if json_path:
-        try:
-            write_json(json_path, Evaluator.to_dict(results))
-        except OSError as error:
-            raise InputError("--json", f"cannot write {locations.redact(json_path)}: "
-                             f"{error}") from None
+        write_json(json_path, Evaluator.to_dict(results))
     if report_path:
         from mpieval import report
 
@@ -444,6 +445,18 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
         for line in results[spec.name].to_log_line(spec.log_prefix).splitlines():
             print(line, file=out)
     out.flush()
+
+
+def _stdout_failed(error: OSError) -> OutputError:
+    """The error of log lines that could not be written (stdout on a full disk, a closed
+    pipe). What is left in stdout's buffer then goes to ``/dev/null``, so that the
+    interpreter's last flush at exit does not fail again with a traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, sys.stdout.fileno())
+        os.close(sink)
+    reason = getattr(error, "strerror", None) or str(error)
+    return OutputError(f"stdout: cannot write the log lines: {reason}")
 
 
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
