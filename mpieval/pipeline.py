@@ -96,7 +96,7 @@ def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
             raise DataError(location.shown, f"is given twice (also as {seen[location.key]}): "
                             "its rows would count twice")
         seen[location.key] = location.shown
-        file = readers.inspect(path, readers.file_format(location.path, forced))
+        file = readers.inspect(path, forced)  # the format from the name unless forced
         readers.check_columns(file, uses)
         files.append(file)
     return files

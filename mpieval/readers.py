@@ -100,20 +100,28 @@ def file_format(path: str, forced: str | None = None) -> str:
     return _SUFFIXES[suffix]
 
 
-def inspect(path: str, format: str) -> InputFile:
+def inspect(path: str, format: str | None) -> InputFile:
     """The planner's view of a file (a local path or a URI): size, header columns, data
-    start or row groups."""
+    start or row groups. ``format``: forced, or None to tell it from the name (after
+    checking that the path is a regular file: a directory is named as one)."""
     location = locations.locate(path)
     shown = location.shown
     info = locations.guarded(location, "read",
                              lambda: location.filesystem.get_file_info(location.path))
     if info.type == pafs.FileType.NotFound:
         raise locations.failure(location, "read", FileNotFoundError())
+    if info.type == pafs.FileType.Directory:
+        raise DataError(shown, "is a directory, not a regular file (give its files, or a "
+                        "pattern such as DIR/*.tsv)")
     if info.type != pafs.FileType.File:
         raise DataError(shown, "not a regular file")
     size = info.size
+    if size == 0 and not location.remote and _has_contents(location.path):
+        raise DataError(shown, "not a regular file (its size is 0 but it reads: a /proc "
+                        "or /sys file?); copy it to a file first")
     if size == 0:
         raise DataError(f"{shown}:1", "empty file (no header line)")
+    format = file_format(location.path, format)
     with _opened(location) as handle:
         gzipped = locations.guarded(location, "read", lambda: handle.read(2)) == _GZIP_MAGIC
         if format == "parquet":
@@ -121,6 +129,15 @@ def inspect(path: str, format: str) -> InputFile:
         else:
             file = _inspect_text(location, handle, format, size, gzipped)
     return file if shown == path else replace(file, source=path)
+
+
+def _has_contents(path: str) -> bool:
+    """Whether a local file whose size is 0 reads some bytes (a file of /proc or /sys)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1) != b""
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -140,6 +157,7 @@ def _location(file: InputFile) -> Location:
 
 
 _FIRST_BLOCK = 1 << 16  # bytes of text looked at for the line endings
+HEADER_LIMIT = 4 << 20  # bytes read at most looking for the end of the header line
 
 
 def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: int,
@@ -154,7 +172,7 @@ def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: 
         text = header.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise DataError(f"{path}:1", "the header is not UTF-8 text") from None
-    names = next(csv.reader([text], delimiter="\t" if format == "tsv" else ","))
+    names = _header_names(path, text, format)
     return InputFile(
         path=path,
         format=format,
@@ -165,10 +183,25 @@ def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: 
     )
 
 
+def _header_names(path: str, text: str, format: str) -> list[str]:
+    """The column names of a header line (quoted as the data is); a name may be as long
+    as the header (up to ``HEADER_LIMIT``), not only the csv module's default limit."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, HEADER_LIMIT))
+    try:
+        return next(csv.reader([text], delimiter="\t" if format == "tsv" else ","))
+    except csv.Error as error:
+        raise DataError(f"{path}:1", f"cannot read the header: {error}") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
 def _header_line(location: Location, handle: pa.NativeFile, gzipped: bool) -> bytes:
     """The file's first line (with its line end), after checking from its first block
     that lines end with LF or CRLF: CR-only line endings are refused (one line to the
-    readers, which would find no row)."""
+    readers, which would find no row). At most ``HEADER_LIMIT`` bytes are read: a file
+    whose first line is longer, or holds a NUL byte (a binary file, or a sparse one
+    such as ``truncate -s 4G``), is refused at once, naming line 1."""
     import gzip
     import zlib
 
@@ -178,29 +211,44 @@ def _header_line(location: Location, handle: pa.NativeFile, gzipped: bool) -> by
         with (gzip.GzipFile(fileobj=handle, mode="rb") if gzipped
               else contextlib.nullcontext(handle)) as text:
             head = text.read(_FIRST_BLOCK)
+            end = head.find(b"\n")
+            _check_header_bytes(path, head[: end + 1] if end >= 0 else head)
             if b"\r" in head and b"\n" not in head:
                 raise DataError(path, "lines end with a carriage return only (CR, old Mac "
                                 "line endings): convert them to LF or CRLF")
-            end = head.find(b"\n")
             if end >= 0:
                 return head[: end + 1]
-            return head + _rest_of_line(text)  # a header longer than the first block
+            return head + _rest_of_line(path, text, len(head))  # a long header
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(path, f"cannot read: bad gzip data ({error})") from None
     except OSError as error:
         raise locations.failure(location, "read", error) from None
 
 
-def _rest_of_line(handle: Any) -> bytes:
-    """Bytes up to and with the next ``\\n`` (or the end)."""
+def _rest_of_line(path: str, handle: Any, done: int) -> bytes:
+    """The header's bytes after the first ``done``, up to and with the next ``\\n`` (or
+    the end), checked as they come (:func:`_check_header_bytes`)."""
     parts = []
     while True:
         block = handle.read(_FIRST_BLOCK)
         end = block.find(b"\n")
+        part = block[: end + 1] if end >= 0 else block
+        _check_header_bytes(path, part)
+        done += len(part)
+        if done > HEADER_LIMIT:
+            raise DataError(f"{path}:1", f"no end of the header line in its first "
+                            f"{HEADER_LIMIT:,} bytes: not a text file with a header row?")
         if end >= 0 or not block:
-            parts.append(block[: end + 1] if end >= 0 else block)
+            parts.append(part)
             return b"".join(parts)
         parts.append(block)
+
+
+def _check_header_bytes(path: str, part: bytes) -> None:
+    """No NUL byte in the header (text files hold none)."""
+    if b"\0" in part:
+        raise DataError(f"{path}:1", "the header holds a NUL byte: not a text file (a "
+                        "binary file, or zeros as a truncated or sparse file holds)?")
 
 
 def _inspect_parquet(location: Location, handle: pa.NativeFile, size: int) -> InputFile:
@@ -231,8 +279,8 @@ def check_columns(file: InputFile, wanted: Mapping[str, str]) -> None:
     for column, use in wanted.items():
         found = file.columns.count(column)
         if found == 0:
-            listing = ", ".join(file.columns) if len(file.columns) <= 20 else (
-                ", ".join(file.columns[:20]) + ", ...")
+            shown = [name if len(name) <= 60 else name[:57] + "..." for name in file.columns[:20]]
+            listing = ", ".join(shown) + (", ..." if len(file.columns) > 20 else "")
             raise DataError(where, f"not in the header ({use}); the file has: {listing}", column)
         if found > 1:
             raise DataError(where, f"appears {found} times in the header", column)

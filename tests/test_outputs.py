@@ -185,3 +185,25 @@ def test_a_really_full_disk_on_every_rank_count(tmp_path, data_file, ranks, flag
     assert lines[0].startswith(f"mpieval: error: {flag}: cannot write "), proc.stderr
     assert lines[0].endswith("No space left on device"), proc.stderr
     assert lines[1:] == [], proc.stderr  # one line, and `ls -A` found nothing left
+
+
+# -- a file that is no text file, on several ranks ---------------------------------------
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2, 3])
+def test_a_sparse_4g_file_is_refused_at_once_on_every_rank(tmp_path, ranks):
+    """``truncate -s 4G s.tsv``: exit 2 naming s.tsv:1 on every rank, in seconds and in
+    bounded memory (the whole file was read looking for the header's end)."""
+    import resource
+
+    path = tmp_path / "s.tsv"
+    with open(path, "wb") as out:
+        out.truncate(4 << 30)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc, seconds = launch(ranks, "eval", path, per_rank_status=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count(f"mpieval: error: {path}:1: the header holds a NUL byte") == 1
+    assert proc.stderr.count("exit=2") == max(ranks, 1), proc.stderr
+    assert seconds < 20
+    assert peak_mb < 400 or before / 1024 >= 400, peak_mb  # a rank reads 64 KiB of it

@@ -319,3 +319,53 @@ def _check_plain_dicts(kind_inputs: dict, weighted: bool) -> None:
             result = metric.compute()
             assert _numpy_leaks(result.to_dict()) == [], (kind, given)
             json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_a_header_of_200000_characters_reads_or_names_line_1(tmp_path, capsys):
+    data = rows(500)
+    plain = write(str(tmp_path / "plain.tsv"), {k: data[k] for k in ("pred", "label")})
+    body = open(plain, "rb").read().split(b"\n", 1)[1]
+    long_name = "x" * 200_000
+    wide = tmp_path / "wide.tsv"  # a valid header with one very long column name
+    wide.write_bytes(f"{long_name}\tpred\tlabel\n".encode()
+                     + b"".join(b"1\t" + line + b"\n" for line in body.splitlines()))
+    assert _json(tmp_path, capsys, wide) == _json(tmp_path, capsys, plain)
+    bad = tmp_path / "bad.tsv"  # no pred column: named by line 1, the listing cut short
+    bad.write_bytes(f"{long_name}\n".encode() + b"1\n" * 10)
+    status, out, err = run(capsys, "eval", bad)
+    assert status == 2 and out == "" and len(err) < 500, err
+    assert err.startswith(f"mpieval: error: {bad}:1: column pred: not in the header"), err
+
+
+@pytest.mark.parametrize("case", ["sparse", "zeros.gz", "no line end", "nul"])
+def test_a_file_without_a_text_header_is_refused_at_once(tmp_path, capsys, case):
+    path = tmp_path / f"{case.replace(' ', '_')}.tsv"
+    if case == "sparse":
+        with open(path, "wb") as out:  # `truncate -s 4G`: zeros, no disk used
+            out.truncate(4 << 30)
+    elif case == "zeros.gz":
+        path = tmp_path / "zeros.tsv.gz"
+        path.write_bytes(gzip.compress(bytes(8 << 20)))
+    elif case == "no line end":
+        path.write_bytes(b"a" * (readers.HEADER_LIMIT + 1000))
+    else:
+        path.write_bytes(b"pred\tla\0bel\n0.5\t1\n")
+    start = time.monotonic()
+    status, out, err = run(capsys, "eval", path)
+    assert time.monotonic() - start < 5
+    assert status == 2 and out == "", err
+    problem = "no end of the header line" if case == "no line end" else (
+        "the header holds a NUL byte")
+    assert err.startswith(f"mpieval: error: {path}:1: {problem}"), err
+    assert err.count("\n") == 1
+
+
+def test_a_directory_and_a_proc_file_are_named_as_such(tmp_path, capsys):
+    status, _, err = run(capsys, "eval", tmp_path)
+    assert status == 2 and err.startswith(f"mpieval: error: {tmp_path}: is a directory"), err
+    status, _, err = run(capsys, "eval", "--format", "tsv", "/proc/self/status")
+    assert status == 2, err
+    assert err.startswith("mpieval: error: /proc/self/status: not a regular file"), err
+    (tmp_path / "empty.tsv").write_text("")  # a real empty file is still one
+    status, _, err = run(capsys, "eval", tmp_path / "empty.tsv")
+    assert status == 2 and "empty.tsv:1: empty file (no header line)" in err, err
