@@ -728,6 +728,9 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         value = conversion.group(4)
         target = {"double": "float", "int64": "int"}.get(conversion.group(3), "string")
         if value == "":
+            if row is not None and _is_empty_line(file, line_of(int(row.group(1)))):
+                return DataError(where, "empty line: every line after the header holds a "
+                                 "row (remove it)")
             return DataError(where, f"empty value where {_TYPE_WORDS[target]} is expected",
                              column)
         return DataError(where, f"{value!r} is not {_TYPE_WORDS[target]}", column)
@@ -744,6 +747,35 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         return DataError(where, "invalid UTF-8 text",
                          None if number is None else file.columns[int(number.group(1))])
     return DataError(where, message.removeprefix("CSV parse error: "))
+
+
+def _is_empty_line(file: InputFile, line: int) -> bool:
+    """Whether line ``line`` (1-based) of a text file is empty (pyarrow reads an empty
+    line as a row of empty values). Read again from the start, in blocks: only when an
+    empty value was found."""
+    import gzip
+
+    try:
+        with _opened(_location(file)) as handle:
+            source: Any = gzip.GzipFile(fileobj=handle, mode="rb") if file.gzip else handle
+            seen = 1  # the line that starts the block (1 + the \n before it)
+            while True:
+                block = source.read(1 << 20)
+                if not block:
+                    return False
+                if seen + block.count(b"\n") < line:
+                    seen += block.count(b"\n")
+                    continue
+                start = 0  # the line starts after the (line - seen)-th \n of the block
+                for _ in range(line - seen):
+                    start = block.index(b"\n", start) + 1
+                end = block.find(b"\n", start)
+                if end < 0:  # it goes on in the next block
+                    rest = block[start:] + source.read(2)
+                    return rest in (b"", b"\r") or rest.startswith((b"\n", b"\r\n"))
+                return block[start:end] in (b"", b"\r")
+    except (OSError, EOFError, InputError, StoreError):
+        return False
 
 
 def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) -> Iterator[Batch]:

@@ -1,6 +1,7 @@
 """Every output path (stdout, ``--json``, ``--report``, ``--save-state``, ``merge``'s, a
 checkpoint) on a full disk and over an earlier run: exit 1 for the environment's fault,
-2 for the user's, one line, nothing half-written left (issue 24)."""
+2 for the user's, one line, nothing half-written left; odd files on several ranks
+(issue 24)."""
 
 from __future__ import annotations
 
@@ -207,3 +208,14 @@ def test_a_sparse_4g_file_is_refused_at_once_on_every_rank(tmp_path, ranks):
     assert proc.stderr.count("exit=2") == max(ranks, 1), proc.stderr
     assert seconds < 20
     assert peak_mb < 400 or before / 1024 >= 400, peak_mb  # a rank reads 64 KiB of it
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_blank_line_is_named_on_every_rank_count(tmp_path, ranks):
+    from test_robust import _with_blank_line
+
+    path = _with_blank_line(tmp_path, "far.tsv", 200_000, 180_001)
+    proc, _ = launch(ranks, "eval", path, per_rank_status=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count(f"{path}:180001: empty line") == 1, proc.stderr  # rank K: ...
+    assert proc.stderr.count("exit=2") == ranks

@@ -369,3 +369,38 @@ def test_a_directory_and_a_proc_file_are_named_as_such(tmp_path, capsys):
     (tmp_path / "empty.tsv").write_text("")  # a real empty file is still one
     status, _, err = run(capsys, "eval", tmp_path / "empty.tsv")
     assert status == 2 and "empty.tsv:1: empty file (no header line)" in err, err
+
+
+def _with_blank_line(tmp_path, name: str, n: int, at: int, crlf: bool = False) -> str:
+    """A TSV of ``n`` rows whose line ``at`` (1-based, the header is 1) is empty."""
+    data = rows(n)
+    plain = write(str(tmp_path / "plain.tsv"), {k: data[k] for k in ("uid", "pred", "label")})
+    lines = open(plain, "rb").read().split(b"\n")
+    lines.insert(at - 1, b"")
+    text = b"\n".join(lines)
+    if crlf:
+        text = text.replace(b"\n", b"\r\n")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return str(path)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("name", "n", "at", "crlf"), [
+    ("early.tsv", 100, 3, False), ("crlf.tsv", 100, 50, True),
+    ("far.tsv", 200_000, 150_001, False), ("far.tsv.gz", 200_000, 150_001, False)])
+def test_a_blank_line_is_named_as_an_empty_line(tmp_path, capsys, threads, name, n, at, crlf):
+    path = _with_blank_line(tmp_path, name, n, at, crlf)
+    readers.use_threads(threads)
+    try:
+        status, out, err = run(capsys, "eval", path)
+    finally:
+        readers.use_threads(1)
+    assert status == 2 and out == "", err
+    assert err == f"mpieval: error: {path}:{at}: empty line: every line after the header " \
+        "holds a row (remove it)\n"
+    empty_value = tmp_path / "value.tsv"  # an empty field of a line is still that
+    empty_value.write_bytes(b"uid\tpred\tlabel\n1\t0.5\t1\n2\t\t0\n")
+    status, _, err = run(capsys, "eval", empty_value)
+    assert status == 2 and err.startswith(f"mpieval: error: {empty_value}:3: column pred: "
+                                          "empty value where a number is expected"), err
