@@ -3,8 +3,8 @@
 All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
 - text on one thread (and gzip text always: decompression is serial) streams through
-  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a line may span two blocks; a
-  longer one is an error that says so);
+  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a line may span two blocks; on a
+  longer one the piece is read again in larger blocks, so lines of any length read);
 - plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
   ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
   streaming reader gains nothing from threads, and on one thread it is the faster of
@@ -525,7 +525,43 @@ def _text_options(file: InputFile, types: Mapping[str, str], block_size: int, *,
 def _streamed_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
 ) -> Iterator[Batch]:
-    """A text piece (a gzip file is one piece) streamed block by block, on one thread."""
+    """A text piece (a gzip file is one piece) streamed block by block, on one thread.
+
+    pyarrow's streaming reader takes a line that spans at most two blocks; on a longer
+    line the piece is read again from its start with blocks four times as large, the
+    rows already handed out skipped, until the line fits (a line of megabytes is rare;
+    one longer than ``_MAX_STREAM_BLOCK`` is an error)."""
+    handed = _Handed()
+    while True:
+        try:
+            yield from _streamed_once(file, piece, types, block_size, handed)
+            return
+        except _LineTooLong:
+            if block_size >= _MAX_STREAM_BLOCK:
+                raise DataError(file.path, f"a line is longer than {_MAX_STREAM_BLOCK:,} "
+                                "bytes") from None
+            block_size = min(block_size * 4, _MAX_STREAM_BLOCK)
+
+
+_MAX_STREAM_BLOCK = 1 << 30  # pyarrow's block size is a 32-bit int
+
+
+class _LineTooLong(Exception):
+    """A line spans more than two of the streaming reader's blocks."""
+
+
+@dataclass
+class _Handed:
+    """Rows and file bytes of the batches a piece has handed out so far."""
+
+    rows: int = 0
+    bytes: int = 0
+
+
+def _streamed_once(file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int,
+                   handed: _Handed) -> Iterator[Batch]:
+    """The piece's batches after the ``handed.rows`` already handed out, in blocks of
+    ``block_size``; :class:`_LineTooLong` when a line is longer than two blocks."""
     with _opened(_location(file)) as handle:
         if file.gzip:
             start = 0
@@ -541,23 +577,25 @@ def _streamed_batches(
             stream = pa.PythonFile(source, mode="r")
         lines = _Lines(file, start)
         read, parse, convert = _text_options(file, types, block_size, threads=False)
+        read.skip_rows_after_names = handed.rows
         try:
             reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
                                     convert_options=convert)
         except pa.ArrowException as error:
-            raise _stream_error(file, error, lines, block_size) from None
+            raise _stream_error(file, error, lines) from None
         # pyarrow reads ahead on its own thread while a batch is used, so the bytes read
         # are taken once per batch, just before it is handed out; the last batch also
         # takes what was read after it, so that a piece's batches add up to its bytes.
         piece_bytes = file.size if file.gzip else stop - start
         with contextlib.closing(reader):  # an error ends its read-ahead before the file's
-            yield from _stream(file, reader, source, lines, block_size, piece_bytes)
+            yield from _stream(file, reader, source, lines, piece_bytes, handed)
 
 
 def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines,
-            block_size: int, piece_bytes: int) -> Iterator[Batch]:
-    """The batches of a streaming CSV reader, with the bytes each consumed."""
-    done_rows, done_bytes = 0, 0
+            piece_bytes: int, handed: _Handed) -> Iterator[Batch]:
+    """The batches of a streaming CSV reader, with the bytes each consumed (counted on
+    from ``handed``: a piece read again re-reads bytes already counted)."""
+    done_rows, done_bytes = handed.rows, handed.bytes
     pending: Batch | None = None
     while True:
         try:
@@ -565,15 +603,17 @@ def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines
         except StopIteration:
             if pending is not None:
                 pending.bytes += piece_bytes - done_bytes
+                handed.rows, handed.bytes = handed.rows + pending.rows, piece_bytes
                 yield pending
             return
         except pa.ArrowException as error:
-            raise _stream_error(file, error, lines, block_size) from None
+            raise _stream_error(file, error, lines) from None
         if pending is not None:
+            handed.rows, handed.bytes = handed.rows + pending.rows, done_bytes
             yield pending
         offset = done_rows + (1 if file.gzip else 0)
         done_rows += record_batch.num_rows
-        consumed = source.consumed
+        consumed = max(source.consumed, done_bytes)
         pending = Batch(
             path=file.path,
             columns=_columns_of(record_batch),
@@ -584,19 +624,17 @@ def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines
         done_bytes = consumed
 
 
-def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
-                  ) -> DataError:
-    """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), and a line too long
-    for the streaming reader said plainly."""
+def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines
+                  ) -> DataError | _LineTooLong:
+    """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), or a line too long
+    for the streaming reader's blocks (:class:`_LineTooLong`: read again)."""
     _not_cancelled(error)
     damage = gzip_damage(file) if file.gzip else None
     if damage is not None:
         return damage
-    if "straddl" not in str(error):
-        return _text_error(file, error, lines.of)
-    way = "" if file.gzip else "; read with MPIEVAL_THREADS=2 or more, which takes any length"
-    return DataError(file.path, f"a line spans more than two of the one-thread reader's "
-                     f"{block_size:,}-byte blocks{way}")
+    if "straddl" in str(error):
+        return _LineTooLong()
+    return _text_error(file, error, lines.of)
 
 
 def gzip_damage(file: InputFile) -> DataError | None:

@@ -219,3 +219,25 @@ def test_a_blank_line_is_named_on_every_rank_count(tmp_path, ranks):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count(f"{path}:180001: empty line") == 1, proc.stderr  # rank K: ...
     assert proc.stderr.count("exit=2") == ranks
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_3_mb_uid_on_several_ranks_gives_the_result_of_one(tmp_path, ranks):
+    """A valid TSV with one uid of 3 MB (three of the one-thread reader's blocks), read on
+    one thread per rank: every rank count gives what one rank gives."""
+    data = rows(30_000, seed=4)
+    (path,) = shards(tmp_path, data, ["users.tsv"])
+    lines = Path(path).read_bytes().split(b"\n")
+    header = lines[0].split(b"\t")
+    at = header.index(b"uid")
+    for index in (len(lines) // 3, len(lines) // 3 + 1, 2 * len(lines) // 3):
+        fields = lines[index].split(b"\t")
+        fields[at] = b"u" * 3_000_000 + str(index % 2).encode()  # two rows of one user
+        lines[index] = b"\t".join(fields)
+    Path(path).write_bytes(b"\n".join(lines))
+    argv = ["eval", "--metrics", "auc,wuauc,pn", "--label", "label", path]
+    alone, _ = launch(ALONE, *argv)
+    assert alone.returncode == 0, alone.stderr
+    proc, _ = launch(ranks, *argv)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == alone.stdout
