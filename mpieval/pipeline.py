@@ -165,12 +165,26 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
     _return_freed_memory()
-    results = evaluator.compute()
+    try:
+        results = evaluator.compute()
+    except DataError:
+        raise
+    except InputError as error:  # of the job's totals (weights too large): name the column
+        raise _with_column(job.specs, error) from None
     if save_state is not None:
         from mpieval.saved_runs import save_run
 
         save_run(save_state, job.specs, evaluator, comm)
     return results
+
+
+def _with_column(specs: Sequence[MetricSpec], error: InputError) -> InputError:
+    """An error of an input of compute (``weight``) as an error of its column, when one
+    metric reads that input."""
+    columns = {spec.columns[error.field] for spec in specs if error.field in spec.columns}
+    if len(columns) != 1:
+        return error
+    return InputError(f"column {columns.pop()}", error.problem)
 
 
 def _return_freed_memory() -> None:

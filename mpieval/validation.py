@@ -155,13 +155,21 @@ def is_binary(values: np.ndarray) -> bool:
 
 
 def check_weight(field: str, values: np.ndarray) -> None:
-    """Every weight finite (exact as float64) and non-negative."""
+    """Every weight finite (exact as float64) and non-negative, and their sum finite."""
     check_finite(field, values)
     if len(values) == 0 or values.dtype.kind == "b":
         return
     bad = values < 0
     if bad.any():
         _fail(field, bad, values, "must be >= 0")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values, dtype=np.float64))
+    if not np.isfinite(total):  # float64 sums of the weights (the state) would overflow
+        with np.errstate(over="ignore"):
+            running = np.cumsum(values, dtype=np.float64)
+        _fail(field, ~np.isfinite(running), values, "too large: the weights sum past "
+              "float64's range (1.8e308); scale them down (auc, the ctrs and copc do not "
+              "change when every weight is multiplied by one number)")
 
 
 # -- options ---------------------------------------------------------------------------

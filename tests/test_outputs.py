@@ -241,3 +241,15 @@ def test_a_3_mb_uid_on_several_ranks_gives_the_result_of_one(tmp_path, ranks):
     proc, _ = launch(ranks, *argv)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == alone.stdout
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2, 3])
+def test_weights_of_1e300_exit_2_naming_the_column_on_every_rank(tmp_path, ranks):
+    path = tmp_path / "w.tsv"
+    body = "".join(f"0.{i % 9 + 1}\t{i % 2}\t1e300\n" for i in range(300))
+    path.write_text("pred\tlabel\tw\n" + body)
+    proc, _ = launch(ranks, "eval", "--weight", "w", path, per_rank_status=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("mpieval: error: column w: too large: the weighted positives") \
+        == 1, proc.stderr
+    assert proc.stderr.count("exit=2") == max(ranks, 1) and proc.stdout == ""

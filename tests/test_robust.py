@@ -404,3 +404,38 @@ def test_a_blank_line_is_named_as_an_empty_line(tmp_path, capsys, threads, name,
     status, _, err = run(capsys, "eval", empty_value)
     assert status == 2 and err.startswith(f"mpieval: error: {empty_value}:3: column pred: "
                                           "empty value where a number is expected"), err
+
+
+def test_weights_past_float64_are_an_error_naming_the_weight():
+    from mpieval import AucMetric
+
+    pred, label = np.array([0.2, 0.7, 0.4, 0.3]), np.array([0, 1, 1, 0])
+    metric = AucMetric()  # each total fits, their product (P N) does not: auc was nan
+    metric.update(pred, label, np.array([1e300, 1e300, 1.0, 1.0]))
+    with pytest.raises(InputError) as info:
+        metric.compute()
+    assert info.value.field == "weight" and "too large" in info.value.problem
+    metric = AucMetric()  # the weights' sum itself overflows: the row is named
+    with pytest.raises(InputError) as info:
+        metric.update(pred, label, np.array([1.0, 1.5e308, 1.0, 1.5e308]))
+    assert (info.value.field, info.value.first_index) == ("weight", 3)
+
+
+def test_huge_weights_that_fit_give_the_scaled_values_and_a_short_num(tmp_path, capsys):
+    from mpieval import AucMetric
+
+    data = rows(3000)
+    scale = 1e100
+    small, large = AucMetric(1000), AucMetric(1000)
+    small.update(data["pred"], data["label"], data["w"] + 1)
+    large.update(data["pred"], data["label"], (data["w"] + 1) * scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        a, b = small.compute(), large.compute()
+    assert b.auc == pytest.approx(a.auc, rel=1e-12)
+    assert b.copc == pytest.approx(a.copc, rel=1e-12)
+    line = b.to_log_line("auc")
+    num = line.split(" num=")[1].split(" ")[0]
+    assert float(num) == pytest.approx(a.num * scale, rel=1e-12) and len(num) < 25, line
+    assert isinstance(b.to_dict()["num"], float) and isinstance(a.to_dict()["num"], int)
+    assert f" num={int(a.num)} " in a.to_log_line("auc")  # below 2**53: %d as before
