@@ -10,6 +10,7 @@ the saved states :func:`shares` gives it and merges them
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tempfile
@@ -43,18 +44,39 @@ def unflatten(flat: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) -> None:
-    """Write an Evaluator's state to ``path`` (``.npz``) atomically: a reader sees the
-    old file or the whole new one, never part of it."""
+    """Write an Evaluator's state to ``path`` (``.npz``) atomically and durably: a reader
+    sees the old file or the whole new one, never part of it, and after a crash (power
+    lost) the new one once ``save`` has returned: the file is flushed to disk before it
+    is renamed into place, and the directory after."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".npz")
     try:
         with os.fdopen(handle, "wb") as file:
             arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
             np.savez(file, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
+            file.flush()
+            os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
         raise
+    sync_directory(directory)
+
+
+def sync_directory(directory: str) -> None:
+    """Flush a directory's entries to disk (a rename in it survives a crash); where a
+    directory cannot be opened for this (not POSIX), nothing."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:  # some file systems refuse fsync on a directory: nothing to do
+        pass
+    finally:
+        os.close(handle)
 
 
 def to_bytes(states: Mapping[str, Mapping[str, Any]]) -> bytes:

@@ -8,7 +8,8 @@ stderr, ``--json`` written atomically, all by rank 0).
 
 Exit status: 0 success; 2 bad input or usage (``file:line: column C: problem``; a missing
 or forbidden file of a store too), on every rank; 1 a store's transient fault that outlived
-the retries (one line naming the URI, on every rank), or anything else (traceback, then
+the retries (one line naming the URI, on every rank), an output that could not be written
+(a full disk, an I/O error: one line naming it), or anything else (traceback, then
 ``MPI_Abort``: nothing hangs); 130 interrupted (Ctrl-C on any rank or on ``mpiexec``:
 :func:`main`).
 """
@@ -32,7 +33,7 @@ from mpieval import locations, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
-from mpieval.errors import InputError, RemoteError, StoreError, UidCollisionError
+from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import jit
 from mpieval.kinds import KINDS
 from mpieval.validation import check_log_word
@@ -83,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("directories", nargs="+", metavar="DIR")
     merge.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    merge.add_argument("--report", metavar="PATH",
+                       help="also write the HTML report (rank 0; the 'report' extra)")
     demo = commands.add_parser(
         "demo", help="the main job on built-in synthetic data",
         description="Write synthetic prediction files like a training run's dumps and "
@@ -260,7 +263,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 2
-    except (RemoteError, UidCollisionError, StoreError) as error:  # on every rank: Comm.agree
+    except (RemoteError, UidCollisionError, StoreError, OutputError) as error:  # Comm.agree
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
         status = 1
@@ -323,14 +326,23 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
 
 
 def run_merge(args: argparse.Namespace, comm: Comm) -> int:
-    """``mpieval merge DIR... [--json PATH]``: every rank runs it; returns the status."""
+    """``mpieval merge DIR... [--json PATH] [--report PATH]``: every rank runs it; returns
+    the status."""
     from mpieval.saved_runs import merge_runs
 
-    if args.json:
-        comm.agreed(lambda: pipeline.check_writable(args.json) if comm.rank == 0 else None)
+    def check_outputs() -> None:
+        if args.json:
+            pipeline.check_writable(args.json)
+        if args.report:
+            from mpieval import report
+
+            report.require_plotting()
+            report.check_output(args.report, "--report")
+
+    comm.agreed(lambda: check_outputs() if comm.rank == 0 else None)
     specs, results = merge_runs(args.directories, comm)
-    comm.agreed(lambda: pipeline.output(specs, results, args.json) if comm.rank == 0
-                else None)
+    comm.agreed(lambda: pipeline.output(specs, results, args.json, args.report)
+                if comm.rank == 0 else None)
     return 0
 
 

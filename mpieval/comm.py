@@ -39,7 +39,13 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from mpieval.errors import InputError, LayoutMismatchError, RemoteError, StoreError
+from mpieval.errors import (
+    InputError,
+    LayoutMismatchError,
+    OutputError,
+    RemoteError,
+    StoreError,
+)
 
 T = TypeVar("T")
 
@@ -216,11 +222,13 @@ class Comm:
     def agreed(
         self,
         step: Callable[[], T],
-        catch: type[BaseException] | tuple[type[BaseException], ...] = (InputError, StoreError),
+        catch: type[BaseException] | tuple[type[BaseException], ...] = (
+            InputError, StoreError, OutputError),
     ) -> T:
         """Collective: run ``step`` on this rank, then agree (:meth:`agree`) on the errors
-        of the ``catch`` types it raised (by default bad input and a store's transient
-        fault, which the command line reports as one line): every rank returns its own
+        of the ``catch`` types it raised (by default bad input, a store's transient fault
+        and an output that could not be written, which the command line reports as one
+        line): every rank returns its own
         value, or every rank raises the lowest-ranked error. Other exceptions propagate at
         once (unexpected: the command line ends the job)."""
         error: BaseException | None = None

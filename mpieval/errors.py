@@ -2,6 +2,8 @@
 
 - :class:`InputError` (exit 2): bad data or usage, naming the field; :class:`DataError`
   locates it in a file; :class:`KindUnavailable` is a kind missing from this build.
+- :class:`OutputError` (exit 1): an output could not be written (a full disk, an I/O
+  error), although its path was checked before reading.
 - :class:`StoreError` (exit 1): a store (S3, HDFS, GCS) failed in a way that is not the
   input's fault (connection, throttling, server error) and kept failing after the retries.
 - :class:`RemoteError` and :class:`UidCollisionError` (exit 1): an error raised on another
@@ -76,6 +78,12 @@ class DataError(InputError):
 
 class KindUnavailable(InputError):
     """A known kind whose module is not in this build."""
+
+
+class OutputError(RuntimeError):
+    """An output (stdout, ``--json``, ``--report``, ``--save-state``) could not be written
+    for a reason that is not the user's input (a full disk, an I/O error); the message
+    names the output. Exit 1: the same command succeeds once the fault is gone."""
 
 
 class RemoteError(RuntimeError):

@@ -21,7 +21,7 @@ import numpy as np
 
 from mpieval.errors import InputError
 from mpieval.kernels import keys as kernels
-from mpieval.validation import from_tensor, unmasked
+from mpieval.validation import check_given, from_tensor, unmasked
 
 KEY_DTYPE = np.dtype(np.uint64)
 _EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
@@ -117,6 +117,7 @@ def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> 
 
 def _as_ids(field: str, uid: Any) -> np.ndarray:
     """The uid column as a 1-D int (``i``/``u``) or string (``U``/``S``) array, checked."""
+    check_given(field, uid)
     values = np.asarray(unmasked(field, from_tensor(uid)))
     if values.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {values.shape}")

@@ -21,6 +21,7 @@ all opened through ``pyarrow.fs``. The one module that knows about file systems.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import glob
 import os
@@ -33,7 +34,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from mpieval.errors import DataError, InputError, StoreError
+from mpieval.errors import DataError, InputError, OutputError, StoreError
 
 S3_ATTEMPTS = 5  # pyarrow's standard AWS retry strategy: exponential backoff, capped
 S3_CONNECT_TIMEOUT = 5.0  # seconds (the SDK's default is 1 s; a loaded host needs more)
@@ -377,12 +378,30 @@ def check_writable(text: str, flag: str) -> None:
         raise InputError(flag, f"cannot write {text}: {directory} is not writable")
 
 
+# Write errors that mean the path given is wrong (exit 2); any other (a full disk, an I/O
+# error, a quota) is the environment's (exit 1).
+_PATH_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR,
+                          errno.EISDIR, errno.EROFS, errno.ENAMETOOLONG, errno.ELOOP})
+
+
+def output_failure(flag: str, shown: str, error: OSError) -> InputError | OutputError:
+    """The error to report when writing the output of ``flag`` (``--json``, ``stdout``,
+    ...) at ``shown`` failed with ``error``: an :class:`InputError` when the path is at
+    fault (denied, missing, a directory: exit 2), an :class:`OutputError` otherwise
+    (a full disk, an I/O error: exit 1)."""
+    reason = getattr(error, "strerror", None) or _one_line(error)
+    if error.errno in _PATH_ERRNOS:
+        return InputError(flag, f"cannot write {shown}: {reason}")
+    return OutputError(f"{flag}: cannot write {shown}: {reason}")
+
+
 def write_atomically(text: str, data: bytes, *, flag: str) -> None:
     """Write ``data`` to a path or URI so that a reader sees the old file or the whole
-    new one: locally a temporary file beside it (fsynced), then a rename; on a store
+    new one: locally a temporary file beside it (fsynced), then a rename (the directory
+    fsynced after it, as :func:`mpieval.checkpoint.save` does); on a store
     one stream whose object appears whole when it is closed (S3: one PUT, or a multipart
-    upload completed on close) and never when writing fails. Errors: :func:`failure`,
-    as an error of ``flag``."""
+    upload completed on close) and never when writing fails. Errors: locally
+    :func:`output_failure`, on a store :func:`failure`, as errors of ``flag``."""
     location = locate(text)
     if not location.remote:
         path = location.path
@@ -394,10 +413,15 @@ def write_atomically(text: str, data: bytes, *, flag: str) -> None:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temporary, path)
-        except BaseException:
+        except BaseException as error:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+            if isinstance(error, OSError):
+                raise output_failure(flag, location.shown, error) from None
             raise
+        from mpieval.checkpoint import sync_directory
+
+        sync_directory(directory or ".")
         return
     try:
         with location.filesystem.open_output_stream(location.path, compression=None) as out:
@@ -409,11 +433,52 @@ def write_atomically(text: str, data: bytes, *, flag: str) -> None:
         raise reported from None
 
 
-def make_directory(text: str) -> None:
-    """A local directory is made (with its parents); a store needs none."""
+def make_directory(text: str) -> bool:
+    """A local directory is made (with its parents); a store needs none. Whether it was
+    made now (False when it was there already, or on a store)."""
+    location = locate(text)
+    if location.remote or os.path.isdir(location.path):
+        return False
+    os.makedirs(location.path, exist_ok=True)
+    return True
+
+
+def names_in(text: str) -> list[str]:
+    """The names of the files directly in a directory (a path or URI); none when it does
+    not exist."""
     location = locate(text)
     if not location.remote:
-        os.makedirs(location.path, exist_ok=True)
+        try:
+            return sorted(entry.name for entry in os.scandir(location.path)
+                          if entry.is_file())
+        except FileNotFoundError:
+            return []
+    selector = pafs.FileSelector(location.path, allow_not_found=True)
+    infos = guarded(location, "list", lambda: location.filesystem.get_file_info(selector))
+    return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)
+
+
+def remove(text: str) -> None:
+    """Delete a file (a path or URI) if it exists."""
+    location = locate(text)
+    if not location.remote:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(location.path)
+        return
+    try:
+        location.filesystem.delete_file(location.path)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise failure(location, "delete", error) from None
+
+
+def remove_directory(text: str) -> None:
+    """Remove a local directory if it is empty (a store has none: nothing)."""
+    location = locate(text)
+    if not location.remote:
+        with contextlib.suppress(OSError):
+            os.rmdir(location.path)
 
 
 def read_bytes(text: str) -> bytes:

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 
 def value(x: float) -> str:
     """C's ``%g`` (6 significant digits); NaN prints as ``nan``."""
@@ -20,8 +22,27 @@ def count(x: float) -> str:
     return repr(float(x)) if abs(x) < 1e16 else "%.1f" % x
 
 
+EXACT_COUNT = 2.0**53  # float64 holds every whole number below this, and not all above
+
+
+def rounded_count(x: float) -> str:
+    """A weighted count (``auc``'s ``num``) rounded to a whole number as ``%d``; from
+    2**53 on, where float64 no longer holds every whole number (weights of 1e100), as
+    Python's shortest repr (``1e+100``) rather than hundreds of made-up digits."""
+    return "%d" % round(x) if abs(x) < EXACT_COUNT else repr(float(x))
+
+
+def json_count(x: float) -> int | float:
+    """A count for JSON: an int when whole and exact (below 2**53), else a float."""
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < EXACT_COUNT else x
+
+
 def json_number(x: float) -> float | int | None:
-    """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere."""
+    """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere; a
+    numpy scalar becomes the Python number it holds (``to_dict()`` gives plain values)."""
+    if isinstance(x, np.generic):
+        x = x.item()
     return None if isinstance(x, float) and math.isnan(x) else x
 
 

@@ -218,6 +218,8 @@ class Metric(OnComm, ABC):
                     state[f"{name}.{column}"] = values.copy()
         if self._recent is not None:
             state.update(self._recent.state_dict())
+        if self._error is not None:
+            state.update(_error_state(self._error))
         state.update(self._extra_state())
         return state
 
@@ -267,6 +269,7 @@ class Metric(OnComm, ABC):
                 rows.append(**columns)
         if self.window is not None:
             self._recent = RecentRows.from_state_dict(self.window, state)
+        self._error = _saved_error(state)
 
     def _extra_state(self) -> dict[str, Any]:
         """State kept outside the declared parts (a kind's own; saved beside them)."""
@@ -356,6 +359,29 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     return results
 
 
+def _error_state(error: InputError) -> dict[str, Any]:
+    """A remembered bad-input error as plain values (``error.*``), so that a checkpoint
+    of a metric whose ``update()`` failed still fails its ``compute()`` after loading."""
+    state: dict[str, Any] = {"error.field": error.field, "error.problem": error.problem}
+    if error.count is not None:
+        state["error.count"] = error.count
+    if error.first_index is not None:
+        state["error.first_index"] = error.first_index
+    if isinstance(error.value, (bool, int, float, str)):
+        state["error.value"] = error.value
+    return state
+
+
+def _saved_error(state: Mapping[str, Any]) -> InputError | None:
+    """The error :func:`_error_state` saved, or None."""
+    if "error.field" not in state:
+        return None
+    return InputError(str(_plain(state["error.field"])), str(_plain(state["error.problem"])),
+                      count=_plain(state.get("error.count")),
+                      first_index=_plain(state.get("error.first_index")),
+                      value=_plain(state.get("error.value")))
+
+
 def _plain(value: Any) -> Any:
     """A saved value as a plain Python value (a 0-d array from an ``.npz`` file, a numpy
     scalar or a tuple saved as an array)."""
@@ -412,7 +438,12 @@ class Evaluator(OnComm, Mapping[str, Metric]):
         self.load_state_dicts([state])
 
     def load_state_dicts(self, states: Sequence[Mapping[str, Mapping[str, Any]]]) -> None:
-        """Restore the merge of several saved states (:meth:`Metric.load_state_dicts`)."""
+        """Restore the merge of several saved states (:meth:`Metric.load_state_dicts`); each
+        must hold this evaluator's metric names (a ``ValueError`` naming both lists)."""
+        for state in states:
+            if set(state) != set(self._metrics):
+                raise ValueError(f"the saved state holds the metrics {sorted(state)}, this "
+                                 f"evaluator {sorted(self._metrics)}")
         for name, metric in self._metrics.items():
             metric.load_state_dicts([state[name] for state in states])
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 from mpieval import locations, readers, split
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec, column_types, column_uses
-from mpieval.errors import DataError, InputError, StoreError
+from mpieval.errors import DataError, InputError, OutputError, StoreError
 from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
@@ -96,7 +96,7 @@ def inspect_files(paths: Sequence[str], forced: str | None, uses: dict[str, str]
             raise DataError(location.shown, f"is given twice (also as {seen[location.key]}): "
                             "its rows would count twice")
         seen[location.key] = location.shown
-        file = readers.inspect(path, readers.file_format(location.path, forced))
+        file = readers.inspect(path, forced)  # the format from the name unless forced
         readers.check_columns(file, uses)
         files.append(file)
     return files
@@ -132,14 +132,15 @@ def _tty() -> bool:
 def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
            report_path: str | None = None) -> None:
     """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
-    for (a failure to write one is an :class:`InputError` of ``--json`` / ``--report``)."""
-    print_results(specs, results)
+    for. A failure to write one is an :class:`OutputError` (a full disk, an I/O error:
+    exit 1) or an :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
+    :func:`mpieval.locations.output_failure`)."""
+    try:
+        print_results(specs, results)
+    except OSError as error:
+        raise _stdout_failed(error) from None
     if json_path:
-        try:
-            write_json(json_path, Evaluator.to_dict(results))
-        except OSError as error:
-            raise InputError("--json", f"cannot write {locations.redact(json_path)}: "
-                             f"{error}") from None
+        write_json(json_path, Evaluator.to_dict(results))
     if report_path:
         from mpieval import report
 
@@ -164,12 +165,26 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
     _return_freed_memory()
-    results = evaluator.compute()
+    try:
+        results = evaluator.compute()
+    except DataError:
+        raise
+    except InputError as error:  # of the job's totals (weights too large): name the column
+        raise _with_column(job.specs, error) from None
     if save_state is not None:
         from mpieval.saved_runs import save_run
 
         save_run(save_state, job.specs, evaluator, comm)
     return results
+
+
+def _with_column(specs: Sequence[MetricSpec], error: InputError) -> InputError:
+    """An error of an input of compute (``weight``) as an error of its column, when one
+    metric reads that input."""
+    columns = {spec.columns[error.field] for spec in specs if error.field in spec.columns}
+    if len(columns) != 1:
+        return error
+    return InputError(f"column {columns.pop()}", error.problem)
 
 
 def _return_freed_memory() -> None:
@@ -444,6 +459,18 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
         for line in results[spec.name].to_log_line(spec.log_prefix).splitlines():
             print(line, file=out)
     out.flush()
+
+
+def _stdout_failed(error: OSError) -> OutputError:
+    """The error of log lines that could not be written (stdout on a full disk, a closed
+    pipe). What is left in stdout's buffer then goes to ``/dev/null``, so that the
+    interpreter's last flush at exit does not fail again with a traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, sys.stdout.fileno())
+        os.close(sink)
+    reason = getattr(error, "strerror", None) or str(error)
+    return OutputError(f"stdout: cannot write the log lines: {reason}")
 
 
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:

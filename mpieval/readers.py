@@ -3,8 +3,8 @@
 All parsing is pyarrow's, in batches, so memory stays bounded whatever the file size:
 
 - text on one thread (and gzip text always: decompression is serial) streams through
-  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a line may span two blocks; a
-  longer one is an error that says so);
+  ``pyarrow.csv.open_csv``, 1 MiB blocks at a time (a line may span two blocks; on a
+  longer one the piece is read again in larger blocks, so lines of any length read);
 - plain text on several threads is read in chunks of whole lines (16 MiB), each parsed by
   ``pyarrow.csv.read_csv``, which parses the chunk's 1 MiB blocks in parallel (the
   streaming reader gains nothing from threads, and on one thread it is the faster of
@@ -100,20 +100,28 @@ def file_format(path: str, forced: str | None = None) -> str:
     return _SUFFIXES[suffix]
 
 
-def inspect(path: str, format: str) -> InputFile:
+def inspect(path: str, format: str | None) -> InputFile:
     """The planner's view of a file (a local path or a URI): size, header columns, data
-    start or row groups."""
+    start or row groups. ``format``: forced, or None to tell it from the name (after
+    checking that the path is a regular file: a directory is named as one)."""
     location = locations.locate(path)
     shown = location.shown
     info = locations.guarded(location, "read",
                              lambda: location.filesystem.get_file_info(location.path))
     if info.type == pafs.FileType.NotFound:
         raise locations.failure(location, "read", FileNotFoundError())
+    if info.type == pafs.FileType.Directory:
+        raise DataError(shown, "is a directory, not a regular file (give its files, or a "
+                        "pattern such as DIR/*.tsv)")
     if info.type != pafs.FileType.File:
         raise DataError(shown, "not a regular file")
     size = info.size
+    if size == 0 and not location.remote and _has_contents(location.path):
+        raise DataError(shown, "not a regular file (its size is 0 but it reads: a /proc "
+                        "or /sys file?); copy it to a file first")
     if size == 0:
         raise DataError(f"{shown}:1", "empty file (no header line)")
+    format = file_format(location.path, format)
     with _opened(location) as handle:
         gzipped = locations.guarded(location, "read", lambda: handle.read(2)) == _GZIP_MAGIC
         if format == "parquet":
@@ -121,6 +129,15 @@ def inspect(path: str, format: str) -> InputFile:
         else:
             file = _inspect_text(location, handle, format, size, gzipped)
     return file if shown == path else replace(file, source=path)
+
+
+def _has_contents(path: str) -> bool:
+    """Whether a local file whose size is 0 reads some bytes (a file of /proc or /sys)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1) != b""
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -140,6 +157,7 @@ def _location(file: InputFile) -> Location:
 
 
 _FIRST_BLOCK = 1 << 16  # bytes of text looked at for the line endings
+HEADER_LIMIT = 4 << 20  # bytes read at most looking for the end of the header line
 
 
 def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: int,
@@ -154,7 +172,7 @@ def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: 
         text = header.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise DataError(f"{path}:1", "the header is not UTF-8 text") from None
-    names = next(csv.reader([text], delimiter="\t" if format == "tsv" else ","))
+    names = _header_names(path, text, format)
     return InputFile(
         path=path,
         format=format,
@@ -165,10 +183,25 @@ def _inspect_text(location: Location, handle: pa.NativeFile, format: str, size: 
     )
 
 
+def _header_names(path: str, text: str, format: str) -> list[str]:
+    """The column names of a header line (quoted as the data is); a name may be as long
+    as the header (up to ``HEADER_LIMIT``), not only the csv module's default limit."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, HEADER_LIMIT))
+    try:
+        return next(csv.reader([text], delimiter="\t" if format == "tsv" else ","))
+    except csv.Error as error:
+        raise DataError(f"{path}:1", f"cannot read the header: {error}") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
 def _header_line(location: Location, handle: pa.NativeFile, gzipped: bool) -> bytes:
     """The file's first line (with its line end), after checking from its first block
     that lines end with LF or CRLF: CR-only line endings are refused (one line to the
-    readers, which would find no row)."""
+    readers, which would find no row). At most ``HEADER_LIMIT`` bytes are read: a file
+    whose first line is longer, or holds a NUL byte (a binary file, or a sparse one
+    such as ``truncate -s 4G``), is refused at once, naming line 1."""
     import gzip
     import zlib
 
@@ -178,29 +211,44 @@ def _header_line(location: Location, handle: pa.NativeFile, gzipped: bool) -> by
         with (gzip.GzipFile(fileobj=handle, mode="rb") if gzipped
               else contextlib.nullcontext(handle)) as text:
             head = text.read(_FIRST_BLOCK)
+            end = head.find(b"\n")
+            _check_header_bytes(path, head[: end + 1] if end >= 0 else head)
             if b"\r" in head and b"\n" not in head:
                 raise DataError(path, "lines end with a carriage return only (CR, old Mac "
                                 "line endings): convert them to LF or CRLF")
-            end = head.find(b"\n")
             if end >= 0:
                 return head[: end + 1]
-            return head + _rest_of_line(text)  # a header longer than the first block
+            return head + _rest_of_line(path, text, len(head))  # a long header
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(path, f"cannot read: bad gzip data ({error})") from None
     except OSError as error:
         raise locations.failure(location, "read", error) from None
 
 
-def _rest_of_line(handle: Any) -> bytes:
-    """Bytes up to and with the next ``\\n`` (or the end)."""
+def _rest_of_line(path: str, handle: Any, done: int) -> bytes:
+    """The header's bytes after the first ``done``, up to and with the next ``\\n`` (or
+    the end), checked as they come (:func:`_check_header_bytes`)."""
     parts = []
     while True:
         block = handle.read(_FIRST_BLOCK)
         end = block.find(b"\n")
+        part = block[: end + 1] if end >= 0 else block
+        _check_header_bytes(path, part)
+        done += len(part)
+        if done > HEADER_LIMIT:
+            raise DataError(f"{path}:1", f"no end of the header line in its first "
+                            f"{HEADER_LIMIT:,} bytes: not a text file with a header row?")
         if end >= 0 or not block:
-            parts.append(block[: end + 1] if end >= 0 else block)
+            parts.append(part)
             return b"".join(parts)
         parts.append(block)
+
+
+def _check_header_bytes(path: str, part: bytes) -> None:
+    """No NUL byte in the header (text files hold none)."""
+    if b"\0" in part:
+        raise DataError(f"{path}:1", "the header holds a NUL byte: not a text file (a "
+                        "binary file, or zeros as a truncated or sparse file holds)?")
 
 
 def _inspect_parquet(location: Location, handle: pa.NativeFile, size: int) -> InputFile:
@@ -231,8 +279,8 @@ def check_columns(file: InputFile, wanted: Mapping[str, str]) -> None:
     for column, use in wanted.items():
         found = file.columns.count(column)
         if found == 0:
-            listing = ", ".join(file.columns) if len(file.columns) <= 20 else (
-                ", ".join(file.columns[:20]) + ", ...")
+            shown = [name if len(name) <= 60 else name[:57] + "..." for name in file.columns[:20]]
+            listing = ", ".join(shown) + (", ..." if len(file.columns) > 20 else "")
             raise DataError(where, f"not in the header ({use}); the file has: {listing}", column)
         if found > 1:
             raise DataError(where, f"appears {found} times in the header", column)
@@ -477,7 +525,43 @@ def _text_options(file: InputFile, types: Mapping[str, str], block_size: int, *,
 def _streamed_batches(
     file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int
 ) -> Iterator[Batch]:
-    """A text piece (a gzip file is one piece) streamed block by block, on one thread."""
+    """A text piece (a gzip file is one piece) streamed block by block, on one thread.
+
+    pyarrow's streaming reader takes a line that spans at most two blocks; on a longer
+    line the piece is read again from its start with blocks four times as large, the
+    rows already handed out skipped, until the line fits (a line of megabytes is rare;
+    one longer than ``_MAX_STREAM_BLOCK`` is an error)."""
+    handed = _Handed()
+    while True:
+        try:
+            yield from _streamed_once(file, piece, types, block_size, handed)
+            return
+        except _LineTooLong:
+            if block_size >= _MAX_STREAM_BLOCK:
+                raise DataError(file.path, f"a line is longer than {_MAX_STREAM_BLOCK:,} "
+                                "bytes") from None
+            block_size = min(block_size * 4, _MAX_STREAM_BLOCK)
+
+
+_MAX_STREAM_BLOCK = 1 << 30  # pyarrow's block size is a 32-bit int
+
+
+class _LineTooLong(Exception):
+    """A line spans more than two of the streaming reader's blocks."""
+
+
+@dataclass
+class _Handed:
+    """Rows and file bytes of the batches a piece has handed out so far."""
+
+    rows: int = 0
+    bytes: int = 0
+
+
+def _streamed_once(file: InputFile, piece: Piece, types: Mapping[str, str], block_size: int,
+                   handed: _Handed) -> Iterator[Batch]:
+    """The piece's batches after the ``handed.rows`` already handed out, in blocks of
+    ``block_size``; :class:`_LineTooLong` when a line is longer than two blocks."""
     with _opened(_location(file)) as handle:
         if file.gzip:
             start = 0
@@ -493,23 +577,25 @@ def _streamed_batches(
             stream = pa.PythonFile(source, mode="r")
         lines = _Lines(file, start)
         read, parse, convert = _text_options(file, types, block_size, threads=False)
+        read.skip_rows_after_names = handed.rows
         try:
             reader = pacsv.open_csv(stream, read_options=read, parse_options=parse,
                                     convert_options=convert)
         except pa.ArrowException as error:
-            raise _stream_error(file, error, lines, block_size) from None
+            raise _stream_error(file, error, lines) from None
         # pyarrow reads ahead on its own thread while a batch is used, so the bytes read
         # are taken once per batch, just before it is handed out; the last batch also
         # takes what was read after it, so that a piece's batches add up to its bytes.
         piece_bytes = file.size if file.gzip else stop - start
         with contextlib.closing(reader):  # an error ends its read-ahead before the file's
-            yield from _stream(file, reader, source, lines, block_size, piece_bytes)
+            yield from _stream(file, reader, source, lines, piece_bytes, handed)
 
 
 def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines,
-            block_size: int, piece_bytes: int) -> Iterator[Batch]:
-    """The batches of a streaming CSV reader, with the bytes each consumed."""
-    done_rows, done_bytes = 0, 0
+            piece_bytes: int, handed: _Handed) -> Iterator[Batch]:
+    """The batches of a streaming CSV reader, with the bytes each consumed (counted on
+    from ``handed``: a piece read again re-reads bytes already counted)."""
+    done_rows, done_bytes = handed.rows, handed.bytes
     pending: Batch | None = None
     while True:
         try:
@@ -517,15 +603,17 @@ def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines
         except StopIteration:
             if pending is not None:
                 pending.bytes += piece_bytes - done_bytes
+                handed.rows, handed.bytes = handed.rows + pending.rows, piece_bytes
                 yield pending
             return
         except pa.ArrowException as error:
-            raise _stream_error(file, error, lines, block_size) from None
+            raise _stream_error(file, error, lines) from None
         if pending is not None:
+            handed.rows, handed.bytes = handed.rows + pending.rows, done_bytes
             yield pending
         offset = done_rows + (1 if file.gzip else 0)
         done_rows += record_batch.num_rows
-        consumed = source.consumed
+        consumed = max(source.consumed, done_bytes)
         pending = Batch(
             path=file.path,
             columns=_columns_of(record_batch),
@@ -536,19 +624,17 @@ def _stream(file: InputFile, reader: Any, source: _CountingReader, lines: _Lines
         done_bytes = consumed
 
 
-def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines, block_size: int
-                  ) -> DataError:
-    """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), and a line too long
-    for the streaming reader said plainly."""
+def _stream_error(file: InputFile, error: pa.ArrowException, lines: _Lines
+                  ) -> DataError | _LineTooLong:
+    """:func:`_text_error`, a damaged gzip file (:func:`gzip_damage`), or a line too long
+    for the streaming reader's blocks (:class:`_LineTooLong`: read again)."""
     _not_cancelled(error)
     damage = gzip_damage(file) if file.gzip else None
     if damage is not None:
         return damage
-    if "straddl" not in str(error):
-        return _text_error(file, error, lines.of)
-    way = "" if file.gzip else "; read with MPIEVAL_THREADS=2 or more, which takes any length"
-    return DataError(file.path, f"a line spans more than two of the one-thread reader's "
-                     f"{block_size:,}-byte blocks{way}")
+    if "straddl" in str(error):
+        return _LineTooLong()
+    return _text_error(file, error, lines.of)
 
 
 def gzip_damage(file: InputFile) -> DataError | None:
@@ -680,6 +766,9 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         value = conversion.group(4)
         target = {"double": "float", "int64": "int"}.get(conversion.group(3), "string")
         if value == "":
+            if row is not None and _is_empty_line(file, line_of(int(row.group(1)))):
+                return DataError(where, "empty line: every line after the header holds a "
+                                 "row (remove it)")
             return DataError(where, f"empty value where {_TYPE_WORDS[target]} is expected",
                              column)
         return DataError(where, f"{value!r} is not {_TYPE_WORDS[target]}", column)
@@ -696,6 +785,35 @@ def _text_error(file: InputFile, error: pa.ArrowException, line_of: Any) -> Data
         return DataError(where, "invalid UTF-8 text",
                          None if number is None else file.columns[int(number.group(1))])
     return DataError(where, message.removeprefix("CSV parse error: "))
+
+
+def _is_empty_line(file: InputFile, line: int) -> bool:
+    """Whether line ``line`` (1-based) of a text file is empty (pyarrow reads an empty
+    line as a row of empty values). Read again from the start, in blocks: only when an
+    empty value was found."""
+    import gzip
+
+    try:
+        with _opened(_location(file)) as handle:
+            source: Any = gzip.GzipFile(fileobj=handle, mode="rb") if file.gzip else handle
+            seen = 1  # the line that starts the block (1 + the \n before it)
+            while True:
+                block = source.read(1 << 20)
+                if not block:
+                    return False
+                if seen + block.count(b"\n") < line:
+                    seen += block.count(b"\n")
+                    continue
+                start = 0  # the line starts after the (line - seen)-th \n of the block
+                for _ in range(line - seen):
+                    start = block.index(b"\n", start) + 1
+                end = block.find(b"\n", start)
+                if end < 0:  # it goes on in the next block
+                    rest = block[start:] + source.read(2)
+                    return rest in (b"", b"\r") or rest.startswith((b"\n", b"\r\n"))
+                return block[start:end] in (b"", b"\r")
+    except (OSError, EOFError, InputError, StoreError):
+        return False
 
 
 def _parquet_batches(file: InputFile, piece: Piece, types: Mapping[str, str]) -> Iterator[Batch]:

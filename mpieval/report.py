@@ -215,22 +215,30 @@ def check_output(path: str, flag: str = "-o") -> None:
 
 
 def write_page(path: str, text: str, flag: str = "-o") -> None:
-    """Write ``text`` to ``path``: a temporary file beside it, then a rename."""
+    """Write ``text`` to ``path``: a temporary file beside it (fsynced), then a rename
+    (and the directory fsynced), as every output is; a failure is an error of ``flag``
+    (:func:`mpieval.locations.output_failure`: exit 1 for a full disk)."""
+    from mpieval.checkpoint import sync_directory
+    from mpieval.locations import output_failure
+
     check_output(path, flag)
     directory, name = os.path.split(os.path.abspath(path))
     temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
         with open(temporary, "w", encoding="utf-8") as out:
             out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, path)
     except OSError as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise InputError(flag, f"cannot write {path}: {error.strerror or error}") from None
+        raise output_failure(flag, path, error) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+    sync_directory(directory)
 
 
 # -- the page --------------------------------------------------------------------------

@@ -12,18 +12,22 @@ merges any number of runs: each rank loads its share of all the saved states.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
-from collections.abc import Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from mpieval import checkpoint, locations
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec
-from mpieval.errors import InputError, StoreError
+from mpieval.errors import InputError, OutputError, RemoteError, StoreError
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Result
 
 RUN_FILE = "run.json"
+T = TypeVar("T")
 
 
 def state_file(directory: str, rank: int) -> str:
@@ -33,36 +37,76 @@ def state_file(directory: str, rank: int) -> str:
 def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
              comm: Comm) -> None:
     """Collective: every rank writes its state, then rank 0 the run's description (a
-    directory without ``run.json`` is an unfinished save). A directory that cannot be
-    written is an :class:`InputError` of ``--save-state`` on every rank."""
+    directory without ``run.json`` is an unfinished save).
 
-    def write_state() -> None:
-        try:
-            locations.make_directory(directory)
-            locations.write_atomically(state_file(directory, comm.rank),
-                                       checkpoint.to_bytes(evaluator.state_dict()),
-                                       flag="--save-state")
-        except OSError as error:
-            raise InputError("--save-state", f"cannot write {locations.redact(directory)}: "
-                             f"{error}") from None
+    The directory then holds this run only: a run saved there before loses its
+    ``run.json`` first (while the new states are written, the directory is an
+    unfinished save), and its states of ranks this run does not have are removed before
+    the new ``run.json`` is written. When a write fails, every rank raises the error
+    (:func:`mpieval.locations.output_failure`: a full disk is an ``OutputError``, exit 1;
+    a path at fault an :class:`InputError` of ``--save-state``, exit 2) and nothing is
+    left: the states written are removed, and the directory too if this run made it."""
+    shown = locations.redact(directory)
 
-    comm.agreed(write_state)
-    if comm.rank != 0:
-        comm.agreed(lambda: None)
-        return
+    def begin() -> bool:
+        made = _writing(shown, lambda: locations.make_directory(directory))
+        _writing(shown, lambda: locations.remove(locations.join(directory, RUN_FILE)))
+        return made
+
+    made = comm.agreed(lambda: begin() if comm.rank == 0 else False)
     description = {"ranks": comm.size, "metrics": [
         {"name": spec.name, "kind": spec.kind, "prefix": spec.log_prefix} for spec in specs]}
 
-    def write_description() -> None:
+    def write_state() -> None:
+        _writing(shown, lambda: locations.make_directory(directory))
+        _writing(shown, lambda: locations.write_atomically(
+            state_file(directory, comm.rank), checkpoint.to_bytes(evaluator.state_dict()),
+            flag="--save-state"))
+
+    def finish() -> None:
         from mpieval.pipeline import write_json
 
-        try:
-            write_json(locations.join(directory, RUN_FILE), description, flag="--save-state")
-        except OSError as error:
-            raise InputError("--save-state", f"cannot write {locations.redact(directory)}: "
-                             f"{error}") from None
+        for name in _state_names(directory):
+            if int(name[len("state-"):-len(".npz")]) >= comm.size:  # an earlier run's
+                _writing(shown, functools.partial(locations.remove,
+                                                  locations.join(directory, name)))
+        _writing(shown, lambda: write_json(locations.join(directory, RUN_FILE), description,
+                                           flag="--save-state"))
 
-    comm.agreed(write_description)
+    try:
+        comm.agreed(write_state)
+        comm.agreed(lambda: finish() if comm.rank == 0 else None)
+    except (InputError, StoreError, OutputError, RemoteError):  # raised on every rank
+        if comm.rank == 0:  # every rank's write has ended: agreed steps end together
+            _discard(directory, made)
+        raise
+
+
+_STATE_NAME = re.compile(r"^state-\d{5,}\.npz$")
+
+
+def _state_names(directory: str) -> list[str]:
+    """The names of the rank states in a saved run's directory."""
+    return [name for name in locations.names_in(directory) if _STATE_NAME.match(name)]
+
+
+def _writing(shown: str, step: Callable[[], T]) -> T:
+    """``step()``, an ``OSError`` it raises reported as an error of ``--save-state``."""
+    try:
+        return step()
+    except OSError as error:
+        raise locations.output_failure("--save-state", shown, error) from None
+
+
+def _discard(directory: str, made: bool) -> None:
+    """After a failed save: its states and description removed (an earlier run's too:
+    without its ``run.json`` it was no longer a saved run), and the directory if the
+    save made it. Best effort: the save's own error is the one reported."""
+    with contextlib.suppress(OSError, InputError, StoreError):
+        for name in [*_state_names(directory), RUN_FILE]:
+            locations.remove(locations.join(directory, name))
+        if made:
+            locations.remove_directory(directory)
 
 
 def read_run(directory: str) -> dict[str, Any]:
@@ -117,6 +161,13 @@ def _load(path: str) -> dict[str, dict[str, Any]]:
 
 
 def _runs(directories: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    seen: dict[str, str] = {}
+    for directory in directories:  # as `eval` refuses a file given twice
+        key = locations.locate(directory.rstrip("/") or "/").key
+        if key in seen:
+            raise InputError(locations.redact(directory), f"is given twice (also as "
+                             f"{seen[key]}): its runs would count twice")
+        seen[key] = locations.redact(directory)
     runs = [(directory, read_run(directory)) for directory in directories]
     names = [(m["name"], m["kind"]) for m in runs[0][1]["metrics"]]
     for directory, run in runs[1:]:

@@ -71,12 +71,19 @@ def as_vector(field: str, values: object) -> np.ndarray:
     """``values`` (a sequence, numpy array or torch tensor) as a 1-D numeric (bool, int,
     uint or float) numpy array, without copying (a masked array only when nothing is
     masked: :func:`unmasked`)."""
+    check_given(field, values)
     array = np.asarray(unmasked(field, from_tensor(values)))
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
     if array.dtype.kind not in "biuf":
         raise InputError(field, f"must be numeric, got dtype {array.dtype}")
     return array
+
+
+def check_given(field: str, values: object) -> None:
+    """A required input is not ``None`` (which numpy would read as a 0-d object array)."""
+    if values is None:
+        raise InputError(field, "missing: got None where an array is required")
 
 
 def check_lengths(**arrays: np.ndarray | None) -> int:
@@ -149,13 +156,21 @@ def is_binary(values: np.ndarray) -> bool:
 
 
 def check_weight(field: str, values: np.ndarray) -> None:
-    """Every weight finite (exact as float64) and non-negative."""
+    """Every weight finite (exact as float64) and non-negative, and their sum finite."""
     check_finite(field, values)
     if len(values) == 0 or values.dtype.kind == "b":
         return
     bad = values < 0
     if bad.any():
         _fail(field, bad, values, "must be >= 0")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values, dtype=np.float64))
+    if not np.isfinite(total):  # float64 sums of the weights (the state) would overflow
+        with np.errstate(over="ignore"):
+            running = np.cumsum(values, dtype=np.float64)
+        _fail(field, ~np.isfinite(running), values, "too large: the weights sum past "
+              "float64's range (1.8e308); scale them down (auc, the ctrs and copc do not "
+              "change when every weight is multiplied by one number)")
 
 
 # -- options ---------------------------------------------------------------------------

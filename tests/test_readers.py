@@ -345,15 +345,32 @@ def test_a_line_longer_than_a_block_reads_on_several_threads(tmp_path, pool_size
 
 
 @pytest.mark.parametrize("name", ["wide.tsv", "wide.tsv.gz"])
-def test_a_line_too_long_for_the_streaming_block_is_named(tmp_path, pool_size, name):
+@pytest.mark.parametrize("long_rows", [[11], [0], [29], [3, 4, 20]])
+def test_a_line_longer_than_two_streaming_blocks_reads(tmp_path, pool_size, name, long_rows):
+    """Lines of 20 kB and 200 kB against 4 KiB blocks (each spans more than two): the
+    piece is read again in larger blocks, every row once, and a bad value after them
+    is still named by its line."""
     pool_size(1)
     path = str(tmp_path / name)
     pad = [4] * 30
-    pad[11] = 20_000
+    for row in long_rows:
+        pad[row] = 20_000 if row % 2 else 200_000
     write_text(path, list(range(30)), pad=pad)
-    with pytest.raises(DataError, match=f"^{re.escape(path)}: a line spans more than two of "
-                       "the one-thread reader's 4,096-byte blocks"):
-        read_all([inspect(path)], 1, block_size=4096)
+    assert read_all([inspect(path)], 1, block_size=4096) == [list(range(30))]
+    three = read_all([inspect(path)], 3, block_size=4096)
+    assert [i for ids in three for i in ids] == list(range(30))
+    piece = split.Piece(0, 0, 1 if name.endswith(".gz") else os.path.getsize(path))
+    batches = list(readers.read_piece(inspect(path), piece, TYPES, block_size=4096))
+    want = os.path.getsize(path) - (0 if name.endswith(".gz") else inspect(path).data_start)
+    assert sum(batch.bytes for batch in batches) == want
+    assert all(batch.bytes >= 0 for batch in batches)
+    bad = tmp_path / ("bad.tsv.gz" if name.endswith(".gz") else "bad.tsv")
+    text = gzip.decompress(open(path, "rb").read()) if name.endswith(".gz") else \
+        open(path, "rb").read()
+    text = text.replace(b"\n25\t0.025\t", b"\n25\tabc\t")  # line 27
+    bad.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    with pytest.raises(DataError, match=f"^{re.escape(str(bad))}:27: column pred: 'abc'"):
+        read_all([inspect(str(bad))], 1, block_size=4096)
 
 
 def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path, pool_size):

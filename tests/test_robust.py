@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ from test_cli import rows, run, write
 
 from mpieval import Evaluator, pipeline, readers, split, validation
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 
 
@@ -263,3 +264,178 @@ def test_empty_flag_values_are_usage_errors(tmp_path, capsys, monkeypatch, flag,
 def test_json_checks_happen_before_reading(tmp_path):
     with pytest.raises(InputError):
         pipeline.check_writable(str(tmp_path))
+
+
+# -- issue 24: a demanding first day -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k in ("auc", "wuauc", "pn", "pairwise")])
+def test_none_for_a_required_input_is_missing_not_a_shape(kind):
+    from test_cli import KIND_INPUTS
+
+    data = rows(200)
+    inputs = KIND_INPUTS[kind]
+    for missing in (name for name in inputs if name != "tag"):
+        metric = KINDS[kind].build({}, Comm())
+        given = {arg: (None if arg == missing else data[col]) for arg, col in inputs.items()}
+        with pytest.raises(InputError) as caught:
+            metric.update(**given)
+        assert str(caught.value).startswith(f"{missing}: missing"), caught.value
+
+
+def _numpy_leaks(value: object, where: str = "") -> list[str]:
+    """Where a result's JSON object holds anything but plain Python values."""
+    if isinstance(value, dict):
+        return [leak for k, v in value.items() for leak in _numpy_leaks(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [leak for i, v in enumerate(value) for leak in _numpy_leaks(v, f"{where}[{i}]")]
+    if value is None or type(value) in (bool, int, float, str):
+        return []
+    return [f"{where}: {type(value).__module__}.{type(value).__name__}"]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_to_dict_of_every_kind_holds_plain_python_values(weighted):
+    from test_cli import KIND_INPUTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        _check_plain_dicts(KIND_INPUTS, weighted)
+
+
+def _check_plain_dicts(kind_inputs: dict, weighted: bool) -> None:
+    data = rows(3000)
+    options = {"auc": {"compare": "pred2"}, "wuauc": {"compare": "pred2"}}
+    for kind, inputs in kind_inputs.items():
+        for given in ({}, options.get(kind, {})):
+            metric = KINDS[kind].build(given, Comm())
+            assert _numpy_leaks(metric.compute().to_dict()) == [], (kind, "empty")
+            args = {arg: data[col] for arg, col in inputs.items()}
+            if given.get("compare"):
+                args["compare"] = data["pred2"]
+            if weighted and kind == "auc":
+                args["weight"] = data["w"] + 0.5
+            metric.update(**args)
+            result = metric.compute()
+            assert _numpy_leaks(result.to_dict()) == [], (kind, given)
+            json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_a_header_of_200000_characters_reads_or_names_line_1(tmp_path, capsys):
+    data = rows(500)
+    plain = write(str(tmp_path / "plain.tsv"), {k: data[k] for k in ("pred", "label")})
+    body = open(plain, "rb").read().split(b"\n", 1)[1]
+    long_name = "x" * 200_000
+    wide = tmp_path / "wide.tsv"  # a valid header with one very long column name
+    wide.write_bytes(f"{long_name}\tpred\tlabel\n".encode()
+                     + b"".join(b"1\t" + line + b"\n" for line in body.splitlines()))
+    assert _json(tmp_path, capsys, wide) == _json(tmp_path, capsys, plain)
+    bad = tmp_path / "bad.tsv"  # no pred column: named by line 1, the listing cut short
+    bad.write_bytes(f"{long_name}\n".encode() + b"1\n" * 10)
+    status, out, err = run(capsys, "eval", bad)
+    assert status == 2 and out == "" and len(err) < 500, err
+    assert err.startswith(f"mpieval: error: {bad}:1: column pred: not in the header"), err
+
+
+@pytest.mark.parametrize("case", ["sparse", "zeros.gz", "no line end", "nul"])
+def test_a_file_without_a_text_header_is_refused_at_once(tmp_path, capsys, case):
+    path = tmp_path / f"{case.replace(' ', '_')}.tsv"
+    if case == "sparse":
+        with open(path, "wb") as out:  # `truncate -s 4G`: zeros, no disk used
+            out.truncate(4 << 30)
+    elif case == "zeros.gz":
+        path = tmp_path / "zeros.tsv.gz"
+        path.write_bytes(gzip.compress(bytes(8 << 20)))
+    elif case == "no line end":
+        path.write_bytes(b"a" * (readers.HEADER_LIMIT + 1000))
+    else:
+        path.write_bytes(b"pred\tla\0bel\n0.5\t1\n")
+    start = time.monotonic()
+    status, out, err = run(capsys, "eval", path)
+    assert time.monotonic() - start < 5
+    assert status == 2 and out == "", err
+    problem = "no end of the header line" if case == "no line end" else (
+        "the header holds a NUL byte")
+    assert err.startswith(f"mpieval: error: {path}:1: {problem}"), err
+    assert err.count("\n") == 1
+
+
+def test_a_directory_and_a_proc_file_are_named_as_such(tmp_path, capsys):
+    status, _, err = run(capsys, "eval", tmp_path)
+    assert status == 2 and err.startswith(f"mpieval: error: {tmp_path}: is a directory"), err
+    status, _, err = run(capsys, "eval", "--format", "tsv", "/proc/self/status")
+    assert status == 2, err
+    assert err.startswith("mpieval: error: /proc/self/status: not a regular file"), err
+    (tmp_path / "empty.tsv").write_text("")  # a real empty file is still one
+    status, _, err = run(capsys, "eval", tmp_path / "empty.tsv")
+    assert status == 2 and "empty.tsv:1: empty file (no header line)" in err, err
+
+
+def _with_blank_line(tmp_path, name: str, n: int, at: int, crlf: bool = False) -> str:
+    """A TSV of ``n`` rows whose line ``at`` (1-based, the header is 1) is empty."""
+    data = rows(n)
+    plain = write(str(tmp_path / "plain.tsv"), {k: data[k] for k in ("uid", "pred", "label")})
+    lines = open(plain, "rb").read().split(b"\n")
+    lines.insert(at - 1, b"")
+    text = b"\n".join(lines)
+    if crlf:
+        text = text.replace(b"\n", b"\r\n")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return str(path)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("name", "n", "at", "crlf"), [
+    ("early.tsv", 100, 3, False), ("crlf.tsv", 100, 50, True),
+    ("far.tsv", 200_000, 150_001, False), ("far.tsv.gz", 200_000, 150_001, False)])
+def test_a_blank_line_is_named_as_an_empty_line(tmp_path, capsys, threads, name, n, at, crlf):
+    path = _with_blank_line(tmp_path, name, n, at, crlf)
+    readers.use_threads(threads)
+    try:
+        status, out, err = run(capsys, "eval", path)
+    finally:
+        readers.use_threads(1)
+    assert status == 2 and out == "", err
+    assert err == f"mpieval: error: {path}:{at}: empty line: every line after the header " \
+        "holds a row (remove it)\n"
+    empty_value = tmp_path / "value.tsv"  # an empty field of a line is still that
+    empty_value.write_bytes(b"uid\tpred\tlabel\n1\t0.5\t1\n2\t\t0\n")
+    status, _, err = run(capsys, "eval", empty_value)
+    assert status == 2 and err.startswith(f"mpieval: error: {empty_value}:3: column pred: "
+                                          "empty value where a number is expected"), err
+
+
+def test_weights_past_float64_are_an_error_naming_the_weight():
+    from mpieval import AucMetric
+
+    pred, label = np.array([0.2, 0.7, 0.4, 0.3]), np.array([0, 1, 1, 0])
+    metric = AucMetric()  # each total fits, their product (P N) does not: auc was nan
+    metric.update(pred, label, np.array([1e300, 1e300, 1.0, 1.0]))
+    with pytest.raises(InputError) as info:
+        metric.compute()
+    assert info.value.field == "weight" and "too large" in info.value.problem
+    metric = AucMetric()  # the weights' sum itself overflows: the row is named
+    with pytest.raises(InputError) as info:
+        metric.update(pred, label, np.array([1.0, 1.5e308, 1.0, 1.5e308]))
+    assert (info.value.field, info.value.first_index) == ("weight", 3)
+
+
+def test_huge_weights_that_fit_give_the_scaled_values_and_a_short_num(tmp_path, capsys):
+    from mpieval import AucMetric
+
+    data = rows(3000)
+    scale = 1e100
+    small, large = AucMetric(1000), AucMetric(1000)
+    small.update(data["pred"], data["label"], data["w"] + 1)
+    large.update(data["pred"], data["label"], (data["w"] + 1) * scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        a, b = small.compute(), large.compute()
+    assert b.auc == pytest.approx(a.auc, rel=1e-12)
+    assert b.copc == pytest.approx(a.copc, rel=1e-12)
+    line = b.to_log_line("auc")
+    num = line.split(" num=")[1].split(" ")[0]
+    assert float(num) == pytest.approx(a.num * scale, rel=1e-12) and len(num) < 25, line
+    assert isinstance(b.to_dict()["num"], float) and isinstance(a.to_dict()["num"], int)
+    assert f" num={int(a.num)} " in a.to_log_line("auc")  # below 2**53: %d as before

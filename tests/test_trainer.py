@@ -321,3 +321,85 @@ def test_numpy_use_never_imports_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+# -- what a checkpoint carries (issue 24) -----------------------------------------------
+
+_BAD = {"auc": {"pred": np.array([0.5, 1.5]), "label": np.array([0, 1])},
+        "wuauc": {"uid": np.array([1, 2]), "pred": np.array([0.5, 1.5]),
+                  "label": np.array([0, 1])},
+        "pn": {"uid": np.array([1, 2]), "pred": np.array([0.5, np.nan]),
+               "label": np.array([0.0, 1.0])},
+        "pairwise": {"left_label": np.array([0, 2]), "right_label": np.array([0, 1])}}
+
+
+def _failure(metric: Metric) -> tuple:
+    with pytest.raises(InputError) as info:
+        metric.compute()
+    error = info.value
+    return type(error), str(error), error.field, error.count, error.first_index, repr(error.value)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_remembered_bad_batch_survives_a_checkpoint(comm, rng, kind, tmp_path):
+    """A bad update() on the last rank, then a checkpoint (through an .npz file) loaded
+    into fresh metrics: compute() raises on every rank what the uninterrupted run raises."""
+    last = comm.size - 1
+
+    def fed() -> Metric:
+        metric = FACTORIES[kind](comm)
+        metric.update(**_part(_rows(kind, np.random.default_rng(3)), comm.rank, comm.size))
+        if comm.rank == last:
+            with pytest.raises(InputError):
+                metric.update(**_BAD[kind])
+        return metric
+
+    path = tmp_path / f"{kind}-{comm.rank}.npz"
+    checkpoint.save(path, {"m": fed().state_dict()})
+    resumed = FACTORIES[kind](comm)
+    resumed.load_state_dict(checkpoint.load(path)["m"])
+    assert resumed.error is not None or comm.rank != last
+    assert _failure(resumed) == _failure(fed())
+    merged = FACTORIES[kind](comm)  # a resume on fewer ranks merges the saved states
+    merged.load_state_dicts([checkpoint.load(path)["m"], FACTORIES[kind](comm).state_dict()])
+    assert _failure(merged) == _failure(fed())
+    resumed.reset()  # the next pass starts clean
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        resumed.compute()
+
+
+def test_an_evaluator_state_of_other_names_is_an_error_naming_both():
+    saved = Evaluator({"x": AucMetric(100), "z": PairwiseMetric()}).state_dict()
+    with pytest.raises(ValueError) as info:
+        Evaluator({"y": AucMetric(100), "z": PairwiseMetric()}).load_state_dict(saved)
+    assert str(info.value) == ("the saved state holds the metrics ['x', 'z'], this evaluator "
+                               "['y', 'z']")
+
+
+def test_checkpoint_save_is_durable_like_the_command_line_outputs(tmp_path, monkeypatch):
+    """The file is fsynced before it is renamed into place, the directory after."""
+    from mpieval import locations
+
+    events: list[tuple[str, str]] = []
+    fsync, replace = os.fsync, os.replace
+
+    def noted_fsync(handle: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{handle}")))
+        fsync(handle)
+
+    def noted_replace(source: str, target: str) -> None:
+        events.append(("replace", os.fspath(source)))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", noted_fsync)
+    monkeypatch.setattr(os, "replace", noted_replace)
+    for write in (lambda path: checkpoint.save(path, {"m": AucMetric(10).state_dict()}),
+                  lambda path: locations.write_atomically(str(path), b"{}", flag="--json")):
+        events.clear()
+        write(tmp_path / "out")
+        temporary = events[-2][1] if len(events) >= 2 else ""
+        assert [e[0] for e in events] == ["fsync", "replace", "fsync"], events
+        assert events[0][1] == temporary and events[2][1] == str(tmp_path), events
+        assert sorted(os.listdir(tmp_path)) == ["out"]

@@ -38,7 +38,7 @@ def interval(value: float, stderr: float, level: float, low: float = -math.inf,
     if math.isnan(value) or math.isnan(stderr):
         return None
     half = z_value(level) * stderr
-    return (max(low, value - half), min(high, value + half))
+    return (float(max(low, value - half)), float(min(high, value + half)))  # not numpy's
 
 
 def two_sided_p(diff: float, stderr: float) -> float:

@@ -114,7 +114,7 @@ class AucResult:
         for name in (f.name for f in dataclasses.fields(self)):
             value = getattr(self, name)
             if name in ("num", "positives"):
-                fields[name] = int(value) if float(value).is_integer() else value
+                fields[name] = logline.json_count(value)
             elif name == "calibration_curve":
                 fields[name] = [[p, c, int(r) if float(r).is_integer() else r]
                                 for p, c, r in value]
@@ -134,7 +134,7 @@ class AucResult:
         v = logline.value
         return (
             f"{name}: auc={v(self.auc)} bucket_error={v(self.bucket_error)} "
-            f"rmse={v(self.rmse)} num={round(self.num):d} mae={v(self.mae)} "
+            f"rmse={v(self.rmse)} num={logline.rounded_count(self.num)} mae={v(self.mae)} "
             f"actural_ctr={v(self.actual_ctr)} predict_ctr={v(self.predicted_ctr)} "
             f"copc={v(self.copc)}"
         ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
@@ -151,6 +151,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
     """
     positives = float(table[1].sum())
     num = positives + float(table[0].sum())
+    _check_weight_range(positives, num - positives)
     nan = math.nan
     stderr: dict[str, float] = {}
     if num == 0:
@@ -165,15 +166,15 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         if math.isnan(bucket_error):
             reasons.append("bucket_error is undefined: no bucket range reached the error bound")
         rmse = math.sqrt(sums[kernels.SUM_SQRERR] / num)
-        mae = sums[kernels.SUM_ABSERR] / num
+        mae = float(sums[kernels.SUM_ABSERR]) / num
         actual = positives / num
-        predicted = sums[kernels.SUM_PRED] / num
+        predicted = float(sums[kernels.SUM_PRED]) / num
         if predicted == 0:
             reasons.append("copc is undefined: predicted ctr is 0")
             copc = math.nan
         else:
             copc = actual / predicted
-        logloss = sums[kernels.SUM_LOGLOSS] / num
+        logloss = float(sums[kernels.SUM_LOGLOSS]) / num
         entropy = _entropy(actual)
         if entropy == 0:
             reasons.append("ne is undefined: actual ctr is 0 or 1")
@@ -205,6 +206,20 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         calibration_curve=kernels.calibration_from_table(table[0], table[1]).tolist(),
         stderr=stderr,
     )
+
+
+def _check_weight_range(positives: float, negatives: float) -> None:
+    """The weighted class totals and their product (the AUC's denominator, ``P N``) fit
+    in float64; else an :class:`InputError` of ``weight`` (raised alike on every rank:
+    the totals are the job's). Weights that large (1e300) would give ``auc=nan``."""
+    with np.errstate(over="ignore"):
+        product = positives * negatives
+    if not (math.isfinite(positives + negatives) and math.isfinite(product)):
+        raise InputError("weight", f"too large: the weighted positives ({positives:.3g}) "
+                         f"times the weighted negatives ({negatives:.3g}) pass float64's "
+                         "range (1.8e308), so auc cannot be computed; scale the weights "
+                         "down (auc, the ctrs and copc do not change when every weight is "
+                         "multiplied by one number)")
 
 
 def _entropy(ctr: float) -> float:
