@@ -184,3 +184,97 @@ def test_numpy_use_never_imports_paddle():
                             env={**_without_launchers(), "MPIEVAL_NO_MPI": "1"}, timeout=120)
     assert result.returncode == 0, result.stderr
 
+
+
+# -- the example trainer, and mpieval beside Paddle's own metrics --------------------------
+
+EXAMPLE = os.path.join(os.path.dirname(HERE), "scripts", "example_paddle_trainer.py")
+ABACUS_LINE = ("pass ", "ctr: ", "user: ")
+
+
+def _launch(n: int, log_dir: str, *args: str) -> str:
+    """The example under ``paddle.distributed.launch`` on ``n`` processes; rank 0's lines."""
+    env = {**_without_launchers(), "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.path.dirname(HERE)}
+    result = subprocess.run([sys.executable, "-m", "paddle.distributed.launch",
+                             "--nproc_per_node", str(n), "--log_dir", log_dir, EXAMPLE, *args],
+                            capture_output=True, text=True, env=env, timeout=SECONDS)
+    logs = {name: open(os.path.join(log_dir, name)).read() for name in os.listdir(log_dir)
+            if name.startswith("workerlog.")}
+    assert result.returncode == 0, result.stderr[-2000:] + "".join(logs.values())[-3000:]
+    return "".join(line for line in logs["workerlog.0"].splitlines(keepends=True)
+                   if line.startswith(ABACUS_LINE))
+
+
+@pytest.mark.timeout(3 * SECONDS)
+def test_the_example_resumes_on_another_number_of_processes_as_if_never_stopped(tmp_path):
+    whole = _launch(2, str(tmp_path / "whole"))
+    assert whole.count("pass ") == 2 and "ctr: auc=" in whole and "num=2400 " in whole
+    assert "user: Tag=all WUAUC=" in whole and "RealInsNum=2400 " in whole
+    saved = str(tmp_path / "checkpoint")
+    first = _launch(2, str(tmp_path / "first"), "--checkpoint", saved, "--stop-after", "1:4")
+    rest = _launch(1, str(tmp_path / "rest"), "--checkpoint", saved)
+    assert first.count("pass ") == 1
+    assert first + rest == whole
+
+
+def _clicks(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Users, preds (in [0, 1), ties on a coarse grid and spread ones) and clicks."""
+    rng = np.random.default_rng(seed)
+    uid = rng.integers(0, 50, n)
+    pred = np.where(rng.random(n) < 0.5, rng.integers(0, 40, n) / 40, rng.random(n))
+    click = (rng.random(n) < 0.2 + 0.6 * pred).astype(np.int64)
+    return uid, pred, click
+
+
+@pytest.mark.parametrize("table_size", [1000, 4096])
+def test_auc_equals_paddle_metric_auc_with_as_many_thresholds_as_buckets(table_size):
+    """Paddle's ``Auc(num_thresholds=K)`` puts a pred in bucket ``int(pred * K)`` of
+    ``K + 1``; mpieval's table of ``T`` buckets in ``min(int(pred * T), T - 1)``. For
+    preds below 1 they are the same buckets at ``K = T`` (the extra one holds only
+    pred == 1), so the same AUC; ``K = T - 1`` has ``T`` buckets, of another width.
+    (float64 preds: Paddle multiplies in the pred's dtype, mpieval always in float64, so
+    a float32 pred near a bucket's edge may fall on the other side.)"""
+    from mpieval import AucMetric
+
+    _, pred, click = _clicks(20_000, 3)
+    ours = AucMetric(table_size, comm=Comm.local())
+    ours.update(pred, click)
+    auc = ours.compute().auc
+
+    def paddle_auc(thresholds: int) -> float:
+        theirs = paddle.metric.Auc(num_thresholds=thresholds)
+        theirs.update(np.stack([1 - pred, pred], axis=1), click.reshape(-1, 1))
+        return theirs.accumulate()
+
+    assert paddle_auc(table_size) == pytest.approx(auc, rel=1e-12)
+    assert paddle_auc(table_size - 1) != pytest.approx(auc, rel=1e-9)
+
+
+def test_per_process_wuauc_differs_from_the_exact_one():
+    """Rows of the same users split over two trainers, each computing alone (what a
+    per-process calculator gives): users counted twice, other values; mpieval over
+    both halves (here their merged states: the job's result) is the value of all rows."""
+    from mpieval import WuaucMetric
+
+    uid, pred, click = _clicks(4_000, 5)
+    halves = [slice(0, None, 2), slice(1, None, 2)]  # every user's rows on both trainers
+    alone = []
+    for half in halves:
+        metric = WuaucMetric(comm=Comm.local())
+        metric.update(uid[half], pred[half], click[half])
+        alone.append(metric.compute().all)
+    merged = WuaucMetric(comm=Comm.local())
+    parts = []
+    for half in halves:
+        part = WuaucMetric(comm=Comm.local())
+        part.update(uid[half], pred[half], click[half])
+        parts.append(part.state_dict())
+    merged.load_state_dicts(parts)
+    exact = WuaucMetric(comm=Comm.local())
+    exact.update(uid, pred, click)
+    whole, job = exact.compute().all, merged.compute().all
+    assert job == whole
+    assert sum(a.real_user_count for a in alone) == 2 * whole.real_user_count
+    assert all(a.uauc != pytest.approx(whole.uauc, abs=1e-4) for a in alone)
+    assert all(a.wuauc != pytest.approx(whole.wuauc, abs=1e-4) for a in alone)
