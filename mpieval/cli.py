@@ -231,6 +231,11 @@ def _interrupts_noted() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+_WHOLE_JOB_HINT = (
+    "the command line's ranks are MPI's: start it with mpiexec -n N (an MPI whose launcher "
+    "mpi4py's library answers), or without the launcher for one process")
+
+
 def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
     comm = Comm.world_or_alone()
     _quiet_warnings()
@@ -241,6 +246,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
         comm.close()
         return int(done.code or 0)
     try:
+        comm_module.check_whole_job(comm, _WHOLE_JOB_HINT)
         threads = threads_per_rank(comm)
         readers.use_threads(threads)
         jit.use_threads(threads)

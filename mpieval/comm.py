@@ -2,7 +2,8 @@
 
 :class:`Comm` runs mpieval's collectives over a *transport*: an MPI communicator
 (:class:`MpiTransport`, here), a ``torch.distributed`` process group
-(:mod:`mpieval.transport_torch`, loaded only when a group is given), or none (one rank).
+(:mod:`mpieval.transport_torch`, loaded only when a group is given), a Paddle process group
+(:mod:`mpieval.transport_paddle`, the same), or none (one rank).
 The collectives, each built on the transport's few primitives:
 
 - :meth:`Comm.agree` — small ``max`` reduction of an error flag and a hash of what the
@@ -86,6 +87,51 @@ def _is_torch_group(obj: Any) -> bool:
     return "torch" in sys.modules and type(obj).__module__.startswith("torch")
 
 
+def _paddle_initialized() -> bool:
+    """Whether this process initialised Paddle's parallel environment (without importing
+    paddle)."""
+    dist = sys.modules.get("paddle.distributed")
+    return dist is not None and dist.is_initialized()
+
+
+def _is_paddle_group(obj: Any) -> bool:
+    """Whether ``obj`` is a Paddle process group (paddle not imported here)."""
+    return "paddle" in sys.modules and type(obj).__module__.startswith("paddle")
+
+
+# Set by a launcher to the number of processes of the job (torchrun, Paddle's launcher,
+# srun's job step, MPI launchers: Open MPI, MPICH's Hydra and Intel MPI, MVAPICH, PALS).
+_JOB_SIZE_VARIABLES = (
+    "WORLD_SIZE", "PADDLE_TRAINERS_NUM", "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE", "PALS_SIZE",
+)
+
+
+def job_size_said(environ: Mapping[str, str] | None = None) -> tuple[str, int] | None:
+    """The launcher's variable that gives the most processes for this job (above one),
+    and that number; None when none does."""
+    names = os.environ if environ is None else environ
+    said = []
+    for name in _JOB_SIZE_VARIABLES:
+        with contextlib.suppress(KeyError, ValueError):
+            said.append((int(names[name]), name))
+    size, name = max(said, default=(1, ""))
+    return (name, size) if size > 1 else None
+
+
+def check_whole_job(comm: Comm, hint: str, environ: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`InputError` when the environment says this process is one of more
+    processes than ``comm`` has: its results would be those of part of the job only.
+    ``hint`` says how to give the whole job's communicator."""
+    said = job_size_said(environ)
+    if said is not None and said[1] > comm.size:
+        name, size = said
+        found = "only this process" if comm.size == 1 else f"{comm.size} processes"
+        raise InputError(name, f"is {size}: this process is one of {size}, but the "
+                         f"communicator found has {found}, so results would cover part "
+                         f"of the job; {hint}")
+
+
 class Transport(Protocol):
     """The primitives a communication library gives :class:`Comm` (every one collective)."""
 
@@ -118,12 +164,19 @@ class Transport(Protocol):
         """Every rank's small (pickled) object, in rank order."""
 
 
+_TRAINER_HINT = (
+    "initialise the job's group first (torch.distributed.init_process_group, "
+    "paddle.distributed.init_parallel_env, or start under mpiexec), or pass comm= (an "
+    "mpi4py communicator, a torch.distributed or Paddle group), or comm=Comm.local() for "
+    "each process's own values")
+
+
 class Comm:
     """A communicator for mpieval's collectives (or one rank without one).
 
     ``Comm(base)`` takes an mpi4py communicator (or None: the MPI world) and shares the
-    cached duplicate of it; :meth:`resolve` also takes a ``torch.distributed`` process
-    group. Without MPI (mpi4py absent, ``MPIEVAL_NO_MPI=1``) ``Comm()`` is one rank.
+    cached duplicate of it; :meth:`resolve` also takes a ``torch.distributed`` or Paddle
+    process group. Without MPI (mpi4py absent, ``MPIEVAL_NO_MPI=1``) ``Comm()`` is one rank.
     """
 
     def __init__(self, mpi_comm: Any | None = None) -> None:
@@ -163,23 +216,37 @@ class Comm:
     @classmethod
     def resolve(cls, comm: Comm | Any | None) -> Comm:
         """A :class:`Comm` from a Comm, an mpi4py communicator, a ``torch.distributed``
-        process group, or None: the MPI world when an MPI launcher started this process;
-        else torch's default group when ``torch.distributed`` is initialised; else one
-        rank."""
+        or Paddle process group, or None: the MPI world when an MPI launcher started this
+        process; else torch's default group when ``torch.distributed`` is initialised;
+        else Paddle's default group when Paddle's parallel environment is initialised;
+        else one rank. With None, an :class:`InputError` when the launcher's variables
+        give more processes than the communicator found (:func:`check_whole_job`)."""
         if isinstance(comm, Comm):
             return comm
         if comm is None:
-            if launched_by_mpi():
-                return cls()
-            if _torch_distributed_initialized():
-                comm = sys.modules["torch.distributed"].group.WORLD
-            else:
-                return cls.local()
+            found = cls._found()
+            check_whole_job(found, _TRAINER_HINT)
+            return found
         if _is_torch_group(comm):
             from mpieval.transport_torch import TorchTransport
 
             return cls.over(TorchTransport.of(comm))
+        if _is_paddle_group(comm):
+            from mpieval.transport_paddle import PaddleTransport
+
+            return cls.over(PaddleTransport.of(comm))
         return cls(comm)
+
+    @classmethod
+    def _found(cls) -> Comm:
+        """What ``comm=None`` stands for (:meth:`resolve`)."""
+        if launched_by_mpi():
+            return cls()
+        if _torch_distributed_initialized():
+            return cls.resolve(sys.modules["torch.distributed"].group.WORLD)
+        if _paddle_initialized():
+            return cls.resolve(sys.modules["paddle.distributed"].get_group())
+        return cls.local()
 
     def close(self) -> None:
         """Stop using the communicator (the shared duplicate stays for other metrics)."""

@@ -19,9 +19,13 @@ from mpieval.errors import InputError
 
 
 def from_tensor(values: object) -> object:
-    """A torch tensor as a numpy array, detached: a CPU tensor without a copy (its
-    memory), one on another device copied to the host; bfloat16 (which numpy lacks)
-    widened to float32, exactly. Anything else as it is (torch is never imported here)."""
+    """A torch or Paddle tensor as a numpy array, detached: a CPU tensor without a copy
+    (its memory), one on another device copied to the host; bfloat16 (which numpy lacks)
+    widened to float32, exactly. Anything else as it is (neither torch nor paddle is ever
+    imported here)."""
+    paddle = sys.modules.get("paddle")
+    if paddle is not None and isinstance(values, paddle.Tensor):
+        return _from_paddle(paddle, values)
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(values, torch.Tensor):
         return values
@@ -31,6 +35,16 @@ def from_tensor(values: object) -> object:
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.float()
     return tensor.resolve_conj().resolve_neg().numpy()
+
+
+def _from_paddle(paddle: Any, values: Any) -> np.ndarray:
+    """:func:`from_tensor` of a Paddle tensor (read through DLPack: no copy on the CPU)."""
+    tensor = values.detach()
+    if not tensor.place.is_cpu_place():
+        tensor = tensor.cpu()
+    if tensor.dtype == paddle.bfloat16:
+        tensor = tensor.astype("float32")
+    return np.from_dlpack(tensor)
 
 
 def unmasked(field: str, values: object) -> object:

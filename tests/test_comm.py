@@ -151,3 +151,105 @@ def test_the_command_line_alone_does_not_load_mpi(tmp_path):
                             text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("auc: auc=1 ")
+
+
+# -- no silent partial result: the launcher's count against the communicator found -----
+
+JOB_SIZE_VARIABLES = ["WORLD_SIZE", "PADDLE_TRAINERS_NUM", "SLURM_STEP_NUM_TASKS",
+                      "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS",
+                      "MV2_COMM_WORLD_SIZE", "PALS_SIZE"]
+
+
+def _alone(**variables: str) -> dict[str, str]:
+    """This environment without a launcher's variables, plus ``variables``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in JOB_SIZE_VARIABLES
+           and not k.startswith(("PMI_", "PMIX_", "MPI_LOCAL", "HYDI_", "OMPI_", "MV2_",
+                                 "PALS_", "SLURM_", "MPIEVAL_NO_MPI"))}
+    return {**env, **variables}
+
+
+@pytest.mark.parametrize("name", JOB_SIZE_VARIABLES)
+def test_compute_refuses_a_part_of_the_job_naming_the_variable(name):
+    """A process that a launcher says is one of 2, where comm=None finds one process:
+    compute() raises naming the variable and comm=; Comm.local() opts out."""
+    code = """
+        import numpy as np
+        from mpieval import AucMetric, Comm, InputError
+        metric = AucMetric(100)
+        metric.update(np.array([0.1, 0.9]), np.array([0, 1]))
+        try:
+            metric.compute()
+        except InputError as error:
+            print("refused:", error)
+        alone = AucMetric(100, comm=Comm.local())
+        alone.update(np.array([0.1, 0.9]), np.array([0, 1]))
+        print("local:", alone.compute().num)
+    """
+    env = _alone(**{name: "2"}, MPIEVAL_NO_MPI="1")  # an MPI launcher's, without MPI
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                            text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    refused, local = result.stdout.splitlines()
+    assert refused.startswith(f"refused: {name}: is 2"), refused
+    assert "comm=" in refused and "Comm.local()" in refused
+    assert local == "local: 2.0"
+
+
+def test_a_launcher_of_one_process_or_none_is_no_error(monkeypatch):
+    from mpieval.comm import Comm, job_size_said
+
+    for name in JOB_SIZE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert job_size_said() is None
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("PADDLE_TRAINERS_NUM", "not a number")
+    assert job_size_said() is None
+    monkeypatch.setenv("MPIEVAL_NO_MPI", "1")
+    assert Comm.resolve(None).size == 1
+    monkeypatch.setenv("PMI_SIZE", "3")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert job_size_said() == ("PMI_SIZE", 3)  # the largest count said
+    with pytest.raises(InputError, match=r"^PMI_SIZE: is 3"):
+        Comm.resolve(None)
+    assert Comm.resolve(Comm.local()).size == 1  # a communicator given: no check
+
+
+def test_the_command_line_refuses_a_part_of_the_job_on_every_process(tmp_path):
+    """Two processes of a torchrun-like job (WORLD_SIZE=2, no MPI launcher): each exits 2
+    with the message, rather than printing its half as the result."""
+    path = tmp_path / "a.tsv"
+    path.write_text("pred\tlabel\n0.2\t0\n0.7\t1\n")
+    procs = [subprocess.Popen([sys.executable, "-m", "mpieval", "eval", str(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_alone(WORLD_SIZE="2", RANK=str(r), LOCAL_RANK=str(r)))
+             for r in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2, err
+        assert out == ""
+        assert err.startswith("mpieval: error: WORLD_SIZE: is 2"), err
+        assert "mpiexec -n N" in err
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec beside this python")
+def test_the_command_line_under_mpiexec_without_mpi_refuses_on_every_rank(tmp_path):
+    path = tmp_path / "a.tsv"
+    path.write_text("pred\tlabel\n0.2\t0\n0.7\t1\n")
+    result = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "mpieval", "eval",
+                             str(path)], capture_output=True, text=True, timeout=120,
+                            env=_alone(MPIEVAL_NO_MPI="1"))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len([line for line in lines if line.startswith("mpieval: error: ")]) == 2, lines
+    assert all(": is 2" in line for line in lines if line.startswith("mpieval: error: "))
+
+
+@pytest.mark.mpi
+def test_under_mpiexec_the_world_is_the_whole_job(comm):
+    """mpiexec's variables count the world's ranks: comm=None finds them all, no error."""
+    from mpieval.comm import Comm, job_size_said
+
+    said = job_size_said()
+    assert said is None or said[1] == comm.size
+    assert Comm.resolve(None).size == comm.size

@@ -1,0 +1,146 @@
+"""The primitives of mpieval's collectives over a Paddle process group: the only module that
+imports paddle, loaded only when a group is given (or, with ``comm=None``, when the
+program initialised Paddle's parallel environment, and neither an MPI launcher started it
+nor ``torch.distributed`` is initialised).
+
+A separate module, as :mod:`mpieval.transport_torch` is: Paddle is an optional, large
+dependency that an MPI or torch job must never load. :class:`mpieval.comm.Comm` builds
+every collective on the few primitives here.
+
+Buffers are CPU tensors sharing memory with the numpy arrays (DLPack), so the group must
+have a CPU backend: gloo (what ``paddle.distributed.launch`` gives on a CPU build). For a
+group whose backend is another (NCCL: device tensors only), mpieval creates a gloo group
+over the same ranks once, the first time a metric uses that group (``new_group`` is
+collective: every process must resolve its first metric on such a group at the same
+point). Paddle's gloo backend has no all-to-all, and its point-to-point ``send`` and
+``recv`` number their messages with a counter of the group that every op advances, so
+ranks that send different numbers of messages lose step: the per-user exchange gathers
+every rank's counts (``all_gather``), then each rank in turn ``scatter`` s its rows, in
+slots as large as the most it sends any one rank (the README gives the bytes).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import paddle
+import paddle.distributed as dist
+from paddle.utils.dlpack import from_dlpack
+
+_OPS: dict[str, Any] = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
+
+
+def _tensor(array: np.ndarray) -> paddle.Tensor:
+    """A CPU tensor over ``array``'s memory (no copy: a collective writes into the array)."""
+    return from_dlpack(np.ascontiguousarray(array))
+
+
+class PaddleTransport:
+    """The primitives over one Paddle process group (CPU tensors).
+
+    One transport per group while metrics use it (none kept beyond them); a non-gloo
+    group's gloo twin is created once and kept as long as the group lives.
+    """
+
+    _of_group: ClassVar[weakref.WeakValueDictionary[int, PaddleTransport]] = (
+        weakref.WeakValueDictionary())  # by id(group): each transport holds its group
+    _twins: ClassVar[dict[int, Any]] = {}  # by the group's id (Paddle keeps every group)
+
+    @classmethod
+    def of(cls, group: Any) -> PaddleTransport:
+        """The transport of ``group``, shared by every metric on it."""
+        transport = cls._of_group.get(id(group))
+        if transport is None:
+            transport = cls(group)
+            cls._of_group[id(group)] = transport
+        return transport
+
+    def __init__(self, group: Any) -> None:
+        if not dist.is_initialized():
+            raise RuntimeError("a Paddle group was given but Paddle's parallel environment "
+                               "is not initialised (paddle.distributed.init_parallel_env())")
+        if group.rank < 0:
+            raise RuntimeError(f"this process (global rank {dist.get_rank()}) is not a "
+                               f"member of the Paddle group given (ranks {group.ranks})")
+        self.base = group  # keeps id(group) from being reused while this transport lives
+        if str(dist.get_backend(group)).lower() != "gloo":  # NCCL, XCCL: device tensors
+            twin = self._twins.get(group.id)
+            if twin is None:
+                twin = dist.new_group(ranks=list(group.ranks),
+                                      backend="gloo")  # type: ignore[arg-type]  # typed: nccl
+                self._twins[group.id] = twin
+            group = twin
+        self.group = group
+        self.rank, self.size = group.rank, group.nranks
+
+    def arrive(self) -> None:
+        return  # gloo waits without spinning: nothing to meet before a collective
+
+    def barrier(self) -> None:
+        dist.barrier(group=self.group)
+
+    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+        total = local.copy()
+        if total.size:  # gloo refuses an empty one (every rank's is the same size)
+            dist.all_reduce(_tensor(total), op=_OPS[op], group=self.group)
+        return total
+
+    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
+        total = local.copy()  # the tensor shares its memory: the sum is written there
+        if not total.size:
+            return total, lambda: True
+        task = dist.all_reduce(_tensor(total), op=_OPS["sum"], group=self.group,
+                               sync_op=False)
+        return total, task.is_completed
+
+    def alltoall(self, counts: np.ndarray) -> np.ndarray:
+        """Every rank's counts gathered (kept for :meth:`alltoallv`: the sizes of each
+        rank's scatter); the column of this rank returned."""
+        gathered: list[Any] = []
+        dist.all_gather(gathered, _tensor(np.ascontiguousarray(counts, dtype=np.int64)),
+                        group=self.group)
+        self.counts = np.stack([row.numpy() for row in gathered])  # [source, destination]
+        return self.counts[:, self.rank].astype(counts.dtype)
+
+    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
+                  recv_counts: np.ndarray) -> np.ndarray:
+        """As bytes (every dtype travels), one ``scatter`` from each rank that sends rows
+        to another: every destination gets a slot of the most rows that rank sends to
+        any other, its own rows first (the counts of the last :meth:`alltoall` say how
+        many; hashed users make the slots nearly even). This rank's own rows copied."""
+        width = outgoing.dtype.itemsize
+        incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
+        send_at = np.concatenate(([0], np.cumsum(send_counts))) * width
+        recv_at = np.concatenate(([0], np.cumsum(recv_counts))) * width
+        sent, received = outgoing.view(np.uint8), incoming.view(np.uint8)
+        here = self.rank
+        received[recv_at[here]:recv_at[here + 1]] = sent[send_at[here]:send_at[here + 1]]
+        others = ~np.eye(self.size, dtype=bool)
+        slots = np.where(others, self.counts, 0).max(axis=1) * width  # bytes, per source
+        for source in range(self.size):
+            slot = int(slots[source])
+            if slot == 0:
+                continue
+            mine = _tensor(np.empty(slot, dtype=np.uint8))
+            if source == here:
+                padded = np.zeros((self.size, slot), dtype=np.uint8)
+                for to in range(self.size):
+                    if to != here:
+                        rows = sent[send_at[to]:send_at[to + 1]]
+                        padded[to, :len(rows)] = rows
+                dist.scatter(mine, [_tensor(row) for row in padded],
+                             src=self.group.ranks[source], group=self.group)
+            else:
+                dist.scatter(mine, src=self.group.ranks[source], group=self.group)
+                size = recv_at[source + 1] - recv_at[source]
+                received[recv_at[source]:recv_at[source + 1]] = np.from_dlpack(mine)[:size]
+        return incoming
+
+    def allgather(self, obj: Any) -> list[Any]:
+        gathered: list[Any] = []
+        dist.all_gather_object(gathered, obj, group=self.group)
+        return gathered
+
