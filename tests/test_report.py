@@ -3,7 +3,7 @@ input exits 2 and writes nothing; the page parses, is self-contained, holds one 
 expected plot, and a real headless Chromium draws every figure.
 
 The A/B results come from :func:`simulated_run`: rows simulated here and the statistics
-of INTERFACE.md ("Statistics") computed from them with numpy, under exactly the names the
+of the JSON reference ("Statistics") computed from them with numpy, under exactly the names the
 JSON uses (roc_curve, calibration_curve, ci95, compare with *_diff, *_diff_ci95, *_diff_p).
 """
 
