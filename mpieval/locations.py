@@ -24,6 +24,7 @@ import contextlib
 import errno
 import fnmatch
 import glob
+import json
 import os
 import re
 import threading
@@ -72,7 +73,7 @@ class Location:
 
     def child(self, path: str) -> Location:
         """Another file of the same store, by its path in the file system."""
-        return Location(_with_path(self.text, self.path, path), self.filesystem, path)
+        return Location(_with_path(self.text, path), self.filesystem, path)
 
 
 def is_uri(text: str) -> bool:
@@ -158,8 +159,8 @@ def _path_of(text: str, scheme: str) -> str:
     return path
 
 
-def _with_path(text: str, old: str, new: str) -> str:
-    """``text`` (a path or URI whose file-system path is ``old``) for the path ``new``."""
+def _with_path(text: str, new: str) -> str:
+    """``text`` (a path or URI) for the file-system path ``new``."""
     if not is_uri(text):
         return new
     parts = urllib.parse.urlsplit(text)
@@ -487,3 +488,10 @@ def read_bytes(text: str) -> bytes:
     with guarded(location, "read", lambda: location.filesystem.open_input_stream(
             location.path, compression=None)) as stream:
         return guarded(location, "read", stream.read)
+
+
+def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
+    """Write ``data`` as JSON to ``path`` (a local path or a URI) atomically
+    (:func:`write_atomically`); NaN is refused (results write undefined values as null)."""
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    write_atomically(path, text.encode(), flag=flag)

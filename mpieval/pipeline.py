@@ -7,20 +7,20 @@ every round the ranks sum a few counters, so that a bad line on any rank stops e
 at once. Batches read while the kernels still load (:func:`warm_up`) are held
 (:class:`HeldBatches`) and fed in file order once they are in. Rank 0 prints the Abacus
 lines (:func:`print_results`), shows progress (:class:`Progress`) and writes the JSON
-atomically (:func:`write_json`). Inputs and outputs may be URIs (:mod:`mpieval.locations`).
+atomically (:func:`mpieval.locations.write_json`). Inputs and outputs may be URIs
+(:mod:`mpieval.locations`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -140,7 +140,7 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
     except OSError as error:
         raise _stdout_failed(error) from None
     if json_path:
-        write_json(json_path, Evaluator.to_dict(results))
+        locations.write_json(json_path, Evaluator.to_dict(results))
     if report_path:
         from mpieval import report
 
@@ -471,10 +471,3 @@ def _stdout_failed(error: OSError) -> OutputError:
         os.close(sink)
     reason = getattr(error, "strerror", None) or str(error)
     return OutputError(f"stdout: cannot write the log lines: {reason}")
-
-
-def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
-    """Write ``data`` to ``path`` (a local path or a URI) atomically
-    (:func:`mpieval.locations.write_atomically`)."""
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    locations.write_atomically(path, text.encode(), flag=flag)

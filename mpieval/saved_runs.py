@@ -64,14 +64,12 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
             flag="--save-state"))
 
     def finish() -> None:
-        from mpieval.pipeline import write_json
-
         for name in _state_names(directory):
             if int(name[len("state-"):-len(".npz")]) >= comm.size:  # an earlier run's
                 _writing(shown, functools.partial(locations.remove,
                                                   locations.join(directory, name)))
-        _writing(shown, lambda: write_json(locations.join(directory, RUN_FILE), description,
-                                           flag="--save-state"))
+        _writing(shown, lambda: locations.write_json(locations.join(directory, RUN_FILE),
+                                                     description, flag="--save-state"))
 
     try:
         comm.agreed(write_state)
