@@ -198,11 +198,11 @@ def _return_freed_memory() -> None:
 def map_large_blocks() -> None:
     """Have glibc map every block of 1 MiB or more on its own (``M_MMAP_THRESHOLD``), so
     that a large array, freed, leaves the process at once. By default glibc raises that
-    threshold to 32 MiB after the first large frees and serves such arrays from heaps
-    that stay resident (one per thread): a per-user run, whose rows are kept as
-    batch-sized chunks then joined, peaked 0.25 GB higher. Not for a run that keeps no
-    rows: mapping each batch's arrays anew cost an `auc` run 13% of its time. For the
-    command's own process (:func:`mpieval.cli.main`); glibc only, elsewhere nothing."""
+    threshold after the first large frees and serves such arrays from heaps that stay
+    resident (one per thread), which a per-user run, whose rows are kept as batch-sized
+    chunks then joined, pays in peak memory. Not for a run that keeps no rows: mapping
+    each batch's arrays anew costs it time (the benchmarks page has both figures). For
+    the command's own process (:func:`mpieval.cli.main`); glibc only, elsewhere nothing."""
     _glibc("mallopt", _M_MMAP_THRESHOLD, 1 << 20)
 
 
@@ -255,8 +255,7 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
     over the ranks (:meth:`Comm.start_sum`): whether it failed in the round, whether it
     still reads, and the rows and bytes read so far. The sum is collected after the next
     round has been read, so a rank never waits for the others' round to end, only for
-    the one before (the lockstep of a blocking sum a round cost 2 ranks 19% of their
-    time). A failed rank reads no more; when a sum shows a failure, every rank raises
+    the one before (a blocking sum a round would hold every rank in lockstep). A failed rank reads no more; when a sum shows a failure, every rank raises
     the lowest-ranked rank's error (:meth:`Comm.agree`): a bad line (or a store's fault)
     on any rank stops every rank one round later. A rank whose input has ended takes
     part in the sums until every rank's has.
