@@ -255,10 +255,11 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
     over the ranks (:meth:`Comm.start_sum`): whether it failed in the round, whether it
     still reads, and the rows and bytes read so far. The sum is collected after the next
     round has been read, so a rank never waits for the others' round to end, only for
-    the one before (a blocking sum a round would hold every rank in lockstep). A failed rank reads no more; when a sum shows a failure, every rank raises
-    the lowest-ranked rank's error (:meth:`Comm.agree`): a bad line (or a store's fault)
-    on any rank stops every rank one round later. A rank whose input has ended takes
-    part in the sums until every rank's has.
+    the one before (a blocking sum a round would hold every rank in lockstep). A failed rank
+    reads no more; when a sum shows a failure, every rank raises the lowest-ranked rank's
+    error (:meth:`Comm.agree`): a bad line (or a store's fault) on any rank stops every rank
+    one round later. A rank whose input has ended takes part in the sums until every rank's
+    has.
     """
     rows = size = 0
     reading = True
