@@ -8,7 +8,8 @@ block of every row; a string tag is one word of the log line.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -16,6 +17,38 @@ from mpieval.errors import InputError
 from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
 
 ALL = "all"
+
+
+class _Block(Protocol):
+    @property
+    def tag(self) -> str: ...
+
+
+B = TypeVar("B", bound=_Block)
+
+
+class TagBlocks(Generic[B]):
+    """The blocks of a per-tag result (``all`` first, then the tags sorted), by tag:
+    ``result.all``, ``result["search"]``, ``for block in result``."""
+
+    blocks: tuple[B, ...]
+
+    @property
+    def all(self) -> B:
+        return self.blocks[0]
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(block.tag for block in self.blocks)
+
+    def __getitem__(self, tag: object) -> B:
+        for block in self.blocks:
+            if block.tag == str(tag):
+                return block
+        raise KeyError(tag)
+
+    def __iter__(self) -> Iterator[B]:
+        return iter(self.blocks)
 NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
 

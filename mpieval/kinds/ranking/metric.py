@@ -22,7 +22,6 @@ ranks, in any order of rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ from mpieval.kernels import exact, stats
 from mpieval.kinds.ranking import DEFAULT_K, KIND
 from mpieval.kinds.ranking.kernels import sum_fields, user_sums, value_names
 from mpieval.metric import warn_undefined
-from mpieval.tags import ALL
+from mpieval.tags import ALL, TagBlocks
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
 
@@ -97,28 +96,11 @@ def _log_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class RankingResult:
+class RankingResult(TagBlocks[RankingBlock]):
     """Result of the ``ranking`` kind: one block per tag, ``all`` first, then tags sorted."""
 
     k: tuple[int, ...]
     blocks: tuple[RankingBlock, ...]
-
-    @property
-    def all(self) -> RankingBlock:
-        return self.blocks[0]
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return tuple(block.tag for block in self.blocks)
-
-    def __getitem__(self, tag: object) -> RankingBlock:
-        for block in self.blocks:
-            if block.tag == str(tag):
-                return block
-        raise KeyError(tag)
-
-    def __iter__(self) -> Iterator[RankingBlock]:
-        return iter(self.blocks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "k": list(self.k),

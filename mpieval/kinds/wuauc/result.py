@@ -16,7 +16,6 @@ one class only is not valid)::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ from mpieval import logline
 from mpieval.kernels import stats
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import DIFF_FIELDS, USER_SUM_FIELDS
+from mpieval.tags import TagBlocks
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
@@ -148,27 +148,10 @@ class WuaucBlock:
 
 
 @dataclass(frozen=True)
-class WuaucResult:
+class WuaucResult(TagBlocks[WuaucBlock]):
     """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
 
     blocks: tuple[WuaucBlock, ...]
-
-    @property
-    def all(self) -> WuaucBlock:
-        return self.blocks[0]
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return tuple(block.tag for block in self.blocks)
-
-    def __getitem__(self, tag: object) -> WuaucBlock:
-        for block in self.blocks:
-            if block.tag == str(tag):
-                return block
-        raise KeyError(tag)
-
-    def __iter__(self) -> Iterator[WuaucBlock]:
-        return iter(self.blocks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "tags": {block.tag: block.to_dict() for block in self.blocks}}
