@@ -17,6 +17,8 @@ kind declares (:mod:`mpieval.kinds`). An input left out reads the column of the 
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,16 +128,30 @@ def specs_from_flags(
 _SPEC_KEYS = {"kind", "mask", "filters"}
 
 
+CONFIG_LIMIT = 1 << 20  # bytes: a config larger than this is not one
+
+
 def load_config(path: str) -> list[MetricSpec]:
-    """The metrics of a TOML config file, in file order."""
+    """The metrics of a TOML config file, in file order. A path that is not a regular
+    file (``/dev/zero``, a pipe) or holds more than ``CONFIG_LIMIT`` bytes is refused
+    without reading it all."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(path, "cannot read the config: not a regular file")
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            data = handle.read(CONFIG_LIMIT + 1)
     except OSError as error:
         raise InputError(path, f"cannot read the config: {error.strerror or error}") from None
+    if len(data) > CONFIG_LIMIT:
+        raise InputError(path, f"cannot read the config: larger than {CONFIG_LIMIT:,} "
+                         "bytes (not a config file?)")
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(path, "not valid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(path, f"not valid TOML: {error}") from None
-    return specs_from_config(data, path)
+    return specs_from_config(parsed, path)
 
 
 def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[MetricSpec]:

@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from mpieval import pipeline
+from mpieval import locations, pipeline
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec, specs_from_config, tomllib
-from mpieval.errors import InputError, KindUnavailable
+from mpieval.errors import KindUnavailable
 from mpieval.kinds import KINDS, kind_named
 
 TAGS = ("feed", "search", "video", "mall")
@@ -145,10 +145,13 @@ def _announce(rows: int, directory: str, ranks: int, skipped: list[str]) -> None
 
 def _write_files(directory: str | None, rows: int) -> str:
     """The shards in ``directory`` with ``demo.toml`` beside them, or the shards alone in
-    a new temporary directory (None); returns the directory (rank 0)."""
+    a new temporary directory (None); returns the directory (rank 0). A failure to write
+    them is an error of ``demo`` (a full disk: exit 1, :func:`locations.output_failure`),
+    and a temporary directory is removed."""
+    temporary = None
     try:
         if directory is None:
-            directory = tempfile.mkdtemp(prefix="mpieval-demo-")
+            directory = temporary = tempfile.mkdtemp(prefix="mpieval-demo-")
             write_shards(directory, rows)
             return directory
         os.makedirs(directory, exist_ok=True)
@@ -157,4 +160,7 @@ def _write_files(directory: str | None, rows: int) -> str:
             out.write(CONFIG)
         return directory
     except OSError as error:
-        raise InputError("demo", f"cannot write the demo files: {error}") from None
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        where = directory or "a temporary directory"
+        raise locations.output_failure("demo", f"the demo files in {where}", error) from None

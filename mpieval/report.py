@@ -26,6 +26,7 @@ import html
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,8 @@ class Run:
 def load_run(path: str, label: str | None = None) -> Run:
     """The result file at ``path``, checked; an :class:`InputError` naming it otherwise."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # /dev/zero, a pipe: never ends
+            raise InputError(path, "cannot read it: not a regular file")
         with open(path, encoding="utf-8") as source:
             text = source.read()
     except (OSError, UnicodeDecodeError) as error:

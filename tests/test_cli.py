@@ -394,6 +394,7 @@ def test_file_errors_exit_2(tmp_path, capsys, data):
     (good,) = shards(tmp_path, data, ["a.tsv"])
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
+    (tmp_path / "a.dat").write_bytes(open(good, "rb").read())  # a missing one says so
     cases = [
         ([str(tmp_path / "missing.tsv")], "missing.tsv: cannot read: No such file"),
         ([str(empty)], "empty.tsv:1: empty file"),

@@ -253,3 +253,23 @@ def test_weights_of_1e300_exit_2_naming_the_column_on_every_rank(tmp_path, ranks
     assert proc.stderr.count("mpieval: error: column w: too large: the weighted positives") \
         == 1, proc.stderr
     assert proc.stderr.count("exit=2") == max(ranks, 1) and proc.stdout == ""
+
+
+def test_demo_files_on_a_full_disk_are_exit_1_and_leave_nothing(tmp_path, capsys,
+                                                                monkeypatch):
+    import tempfile
+
+    from mpieval import demo
+
+    def full(directory: str, rows: int) -> list[str]:
+        (Path(directory) / "part-00.tsv").write_text("pred\tla")  # half a file
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(demo, "write_shards", full)
+    status, out, err = run(capsys, "demo", "--rows", "1000")
+    assert status == 1 and out == "", err
+    (line,) = _errors(err)
+    assert line.startswith(f"mpieval: error: demo: cannot write the demo files in {tmp_path}")
+    assert line.endswith(": No space left on device"), line
+    assert os.listdir(tmp_path) == []

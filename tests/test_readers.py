@@ -228,7 +228,7 @@ def bad_file(tmp_path, name: str, line: int, text: str, rows: int = 3000) -> str
     ("x7\t0.5\tn", "{name}:{line}: column id: 'x7' is not an integer"),
     ("7\t0.5", "{name}:{line}: column note: missing: the line has 2 of the 3 columns"),
     ("7\t0.5\tn\t8", "{name}:{line}: the line has 4 columns, the header 3"),
-    ("", "{name}:{line}: column id: empty value where an integer is expected"),
+    ("", "{name}:{line}: empty line: every line after the header holds a row"),
 ])
 def test_bad_values_are_located(tmp_path, threads, ranks, name, text, message):
     line = 2042

@@ -439,3 +439,21 @@ def test_huge_weights_that_fit_give_the_scaled_values_and_a_short_num(tmp_path, 
     assert float(num) == pytest.approx(a.num * scale, rel=1e-12) and len(num) < 25, line
     assert isinstance(b.to_dict()["num"], float) and isinstance(a.to_dict()["num"], int)
     assert f" num={int(a.num)} " in a.to_log_line("auc")  # below 2**53: %d as before
+
+
+@pytest.mark.parametrize("argv", [["eval", "--config", "{zero}", "{data}"],
+                                  ["eval", "--config", "{big}", "{data}"],
+                                  ["report", "{zero}", "-o", "{out}"]])
+def test_a_config_or_run_that_never_ends_is_refused_without_reading_it(tmp_path, capsys,
+                                                                       argv):
+    """Other readers of a whole file: a device or pipe, and a config of megabytes."""
+    data = write(str(tmp_path / "d.tsv"), rows(100))
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (2 << 20))
+    values = {"zero": "/dev/zero", "big": str(big), "data": data,
+              "out": str(tmp_path / "p.html")}
+    start = time.monotonic()
+    status, out, err = run(capsys, *[a.format(**values) for a in argv])
+    assert time.monotonic() - start < 10
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert "not a regular file" in err or "larger than 1,048,576 bytes" in err, err
