@@ -17,6 +17,12 @@ point). Paddle's gloo backend has no all-to-all, and its point-to-point ``send``
 ranks that send different numbers of messages lose step: the per-user exchange gathers
 every rank's counts (``all_gather``), then each rank in turn ``scatter`` s its rows, in
 slots as large as the most it sends any one rank (the README gives the bytes).
+
+Paddle's gloo operations give up after 30 seconds of waiting for another rank, and there
+is no option to wait longer: a rank that reaches ``compute()`` later than that (a slower
+shard, a loaded machine) would end the job. So before each collective the ranks meet on
+the job's TCP store, whose waits have Paddle's rendezvous timeout (30 minutes), as
+mpieval's MPI transport meets on a non-blocking barrier.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ from typing import Any, ClassVar
 import numpy as np
 import paddle
 import paddle.distributed as dist
+from paddle.base import core
 from paddle.utils.dlpack import from_dlpack
+
+from mpieval.comm import _wait_until
 
 _OPS: dict[str, Any] = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
 
@@ -48,6 +57,7 @@ class PaddleTransport:
     _of_group: ClassVar[weakref.WeakValueDictionary[int, PaddleTransport]] = (
         weakref.WeakValueDictionary())  # by id(group): each transport holds its group
     _twins: ClassVar[dict[int, Any]] = {}  # by the group's id (Paddle keeps every group)
+    _arrivals: ClassVar[dict[int, int]] = {}  # collectives met so far, by the group's id
 
     @classmethod
     def of(cls, group: Any) -> PaddleTransport:
@@ -75,12 +85,20 @@ class PaddleTransport:
             group = twin
         self.group = group
         self.rank, self.size = group.rank, group.nranks
+        self.store = core.create_or_get_global_tcp_store()
 
     def arrive(self) -> None:
-        return  # gloo waits without spinning: nothing to meet before a collective
+        """Meet the group's other ranks on the job's store (Paddle's TCP store, whose
+        waits last as long as Paddle's rendezvous): one count a collective, polled with
+        sleeps; the gloo collective that follows finds every rank there."""
+        number = self._arrivals.get(self.group.id, 0) + 1
+        self._arrivals[self.group.id] = number
+        key = f"mpieval/{self.group.id}/{number}"
+        self.store.add(key, 1)
+        _wait_until(lambda: self.store.add(key, 0) >= self.size)
 
     def barrier(self) -> None:
-        dist.barrier(group=self.group)
+        self.arrive()
 
     def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
         total = local.copy()

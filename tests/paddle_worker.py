@@ -120,6 +120,18 @@ def exchange(rank: int, size: int) -> dict:
             "none": comm.any(False)}
 
 
+def late(rank: int, size: int) -> dict:
+    """The last rank reaches compute() 35 s after the others (Paddle's gloo operations
+    alone give up after 30 s): every rank still gets the job's values."""
+    import time
+
+    metric = AucMetric(100)
+    metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
+    if rank == size - 1:
+        time.sleep(35)
+    return {"num": metric.compute().num}
+
+
 def loop(rank: int, size: int) -> dict:
     """A metric per pass, 2,000 times: one transport while they live, none after."""
     warnings.simplefilter("ignore")

@@ -26,7 +26,7 @@ SCENARIOS = "kinds,exchange,bad_input,mismatch"  # one job per size (paddle star
 
 
 def scenarios(size: int) -> str:
-    return SCENARIOS + (",subgroup" if size == 3 else "") + (",loop" if size == 2 else "")
+    return SCENARIOS + (",subgroup" if size == 3 else "") + (",loop,late" if size == 2 else "")
 
 
 def _free_ports(n: int) -> list[int]:
@@ -138,6 +138,10 @@ def test_metrics_in_another_order_are_one_clear_error_everywhere(size):
 
 def test_metrics_made_per_pass_share_one_transport_and_leave_none():
     assert [r["loop"] for r in run(scenarios(2), 2)] == [{"transports": 1, "after": 0}] * 2
+
+
+def test_a_process_late_to_compute_beyond_gloos_timeout_is_waited_for():
+    assert [r["late"] for r in run(scenarios(2), 2)] == [{"num": 4.0}] * 2
 
 
 def test_a_subgroup_computes_over_its_members():
