@@ -18,13 +18,15 @@ from mpieval.errors import UndefinedMetricWarning
 pytestmark = pytest.mark.mpi
 
 
-def dataset(rng: np.random.Generator, n: int, uid_kind: str) -> dict[str, np.ndarray]:
+def dataset(rng: np.random.Generator, n: int, uid_kind: str,
+            pred_kind: str = "float64") -> dict[str, np.ndarray]:
     """Users of about 40 rows, long ties of preds, real-valued labels (some users with none
     relevant), three tags."""
     uid = rng.integers(0, max(1, n // 40), n)
+    pred = np.where(rng.random(n) < 0.5, rng.integers(0, 3, n) / 2, rng.random(n))
     return {
         "uid": np.char.add("user-", uid.astype(str)) if uid_kind == "str" else uid * 7919,
-        "pred": np.where(rng.random(n) < 0.5, rng.integers(0, 3, n) / 2, rng.random(n)),
+        "pred": pred.astype(np.float32) if pred_kind == "float32" else pred,
         # gains whose sums round: a tie's mean gain depends on the order it is summed in
         "label": np.where(rng.random(n) < 0.4, 0.0, rng.choice([0.1, 0.3, 0.7, 2.2], n)),
         "tag": rng.choice(np.array(["feed", "search", "video"]), n),
@@ -46,11 +48,13 @@ def result(metric: RankingMetric) -> dict:
         return metric.compute().to_dict()
 
 
+@pytest.mark.parametrize("pred_kind", ["float32", "float64"])
 @pytest.mark.parametrize("uid_kind", ["int", "str"])
 @pytest.mark.parametrize("scatter", [True, False])
 def test_split_users_give_the_bits_of_one_process(comm: Comm, rng: np.random.Generator,
-                                                  uid_kind: str, scatter: bool) -> None:
-    rows = dataset(rng, 5000, uid_kind)
+                                                  uid_kind: str, scatter: bool,
+                                                  pred_kind: str) -> None:
+    rows = dataset(rng, 5000, uid_kind, pred_kind)
     want = result(fed(Comm.local(), rows, batches=1))
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
     if comm.size > 1 and comm.rank == 1:

@@ -19,8 +19,8 @@ it still counts as a user, and its rows as rows.
 
 Each block gets ``sum_fields(cutoffs)``: valid users, users, rows, then for each value
 (:func:`value_names`) its sum over the valid users and the sum of its squares, each in an
-exact accumulator (:mod:`mpieval.kernels.exact`). One ``lexsort`` over (key, block, -pred,
-label) orders the rows, so every group's values are computed from its rows in one order
+exact accumulator (:mod:`mpieval.kernels.exact`). The rows are ordered by (key, block,
+-pred, label) (:func:`ranked`), so every group's values are computed from its rows in one order
 whatever order they arrived in (rows equal in all four are interchangeable), and each
 per-group sum is a sequential ``bincount`` in that order: the values' bits do not depend on
 the arrival order or on which rank owns the user. O(n log n) for the sorts, then
@@ -97,7 +97,7 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     label = np.asarray(label, dtype=np.float64)
     pred = np.asarray(pred)
     n = len(keys)
-    order = np.lexsort((label, -pred, block, keys))
+    order = ranked(keys, block, pred, label)
     k, b, p, y = keys[order], block[order], pred[order], label[order]
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = (k[1:] != k[:-1]) | (b[1:] != b[:-1])
@@ -119,8 +119,7 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     run_relevant = np.bincount(run, weights=relevant, minlength=n_runs)
     mean_gain = (np.bincount(run, weights=y, minlength=n_runs) / run_rows)[run]
     gain = mean_gain * discount
-    # the same groups in the same order: sorted by (key, block), then by label descending
-    ideal = label[np.lexsort((-label, block, keys))] * discount
+    ideal = y[np.lexsort((-y, group))] * discount  # each group's labels, descending
     relevant_rows = np.bincount(group, weights=relevant, minlength=n_groups)
     valid = relevant_rows > 0
 
@@ -142,3 +141,43 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     values = np.stack(ndcg + recall, axis=1)
     values[~valid] = np.nan
     return values, valid, b[group_start], group_rows
+
+
+def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
+           label: np.ndarray) -> np.ndarray:
+    """The row order by (key, block, -pred, label), as ``np.lexsort`` of the four but
+    faster: one sort of a uint64 per row (the group's index above the pred's descending
+    rank: the bits of a float32 pred, else its index among the distinct preds), then the
+    rows of equal group and pred sorted by label. Rows equal in all four are
+    interchangeable."""
+    group = _group_index(keys, block)
+    if pred.dtype == np.float32:
+        bits = (pred + np.float32(0)).view(np.uint32)  # + 0: -0.0 is 0.0
+        descending = ~np.where(bits >> 31 != 0, ~bits, bits | np.uint32(1 << 31))
+    else:
+        _, descending = np.unique(-pred, return_inverse=True)  # -0.0 and 0.0 are one
+    if (len(group) and group.max() >= 2**32) or len(descending) >= 2**32:
+        return np.lexsort((label, -pred, group))
+    rank = (group.astype(np.uint64) << np.uint64(32)) | descending.astype(np.uint64)
+    order = np.argsort(rank)
+    rank = rank[order]
+    same = rank[1:] == rank[:-1]
+    if same.any():
+        tied = np.zeros(len(rank), dtype=bool)
+        tied[1:] = same
+        tied[:-1] |= same
+        rows = np.flatnonzero(tied)
+        tie = np.cumsum(np.concatenate(([True], ~same)))[rows]
+        order[rows] = order[rows][np.lexsort((label[order[rows]], tie))]
+    return order
+
+
+def _group_index(keys: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """An int64 per row ordered as (key, block): the key's index among the sorted keys
+    times the number of blocks, plus the block."""
+    if len(keys) and not np.all(keys[1:] >= keys[:-1]):
+        _, user = np.unique(keys, return_inverse=True)
+    else:  # the exchange hands the rows over sorted by key
+        user = np.cumsum(np.concatenate(([False], keys[1:] != keys[:-1])))
+    blocks = int(block.max()) + 1 if len(block) else 1
+    return user.astype(np.int64) * blocks + block
