@@ -304,11 +304,17 @@ def test_to_dict_of_every_kind_holds_plain_python_values(weighted):
 
 
 def _check_plain_dicts(kind_inputs: dict, weighted: bool) -> None:
+    from mpieval import AucMetric, PairwiseMetric
+
     data = rows(3000)
     options = {"auc": {"compare": "pred2"}, "wuauc": {"compare": "pred2"}}
+    windowed = {"auc": AucMetric, "pairwise": PairwiseMetric}
     for kind, inputs in kind_inputs.items():
-        for given in ({}, options.get(kind, {})):
-            metric = KINDS[kind].build(given, Comm())
+        for given in ({}, options.get(kind, {}), {"window": 500} if kind in windowed else {}):
+            if "window" in given:
+                metric = windowed[kind](window=500)
+            else:
+                metric = KINDS[kind].build(given, Comm())
             assert _numpy_leaks(metric.compute().to_dict()) == [], (kind, "empty")
             args = {arg: data[col] for arg, col in inputs.items()}
             if given.get("compare"):
