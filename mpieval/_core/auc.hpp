@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "exact.hpp"
@@ -35,6 +36,11 @@ inline int64_t bucket(double p, int64_t size) {
 
 inline double* row(double* sums, int field) { return sums + field * exact::DIGITS; }
 
+// The scratch of accumulate_binary: the batch's four exact sums in fixed point.
+struct BinaryScratch {
+    exact::Wide wide[4];
+};
+
 // table (2, size), sums (N_SUMS, DIGITS).
 template <class P, class L>
 void accumulate_binary(double* table, int64_t size, const P* pred, const L* label, int64_t n,
@@ -45,17 +51,20 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
         table[y * size + bucket(double(pred[i]), size)] += 1.0;
         positives += y;
     }
+    // then the batch's exact sums: pred over negatives, over positives, pred^2, logloss
     constexpr int D = exact::DIGITS;
-    double part[4 * D] = {};
+    auto scratch = std::make_unique<BinaryScratch>();
+    exact::Wide* wide = scratch->wide;
+    for (auto& w : scratch->wide) w.clear();
     for (int64_t i = 0; i < n; ++i) {
         const double p = double(pred[i]);
         const int64_t y = int64_t(label[i]);
-        exact::add(part + y * D, p);
-        exact::add(part + 2 * D, p * p);
-        exact::add(part + 3 * D, binary_logloss(p, y));
-        if ((i + 1) % exact::SAFE_ADDS == 0) exact::normalize(part, 4);
+        wide[y].add(p);
+        wide[2].add(p * p);
+        wide[3].add(binary_logloss(p, y));
     }
-    exact::normalize(part, 4);
+    double part[4 * D] = {};
+    for (int k = 0; k < 4; ++k) wide[k].fold(part + k * D);
     double ones[D] = {};
     exact::add(ones, double(positives));
     const double* p0 = part;

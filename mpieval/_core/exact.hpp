@@ -66,4 +66,60 @@ inline void add_values(double* acc, const double* values, int64_t n) {
     normalize(acc, 1);
 }
 
+// An exact sum of float64 values gathered in fixed point, one wide integer per exponent:
+// each value adds its 53-bit integer mantissa (signed) to the 128-bit integer of its
+// exponent, one integer addition (2**74 values fit), and fold() adds those integers to an
+// accumulator's digits once, at the end of a batch. The same value as add() of each value
+// to the accumulator, exactly, so the same bits; several times cheaper a value.
+struct Wide {
+    __int128 by_exponent[2048];  // index: the biased exponent (0: subnormals)
+    double special;              // the sum of the infinite and NaN values added
+    bool any_special;
+
+    void clear() {
+        std::memset(by_exponent, 0, sizeof by_exponent);
+        special = 0.0;
+        any_special = false;
+    }
+
+    void add(double value) {
+        uint64_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        const uint64_t magnitude = bits & UINT64_C(0x7FFFFFFFFFFFFFFF);
+        const uint64_t exponent = magnitude >> 52;
+        if (__builtin_expect(exponent == 2047, 0)) {
+            special += value;
+            any_special = true;
+            return;
+        }
+        const int64_t mantissa =
+            int64_t((magnitude & uint64_t(MANTISSA)) | (exponent ? uint64_t(HIDDEN) : 0));
+        const int64_t sign = int64_t(bits) >> 63;  // 0 or -1
+        by_exponent[exponent] += (mantissa ^ sign) - sign;
+    }
+
+    // Add the sum to the accumulator acc (normalized, or with room for 160 additions to
+    // each digit) and normalize it.
+    void fold(double* acc) const {
+        for (int exponent = 0; exponent < 2047; ++exponent) {
+            const __int128 total = by_exponent[exponent];
+            if (total == 0) continue;
+            const double sign = total < 0 ? -1.0 : 1.0;
+            const unsigned __int128 size =
+                total < 0 ? -static_cast<unsigned __int128>(total)
+                          : static_cast<unsigned __int128>(total);
+            const int position = (exponent ? exponent : 1) - 1;  // the mantissa's unit: 2**(position - 1074)
+            const int k = position >> 5;
+            const int shift = position & 31;
+            const unsigned __int128 low = size << shift;
+            const uint64_t high = shift ? uint64_t(size >> (128 - shift)) : 0;
+            for (int d = 0; d < 4; ++d)
+                acc[k + d] += sign * double(uint64_t(low >> (32 * d)) & uint64_t(LOW));
+            acc[k + 4] += sign * double(high);
+        }
+        if (any_special) acc[DIGITS - 1] += special;
+        normalize(acc, 1);
+    }
+};
+
 }  // namespace mpieval::exact
