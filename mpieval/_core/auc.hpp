@@ -41,6 +41,11 @@ struct BinaryScratch {
     exact::Wide wide[4];
 };
 
+// The scratch of accumulate_weighted: the batch's sums in fixed point (SUM_ROWS unused).
+struct WeightedScratch {
+    exact::Wide wide[N_SUMS];
+};
+
 // table (2, size), sums (N_SUMS, DIGITS).
 template <class P, class L>
 void accumulate_binary(double* table, int64_t size, const P* pred, const L* label, int64_t n,
@@ -95,6 +100,10 @@ void accumulate_weighted(double* table, int64_t size, const P* pred, const L* la
         table[b] += w * (1.0 - y);
         table[size + b] += w * y;
     }
+    // the sums in fixed point (exact::Wide), folded into `sums` once
+    auto scratch = std::make_unique<WeightedScratch>();
+    exact::Wide* wide = scratch->wide;
+    for (auto& w : scratch->wide) w.clear();
     for (int64_t i = 0; i < n; ++i) {
         const double p = double(pred[i]);
         const double y = double(label[i]);
@@ -104,15 +113,16 @@ void accumulate_weighted(double* table, int64_t size, const P* pred, const L* la
         double ce = 0.0;
         if (y != 0.0) ce -= y * std::log(q);
         if (y != 1.0) ce -= (1.0 - y) * std::log(1.0 - q);
-        exact::add(row(sums, SUM_ABSERR), w * std::fabs(d));
-        exact::add(row(sums, SUM_SQRERR), w * d * d);
-        exact::add(row(sums, SUM_PRED), w * p);
-        exact::add(row(sums, SUM_LOGLOSS), w * ce);
-        exact::add(row(sums, SUM_LABEL_SQ), w * y * y);
-        exact::add(row(sums, SUM_PRED_SQ), w * p * p);
-        exact::add(row(sums, SUM_LABEL_PRED), w * y * p);
-        if ((i + 1) % exact::SAFE_ADDS == 0) exact::normalize(sums, N_SUMS);
+        wide[SUM_ABSERR].add(w * std::fabs(d));
+        wide[SUM_SQRERR].add(w * d * d);
+        wide[SUM_PRED].add(w * p);
+        wide[SUM_LOGLOSS].add(w * ce);
+        wide[SUM_LABEL_SQ].add(w * y * y);
+        wide[SUM_PRED_SQ].add(w * p * p);
+        wide[SUM_LABEL_PRED].add(w * y * p);
     }
+    for (int f = 0; f < N_SUMS; ++f)
+        if (f != SUM_ROWS) wide[f].fold(row(sums, f));
     exact::add(row(sums, SUM_ROWS), double(n));
     exact::normalize(sums, N_SUMS);
 }

@@ -432,7 +432,9 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
 template <class P, class L, class C, class T>
 void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code, int64_t n,
               int64_t n_tags, double* sums) {
-    std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
+    // each tag's pred and logloss sums in fixed point (exact::Wide), folded once
+    std::vector<exact::Wide> wide(2 * (n_tags + 1));
+    for (auto& w : wide) w.clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t t = int64_t(tag_of_code[codes[i]]);
@@ -440,11 +442,11 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
         const double p = double(pred[i]);
         rows[t] += 1;
         clicks[t] += y;
-        exact::add(part.data() + (2 * t) * D, p);
-        exact::add(part.data() + (2 * t + 1) * D, auc::binary_logloss(p, y));
-        if ((i + 1) % exact::SAFE_ADDS == 0) exact::normalize(part.data(), 2 * (n_tags + 1));
+        wide[2 * t].add(p);
+        wide[2 * t + 1].add(auc::binary_logloss(p, y));
     }
-    exact::normalize(part.data(), 2 * (n_tags + 1));
+    std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
+    for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
         for (const int64_t block : {int64_t(0), 1 + t}) {
             if (block > n_tags) continue;
