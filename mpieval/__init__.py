@@ -10,8 +10,8 @@ Trainer use, on every rank::
     print(result.to_log_line("item_sim"))
     metric.reset()
 
-Importing the package loads neither MPI nor numba: MPI is loaded when a communicator is
-first resolved, numba when a compiled kernel is first needed (:mod:`mpieval.kernels.jit`).
+Importing the package does not load MPI: it is loaded when a communicator is first
+resolved. The kernels are compiled ahead of time (the extension module ``mpieval._core``).
 """
 
 from __future__ import annotations

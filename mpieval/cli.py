@@ -155,18 +155,12 @@ def _flag_dest(flag: str) -> str:
 
 def command() -> int:
     """The ``mpieval`` console script (and ``python -m mpieval``): :func:`main` in a
-    process of its own, with two start-up and exit costs cut.
+    process of its own, with two exit costs cut.
 
-    - numba probes scipy's BLAS when it loads its kernels, which imports ``scipy.linalg``
-      when scipy is installed; mpieval's kernels call no BLAS, so the probe is told that
-      there is none (a ``None`` in ``sys.modules`` makes an import fail).
-    - At exit the interpreter's last garbage collections walk every object numba made;
-      objects still alive then are frozen out of them (``gc.freeze``).
+    - At exit the interpreter's last garbage collections walk every object still alive;
+      those are frozen out of them (``gc.freeze``).
     - A run that read a store and failed with status 1 exits at once (:func:`_exit_now`).
-    - A small job runs its kernels as plain Python, without loading numba
-      (:func:`small_job`).
     """
-    sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
     status = main(own_process=True)
     if status == 1 and locations.stores_opened():
         _exit_now(status)
@@ -352,42 +346,14 @@ def run_merge(args: argparse.Namespace, comm: Comm) -> int:
     return 0
 
 
-SMALL_JOB_BYTES = 128 << 10
-"""Input up to this size is a small job: its kernels run as plain Python (a few thousand
-rows take less than numba's start-up)."""
-INTERPRETED_KINDS = frozenset({"auc"})
-"""The kinds a small job may ask for (their plain-Python run is tested to give the same
-bits as the compiled one)."""
-
-
 def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    small job runs its kernels as Python (:func:`small_job`), and a per-user kind has
-    glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`); otherwise the
-    kernels load on a background thread meanwhile."""
+    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`);
+    the kinds' modules load on a background thread meanwhile."""
     kinds = kinds_asked(args)
-    if own_process and small_job(args.files, kinds):  # the process's kernels are Python
-        jit.interpret()
-        return run_eval(args, comm)
     if own_process and any(KINDS[name].ids for name in kinds if name in KINDS):
         pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, warming=pipeline.warm_up(kinds))
-
-
-def small_job(files: Sequence[str], kinds: Sequence[str]) -> bool:
-    """Whether ``mpieval eval`` of ``files`` and ``kinds`` (:func:`kinds_asked`) is a small
-    job: local files (no pattern, no store) of at most ``SMALL_JOB_BYTES`` together, and
-    kinds of ``INTERPRETED_KINDS`` only. A guess made before any check (the run itself
-    reports what is wrong); every rank makes the same one, and either way the results are
-    the same."""
-    if not kinds or not set(kinds) <= INTERPRETED_KINDS:
-        return False
-    total = 0
-    for name in files:
-        if not os.path.isfile(name):
-            return False
-        total += os.path.getsize(name)
-    return total <= SMALL_JOB_BYTES
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

@@ -308,9 +308,9 @@ class Metric(OnComm, ABC):
 
     @classmethod
     def warm_up(cls) -> None:
-        """Load the kind's compiled kernels now rather than at their first call (numba
-        reads them from its disk cache). Optional: the command line calls it on a
-        background thread while it reads."""
+        """Load the kind's modules and run its compiled kernels once, now rather than at
+        their first call. Optional: the command line calls it on a background thread
+        while it reads."""
         return  # a kind without compiled kernels has nothing to load
 
     @abstractmethod

@@ -341,10 +341,11 @@ class HeldBatches:
 def warm_up(kind_names: Iterable[str]) -> threading.Thread:
     """Load the kinds' compiled kernels on a background thread, started now.
 
-    numba imports itself and loads the kernels from its cache at the start of a fresh
-    process. On this thread that overlaps what the main thread does meanwhile: importing
-    pyarrow and MPI, planning, and parsing the first batches, which :func:`evaluate` holds
-    back until the kernels are in. Only a speed-up: a name that is not a kind, or a
+    Importing a kind's modules (numpy code and the extension module ``mpieval._core``) and
+    running its kernels once on a tiny input takes a little while in a fresh process. On
+    this thread that overlaps what the main thread does meanwhile: importing pyarrow and
+    MPI, planning, and parsing the first batches, which :func:`evaluate` holds back until
+    the kernels are in. Only a speed-up: a name that is not a kind, or a
     failure here, is left for the real run to meet and report.
     """
 

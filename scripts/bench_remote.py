@@ -70,7 +70,7 @@ def main() -> None:
                             destination_filesystem=store)
             command = [sys.executable, "-m", "mpieval", "eval", "--metrics", "auc"]
             local, remote = [], []
-            timed([*command, str(path)], env)  # warm: page cache, numba's cache
+            timed([*command, str(path)], env)  # warm: the page cache
             for _ in range(args.repeats):
                 local.append(timed([*command, str(path)], env))
                 remote.append(timed([*command, "s3://bench/bench.tsv"], env))

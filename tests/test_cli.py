@@ -785,50 +785,24 @@ def test_nothing_in_mpieval_imports_the_command_line():
     assert importers == ["__main__.py"]
 
 
-@pytest.mark.parametrize(("kind", "argv"), [
-    ("auc", ["--metrics", "auc"]),
-    ("wuauc", ["--metrics", "wuauc", "--tag", "tag"]),
-    ("pn", ["--metrics", "pn", "--label", "grade"]),
-])
-def test_the_warm_up_loads_what_the_command_line_runs(tmp_path, data, kind, argv):
-    """In a fresh process: after ``warm_up`` a run of the command line compiles or loads
-    no new kernel (numba's dispatchers gain no signature)."""
+def test_no_jit_compiler_is_loaded_the_kernels_are_an_extension_module(tmp_path, data):
+    """The kernels are compiled ahead of time (``mpieval._core``, a shared library): a run
+    of every kind with their warm-ups loads neither numba nor llvmlite."""
     (path,) = shards(tmp_path, data, ["a.tsv"])
     script = f"""
 import sys
-from mpieval import cli
+import mpieval, mpieval.cli
+from mpieval import _core
 from mpieval.kinds import KINDS
-KINDS[{kind!r}].load().warm_up()
-from mpieval.kinds.auc import kernels as auc
-from mpieval.kinds.pn import kernels as pn
-from mpieval.kinds.wuauc import kernels as wuauc
-def signatures():
-    return {{(m.__name__, name): len(f.signatures) for m in (auc, pn, wuauc)
-             for name, f in vars(m).items() if hasattr(f, "signatures")}}
-before = signatures()
-assert cli.main(["eval", *{argv!r}, {path!r}]) == 0
-after = signatures()
-assert after == before, [k for k in after if after[k] != before[k]]
-assert any(before.values())
+assert _core.__file__.endswith(('.so', '.pyd')), _core.__file__
+assert all(getattr(mpieval, name) for name in mpieval.__all__)
+for name in ("auc", "wuauc", "pn"):
+    KINDS[name].load().warm_up()
+assert mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}]) == 0
+assert not {{"numba", "llvmlite"}} & set(sys.modules), sorted(sys.modules)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env={**os.environ, "MPIEVAL_NO_MPI": "1"}, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-
-
-def test_importing_the_command_line_does_not_load_numba():
-    # numba loads when a kernel is first needed: not on importing the command line, the
-    # package's names or the kinds' declarations, but on a kind's warm-up.
-    script = ("import sys, mpieval, mpieval.cli\n"
-              "from mpieval.kinds import KINDS\n"
-              "assert 'numba' not in sys.modules\n"
-              "assert all(getattr(mpieval, name) for name in mpieval.__all__)\n"
-              "assert all(KINDS[name].inputs for name in KINDS)\n"
-              "assert 'numba' not in sys.modules\n"
-              "mpieval.AucMetric.warm_up()\n"
-              "assert 'numba' in sys.modules\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -845,61 +819,6 @@ def test_a_line_longer_than_two_blocks_reads_on_one_thread_and_two(tmp_path, cap
         results.append(json.loads(out_json.read_text()))
         assert results[-1]["auc"]["rows"] == 3
     assert results[0] == results[1]
-
-
-SMALL_JOB = (
-    "import sys\n"
-    "from mpieval.cli import command\n"
-    "sys.argv = ['mpieval', *sys.argv[1:]]\n"
-    "status = command()\n"
-    "assert 'numba' not in sys.modules, 'a small job loaded numba'\n"
-    "sys.exit(status)\n"
-)
-
-
-@pytest.mark.parametrize("flags", [
-    [],
-    ["--weight", "w"],
-    ["--soft-labels", "--label", "soft"],
-    ["--compare", "pred_b"],
-    ["--table-size", "1000", "--weight", "w"],
-])
-def test_a_small_job_runs_its_kernels_as_python_with_the_same_bits(tmp_path, rng, flags):
-    """A small job (``cli.small_job``) never loads numba: its kernels run as the plain
-    Python they are written in, and its JSON has the same bytes as the compiled run's."""
-    n = 3000
-    pred = np.round(rng.beta(2, 5, n), 6)
-    table = pa.table({
-        "pred": pred, "pred_b": np.round(np.clip(pred + rng.normal(0, 0.1, n), 0, 1), 6),
-        "label": (rng.random(n) < pred).astype(np.int8), "soft": np.round(rng.random(n), 3),
-        "w": rng.integers(1, 4, n),
-    })
-    path = str(tmp_path / "small.tsv")
-    pacsv.write_csv(table, path, write_options=pacsv.WriteOptions(delimiter="\t"))
-    argv = ["eval", "--metrics", "auc", *flags, path]
-    args = cli.build_parser().parse_args(argv)
-    assert cli.small_job(args.files, cli.kinds_asked(args))
-    done = subprocess.run([sys.executable, "-c", SMALL_JOB, *argv, "--json",
-                           str(tmp_path / "python.json")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert cli.main([*argv, "--json", str(tmp_path / "compiled.json")]) == 0
-    python = (tmp_path / "python.json").read_bytes()
-    assert python == (tmp_path / "compiled.json").read_bytes()
-    assert b'"auc"' in python
-
-
-def test_what_is_a_small_job(tmp_path):
-    small_file, large = tmp_path / "a.tsv", tmp_path / "b.tsv"
-    small_file.write_text("pred\tlabel\n0.5\t1\n")
-    large.write_bytes(b"pred\tlabel\n" + b"0.5\t1\n" * (cli.SMALL_JOB_BYTES // 6))
-    def small(argv: list[str]) -> bool:
-        args = cli.build_parser().parse_args(argv)
-        return cli.small_job(args.files, cli.kinds_asked(args))
-
-    assert small(["eval", str(small_file)])
-    assert not small(["eval", str(small_file), str(large)])  # too large together
-    assert not small(["eval", "--metrics", "auc,wuauc", str(small_file)])
-    assert not small(["eval", str(tmp_path / "*.tsv")])  # a pattern
 
 
 def test_version_is_the_package_metadata_one(capsys):

@@ -68,3 +68,57 @@ def test_infinities_and_nan_propagate_and_overflow_is_infinite() -> None:
 def test_to_floats_keeps_the_leading_shape(shape) -> None:
     acc = exact.accumulator(*shape)
     assert exact.to_floats(acc).shape == shape and not exact.to_floats(acc).any()
+
+
+def test_the_binary_update_sums_are_exact_over_every_exponent(rng):
+    """The binary update gathers its sums in fixed point by exponent (``exact::Wide``):
+    preds from subnormals to 1 (every exponent of [0, 1]), with their squares and logs,
+    give the exact sums of the rows' own float64 terms (Fractions)."""
+    from mpieval.kinds.auc import kernels as auc
+
+    exponents = rng.integers(-1074, 1, 600)
+    pred = np.ldexp(rng.random(600), exponents)
+    pred[:4] = [0.0, 1.0, 5e-324, 2.0**-1022]
+    label = (rng.random(600) < 0.3).astype(np.int8)
+    table, sums = np.zeros((2, 8)), exact.accumulator(auc.N_SUMS)
+    auc.accumulate(table, sums, pred, label)
+    terms = {"pred": pred, "pred_sq": pred * pred,
+             "logloss": [auc.binary_logloss(float(p), int(y))
+                         for p, y in zip(pred, label, strict=True)],
+             "label_pred": pred * label}
+    for name, values in terms.items():
+        want = sum((Fraction(float(v)) for v in values), Fraction(0))
+        got = exact.to_int(sums[auc.SUM_FIELDS.index(name)])
+        assert Fraction(got, 2**1074) == want, name
+
+
+def test_the_weighted_update_sums_are_exact(rng):
+    """The weighted update (soft labels, fractional weights) gathers its seven sums in
+    fixed point too: each equals the exact sum of the rows' own float64 terms."""
+    from mpieval.kinds.auc import kernels as auc
+
+    n = 400
+    pred = np.ldexp(rng.random(n), rng.integers(-1074, 1, n))
+    label = np.round(rng.random(n), 2)
+    label[:3] = [0.0, 1.0, 0.5]
+    weight = np.ldexp(rng.random(n), rng.integers(-30, 30, n))
+    table, sums = np.zeros((2, 8)), exact.accumulator(auc.N_SUMS)
+    auc.accumulate(table, sums, pred, label, weight, binary=False)
+    terms: dict[str, list[float]] = {name: [] for name in auc.SUM_FIELDS if name != "rows"}
+    for p, y, w in zip(pred.tolist(), label.tolist(), weight.tolist(), strict=True):
+        q = min(max(p, auc.PRED_CLIP), 1.0 - auc.PRED_CLIP)
+        ce = 0.0
+        if y != 0.0:
+            ce -= y * math.log(q)
+        if y != 1.0:
+            ce -= (1.0 - y) * math.log(1.0 - q)
+        d = p - y
+        for name, value in (("abserr", w * abs(d)), ("sqrerr", w * d * d), ("pred", w * p),
+                            ("logloss", w * ce), ("label_sq", w * y * y),
+                            ("pred_sq", w * p * p), ("label_pred", w * y * p)):
+            terms[name].append(value)
+    for name, values in terms.items():
+        want = sum((Fraction(v) for v in values), Fraction(0))
+        got = exact.to_int(sums[auc.SUM_FIELDS.index(name)])
+        assert Fraction(got, 2**1074) == want, name
+    assert exact.to_float(sums[auc.SUM_ROWS]) == n

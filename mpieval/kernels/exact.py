@@ -16,8 +16,9 @@ below ``2**53``: normalized digits leave room for two million ranks), and the su
 rounded to a float64 once, at the end (:func:`to_float`). The digits are float64 so that
 an accumulator packs into the same buffer as the other summed parts.
 
-The kernels take accumulators of shape ``(..., DIGITS)`` and add whole rows of values
-with :func:`add`; they are compiled callees, so the loops that feed them stay one pass.
+The compiled kernels (``mpieval/_core/exact.hpp``: ``add``, ``normalize``) take
+accumulators of shape ``(..., DIGITS)`` and add each value where the loops that feed them
+compute it, so those loops stay one pass.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import math
 
 import numpy as np
 
-from mpieval.kernels.jit import compiled
+from mpieval import _core
 
 BITS = 32
 DIGITS = 68
@@ -34,63 +35,20 @@ DIGITS = 68
 SAFE_ADDS = 1 << 20
 """Additions to one accumulator between two :func:`normalize` (``< 2**21``: room for a
 normalized digit plus that many values of at most ``2**32`` each, below ``2**53``)."""
-_RADIX = float(2**BITS)
-_LOW = (1 << BITS) - 1
-_MANTISSA = (1 << 52) - 1
-_HIDDEN = 1 << 52
 
 
-@compiled
-def add(acc, value):
-    """Add the float64 ``value`` to the accumulator ``acc`` (shape ``(DIGITS,)``), exactly."""
-    bits = np.float64(value).view(np.int64)
-    magnitude = bits & 0x7FFFFFFFFFFFFFFF
-    if magnitude == 0:
-        return
-    exponent = magnitude >> 52
-    if exponent == 2047:  # inf or NaN: kept as such in the top digit (see to_float)
-        acc[DIGITS - 1] += value
-        return
-    mantissa = magnitude & _MANTISSA
-    if exponent == 0:  # subnormal: no hidden bit, the step of the smallest exponent
-        exponent = 1
-    else:
-        mantissa |= _HIDDEN
-    position = exponent - 1  # the mantissa's lowest bit weighs 2**(position - 1074)
-    k = position >> 5
-    shift = position & 31
-    low = (mantissa & ((1 << (BITS - shift)) - 1)) << shift
-    rest = mantissa >> (BITS - shift)
-    sign = -1.0 if bits < 0 else 1.0
-    acc[k] += sign * np.float64(low)
-    acc[k + 1] += sign * np.float64(rest & _LOW)
-    acc[k + 2] += sign * np.float64(rest >> BITS)
-
-
-@compiled
-def normalize(acc):
+def normalize(acc: np.ndarray) -> None:
     """Carry every digit's excess over ``2**32`` to the next digit, in place: digits
     ``0 .. DIGITS - 2`` end in ``[0, 2**32)``, the last one holds the sign. ``acc`` (C
-    contiguous) may have any leading shape; the value is unchanged (each step is exact)."""
-    flat = acc.reshape(-1, acc.shape[-1])
-    for row in range(flat.shape[0]):
-        carry = 0.0
-        for k in range(flat.shape[1] - 1):
-            digit = flat[row, k] + carry
-            carry = np.floor(digit / _RADIX)
-            flat[row, k] = digit - carry * _RADIX
-        flat[row, flat.shape[1] - 1] += carry
+    contiguous float64) may have any leading shape; the value is unchanged (each step is
+    exact)."""
+    _core.normalize(acc)
 
 
-@compiled
-def add_values(acc, values):
+def add_values(acc: np.ndarray, values: np.ndarray) -> None:
     """Add every value of the float64 array ``values`` to ``acc`` (shape ``(DIGITS,)``)
-    and normalize it."""
-    for i in range(values.shape[0]):
-        add(acc, values[i])
-        if (i + 1) % SAFE_ADDS == 0:
-            normalize(acc)
-    normalize(acc)
+    and normalize it (the add itself: ``add`` in ``mpieval/_core/exact.hpp``)."""
+    _core.add_values(acc, np.ascontiguousarray(values, dtype=np.float64))
 
 
 def accumulator(*shape: int) -> np.ndarray:

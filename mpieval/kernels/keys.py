@@ -1,7 +1,7 @@
 """Kernels of the uid keys: stable 64-bit hashing of string uids and the owner of a key.
 
-Pure numpy (no MPI, no state, no Python loop over rows), except :func:`mix64_scalar`, the
-compiled form of the same ``mix64`` for compiled loops (:mod:`mpieval.kinds.wuauc.kernels`).
+Pure numpy (no MPI, no state, no Python loop over rows), except the compiled hashing of
+variable-length strings and ``mix64`` of compiled loops (``mpieval/_core/keys.hpp``).
 
 Hashing. ``mix64`` is the splitmix64/murmur3 finalizer, a bijection of uint64 with
 full avalanche. A string of code units ``c_0 .. c_{m-1}`` (packed eight bytes to a
@@ -13,11 +13,10 @@ same on every rank, host and run.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from mpieval.kernels.jit import compiled, on_threads
+from mpieval import _core
+from mpieval.kernels.jit import on_threads
 
 _U64 = np.uint64
 # splitmix64 constants
@@ -37,8 +36,8 @@ def _mix64_steps(x: np.ndarray) -> np.ndarray:
     """The splitmix64 finalizer of uint64 ``x``:
     ``x ^= x >> 30; x *= M1; x ^= x >> 27; x *= M2; x ^= x >> 31`` (mod 2**64).
 
-    The one definition of ``mix64``: on a uint64 array it runs in place (numpy), and
-    compiled it is :func:`mix64_scalar`, on one uint64."""
+    On a uint64 array it runs in place (numpy); compiled (``mpieval/_core/keys.hpp``) it is
+    :func:`mix64_scalar`, the same steps on one uint64."""
     x ^= x >> _U64(30)
     x *= _M1
     x ^= x >> _U64(27)
@@ -47,8 +46,9 @@ def _mix64_steps(x: np.ndarray) -> np.ndarray:
     return x
 
 
-mix64_scalar = compiled(_mix64_steps)
-"""``mix64`` of one uint64, for compiled loops."""
+def mix64_scalar(x: np.uint64 | int) -> int:
+    """``mix64`` of one uint64, as the compiled loops compute it."""
+    return int(_core.mix64(int(x)))
 
 
 def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -120,6 +120,10 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
     buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.jit.threads`
     threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
     array."""
+    offsets = np.ascontiguousarray(offsets)
+    if offsets.dtype not in (np.int32, np.int64):
+        offsets = offsets.astype(np.int64)
+    data = np.ascontiguousarray(data).view(np.uint8)
     n = len(offsets) - 1
     width = max(int(np.max(np.diff(offsets))) if n else 0, 1)
     width = -(-width // 8)
@@ -131,34 +135,11 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
 
     def hash_slice(rows: tuple[int, int]) -> None:
         lo, hi = rows
-        _hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
-                    checks[lo:hi])
+        _core.hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
+                         checks[lo:hi])
 
     on_threads(hash_slice, slices)
     return keys, checks
-
-
-@compiled
-def _hash_texts(offsets: np.ndarray, data: np.ndarray, constants: np.ndarray,
-                zero_terms: np.ndarray, keys: np.ndarray, checks: np.ndarray) -> None:
-    """:func:`hash_words` of each value's little-endian words (the last one zero-padded),
-    with the two rows of ``constants`` (and their ``mix64``), into ``keys`` and ``checks``."""
-    for i in range(len(keys)):
-        start = int(offsets[i])
-        stop = int(offsets[i + 1])
-        key: Any = np.uint64(0)
-        check: Any = np.uint64(0)
-        j = 0
-        while start < stop:
-            word: Any = np.uint64(0)
-            for b in range(min(8, stop - start)):
-                word |= np.uint64(data[start + b]) << np.uint64(8 * b)
-            key += mix64_scalar(word + constants[0, j]) - zero_terms[0, j]
-            check += mix64_scalar(word + constants[1, j]) - zero_terms[1, j]
-            start += 8
-            j += 1
-        keys[i] = mix64_scalar(key)
-        checks[i] = mix64_scalar(check)
 
 
 def combine_keys(columns: list[np.ndarray], seed: int) -> np.ndarray:

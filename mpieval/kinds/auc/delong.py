@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
+from mpieval import _core
 from mpieval.kernels import exact
-from mpieval.kernels.jit import compiled
 from mpieval.kinds.auc.kernels import filled_buckets
 
 
@@ -33,11 +33,10 @@ def delong_from_table(negatives: np.ndarray,
     return _delong(negatives[filled], positives[filled])
 
 
-@compiled
 def _delong(negatives: np.ndarray,
             positives: np.ndarray) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
-    from the top bucket down.
+    from the top bucket down (``delong`` in ``mpieval/_core/stats.hpp``).
 
     ``auc`` and its DeLong ``variance`` as in the module docstring (NaN variance when a
     class has total weight 1 or less; NaN AUC when one is empty), from the sums over
@@ -51,45 +50,9 @@ def _delong(negatives: np.ndarray,
     1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two differ by
     at most this much.
     """
-    neg_above = 0.0
-    pos_above = 0.0
-    tied = 0.0
-    precision_sum = 0.0
-    pos_t = pos_tt = neg_u = neg_uu = 0.0
-    for b in range(negatives.shape[0] - 1, -1, -1):
-        neg = negatives[b]
-        pos = positives[b]
-        if neg == 0 and pos == 0:
-            continue
-        if pos != 0:
-            t = neg_above + 0.5 * neg
-            pos_t += pos * t
-            pos_tt += pos * t * t
-            tp = pos_above + pos
-            precision_sum += pos * tp / (tp + neg_above + neg)
-        if neg != 0:
-            u = pos_above + 0.5 * pos
-            neg_u += neg * u
-            neg_uu += neg * u * u
-        tied += neg * pos
-        neg_above += neg
-        pos_above += pos
-    neg_total = neg_above
-    pos_total = pos_above
-    if pos_total == 0:
-        return math.nan, math.nan, math.nan, math.nan
-    auprc = precision_sum / pos_total
-    if neg_total == 0:
-        return math.nan, math.nan, auprc, math.nan
-    auc = neg_u / (neg_total * pos_total)
-    tie_bound = tied / (2 * neg_total * pos_total)
-    if neg_total <= 1 or pos_total <= 1:
-        return auc, math.nan, auprc, tie_bound
-    s10 = max(pos_tt - pos_t * pos_t / pos_total, 0.0) / (neg_total * neg_total)
-    s01 = max(neg_uu - neg_u * neg_u / neg_total, 0.0) / (pos_total * pos_total)
-    s10 /= pos_total - 1
-    s01 /= neg_total - 1
-    return auc, s10 / pos_total + s01 / neg_total, auprc, tie_bound
+    auc, variance, auprc, tie_bound = _core.delong(
+        np.ascontiguousarray(negatives, np.float64), np.ascontiguousarray(positives, np.float64))
+    return auc, variance, auprc, tie_bound
 
 
 def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -109,7 +72,6 @@ def placements(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return v10, v01, auc
 
 
-@compiled
 def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,
                   negative: np.ndarray, v10_a: np.ndarray, v10_b: np.ndarray,
                   v01_a: np.ndarray, v01_b: np.ndarray) -> np.ndarray:
@@ -119,18 +81,15 @@ def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarr
     (``w (1 - y)``), from the centred placements of :func:`placements` (the paired DeLong
     test, see :func:`paired_variance`)."""
     spread = np.zeros((2, exact.DIGITS))
-    for i in range(bucket_a.shape[0]):
-        a = bucket_a[i]
-        b = bucket_b[i]
-        if positive[i] != 0:
-            d = v10_b[b] - v10_a[a]
-            exact.add(spread[0], positive[i] * d * d)
-        if negative[i] != 0:
-            d = v01_b[b] - v01_a[a]
-            exact.add(spread[1], negative[i] * d * d)
-        if (i + 1) % exact.SAFE_ADDS == 0:
-            exact.normalize(spread)
-    exact.normalize(spread)
+    bucket_b = np.ascontiguousarray(bucket_b, bucket_a.dtype)
+    if positive.dtype not in (np.float32, np.float64):
+        positive = positive.astype(np.float64)
+    negative = np.ascontiguousarray(negative, positive.dtype)
+    v10_a, v10_b, v01_a, v01_b = (np.ascontiguousarray(v, np.float64)
+                                  for v in (v10_a, v10_b, v01_a, v01_b))
+    _core.paired_spread(np.ascontiguousarray(bucket_a), bucket_b,
+                        np.ascontiguousarray(positive), negative, v10_a, v10_b, v01_a, v01_b,
+                        spread)
     return spread
 
 

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
+from mpieval import _core
 from mpieval.kernels import exact
-from mpieval.kernels.jit import compiled
 
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
@@ -45,7 +45,7 @@ N_SUMS = len(SUM_FIELDS)
 
 PRED_CLIP = 1e-15  # logloss clips pred to [PRED_CLIP, 1 - PRED_CLIP]
 
-# dtypes the compiled update takes as they are; anything else is converted first.
+# dtypes the compiled update (mpieval._core) takes as they are; anything else is converted.
 _PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _LABEL_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, np.float32,
                                              np.float64))
@@ -61,87 +61,12 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
     return index
 
 
-@compiled
-def binary_logloss(p, y):
+def binary_logloss(p: float, y: int) -> float:
     """A row's logloss for a 0/1 label: ``-ln q`` for a click, ``-ln(1 - q)`` otherwise,
-    ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` (``auc`` and ``wuauc``)."""
+    ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` (``auc`` and ``wuauc``; the
+    kernels' own: ``binary_logloss`` in ``mpieval/_core/auc.hpp``, the same operations)."""
     q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
     return -math.log(q if y == 1 else 1.0 - q)
-
-
-@compiled
-def _accumulate_binary(table, pred, label, sums):
-    size = table.shape[1]
-    positives = 0
-    for i in range(pred.shape[0]):  # the table first: its misses overlap best alone
-        y = np.int64(label[i])
-        table[y, min(np.int64(np.float64(pred[i]) * size), size - 1)] += 1.0
-        positives += y
-    # then the batch's exact sums: pred over negatives, over positives, pred^2, logloss
-    part = np.zeros((4, exact.DIGITS))
-    for i in range(pred.shape[0]):
-        p = np.float64(pred[i])
-        y = np.int64(label[i])
-        exact.add(part[y], p)
-        exact.add(part[2], p * p)
-        exact.add(part[3], binary_logloss(p, y))
-        if (i + 1) % exact.SAFE_ADDS == 0:
-            exact.normalize(part)
-    exact.normalize(part)
-    # |p - y| and (p - y)^2 summed exactly from the parts: for y = 1 they are 1 - p and
-    # p^2 - 2p + 1, for y = 0 p and p^2 (p^2 rounded once per row, as a float64)
-    ones = np.zeros(exact.DIGITS)
-    exact.add(ones, np.float64(positives))
-    sums[SUM_ABSERR] += part[0] - part[1] + ones
-    sums[SUM_SQRERR] += part[2] - 2.0 * part[1] + ones
-    sums[SUM_PRED] += part[0] + part[1]
-    sums[SUM_LOGLOSS] += part[3]
-    sums[SUM_LABEL_SQ] += ones
-    sums[SUM_PRED_SQ] += part[2]
-    sums[SUM_LABEL_PRED] += part[1]
-    exact.add(sums[SUM_ROWS], np.float64(pred.shape[0]))
-    exact.normalize(sums)
-
-
-@compiled
-def _accumulate_weighted(table, pred, label, weight, sums):
-    size = table.shape[1]
-    exact.normalize(sums)  # room for SAFE_ADDS rows, whatever merges came before
-    for i in range(pred.shape[0]):
-        y = np.float64(label[i])
-        w = np.float64(weight[i])
-        bucket = min(np.int64(np.float64(pred[i]) * size), size - 1)
-        table[0, bucket] += w * (1.0 - y)
-        table[1, bucket] += w * y
-    for i in range(pred.shape[0]):
-        p = np.float64(pred[i])
-        y = np.float64(label[i])
-        w = np.float64(weight[i])
-        d = p - y
-        q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
-        ce = 0.0
-        if y != 0.0:
-            ce -= y * math.log(q)
-        if y != 1.0:
-            ce -= (1.0 - y) * math.log(1.0 - q)
-        exact.add(sums[SUM_ABSERR], w * abs(d))
-        exact.add(sums[SUM_SQRERR], w * d * d)
-        exact.add(sums[SUM_PRED], w * p)
-        exact.add(sums[SUM_LOGLOSS], w * ce)
-        exact.add(sums[SUM_LABEL_SQ], w * y * y)
-        exact.add(sums[SUM_PRED_SQ], w * p * p)
-        exact.add(sums[SUM_LABEL_PRED], w * y * p)
-        if (i + 1) % exact.SAFE_ADDS == 0:
-            exact.normalize(sums)
-    exact.add(sums[SUM_ROWS], np.float64(pred.shape[0]))
-    exact.normalize(sums)
-
-
-@compiled
-def _bucket_pairs(pred_a, pred_b, size, bucket_a, bucket_b):
-    for i in range(pred_a.shape[0]):
-        bucket_a[i] = min(np.int64(np.float64(pred_a[i]) * size), size - 1)
-        bucket_b[i] = min(np.int64(np.float64(pred_b[i]) * size), size - 1)
 
 
 def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
@@ -150,14 +75,15 @@ def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
     a = _as_kernel_input(pred_a, _PRED_DTYPES)
     b = _as_kernel_input(pred_b, _PRED_DTYPES)
     bucket_a, bucket_b = np.empty(len(a), dtype=dtype), np.empty(len(b), dtype=dtype)
-    _bucket_pairs(a, b, table_size, bucket_a, bucket_b)
+    _core.bucket_pairs(a, b, table_size, bucket_a, bucket_b)
     return bucket_a, bucket_b
 
 
 def _as_kernel_input(values: np.ndarray, accepted: tuple[np.dtype, ...]) -> np.ndarray:
     if values.dtype == np.bool_:
-        return values.view(np.uint8)
-    return values if values.dtype in accepted else values.astype(np.float64)
+        values = values.view(np.uint8)
+    values = values if values.dtype in accepted else values.astype(np.float64)
+    return np.ascontiguousarray(values)
 
 
 def accumulate(
@@ -181,10 +107,10 @@ def accumulate(
     p = _as_kernel_input(pred, _PRED_DTYPES)
     y = _as_kernel_input(label, _LABEL_DTYPES)
     if binary and weight is None:
-        _accumulate_binary(table, p, y, sums)
+        _core.accumulate_binary(table, p, y, sums)
     else:
-        w = np.ones(len(p)) if weight is None else _as_kernel_input(weight, _LABEL_DTYPES)
-        _accumulate_weighted(table, p, y, w, sums)
+        w = np.ones(len(p)) if weight is None else np.ascontiguousarray(weight, np.float64)
+        _core.accumulate_weighted(table, p, y, w, sums)
 
 
 def auc_from_table(table: np.ndarray) -> float:
@@ -221,64 +147,26 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
     return _bucket_error(filled, negatives[filled], positives[filled], len(negatives))
 
 
-def filled_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
-    """The buckets that hold a row (weights are never negative), in order."""
-    return np.flatnonzero((negatives != 0) | (positives != 0))
-
-
-@compiled
 def _bucket_error(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray,
                   table_size: int) -> float:
     """:func:`bucket_error_from_table` from the filled buckets ``filled`` (ascending) and
-    their counts. An empty bucket adds nothing; what the seed's sweep does there is only
-    to restart the range (when the CTR has moved more than ``kMaxSpan`` from its start),
-    and that is replayed here: the next restart is the first bucket ``j`` where the seed's
-    own test ``abs(j / T - last_ctr) > kMaxSpan`` holds (the same expression, so the same
-    float decisions), found from an estimate and a few steps."""
-    last_ctr = -1.0
-    impression_sum = 0.0
-    ctr_sum = 0.0
-    click_sum = 0.0
-    error_sum = 0.0
-    error_count = 0.0
-    j = 0  # the next bucket the seed's sweep would visit
-    for k in range(len(filled)):
-        i = filled[k]
-        while j < i:  # the empty buckets j .. i - 1: restarts only
-            if last_ctr < 0:
-                step = j
-            else:
-                step = max(j, int((last_ctr + K_MAX_SPAN) * table_size) - 2)
-                while step < i and not abs(step / table_size - last_ctr) > K_MAX_SPAN:
-                    step += 1
-            if step >= i:
-                break
-            last_ctr = step / table_size
-            impression_sum = 0.0
-            ctr_sum = 0.0
-            click_sum = 0.0
-            j = step + 1
-        click = positives[k]
-        show = negatives[k] + positives[k]
-        ctr = i / table_size
-        if abs(ctr - last_ctr) > K_MAX_SPAN:
-            last_ctr = ctr
-            impression_sum = 0.0
-            ctr_sum = 0.0
-            click_sum = 0.0
-        impression_sum += show
-        ctr_sum += ctr * show
-        click_sum += click
-        adjust_ctr = ctr_sum / impression_sum
-        relative_error = math.sqrt((1 - adjust_ctr) / (adjust_ctr * impression_sum))
-        if relative_error < K_RELATIVE_ERROR_BOUND:
-            actual_ctr = click_sum / impression_sum
-            relative_ctr_error = abs(actual_ctr / adjust_ctr - 1)
-            error_sum += relative_ctr_error * impression_sum
-            error_count += impression_sum
-            last_ctr = -1.0
-        j = i + 1
-    return error_sum / error_count if error_count > 0 else math.nan
+    their counts (``bucket_error`` in ``mpieval/_core/auc.hpp``). An empty bucket adds
+    nothing; what the seed's sweep does there is only to restart the range (when the CTR
+    has moved more than ``kMaxSpan`` from its start), and that is replayed there: the next
+    restart is the first bucket ``j`` where the seed's own test ``abs(j / T - last_ctr) >
+    kMaxSpan`` holds (the same expression, so the same float decisions), found from an
+    estimate and a few steps."""
+    return float(_core.bucket_error(np.ascontiguousarray(filled, np.int64), _f64(negatives),
+                                    _f64(positives), int(table_size)))
+
+
+def _f64(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+def filled_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
+    """The buckets that hold a row (weights are never negative), in order."""
+    return np.flatnonzero((negatives != 0) | (positives != 0))
 
 
 CURVE_POINTS = 1000  # at most this many steps in each curve
@@ -293,43 +181,8 @@ def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
     and the last. Empty when a class is missing. (The sweep sees the filled buckets only:
     it skips the others.)"""
     filled = filled_buckets(negatives, positives)
-    return _roc(negatives[filled], positives[filled], points)
-
-
-@compiled
-def _roc(negatives: np.ndarray, positives: np.ndarray, points: int) -> np.ndarray:
-    """:func:`roc_from_table`'s sweep."""
-    neg_total = 0.0
-    pos_total = 0.0
-    filled = 0
-    for b in range(negatives.shape[0]):
-        neg_total += negatives[b]
-        pos_total += positives[b]
-        if negatives[b] != 0 or positives[b] != 0:
-            filled += 1
-    if neg_total == 0 or pos_total == 0:
-        return np.zeros((0, 2))
-    every = filled <= points
-    curve = np.zeros((min(filled, points + 1) + 1, 2))
-    n = 1
-    fp = 0.0
-    tp = 0.0
-    step = 0  # the steps of 2 / points reached so far
-    for b in range(negatives.shape[0] - 1, -1, -1):
-        if negatives[b] == 0 and positives[b] == 0:
-            continue
-        fp += negatives[b]
-        tp += positives[b]
-        filled -= 1
-        fpr = fp / neg_total
-        tpr = tp / pos_total
-        reached = int((fpr + tpr) * points / 2)
-        if every or reached > step or filled == 0:
-            step = reached
-            curve[n, 0] = fpr
-            curve[n, 1] = tpr
-            n += 1
-    return curve[:n]
+    curve = np.zeros((min(len(filled), points + 1) + 1, 2))
+    return curve[: _core.roc(_f64(negatives[filled]), _f64(positives[filled]), points, curve)]
 
 
 def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
@@ -341,44 +194,17 @@ def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
     T`` (within ``1 / 2T`` of the mean raw pred); ``rows`` is the weight sum. Empty
     without rows."""
     filled = filled_buckets(negatives, positives)
-    return _calibration(filled, negatives[filled], positives[filled], len(negatives), points)
-
-
-@compiled
-def _calibration(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray, size: int,
-                 points: int) -> np.ndarray:
-    """:func:`calibration_from_table` from the filled buckets ``filled`` and their counts
-    (an empty bucket adds nothing to any sum)."""
-    total = 0.0
-    for k in range(len(filled)):
-        total += negatives[k] + positives[k]
     bins = np.zeros((points, 3))
-    below = 0.0
-    for i in range(len(filled)):
-        b = filled[i]
-        rows = negatives[i] + positives[i]
-        k = min(int(below * points / total), points - 1)
-        bins[k, 0] += rows * ((b + 0.5) / size)
-        bins[k, 1] += positives[i]
-        bins[k, 2] += rows
-        below += rows
-    n = 0
-    for k in range(points):
-        if bins[k, 2] != 0:
-            bins[n, 0] = bins[k, 0] / bins[k, 2]
-            bins[n, 1] = bins[k, 1] / bins[k, 2]
-            bins[n, 2] = bins[k, 2]
-            n += 1
-    return bins[:n]
+    count = _core.calibration(np.ascontiguousarray(filled, np.int64), _f64(negatives[filled]),
+                              _f64(positives[filled]), len(negatives), points, bins)
+    return bins[:count]
 
 
 def warm_up() -> None:
-    """Load the compiled update (float64 pred and label, as files are read) and sweep.
-
-    numba loads a compiled function from its disk cache at the first call, a noticeable
-    part of a fresh process's start-up; :func:`mpieval.cli.main` pays it on a background
-    thread while the first batches are read.
-    """
+    """Run the compiled update (float64 pred and label, as files are read) and sweeps once
+    on a tiny table: the extension module is loaded ahead of time, so this only checks
+    it (:func:`mpieval.cli.main` calls it on a background thread while the first batches
+    are read)."""
     table = np.zeros((2, 4))
     accumulate(table, exact.accumulator(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
     bucket_error_from_table(table[0], table[1])

@@ -14,83 +14,16 @@ For the rows of one user, every pair with different labels is ordered so that
     positive                     P = D - T - N
 
 Sorting by (label, pred) and counting inversions are both a merge sort
-(:mod:`mpieval.kernels.sort`), per user, in scratch buffers as long as the largest user:
-a user of ``m`` rows is two sorts of ``m`` values. Counts are int64.
+(:mod:`mpieval.kernels.sort`; the pass: ``mpieval/_core/pn.hpp``), per user, in scratch
+buffers as long as the largest user: a user of ``m`` rows is two sorts of ``m`` values.
+Counts are int64.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mpieval.kernels.jit import compiled
-from mpieval.kernels.sort import merge_sort, merge_sort_counting_inversions
-
-
-@compiled
-def _pair_counts_per_user(
-    starts: np.ndarray,
-    pred: np.ndarray,
-    label: np.ndarray,
-    positive: np.ndarray,
-    negative: np.ndarray,
-    tie: np.ndarray,
-) -> None:
-    """Fill ``positive[u], negative[u], tie[u]`` for user ``u`` (formulas: module doc)."""
-    longest = 0
-    for u in range(len(starts) - 1):
-        longest = max(longest, starts[u + 1] - starts[u])
-    work_label = np.empty(longest, np.float64)
-    work_pred = np.empty(longest, np.float64)
-    tmp_label = np.empty(longest, np.float64)
-    tmp_pred = np.empty(longest, np.float64)
-    for u in range(len(starts) - 1):
-        lo, m = starts[u], starts[u + 1] - starts[u]
-        if m < 2:
-            continue
-        first = label[lo]
-        one_label = True
-        for r in range(lo + 1, lo + m):
-            if label[r] != first:
-                one_label = False
-                break
-        if one_label:
-            continue  # no pair with different labels
-        for r in range(m):
-            work_label[r] = label[lo + r]
-            work_pred[r] = pred[lo + r]
-        merge_sort(work_label, tmp_label, m, work_pred, tmp_pred)  # by (label, pred)
-        # same-label pairs and same-(label, pred) pairs, from the runs of the sorted rows
-        same_label = 0
-        same_both = 0
-        run_label = 1
-        run_both = 1
-        for r in range(1, m + 1):
-            if r < m and work_label[r] == work_label[r - 1]:
-                run_label += 1
-                if work_pred[r] == work_pred[r - 1]:
-                    run_both += 1
-                else:
-                    same_both += run_both * (run_both - 1) // 2
-                    run_both = 1
-            else:
-                same_label += run_label * (run_label - 1) // 2
-                same_both += run_both * (run_both - 1) // 2
-                run_label = 1
-                run_both = 1
-        inversions = merge_sort_counting_inversions(work_pred, tmp_pred, m)
-        same_pred = 0
-        run_pred = 1
-        for r in range(1, m + 1):
-            if r < m and work_pred[r] == work_pred[r - 1]:
-                run_pred += 1
-            else:
-                same_pred += run_pred * (run_pred - 1) // 2
-                run_pred = 1
-        different = m * (m - 1) // 2 - same_label
-        ties = same_pred - same_both
-        negative[u] = inversions
-        tie[u] = ties
-        positive[u] = different - ties - inversions
+from mpieval import _core
 
 
 def pair_counts_per_user(
@@ -114,7 +47,7 @@ def pair_counts_per_user(
     positive = np.zeros(users, np.int64)
     negative = np.zeros(users, np.int64)
     tie = np.zeros(users, np.int64)
-    _pair_counts_per_user(starts, pred, label, positive, negative, tie)
+    _core.pair_counts_per_user(starts, pred, label, positive, negative, tie)
     return positive, negative, tie
 
 
@@ -125,5 +58,5 @@ def pair_counts(starts: np.ndarray, pred: np.ndarray, label: np.ndarray) -> tupl
 
 
 def warm_up() -> None:
-    """Load the compiled count (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
+    """Run the compiled count once (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
     pair_counts(np.array([0, 2]), np.array([0.25, 0.75]), np.array([0.0, 1.0]))

@@ -1,0 +1,483 @@
+// Per-user AUC sums of the wuauc kind (see mpieval/kernels/wuauc.py): the grouping of rows
+// by key prefix, the pass over users, the rows' sums and the paired differences.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "auc.hpp"
+#include "exact.hpp"
+#include "keys.hpp"
+#include "sort.hpp"
+
+namespace mpieval::wuauc {
+
+constexpr int64_t SHORT = 16;
+constexpr int64_t CHUNK = int64_t(1) << 14;
+constexpr int64_t USER_FIELDS = 11;
+constexpr int64_t DIFF_FIELDS = 5;
+constexpr int D = exact::DIGITS;
+
+// The top part_bits bits of mix64(keys[i]) into parts; sizes (2**part_bits) the rows of each.
+inline void parts(const uint64_t* keys, int64_t n, uint8_t* parts, int part_bits,
+                  int64_t* sizes) {
+    if (part_bits == 0) {
+        sizes[0] = n;
+        return;
+    }
+    const int drop = 64 - part_bits;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t part = uint8_t(keys::mix64(keys[i]) >> drop);
+        parts[i] = part;
+        ++sizes[part];
+    }
+}
+
+// mix64(keys[i]) >> prefix_shift << row_shift | i of the rows of `part` (every row without
+// parts), in row order.
+inline void pack(const uint64_t* keys, int64_t n, const uint8_t* parts, bool has_parts,
+                 int64_t part, uint64_t* packed, int prefix_shift, int row_shift) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (!has_parts || parts[i] == part) {
+            packed[k] = ((keys::mix64(keys[i]) >> prefix_shift) << row_shift) | uint64_t(i);
+            ++k;
+        }
+    }
+}
+
+// Where a pass adds its groups: the exact sums (blocks, USER_FIELDS, DIGITS) and, when
+// `record` is not null, the valid groups' (block, rows, AUC).
+struct Output {
+    double* sums;
+    double* record;
+    int64_t cursor;
+};
+
+inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
+                       int64_t twice_u) {
+    double* s = out.sums + block * USER_FIELDS * D;
+    const int64_t negatives = rows - positives;
+    exact::add(s, 1.0);
+    if (positives > 0 && negatives > 0) {
+        const double auc = double(twice_u) / (2.0 * double(positives) * double(negatives));
+        if (out.record) {
+            double* r = out.record + 3 * out.cursor;
+            r[0] = double(block);
+            r[1] = double(rows);
+            r[2] = auc;
+            ++out.cursor;
+        }
+        exact::add(s + 1 * D, 1.0);
+        exact::add(s + 2 * D, double(rows));
+        exact::add(s + 3 * D, double(positives));
+        exact::add(s + 4 * D, auc);
+        exact::add(s + 5 * D, auc * double(rows));
+        exact::add(s + 6 * D, auc * double(positives));
+        const double rows_sq = double(rows) * double(rows);
+        exact::add(s + 7 * D, auc * auc);
+        exact::add(s + 8 * D, rows_sq);
+        exact::add(s + 9 * D, auc * rows_sq);
+        exact::add(s + 10 * D, auc * auc * rows_sq);
+    }
+}
+
+template <class T>
+inline int64_t run_end(const T* values, int64_t start, int64_t stop, int shift) {
+    const T first = values[start] >> shift;
+    int64_t end = start + 1;
+    while (end < stop && (values[end] >> shift) == first) ++end;
+    return end;
+}
+
+// The pass's scratch, sized once per pass.
+template <class P, class L>
+struct Scratch {
+    std::vector<P> got_pred;
+    std::vector<L> got_label;
+    std::vector<uint16_t> got_tag;
+    std::vector<uint64_t> got_key, got_check, key_tmp;
+    std::vector<int64_t> order, order_tmp;
+    std::vector<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
+    std::vector<uint32_t> payload0, payload1;  // their tag << 1 | label
+    std::vector<int64_t> scratch;              // (1 + n_tags, 4)
+    std::vector<int64_t> seen0, seen1;         // a user's tag codes
+    P work_pred[2][SHORT];
+    int64_t work_local[2][SHORT];
+    int64_t tag_counts[4][SHORT];
+    std::vector<P> permute_p;
+    std::vector<L> permute_l;
+    std::vector<uint16_t> permute_t;
+    std::vector<uint64_t> permute_u;
+};
+
+// Input of a pass: the rows' columns.
+template <class P, class L>
+struct Rows {
+    const uint64_t* keys;
+    const uint64_t* checks;  // null: no check
+    const P* pred;
+    const L* label;
+    const uint16_t* tag;  // null: no tags
+    int64_t n_tags;
+};
+
+template <class P, class L>
+void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t lo, int64_t hi,
+                    int64_t n_tags, Scratch<P, L>& s, Output& out) {
+    const bool has_tags = tag != nullptr;
+    int64_t n_local = 0, p = 0, q = 0;
+    for (int64_t k = lo; k < hi; ++k) {
+        const int64_t y = label[k] ? 1 : 0;
+        int64_t local = 0;
+        if (has_tags) {
+            const int64_t code = tag[k];
+            local = n_local;
+            for (int64_t d = 0; d < n_local; ++d) {
+                if (s.tag_counts[0][d] == code) {
+                    local = d;
+                    break;
+                }
+            }
+            if (local == n_local) {
+                s.tag_counts[0][local] = code;
+                s.tag_counts[1][local] = 0;
+                s.tag_counts[2][local] = 0;
+                s.tag_counts[3][local] = 0;
+                ++n_local;
+            }
+            s.tag_counts[1][local] += y;
+            s.tag_counts[2][local] += 1 - y;
+        }
+        s.work_pred[0][p] = pred[k];
+        s.work_pred[1][q] = pred[k];
+        s.work_local[0][p] = local;
+        s.work_local[1][q] = local;
+        p += y;
+        q += 1 - y;
+    }
+    int64_t twice_u = 0;
+    for (int64_t i = 0; i < p; ++i) {
+        const P a = s.work_pred[0][i];
+        const int64_t local = s.work_local[0][i];
+        int64_t mine = 0;
+        for (int64_t j = 0; j < q; ++j) {
+            const P b = s.work_pred[1][j];
+            const int64_t score = int64_t(a > b) + int64_t(a >= b);
+            twice_u += score;
+            mine += score * int64_t(s.work_local[1][j] == local);
+        }
+        if (has_tags) s.tag_counts[3][local] += mine;
+    }
+    add_counts(out, 0, hi - lo, p, twice_u);
+    for (int64_t d = 0; d < n_local; ++d) {
+        const int64_t code = s.tag_counts[0][d];
+        if (code < n_tags)
+            add_counts(out, 1 + code, s.tag_counts[1][d] + s.tag_counts[2][d],
+                       s.tag_counts[1][d], s.tag_counts[3][d]);
+    }
+}
+
+// The sort keys of m rows: lo + k, or (rows not null) the row index in rows[lo + k]'s low bits.
+template <class P, class L>
+void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
+                  uint64_t row_mask, int64_t lo, int64_t m, uint64_t* bits, uint32_t* payload) {
+    for (int64_t k = 0; k < m; ++k) {
+        const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+        const double value = double(pred[row]) + 0.0;
+        std::memcpy(&bits[k], &value, sizeof value);
+        const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
+        payload[k] = (code << 1) | uint32_t(label[row] ? 1 : 0);
+    }
+}
+
+template <class P, class L>
+void add_sorted_user(const uint64_t* bits, const uint32_t* payload, int64_t m, int64_t n_tags,
+                     Scratch<P, L>& s, Output& out) {
+    int64_t* sc = s.scratch.data();
+    int64_t* seen = s.seen0.data();
+    int64_t n_seen = 0;
+    int64_t i = 0;
+    while (i < m) {
+        const int64_t j = run_end(bits, i, m, 0);
+        for (int64_t k = i; k < j; ++k) {
+            const int64_t code = int64_t(payload[k] >> 1);
+            const int64_t negative = 1 - int64_t(payload[k] & 1u);
+            sc[3] += negative;
+            if (code < n_tags) {
+                int64_t* t = sc + 4 * (1 + code);
+                if (t[0] + t[1] + t[3] == 0) seen[n_seen++] = code;
+                t[3] += negative;
+                t[0] += 1 - negative;
+            }
+        }
+        for (int64_t k = i; k < j; ++k) {
+            if (payload[k] & 1u) {
+                const int64_t code = int64_t(payload[k] >> 1);
+                sc[0] += 1;
+                sc[2] += 2 * sc[1] + sc[3];
+                if (code < n_tags) {
+                    int64_t* t = sc + 4 * (1 + code);
+                    t[2] += 2 * t[1] + t[3];
+                }
+            }
+        }
+        for (int64_t k = i; k < j; ++k) {
+            if ((payload[k] & 1u) == 0) {
+                const int64_t code = int64_t(payload[k] >> 1);
+                sc[1] += 1;
+                sc[3] = 0;
+                if (code < n_tags) {
+                    int64_t* t = sc + 4 * (1 + code);
+                    t[1] += 1;
+                    t[3] = 0;
+                }
+            }
+        }
+        i = j;
+    }
+    add_counts(out, 0, m, sc[0], sc[2]);
+    std::fill(sc, sc + 4, 0);
+    sort::merge_sort<false>(seen, s.seen1.data(), n_seen);
+    for (int64_t k = 0; k < n_seen; ++k) {
+        const int64_t block = 1 + seen[k];
+        int64_t* t = sc + 4 * block;
+        const int64_t positives = t[0], negatives = t[1];
+        add_counts(out, block, positives + negatives, positives, t[2]);
+        std::fill(t, t + 4, 0);
+    }
+}
+
+template <class P, class L>
+void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
+                   uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, Scratch<P, L>& s,
+                   Output& out) {
+    uint64_t* bits = s.sort0.data();
+    uint32_t* payload = s.payload0.data();
+    sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
+    if (sort::radix_sort(bits, payload, s.sort1.data(), s.payload1.data(), m)) {
+        bits = s.sort1.data();
+        payload = s.payload1.data();
+    }
+    add_sorted_user(bits, payload, m, n_tags, s, out);
+}
+
+template <class T>
+void permute(T* values, const int64_t* order, int64_t m, std::vector<T>& tmp) {
+    if (m == 0) return;
+    tmp.resize(m);
+    for (int64_t k = 0; k < m; ++k) tmp[k] = values[order[k]];
+    std::copy(tmp.begin(), tmp.begin() + m, values);
+}
+
+template <class P, class L>
+bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t row_mask,
+                 const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
+    const int64_t n_tags = in.n_tags;
+    uint64_t first_row = packed[start] & row_mask;
+    const uint64_t key = in.keys[first_row];
+    bool one_key = true, collision = false;
+    for (int64_t k = start + 1; k < stop; ++k) {
+        const uint64_t row = packed[k] & row_mask;
+        if (in.keys[row] != key) {
+            one_key = false;
+            break;
+        }
+        if (in.checks && in.checks[row] != in.checks[first_row]) collision = true;
+    }
+    if (one_key) {
+        add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start, n_tags,
+                      s, out);
+        return collision;
+    }
+    const int64_t m = stop - start;
+    std::vector<uint64_t> run(packed + start, packed + stop), run_keys(m), keys_tmp(m),
+        run_tmp(m);
+    for (int64_t k = 0; k < m; ++k) run_keys[k] = in.keys[run[k] & row_mask];
+    sort::merge_sort<false>(run_keys.data(), keys_tmp.data(), m, run.data(), run_tmp.data());
+    int64_t users = 0, first = 0;
+    while (first < m) {
+        const int64_t last = run_end(run_keys.data(), first, m, 0);
+        first_row = run[first] & row_mask;
+        for (int64_t k = first + 1; k < last; ++k)
+            if (in.checks && in.checks[run[k] & row_mask] != in.checks[first_row])
+                collision = true;
+        if (last - first <= SHORT) {
+            for (int64_t k = 0; k < last - first; ++k) {
+                const uint64_t row = run[first + k] & row_mask;
+                s.got_pred[k] = in.pred[row];
+                s.got_label[k] = in.label[row];
+                if (in.tag) s.got_tag[k] = in.tag[row];
+            }
+            add_short_user(s.got_pred.data(), s.got_label.data(),
+                           in.tag ? s.got_tag.data() : nullptr, 0, last - first, n_tags, s,
+                           out);
+        } else {
+            add_long_user(in.pred, in.label, in.tag, run.data(), row_mask, first, last - first,
+                          n_tags, s, out);
+        }
+        ++users;
+        if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, (1 + n_tags) * USER_FIELDS);
+        first = last;
+    }
+    return collision;
+}
+
+// Add every user of the sorted packed rows; true on a collision.
+template <class P, class L>
+bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>& in,
+               Output& out) {
+    const int64_t n_tags = in.n_tags;
+    const int64_t blocks = (1 + n_tags) * USER_FIELDS;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    int64_t longest = 0;
+    for (int64_t start = 0; start < n;) {
+        const int64_t end = run_end(packed, start, n, row_bits);
+        longest = std::max(longest, end - start);
+        start = end;
+    }
+    const int64_t size = std::min(n, CHUNK);
+    Scratch<P, L> s;
+    s.got_pred.resize(size);
+    s.got_label.resize(size);
+    s.got_tag.resize(in.tag ? size : 0);
+    s.got_key.resize(size);
+    s.got_check.resize(in.checks ? size : 0);
+    s.order.resize(size);
+    s.order_tmp.resize(size);
+    s.key_tmp.resize(size);
+    const int64_t longs = longest > SHORT ? longest : 0;
+    s.sort0.resize(longs);
+    s.sort1.resize(longs);
+    s.payload0.resize(longs);
+    s.payload1.resize(longs);
+    s.scratch.assign(4 * (1 + n_tags), 0);
+    s.seen0.resize(std::min(n_tags, longs));
+    s.seen1.resize(std::min(n_tags, longs));
+    bool collision = false;
+    int64_t users = 0;
+    int64_t start = 0;
+    while (start < n) {
+        int64_t stop = run_end(packed, start, n, row_bits);
+        if (stop - start > CHUNK) {
+            exact::normalize(out.sums, blocks);
+            collision |= add_big_run(packed, start, stop, row_mask, in, s, out);
+            ++users;
+            exact::normalize(out.sums, blocks);
+            start = stop;
+            continue;
+        }
+        while (stop < n) {
+            const int64_t end = run_end(packed, stop, n, row_bits);
+            if (end - start > CHUNK) break;
+            stop = end;
+        }
+        for (int64_t k = 0; k < stop - start; ++k) {
+            const uint64_t row = packed[start + k] & row_mask;
+            s.got_pred[k] = in.pred[row];
+            s.got_label[k] = in.label[row];
+            s.got_key[k] = in.keys[row];
+            if (in.tag) s.got_tag[k] = in.tag[row];
+            if (in.checks) s.got_check[k] = in.checks[row];
+        }
+        int64_t lo = 0;
+        while (lo < stop - start) {
+            const int64_t hi = run_end(packed, start + lo, stop, row_bits) - start;
+            bool one_key = true;
+            for (int64_t k = lo + 1; k < hi; ++k) {
+                if (s.got_key[k] != s.got_key[lo]) {
+                    one_key = false;
+                    break;
+                }
+            }
+            if (!one_key) {  // keys sharing a prefix: sort the prefix's rows by (key, row)
+                int64_t* by_key = s.order.data();
+                for (int64_t k = 0; k < hi - lo; ++k) by_key[k] = k;
+                sort::merge_sort<false>(s.got_key.data() + lo, s.key_tmp.data(), hi - lo, by_key,
+                                        s.order_tmp.data());
+                permute(s.got_pred.data() + lo, by_key, hi - lo, s.permute_p);
+                permute(s.got_label.data() + lo, by_key, hi - lo, s.permute_l);
+                if (in.tag) permute(s.got_tag.data() + lo, by_key, hi - lo, s.permute_t);
+                if (in.checks) permute(s.got_check.data() + lo, by_key, hi - lo, s.permute_u);
+            }
+            int64_t first = lo;
+            while (first < hi) {
+                const int64_t last = run_end(s.got_key.data(), first, hi, 0);
+                if (in.checks)
+                    for (int64_t k = first + 1; k < last; ++k)
+                        if (s.got_check[k] != s.got_check[first]) collision = true;
+                if (last - first <= SHORT)
+                    add_short_user(s.got_pred.data(), s.got_label.data(),
+                                   in.tag ? s.got_tag.data() : nullptr, first, last, n_tags, s,
+                                   out);
+                else
+                    add_long_user(s.got_pred.data(), s.got_label.data(),
+                                  in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
+                                  last - first, n_tags, s, out);
+                ++users;
+                if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
+                first = last;
+            }
+            lo = hi;
+        }
+        start = stop;
+    }
+    exact::normalize(out.sums, blocks);
+    return collision;
+}
+
+// sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.
+template <class P, class L, class C, class T>
+void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code, int64_t n,
+              int64_t n_tags, double* sums) {
+    // each tag's pred and logloss sums in fixed point (exact::Wide), folded once
+    std::vector<exact::Wide> wide(2 * (n_tags + 1));
+    for (auto& w : wide) w.clear();
+    std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t t = int64_t(tag_of_code[codes[i]]);
+        const int64_t y = int64_t(label[i]);
+        const double p = double(pred[i]);
+        rows[t] += 1;
+        clicks[t] += y;
+        wide[2 * t].add(p);
+        wide[2 * t + 1].add(auc::binary_logloss(p, y));
+    }
+    std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
+    for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);
+    for (int64_t t = 0; t < n_tags + 1; ++t) {
+        for (const int64_t block : {int64_t(0), 1 + t}) {
+            if (block > n_tags) continue;
+            double* s = sums + block * 4 * D;
+            exact::add(s, double(rows[t]));
+            exact::add(s + D, double(clicks[t]));
+            for (int k = 0; k < D; ++k) {
+                s[2 * D + k] += part[(2 * t) * D + k];
+                s[3 * D + k] += part[(2 * t + 1) * D + k];
+            }
+        }
+    }
+    exact::normalize(sums, (n_tags + 1) * 4);
+}
+
+// groups (G, 3): block, rows, AUC of the two models; sums (blocks, DIFF_FIELDS, DIGITS).
+inline void paired_diff_sums(const double* groups_a, const double* groups_b, int64_t g_count,
+                             double* sums, int64_t blocks) {
+    for (int64_t g = 0; g < g_count; ++g) {
+        const int64_t block = int64_t(groups_a[3 * g]);
+        const double n = groups_a[3 * g + 1];
+        const double d = groups_b[3 * g + 2] - groups_a[3 * g + 2];
+        double* s = sums + block * DIFF_FIELDS * D;
+        exact::add(s, d);
+        exact::add(s + D, d * d);
+        exact::add(s + 2 * D, n * d);
+        exact::add(s + 3 * D, n * n * d);
+        exact::add(s + 4 * D, n * n * d * d);
+        if ((g + 1) % exact::SAFE_ADDS == 0) exact::normalize(sums, blocks * DIFF_FIELDS);
+    }
+    exact::normalize(sums, blocks * DIFF_FIELDS);
+}
+
+}  // namespace mpieval::wuauc
