@@ -141,7 +141,12 @@ def load(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
     Examples
     --------
-    See :func:`save`.
+    >>> import os, tempfile
+    >>> from mpieval import AucMetric, Evaluator, checkpoint
+    >>> path = os.path.join(tempfile.mkdtemp(), "metrics-0.npz")
+    >>> checkpoint.save(path, Evaluator({"ctr": AucMetric(table_size=10)}).state_dict())
+    >>> sorted(checkpoint.load(path))
+    ['ctr']
     """
     with np.load(path, allow_pickle=False) as file:
         return unflatten({key: file[key] for key in file.files})

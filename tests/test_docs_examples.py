@@ -46,7 +46,7 @@ DOCTESTED = {
     "mpieval.kinds.ranking.metric": ["RankingMetric"],
     "mpieval.metric": ["Evaluator", "compute_all"],
     "mpieval.comm": ["Comm"],
-    "mpieval.checkpoint": ["save"],
+    "mpieval.checkpoint": ["save", "load"],
 }
 SECTIONS = ("Parameters", "Raises", "Examples")
 
