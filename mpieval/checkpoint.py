@@ -47,7 +47,34 @@ def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) 
     """Write an Evaluator's state to ``path`` (``.npz``) atomically and durably: a reader
     sees the old file or the whole new one, never part of it, and after a crash (power
     lost) the new one once ``save`` has returned: the file is flushed to disk before it
-    is renamed into place, and the directory after."""
+    is renamed into place, and the directory after.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.npz`` file (its directory must exist).
+    states : mapping
+        :meth:`mpieval.Evaluator.state_dict` (one per rank: a file per rank).
+
+    Raises
+    ------
+    OSError
+        The file cannot be written; nothing is left behind.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from mpieval import AucMetric, Evaluator, checkpoint
+    >>> ev = Evaluator({"ctr": AucMetric(table_size=100)})
+    >>> ev["ctr"].update(np.array([0.3, 0.7]), np.array([0, 1]))
+    >>> path = os.path.join(tempfile.mkdtemp(), "metrics-0.npz")
+    >>> checkpoint.save(path, ev.state_dict())
+    >>> resumed = Evaluator({"ctr": AucMetric(table_size=100)})
+    >>> resumed.load_state_dict(checkpoint.load(path))
+    >>> resumed.compute()["ctr"].auc
+    1.0
+    """
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".npz")
     try:
@@ -94,6 +121,32 @@ def from_bytes(data: bytes) -> dict[str, dict[str, Any]]:
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """An Evaluator's state saved by :func:`save` (values as arrays; 0-d for numbers)."""
+    """An Evaluator's state saved by :func:`save` (values as arrays; 0-d for numbers).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A file written by :func:`save`.
+
+    Returns
+    -------
+    dict
+        The state by metric name, for :meth:`mpieval.Evaluator.load_state_dict` (or
+        several ranks' for :meth:`~mpieval.Evaluator.load_state_dicts`).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from mpieval import AucMetric, Evaluator, checkpoint
+    >>> path = os.path.join(tempfile.mkdtemp(), "metrics-0.npz")
+    >>> checkpoint.save(path, Evaluator({"ctr": AucMetric(table_size=10)}).state_dict())
+    >>> sorted(checkpoint.load(path))
+    ['ctr']
+    """
     with np.load(path, allow_pickle=False) as file:
         return unflatten({key: file[key] for key in file.files})

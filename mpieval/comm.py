@@ -177,6 +177,26 @@ class Comm:
     ``Comm(base)`` takes an mpi4py communicator (or None: the MPI world) and shares the
     cached duplicate of it; :meth:`resolve` also takes a ``torch.distributed`` or Paddle
     process group. Without MPI (mpi4py absent, ``MPIEVAL_NO_MPI=1``) ``Comm()`` is one rank.
+
+    Parameters
+    ----------
+    mpi_comm : mpi4py communicator, optional
+        The communicator to duplicate (once per communicator, shared by every metric on
+        it); None: the MPI world.
+
+    Raises
+    ------
+    RuntimeError
+        A communicator given while mpi4py is unavailable.
+
+    Examples
+    --------
+    >>> from mpieval import AucMetric, Comm
+    >>> comm = Comm.local()
+    >>> comm.rank, comm.size
+    (0, 1)
+    >>> AucMetric(comm=comm).comm is comm
+    True
     """
 
     def __init__(self, mpi_comm: Any | None = None) -> None:
@@ -482,7 +502,7 @@ def _arrive(comm: Any) -> None:
 
     MPI implementations busy-poll inside a blocking collective; with more ranks than free
     cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
-    from the rank it waits for.
+    from the rank it waits for (docs/design.md, Communication).
     Every collective of this module first meets the others here, so the blocking call
     that follows finds everyone present and hardly waits.
     """

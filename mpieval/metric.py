@@ -333,7 +333,38 @@ class Metric(OnComm, ABC):
 
 def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     """Collective: compute several metrics with one error agreement and one ``sum`` of
-    their packed parts."""
+    their packed parts.
+
+    Parameters
+    ----------
+    metrics : mapping of str to Metric
+        The metrics by name, the same names, kinds and options on every rank.
+    comm : Comm
+        The communicator (every rank of it calls ``compute_all`` at the same point).
+
+    Returns
+    -------
+    dict of str to result
+        Each metric's result, identical on every rank.
+
+    Raises
+    ------
+    InputError
+        A bad batch given to any metric on any rank, raised on every rank.
+    LayoutMismatchError
+        Ranks that disagree on the metrics or their options.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import AucMetric, Comm, PairwiseMetric, compute_all
+    >>> auc, pairs = AucMetric(), PairwiseMetric()
+    >>> auc.update(np.array([0.3, 0.7]), np.array([0, 1]))
+    >>> pairs.update(np.array([1, 0]), np.array([1, 1]))
+    >>> results = compute_all({"ctr": auc, "pairs": pairs}, Comm.local())
+    >>> results["ctr"].auc, results["pairs"].ins
+    (1.0, 2)
+    """
     comm.agree(next((m.error for m in metrics.values() if m.error is not None), None),
                layout="\n".join(f"{name}: {m.layout()}" for name, m in metrics.items()))
     # each metric, then its window (if any) as a metric of its own: every part in one sum
@@ -412,11 +443,36 @@ def warn_undefined(comm: Comm, message: str) -> None:
 
 
 class Evaluator(OnComm, Mapping[str, Metric]):
-    """Several named metrics computed together on one communicator.
+    """Several named metrics computed together on one communicator: one agreement on
+    errors and one ``Allreduce`` of every metric's packed state per :meth:`compute`.
 
+    Parameters
+    ----------
+    metrics : mapping of str to Metric
+        The metrics by name (the name starts their log lines and keys their JSON).
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where :meth:`compute` communicates; None: resolved on first use.
+
+    Raises
+    ------
+    InputError
+        A name that is empty or holds a space, tab, newline or ``=``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import AucMetric, Evaluator, WuaucMetric
     >>> ev = Evaluator({"item_sim": AucMetric(), "t7_join": WuaucMetric()})
-    >>> ev["item_sim"].update(pred, label)
-    >>> for line in ev.log_lines(ev.compute()): print(line)
+    >>> ev["item_sim"].update(np.array([0.2, 0.8, 0.6]), np.array([0, 1, 0]))
+    >>> ev["t7_join"].update(uid=np.array([5, 5]), pred=np.array([0.2, 0.8]),
+    ...                      label=np.array([0, 1]))
+    >>> results = ev.compute()
+    >>> for line in Evaluator.log_lines(results):
+    ...     print(line.split()[:2])
+    ['item_sim:', 'auc=1']
+    ['t7_join:', 'Tag=all']
+    >>> sorted(Evaluator.to_dict(results))
+    ['item_sim', 't7_join']
     """
 
     def __init__(self, metrics: Mapping[str, Metric], comm: Comm | Any | None = None) -> None:

@@ -16,7 +16,7 @@ point). Paddle's gloo backend has no all-to-all, and its point-to-point ``send``
 ``recv`` number their messages with a counter of the group that every op advances, so
 ranks that send different numbers of messages lose step: the per-user exchange gathers
 every rank's counts (``all_gather``), then each rank in turn ``scatter`` s its rows, in
-slots as large as the most it sends any one rank (the README gives the bytes).
+slots as large as the most it sends any one rank (docs/paddle.md gives the bytes).
 
 Paddle's gloo operations give up after 30 seconds of waiting for another rank, and there
 is no option to wait longer: a rank that reaches ``compute()`` later than that (a slower

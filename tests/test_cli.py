@@ -454,7 +454,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def example_rows(n: int) -> dict[str, np.ndarray]:
-    """Columns named as in scripts/example-metrics.toml and the README."""
+    """Columns named as in scripts/example-metrics.toml and docs/cli.md."""
     base = rows(n, seed=9)
     return {
         "user_id": base["uid"], "page": base["tag"], "ctr_pred": base["pred"],
@@ -477,14 +477,14 @@ def test_the_example_config_runs(tmp_path, capsys):
     assert got["cvr"]["num"] == int(example_rows(2000)["click"].sum())
 
 
-def test_the_readme_config_block_is_valid():
+def test_the_documented_config_block_is_valid():
     from mpieval.config import specs_from_config, tomllib
 
-    with open(os.path.join(ROOT, "README.md")) as readme:
-        text = readme.read()
+    with open(os.path.join(ROOT, "docs", "cli.md")) as page:
+        text = page.read()
     section = text.split("## Config", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
-    specs = specs_from_config(tomllib.loads(block), "README")
+    specs = specs_from_config(tomllib.loads(block), "docs/cli.md")
     assert [s.name for s in specs] == ["item_sim", "cvr", "item_sim_cmatch222", "user_ctr",
                                        "grade_pn"]
 

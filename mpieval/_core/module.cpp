@@ -1,5 +1,5 @@
-// mpieval._core: the nanobind bindings of the kernels (the kernels are the headers beside
-// this file). Each binding takes C-contiguous numpy arrays (the Python wrappers in
+// mpieval._core: the nanobind bindings of the kernels (the shared ones are the headers
+// beside this file, each kind's are kernels.hpp in its folder, mpieval/kinds/<kind>/). Each binding takes C-contiguous numpy arrays (the Python wrappers in
 // mpieval/kernels/ make them so), dispatches on their dtypes, and runs the kernel with the
 // GIL released. Outputs are arrays the caller allocated, filled in place.
 #include <nanobind/nanobind.h>
@@ -15,13 +15,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "auc.hpp"
 #include "exact.hpp"
 #include "keys.hpp"
-#include "pn.hpp"
 #include "sort.hpp"
-#include "stats.hpp"
-#include "wuauc.hpp"
+// the kinds' own kernels, in their folders
+#include "kinds/auc/delong.hpp"
+#include "kinds/auc/kernels.hpp"
+#include "kinds/pn/kernels.hpp"
+#include "kinds/wuauc/kernels.hpp"
 
 namespace nb = nanobind;
 using namespace mpieval;

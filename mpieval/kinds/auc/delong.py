@@ -36,7 +36,7 @@ def delong_from_table(negatives: np.ndarray,
 def _delong(negatives: np.ndarray,
             positives: np.ndarray) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
-    from the top bucket down (``delong`` in ``mpieval/_core/stats.hpp``).
+    from the top bucket down (``delong`` in ``delong.hpp`` beside this module).
 
     ``auc`` and its DeLong ``variance`` as in the module docstring (NaN variance when a
     class has total weight 1 or less; NaN AUC when one is empty), from the sums over

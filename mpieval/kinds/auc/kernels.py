@@ -64,7 +64,7 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 def binary_logloss(p: float, y: int) -> float:
     """A row's logloss for a 0/1 label: ``-ln q`` for a click, ``-ln(1 - q)`` otherwise,
     ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` (``auc`` and ``wuauc``; the
-    kernels' own: ``binary_logloss`` in ``mpieval/_core/auc.hpp``, the same operations)."""
+    kernels' own: ``binary_logloss`` in ``mpieval/_core/logloss.hpp``, the same operations)."""
     q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
     return -math.log(q if y == 1 else 1.0 - q)
 
@@ -150,7 +150,7 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
 def _bucket_error(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray,
                   table_size: int) -> float:
     """:func:`bucket_error_from_table` from the filled buckets ``filled`` (ascending) and
-    their counts (``bucket_error`` in ``mpieval/_core/auc.hpp``). An empty bucket adds
+    their counts (``bucket_error`` in ``kernels.hpp`` beside this module). An empty bucket adds
     nothing; what the seed's sweep does there is only to restart the range (when the CTR
     has moved more than ``kMaxSpan`` from its start), and that is replayed there: the next
     restart is the first bucket ``j`` where the seed's own test ``abs(j / T - last_ctr) >

@@ -276,6 +276,40 @@ class AucMetric(Metric):
     their dtypes: 5 bytes a row for a float32 pred and an int8 label) and
     ``compute()`` adds ``window``, the values over those rows of every rank; counting
     them into a second table makes ``compute()`` cost about twice as much.
+
+    Parameters
+    ----------
+    table_size : int, default 1,000,000
+        Buckets of the histogram, at most 2**27.
+    soft_labels : bool, default False
+        Accept labels anywhere in [0, 1], not only 0 and 1.
+    compare : str, optional
+        The name of model B's pred: ``update()`` then takes ``compare=``, and the result
+        gains the paired A/B values.
+    window : int, optional
+        Rows of this rank's recent window (values over them in ``result.window``).
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use
+        (:meth:`mpieval.comm.Comm.resolve`).
+
+    Raises
+    ------
+    InputError
+        An option out of its range (``update()``: a bad batch, raised again by
+        ``compute()`` on every rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import AucMetric
+    >>> metric = AucMetric(table_size=1000)
+    >>> metric.update(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1]))
+    >>> result = metric.compute()
+    >>> result.auc
+    0.75
+    >>> print(result.to_log_line("ctr"))  # doctest: +NORMALIZE_WHITESPACE
+    ctr: auc=0.75 bucket_error=nan rmse=0.397649 num=4 mae=0.3375 actural_ctr=0.5
+    predict_ctr=0.4125 copc=1.21212
     """
 
     kind = KIND.name
@@ -315,7 +349,24 @@ class AucMetric(Metric):
         return layout
 
     def update(self, pred: Any, label: Any, weight: Any = None, compare: Any = None) -> None:
-        """Add a batch of rows (local: no communication)."""
+        """Add a batch of rows (local: no communication).
+
+        Parameters
+        ----------
+        pred, label : array_like
+            1-D, of equal length: preds in [0, 1], labels 0/1 (in [0, 1] with
+            ``soft_labels``).
+        weight : array_like, optional
+            Finite weights >= 0.
+        compare : array_like, optional
+            Model B's preds of the same rows (required when the metric has ``compare``).
+
+        Raises
+        ------
+        InputError
+            A bad value, naming the input, the count of bad values and the first; the
+            batch is not counted.
+        """
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)

@@ -81,6 +81,28 @@ class PairwiseMetric(Metric):
     With ``window=N`` (:data:`~mpieval.metric.WINDOW`), the metric also keeps each of
     the last ``N`` rows of this rank as its cell (1 byte a row), and ``compute()`` adds
     ``window``, the counts over those rows of every rank.
+
+    Parameters
+    ----------
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use.
+    window : int, optional
+        Rows of this rank's recent window (counts over them in ``result.window``).
+
+    Raises
+    ------
+    InputError
+        A bad ``window`` (``update()``: a label other than 0/1, raised again by
+        ``compute()`` on every rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import PairwiseMetric
+    >>> metric = PairwiseMetric()
+    >>> metric.update(np.array([1, 1, 0, 0]), np.array([1, 0, 1, 0]))
+    >>> print(metric.compute().to_log_line("pairs"))
+    pairs: Ins=4 Same_label_click=1 Left_label_click=1 Right_label_click=1 Same_label_unclick=1
     """
 
     kind = KIND.name

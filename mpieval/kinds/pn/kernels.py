@@ -14,7 +14,7 @@ For the rows of one user, every pair with different labels is ordered so that
     positive                     P = D - T - N
 
 Sorting by (label, pred) and counting inversions are both a merge sort
-(:mod:`mpieval.kernels.sort`; the pass: ``mpieval/_core/pn.hpp``), per user, in scratch
+(:mod:`mpieval.kernels.sort`; the pass: ``kernels.hpp`` beside this module), per user, in scratch
 buffers as long as the largest user: a user of ``m`` rows is two sorts of ``m`` values.
 Counts are int64.
 """

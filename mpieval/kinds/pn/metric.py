@@ -120,6 +120,29 @@ class PnMetric(Metric):
     State: ``rows`` (key, check, pred, label), merged by concatenation. ``check`` is the
     second, independent hash of a string uid (the exchange detects key collisions with
     it); for an integer uid, whose key is exact, it is the key itself.
+
+    Parameters
+    ----------
+    ties : {"negative", "ignore", "half"}, default "negative"
+        How a pair with equal preds counts.
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use.
+
+    Raises
+    ------
+    InputError
+        An unknown ``ties`` (``update()``: a bad batch, raised again by ``compute()`` on
+        every rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import PnMetric
+    >>> metric = PnMetric(ties="half")
+    >>> metric.update(uid=np.array([7, 7, 7]), pred=np.array([0.1, 0.5, 0.5]),
+    ...               label=np.array([0, 1, 2]))
+    >>> print(metric.compute().to_log_line("pn"))
+    pn: Average_PN=5 ins_number=3 positive_pairs=2.5 negative_paris=0.5
     """
 
     kind = KIND.name

@@ -149,6 +149,30 @@ class RankingMetric(UserRowsMetric):
 
     State: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (key, pred, label as a
     float64, tag code).
+
+    Parameters
+    ----------
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use.
+    k : sequence of int, default (5, 10, 20)
+        The cutoffs K of NDCG@K and Recall@K.
+
+    Raises
+    ------
+    InputError
+        A bad ``k`` (``update()``: a bad batch, raised again by ``compute()`` on every
+        rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import RankingMetric
+    >>> metric = RankingMetric(k=[1, 2])
+    >>> metric.update(uid=np.array([1, 1, 1]), pred=np.array([0.9, 0.5, 0.1]),
+    ...               label=np.array([0, 1, 0]))
+    >>> result = metric.compute()
+    >>> result.all["recall@1"], result.all["recall@2"]
+    (0.0, 1.0)
     """
 
     kind = KIND.name

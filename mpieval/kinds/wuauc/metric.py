@@ -50,6 +50,33 @@ class WuaucMetric(UserRowsMetric):
 
     State: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (key, pred, label, tag
     code, and B's pred with ``compare``).
+
+    Parameters
+    ----------
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use.
+    extra_keys : sequence of str, default ()
+        More key columns: a user is the uid with these (``update(keys={...})``).
+    compare : str, optional
+        The name of model B's pred: ``update()`` then takes ``compare=``, and each tag
+        block gains the paired A/B values.
+
+    Raises
+    ------
+    InputError
+        A bad option (``update()``: a bad batch, raised again by ``compute()`` on every
+        rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import WuaucMetric
+    >>> metric = WuaucMetric()
+    >>> metric.update(uid=np.array([1, 1, 1, 2, 2]), pred=np.array([0.2, 0.7, 0.4, 0.9, 0.1]),
+    ...               label=np.array([0, 1, 0, 1, 0]), tag=np.array(["a", "a", "b", "a", "b"]))
+    >>> result = metric.compute()
+    >>> result.all.wuauc, result.all.valid_user_count
+    (1.0, 2)
     """
 
     kind = KIND.name

@@ -1,4 +1,4 @@
-// PN pair counts inside each user (see mpieval/kernels/pn.py): two merge sorts a user.
+// PN pair counts inside each user (see kernels.py beside this file): two merge sorts a user.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-user AUC sums of the wuauc kind (see mpieval/kernels/wuauc.py): the grouping of rows
+// Per-user AUC sums of the wuauc kind (see kernels.py beside this file): the grouping of rows
 // by key prefix, the pass over users, the rows' sums and the paired differences.
 #pragma once
 
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "auc.hpp"
 #include "exact.hpp"
 #include "keys.hpp"
+#include "logloss.hpp"
 #include "sort.hpp"
 
 namespace mpieval::wuauc {
@@ -443,7 +443,7 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
         rows[t] += 1;
         clicks[t] += y;
         wide[2 * t].add(p);
-        wide[2 * t + 1].add(auc::binary_logloss(p, y));
+        wide[2 * t + 1].add(binary_logloss(p, y));
     }
     std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
     for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);

@@ -1,4 +1,4 @@
-// Kernels of the auc kind (see mpieval/kernels/auc.py): the table and exact sums of a
+// Kernels of the auc kind (see kernels.py beside this file): the table and exact sums of a
 // batch, the bucket-error sweep, the ROC and calibration curves of a table.
 #pragma once
 
@@ -9,26 +9,14 @@
 #include <vector>
 
 #include "exact.hpp"
+#include "logloss.hpp"
 
 namespace mpieval::auc {
 
 constexpr double K_MAX_SPAN = 0.01;
 constexpr double K_RELATIVE_ERROR_BOUND = 0.05;
-constexpr double PRED_CLIP = 1e-15;
 enum { SUM_ABSERR, SUM_SQRERR, SUM_PRED, SUM_ROWS, SUM_LOGLOSS, SUM_LABEL_SQ, SUM_PRED_SQ,
        SUM_LABEL_PRED, N_SUMS };
-
-// Python's min and max of two floats: the first unless the second is strictly beyond it.
-inline double py_max(double a, double b) { return b > a ? b : a; }
-inline double py_min(double a, double b) { return b < a ? b : a; }
-
-inline double clip(double p) { return py_min(py_max(p, PRED_CLIP), 1.0 - PRED_CLIP); }
-
-// A row's logloss for a 0/1 label.
-inline double binary_logloss(double p, int64_t y) {
-    const double q = clip(p);
-    return -std::log(y == 1 ? q : 1.0 - q);
-}
 
 inline int64_t bucket(double p, int64_t size) {
     return std::min(int64_t(p * double(size)), size - 1);

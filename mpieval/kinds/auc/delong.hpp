@@ -1,5 +1,5 @@
-// Uncertainty kernels (see mpieval/kernels/stats.py): DeLong's sweep of a histogram and the
-// paired spread of two models' placements.
+// The auc kind's uncertainty kernels (see delong.py beside this file): DeLong's sweep of
+// a histogram and the paired spread of two models' placements.
 #pragma once
 
 #include <algorithm>
