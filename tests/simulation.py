@@ -185,11 +185,13 @@ def tag_rates(rng: np.random.Generator, datasets: int, n_users: int, d_mean: flo
               d_sd: float = 0.5, noise: float = 0.7, per_run: int = 100) -> dict[str, float]:
     """Per-tag ``uauc`` and ``wuauc`` over ``datasets`` user sets of ``n_users`` valid users
     each, every set one tag of a ``wuauc`` run with ``compare`` (``per_run`` tags a run):
-    the share of 95% intervals covering the mean true AUC of a user, and of tags whose
-    paired test of two equally good models (the users' score plus each model's own N(0,
-    noise^2)) gives ``p < 0.05``. A null interval or p-value counts as no cover and no
+    the share of model A's 95% intervals covering its mean true AUC of a user, and of tags
+    whose paired test of two equally good models (the users' score plus each model's own
+    N(0, noise^2)) gives ``p < 0.05``. A null interval or p-value counts as no cover and no
     rejection."""
-    want = user_truth(d_mean, d_sd)
+    # model A's score is the users' plus N(0, noise^2): its separations are d_u / c
+    c = math.sqrt(1 + noise * noise)
+    want = user_truth(d_mean / c, d_sd / c)
     counts = dict.fromkeys(("uauc", "wuauc", "uauc_diff p<0.05", "wuauc_diff p<0.05"), 0)
     done = 0
     while done < datasets:

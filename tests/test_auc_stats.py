@@ -212,7 +212,8 @@ def test_ratio_stderrs_equal_the_delta_method_over_rows(rng, weighted):
 
 
 def test_ci_at_another_level_and_the_json_pair(rng):
-    """``predicted_ctr``: Wald; ``auc``: DeLong's on the logit scale; ``actual_ctr``:
+    """``predicted_ctr``: Wald; ``auc``: DeLong's on the logit scale (Student's t of the
+    smaller class - 1 degrees of freedom); ``actual_ctr``:
     Wilson's score interval; ``copc``: ``actual_ctr``'s over the predicted CTR."""
     result = compute(*ctr_data(rng, 5000))
     z95 = stats.z_value(0.95)
@@ -221,7 +222,8 @@ def test_ci_at_another_level_and_the_json_pair(rng):
     wilson = ((r + z95**2 / (2 * n) + s * z95 * math.sqrt(r * (1 - r) / n + z95**2 / (4 * n * n)))
               / (1 + z95**2 / n) for s in (-1, 1))
     logit = math.log(result.auc / (1 - result.auc))
-    half = z95 * result.stderr["auc"] / (result.auc * (1 - result.auc))
+    t = stats.t_value(0.95, min(result.positives, result.num - result.positives) - 1)
+    half = t * result.stderr["auc"] / (result.auc * (1 - result.auc))
     want = {"predicted_ctr": (result.predicted_ctr - z95 * result.stderr["predicted_ctr"],
                               result.predicted_ctr + z95 * result.stderr["predicted_ctr"]),
             "auc": (1 / (1 + math.exp(half - logit)), 1 / (1 + math.exp(-half - logit))),

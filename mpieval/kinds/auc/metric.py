@@ -119,8 +119,10 @@ class AucResult:
         """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined.
 
         - ``auc``: DeLong's on the logit scale (:func:`mpieval.kernels.stats.logit_interval`,
-          within (0, 1)); None below :data:`mpieval.kernels.stats.MIN_CLASS` (total weight)
-          in either class, or with a spread of 0.
+          within (0, 1)) with Student's t of ``min(P, N) - 1`` degrees of freedom (``P``,
+          ``N`` the class totals: the smaller class bounds how well the spread is known);
+          None below :data:`mpieval.kernels.stats.MIN_CLASS` in either class, or with a
+          spread of 0.
         - ``actual_ctr``: Wilson's score interval of ``positives / num`` (valid at 0 and at
           all positives).
         - ``predicted_ctr``: Wald ``value -/+ z se`` cut to [0, 1].
@@ -129,7 +131,8 @@ class AucResult:
           labels' one).
         The ctrs' and copc's need a total weight of 2 (two rows)."""
         auc_stderr = self.stderr.get("auc", math.nan)
-        if min(self.positives, self.num - self.positives) < stats.MIN_CLASS:
+        smaller = min(self.positives, self.num - self.positives)
+        if smaller < stats.MIN_CLASS:
             auc_stderr = math.nan
         enough = self.num >= 2 and not math.isnan(self.stderr.get("actual_ctr", math.nan))
         actual = stats.wilson_interval(self.positives, self.num, level) if enough else None
@@ -139,7 +142,8 @@ class AucResult:
         predicted = stats.interval(self.predicted_ctr,
                                    self.stderr.get("predicted_ctr", math.nan), level,
                                    *_RANGES["predicted_ctr"])
-        return {"auc": stats.logit_interval(self.auc, auc_stderr, level),
+        quantile = None if math.isnan(auc_stderr) else stats.t_value(level, smaller - 1)
+        return {"auc": stats.logit_interval(self.auc, auc_stderr, level, quantile),
                 "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc}
 
     def to_dict(self) -> dict[str, Any]:
