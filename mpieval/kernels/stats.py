@@ -9,7 +9,12 @@ in its folder (the ``auc`` kind's DeLong variance: :mod:`mpieval.kinds.auc.delon
   method, rows independent: ``Var(R) = sum w (a_i - R b_i)^2 / B^2``, expanded into the
   second-moment sums ``sum w a^2``, ``sum w a b``, ``sum w b^2`` that the state keeps
   (a weight counts as repeated rows).
-- Intervals are Wald intervals ``value -/+ z se`` at any level, cut to the value's range.
+- Intervals are Wald intervals ``value -/+ z se`` at any level, cut to the value's range;
+  from few independent units (users, or the smaller class of an AUC), Student's t with
+  ``units - 1`` degrees of freedom (:func:`cluster_interval`, :func:`cluster_p`) and none
+  below ``MIN_CLUSTERS``; rates by Wilson's score interval (:func:`wilson_interval`);
+  many p-values adjusted by Benjamini-Hochberg (:func:`bh_q_values`). Methods, minimums
+  and their validation by simulation: docs/statistics.md.
 """
 
 from __future__ import annotations
