@@ -14,6 +14,12 @@ Then the paired A/B test (``compare``): one binormal score per row, each model a
 own noise. Under the null (equal noise) the share of p < 0.05 (target 3-7%) and of
 ``auc_diff`` intervals covering 0 (93-97%); with model B better by 0.005 AUC on 1M rows,
 the power (share of p < 0.01) and the coverage of the true difference.
+
+``--small-only``: the small-sample table (issue 21, docs/statistics.md): per-tag ``uauc``
+and ``wuauc`` at 10, 30 and 100 valid users a tag (coverage, and the paired test under the
+null); ``auc`` at 10 and 30 positives among 10,000 rows (coverage, paired test under the
+null); ``actual_ctr`` and ``copc`` at 1,000 rows and a CTR of 0.002. A null interval or
+p-value counts as no cover and no rejection.
 """
 
 from __future__ import annotations
@@ -38,14 +44,39 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--power-datasets", type=int, default=200)
     parser.add_argument("--users-only", action="store_true", help="only uauc and wuauc")
+    parser.add_argument("--small-only", action="store_true",
+                        help="only the small-sample table (few users, positives, clicks)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.small_only:
+        small_samples(rng, args.datasets)
+        return
     if args.users_only:
         users(rng, args.datasets)
         return
     auc_and_ctrs(rng, args.datasets)
     users(rng, args.datasets)
     a_b(rng, args.datasets, args.power_datasets)
+
+
+def small_samples(rng: np.random.Generator, datasets: int) -> None:
+    print(f"Small samples ({datasets} data sets a cell; coverage target >= 93%, rejection "
+          "under the null <= 6.5%)")
+    print(f"{'per-tag users':>14} {'uauc covers':>12} {'wuauc covers':>13} "
+          f"{'uauc_diff p<.05':>16} {'wuauc_diff p<.05':>17}")
+    for n_users in (10, 30, 100):
+        r = simulation.tag_rates(rng, datasets, n_users)
+        print(f"{n_users:>14} {100 * r['uauc']:>11.1f}% {100 * r['wuauc']:>12.1f}% "
+              f"{100 * r['uauc_diff p<0.05']:>15.1f}% {100 * r['wuauc_diff p<0.05']:>16.1f}%",
+              flush=True)
+    print(f"{'positives':>14} {'auc covers':>12} {'auc_diff p<.05':>15}  (10,000 rows, d = 1)")
+    for positives in (10, 30):
+        r = simulation.few_positives_rates(rng, datasets, positives)
+        print(f"{positives:>14} {100 * r['auc']:>11.1f}% {100 * r['auc_diff p<0.05']:>14.1f}%",
+              flush=True)
+    r = simulation.rare_click_coverage(rng, datasets)
+    print(f"actual_ctr at 1,000 rows, CTR 0.002: covers {100 * r['actual_ctr']:.1f}%; "
+          f"copc covers {100 * r['copc']:.1f}%", flush=True)
 
 
 def auc_and_ctrs(rng: np.random.Generator, datasets: int) -> None:

@@ -160,3 +160,106 @@ def user_ab_rates(rng: np.random.Generator, datasets: int, n_users: int, d_mean:
             rates[f"{name} p<0.05"] += comparison.p(name) < 0.05
             rates[f"{name} covers"] += pair is not None and pair[0] <= 0 <= pair[1]
     return {key: count / datasets for key, count in rates.items()}
+
+
+# -- small samples (issue 21): few users per tag, few positives, rare clicks --------------
+
+
+def valid_users(rng: np.random.Generator, n_users: int, d_mean: float, d_sd: float,
+                mean_rows: float = 10.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(uid, score, label)`` as :func:`users` (raw scores, before the sigmoid) but every
+    user valid: ``2 + Poisson(mean_rows - 2)`` rows, the first a click, the second not,
+    the others clicks with probability 0.3; user ``u``'s true AUC is still ``Phi(d_u /
+    sqrt 2)`` and the mean over users :func:`user_truth`."""
+    rows = 2 + rng.poisson(mean_rows - 2, n_users)
+    uid = np.repeat(np.arange(n_users), rows)
+    first = np.cumsum(rows) - rows
+    label = (rng.random(len(uid)) < POSITIVE_SHARE).astype(np.int8)
+    label[first], label[first + 1] = 1, 0
+    d = rng.normal(d_mean, d_sd, n_users)[uid]
+    shift = rng.standard_normal(n_users)[uid]
+    return uid, rng.standard_normal(len(uid)) + d * label + shift, label
+
+
+def tag_rates(rng: np.random.Generator, datasets: int, n_users: int, d_mean: float = 1.0,
+              d_sd: float = 0.5, noise: float = 0.7, per_run: int = 100) -> dict[str, float]:
+    """Per-tag ``uauc`` and ``wuauc`` over ``datasets`` user sets of ``n_users`` valid users
+    each, every set one tag of a ``wuauc`` run with ``compare`` (``per_run`` tags a run):
+    the share of model A's 95% intervals covering its mean true AUC of a user, and of tags
+    whose paired test of two equally good models (the users' score plus each model's own
+    N(0, noise^2)) gives ``p < 0.05``. A null interval or p-value counts as no cover and no
+    rejection."""
+    # model A's score is the users' plus N(0, noise^2): its separations are d_u / c
+    c = math.sqrt(1 + noise * noise)
+    want = user_truth(d_mean / c, d_sd / c)
+    counts = dict.fromkeys(("uauc", "wuauc", "uauc_diff p<0.05", "wuauc_diff p<0.05"), 0)
+    done = 0
+    while done < datasets:
+        tags = min(per_run, datasets - done)
+        uid, score, label = valid_users(rng, tags * n_users, d_mean, d_sd)
+        tag = uid // n_users
+        a = sigmoid(score + noise * rng.standard_normal(len(uid)))
+        b = sigmoid(score + noise * rng.standard_normal(len(uid)))
+        metric = WuaucMetric(comm=Comm.local(), compare="b")
+        metric.update(uid, a, label, tag=tag, compare=b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            result = metric.compute()
+        for block in result.blocks[1:]:
+            ci = block.ci()
+            for name in ("uauc", "wuauc"):
+                pair = ci[name]
+                counts[name] += pair is not None and pair[0] <= want <= pair[1]
+            assert block.compare is not None
+            for name in ("uauc_diff", "wuauc_diff"):
+                counts[f"{name} p<0.05"] += block.compare.p(name) < 0.05
+        done += tags
+    return {key: count / datasets for key, count in counts.items()}
+
+
+def few_positives_rates(rng: np.random.Generator, datasets: int, positives: int,
+                        n: int = 10_000, d: float = 1.0, noise: float = 0.7,
+                        table_size: int = 10_000) -> dict[str, float]:
+    """``auc`` over ``datasets`` binormal sets of ``n`` rows with exactly ``positives``
+    positives: the share of 95% intervals covering ``Phi(d / sqrt 2)``, and with two
+    equally good models (one score, each model's own N(0, noise^2)) the share of paired
+    tests with ``p < 0.05``. A null interval or p-value counts as no cover and no
+    rejection."""
+    want = stats.normal_cdf(d / math.sqrt(2))
+    covered = rejected = 0
+    for _ in range(datasets):
+        label = np.zeros(n, dtype=np.int8)
+        label[rng.choice(n, positives, replace=False)] = 1
+        score = rng.standard_normal(n) + d * label
+        metric = AucMetric(table_size, comm=Comm.local())
+        metric.update(sigmoid(score), label)
+        pair_metric = AucMetric(table_size, compare="b", comm=Comm.local())
+        pair_metric.update(sigmoid(score + noise * rng.standard_normal(n)), label,
+                           compare=sigmoid(score + noise * rng.standard_normal(n)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            pair = metric.compute().ci()["auc"]
+            comparison = pair_metric.compute().compare
+        assert comparison is not None
+        covered += pair is not None and pair[0] <= want <= pair[1]
+        rejected += comparison.p < 0.05
+    return {"auc": covered / datasets, "auc_diff p<0.05": rejected / datasets}
+
+
+def rare_click_coverage(rng: np.random.Generator, datasets: int, n: int = 1000,
+                        ctr: float = 0.002) -> dict[str, float]:
+    """The share of ``datasets`` sets of ``n`` rows, each a click with probability ``ctr``
+    and the pred ``ctr`` (a calibrated model), whose 95% intervals of ``actual_ctr`` cover
+    ``ctr`` and of ``copc`` cover 1."""
+    hits = {"actual_ctr": 0, "copc": 0}
+    for _ in range(datasets):
+        label = (rng.random(n) < ctr).astype(np.int8)
+        metric = AucMetric(comm=Comm.local())
+        metric.update(np.full(n, ctr), label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            ci = metric.compute().ci()
+        for name, want in (("actual_ctr", ctr), ("copc", 1.0)):
+            pair = ci[name]
+            hits[name] += pair is not None and pair[0] <= want <= pair[1]
+    return {name: count / datasets for name, count in hits.items()}

@@ -212,12 +212,26 @@ def test_ratio_stderrs_equal_the_delta_method_over_rows(rng, weighted):
 
 
 def test_ci_at_another_level_and_the_json_pair(rng):
+    """``predicted_ctr``: Wald; ``auc``: DeLong's on the logit scale (Student's t of the
+    smaller class - 1 degrees of freedom); ``actual_ctr``:
+    Wilson's score interval; ``copc``: ``actual_ctr``'s over the predicted CTR."""
     result = compute(*ctr_data(rng, 5000))
     z95 = stats.z_value(0.95)
     assert z95 == pytest.approx(1.959963984540054)
+    n, r = result.num, result.actual_ctr
+    wilson = ((r + z95**2 / (2 * n) + s * z95 * math.sqrt(r * (1 - r) / n + z95**2 / (4 * n * n)))
+              / (1 + z95**2 / n) for s in (-1, 1))
+    logit = math.log(result.auc / (1 - result.auc))
+    t = stats.t_value(0.95, min(result.positives, result.num - result.positives) - 1)
+    half = t * result.stderr["auc"] / (result.auc * (1 - result.auc))
+    want = {"predicted_ctr": (result.predicted_ctr - z95 * result.stderr["predicted_ctr"],
+                              result.predicted_ctr + z95 * result.stderr["predicted_ctr"]),
+            "auc": (1 / (1 + math.exp(half - logit)), 1 / (1 + math.exp(-half - logit))),
+            "actual_ctr": tuple(wilson)}
+    want["copc"] = tuple(x / result.predicted_ctr for x in want["actual_ctr"])
     for name, (low, high) in result.ci(0.95).items():
-        value, se = getattr(result, name), result.stderr[name]
-        assert (low, high) == pytest.approx((value - z95 * se, value + z95 * se))
+        value = getattr(result, name)
+        assert (low, high) == pytest.approx(want[name], rel=1e-12)
         low90, high90 = result.ci(0.90)[name]
         assert low < low90 < value < high90 < high
         assert result.to_dict()["ci95"][name] == [low, high]
@@ -282,7 +296,13 @@ def test_paired_delong_equals_pairwise_oracle(rng, table_size):
             kernels.buckets(pred_b, table_size).tolist(), label.tolist())
         assert got.auc_diff == pytest.approx(diff, rel=1e-9, abs=1e-15)
         assert got.auc_diff_stderr ** 2 == pytest.approx(variance, rel=1e-9)
-        assert got.p == pytest.approx(2 * stats.normal_cdf(-abs(diff) / math.sqrt(variance)))
+        # Student's t with min(P, N) - 1 degrees of freedom; none below 10 of a class
+        smaller = min(label.sum(), (1 - label).sum())
+        if smaller < stats.MIN_CLASS:
+            assert math.isnan(got.p) and got.ci() is None
+        else:
+            assert got.p == pytest.approx(stats.t_two_sided_p(diff / math.sqrt(variance),
+                                                              smaller - 1), rel=1e-9)
 
 
 def test_model_b_values_are_those_of_b_alone_and_a_is_unchanged(rng):
@@ -305,7 +325,7 @@ def test_identical_models_differ_by_zero_with_p_one(rng):
     pred, label = binormal(rng, 1000, 1.0)
     c = compare(pred, pred, label).compare
     assert c.auc_diff == 0 and c.auc_diff_stderr == 0 and c.p == 1.0
-    assert c.ci() == (0.0, 0.0)
+    assert c.ci() is None  # a spread of 0: no zero-width interval
 
 
 def test_weighted_pairs_equal_repeated_rows(rng):

@@ -220,22 +220,26 @@ def test_json_names_and_intervals(rng) -> None:
 
 
 def test_interval_is_the_cluster_standard_error() -> None:
-    """Two users with ndcg 1 and 1/log2(3): mean m, se = sqrt(sum (v - m)^2) / 2."""
-    rows = {"uid": np.array([1, 1, 2, 2]), "pred": np.array([0.9, 0.5, 0.7, 0.2]),
-            "label": np.array([0.0, 1.0, 1.0, 0.0])}
+    """Twelve users, half with ndcg 1 and half 1/log2(3): mean m, se = sd / sqrt(12) (sd
+    over 11 degrees of freedom), the interval m -/+ t(0.975, 11) se (2.200985, from the
+    tables)."""
+    users = 12
+    rows = {"uid": np.repeat(np.arange(users), 2),
+            "pred": np.tile([0.9, 0.5, 0.7, 0.2], users // 2),
+            "label": np.tile([0.0, 1.0, 1.0, 0.0], users // 2)}
     block = computed(rows, k=(2,))["tags"]["all"]
-    values = [1.0, 1 / math.log2(3)]
-    mean = sum(values) / 2
-    se = math.sqrt(sum((v - mean) ** 2 for v in values)) / 2
+    values = [1 / math.log2(3), 1.0] * (users // 2)
+    mean = sum(values) / users
+    se = math.sqrt(sum((v - mean) ** 2 for v in values) / (users - 1)) / math.sqrt(users)
     low, high = block["ci95"]["ndcg"]
-    assert low == pytest.approx(mean - 1.959963984540054 * se, rel=1e-9)
-    assert high == pytest.approx(min(1.0, mean + 1.959963984540054 * se), rel=1e-9)
+    assert low == pytest.approx(mean - 2.200985 * se, rel=1e-6)
+    assert high == pytest.approx(min(1.0, mean + 2.200985 * se), rel=1e-6)
 
 
-def test_one_valid_user_has_no_interval_and_warns() -> None:
+def test_few_valid_users_have_no_interval_and_warn() -> None:
     metric = RankingMetric(comm=Comm.local(), k=[1])
-    metric.update([1, 1], [0.2, 0.1], [1.0, 0.0])
-    with pytest.warns(UndefinedMetricWarning, match="needs two valid users"):
+    metric.update(np.repeat(np.arange(9), 2), np.tile([0.2, 0.1], 9), np.tile([1.0, 0.0], 9))
+    with pytest.warns(UndefinedMetricWarning, match="needs 10 valid users"):
         block = metric.compute().to_dict()["tags"]["all"]
     assert block["ndcg"] == 1.0 and block["ci95"]["ndcg"] is None
 

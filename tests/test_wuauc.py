@@ -21,7 +21,7 @@ from sklearn.metrics import roc_auc_score
 from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kernels import exact
+from mpieval.kernels import exact, stats
 from mpieval.kinds.auc.metric import AucMetric
 from mpieval.kinds.wuauc.kernels import CHUNK, USER_SUM_FIELDS
 from mpieval.kinds.wuauc.kernels import user_auc_sums as exact_user_auc_sums
@@ -514,7 +514,8 @@ def test_a_user_with_200000_rows(rng: np.random.Generator) -> None:
     metric = WuaucMetric(comm=Comm.local())
     metric.update(np.full(n, 42), pred, label)
     metric.update(np.array([7, 7]), np.array([0.1, 0.2], np.float32), np.array([0, 1]))
-    block = metric.compute().all
+    with pytest.warns(UndefinedMetricWarning, match="ci95 of UAUC and WUAUC needs 10 valid"):
+        block = metric.compute().all
     expected = roc_auc_score(label, pred)
     assert block.valid_user_count == 2 and block.real_ins_num == n + 2
     assert block.uauc == pytest.approx((expected + 1.0) / 2, abs=1e-12)
@@ -530,7 +531,7 @@ def test_a_million_users_with_one_row_each(rng: np.random.Generator) -> None:
     for part in np.array_split(np.arange(n), 4):
         metric.update(uid[part], pred[part], label[part])
     metric.update(np.array([-5, -5]), np.array([0.3, 0.2], np.float32), np.array([1, 0]))
-    with pytest.warns(UndefinedMetricWarning, match="ci95 of UAUC and WUAUC needs two valid"):
+    with pytest.warns(UndefinedMetricWarning, match="ci95 of UAUC and WUAUC needs 10 valid"):
         block = metric.compute().all
     assert block.ci() == {"uauc": None, "wuauc": None}
     assert block.real_user_count == n + 1
@@ -571,8 +572,10 @@ def test_distinct_tags_equal_numpy_unique(codes, as_text):
 
 
 def test_interval_stderrs_equal_the_cluster_formulas_over_users(rng) -> None:
-    """Plain Python over the users' own AUCs: ``uauc``'s standard error is the spread of
-    the AUCs over sqrt(V) (population form), ``wuauc``'s the delta method of a ratio."""
+    """Plain Python over the users' own AUCs: ``uauc``'s standard error is the sample
+    standard deviation of the AUCs (V - 1) over sqrt(V), ``wuauc``'s the delta method of a
+    ratio times sqrt(V / (V - 1)); the interval uses Student's t with V - 1 degrees of
+    freedom."""
     uid, pred, label = simulation.users(rng, 300, 1.0, 0.5, mean_rows=6)
     tag = np.where(uid % 3 == 0, "a", "b")
     metric = WuaucMetric(comm=Comm.local())
@@ -589,11 +592,13 @@ def test_interval_stderrs_equal_the_cluster_formulas_over_users(rng) -> None:
         a, n = np.array(aucs), np.array(counts, dtype=np.float64)
         uauc, wuauc = a.mean(), (n * a).sum() / n.sum()
         block = result[name]
-        assert block.stderr["uauc"] == pytest.approx(a.std() / math.sqrt(len(a)), rel=1e-9)
+        v = len(a)
+        assert block.stderr["uauc"] == pytest.approx(a.std(ddof=1) / math.sqrt(v), rel=1e-9)
         assert block.stderr["wuauc"] == pytest.approx(
-            math.sqrt((n * n * (a - wuauc) ** 2).sum()) / n.sum(), rel=1e-9)
+            math.sqrt((n * n * (a - wuauc) ** 2).sum() * v / (v - 1)) / n.sum(), rel=1e-9)
         low, high = block.ci()["uauc"]
-        assert (low + high) / 2 == pytest.approx(uauc) and high - low > 0
+        assert (low + high) / 2 == pytest.approx(uauc)
+        assert high - low == pytest.approx(2 * stats.t_value(0.95, v - 1) * block.stderr["uauc"])
         assert block.to_dict()["ci95"]["wuauc"] == list(block.ci()["wuauc"])
 
 
@@ -646,9 +651,11 @@ def test_compare_matches_the_paired_per_user_oracle(rng) -> None:
         assert c is not None and c.pred == "model_b"
         assert c.uauc_diff == pytest.approx(d.mean(), rel=1e-12, abs=1e-15)
         assert c.wuauc_diff == pytest.approx(weighted, rel=1e-12, abs=1e-15)
-        assert c.stderr["uauc_diff"] == pytest.approx(d.std() / math.sqrt(len(d)), rel=1e-9)
+        # the cluster formulas with the small-sample factor: V - 1 for V users
+        v = len(d)
+        assert c.stderr["uauc_diff"] == pytest.approx(d.std(ddof=1) / math.sqrt(v), rel=1e-9)
         assert c.stderr["wuauc_diff"] == pytest.approx(
-            math.sqrt((n * n * (d - weighted) ** 2).sum()) / n.sum(), rel=1e-9)
+            math.sqrt((n * n * (d - weighted) ** 2).sum() * v / (v - 1)) / n.sum(), rel=1e-9)
         assert (c.uauc, c.wuauc) == (b_alone[name].uauc, b_alone[name].wuauc)
     # A's own values do not change with the comparison
     plain = WuaucMetric(comm=Comm.local())
@@ -665,7 +672,9 @@ def test_compare_json_and_log_lines(rng) -> None:
     result = quiet(metric)
     block = result.to_dict()["tags"]["x"]["compare"]
     assert list(block) == ["pred", "uauc", "wuauc", "uauc_diff", "uauc_diff_ci95",
-                           "uauc_diff_p", "wuauc_diff", "wuauc_diff_ci95", "wuauc_diff_p"]
+                           "uauc_diff_p", "wuauc_diff", "wuauc_diff_ci95", "wuauc_diff_p",
+                           "uauc_diff_q", "wuauc_diff_q"]
+    assert "uauc_diff_q" not in result.to_dict()["tags"]["all"]["compare"]
     low, high = block["uauc_diff_ci95"]
     assert low < block["uauc_diff"] < high and 0 < block["uauc_diff_p"] <= 1
     lines = result.to_log_line("u").splitlines()

@@ -46,11 +46,24 @@ class AucComparison:
     auc_diff_stderr: float
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
-        return stats.interval(self.auc_diff, self.auc_diff_stderr, level, -1.0, 1.0)
+        """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
+        ``P``, ``N`` the class totals), cut to [-1, 1]; None below
+        :data:`mpieval.kernels.stats.MIN_CLASS` in either class or with a spread of 0."""
+        return stats.cluster_interval(self.auc_diff, self.auc_diff_stderr, self._units,
+                                      level, -1.0, 1.0)
 
     @property
     def p(self) -> float:
-        return stats.two_sided_p(self.auc_diff, self.auc_diff_stderr)
+        """The two-sided p-value of ``auc_diff`` against the t of :meth:`ci`; NaN where
+        the interval is None."""
+        return stats.cluster_p(self.auc_diff, self.auc_diff_stderr, self._units)
+
+    @property
+    def _units(self) -> float:
+        """The smaller class total (the t's degrees of freedom + 1); 0 (no interval) when
+        it is below :data:`mpieval.kernels.stats.MIN_CLASS`."""
+        smaller = min(self.result.positives, self.result.num - self.result.positives)
+        return smaller if smaller >= stats.MIN_CLASS else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         b = self.result.to_dict()
@@ -103,11 +116,35 @@ class AucResult:
     window: AucResult | None = None
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Wald intervals ``value -/+ z se`` of ``INTERVAL_FIELDS`` at ``level``, cut to
-        each value's range; None where undefined."""
-        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
-                                     level, *_RANGES[name])
-                for name in INTERVAL_FIELDS}
+        """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined.
+
+        - ``auc``: DeLong's on the logit scale (:func:`mpieval.kernels.stats.logit_interval`,
+          within (0, 1)) with Student's t of ``min(P, N) - 1`` degrees of freedom (``P``,
+          ``N`` the class totals: the smaller class bounds how well the spread is known);
+          None below :data:`mpieval.kernels.stats.MIN_CLASS` in either class, or with a
+          spread of 0.
+        - ``actual_ctr``: Wilson's score interval of ``positives / num`` (valid at 0 and at
+          all positives).
+        - ``predicted_ctr``: Wald ``value -/+ z se`` cut to [0, 1].
+        - ``copc``: the ``actual_ctr`` interval over ``predicted_ctr``: not [0, 0] without
+          positives (the predicted CTR's own spread is left out: it is small beside the
+          labels' one).
+        The ctrs' and copc's need a total weight of 2 (two rows)."""
+        auc_stderr = self.stderr.get("auc", math.nan)
+        smaller = min(self.positives, self.num - self.positives)
+        if smaller < stats.MIN_CLASS:
+            auc_stderr = math.nan
+        enough = self.num >= 2 and not math.isnan(self.stderr.get("actual_ctr", math.nan))
+        actual = stats.wilson_interval(self.positives, self.num, level) if enough else None
+        copc = None
+        if actual is not None and self.predicted_ctr > 0:
+            copc = (actual[0] / self.predicted_ctr, actual[1] / self.predicted_ctr)
+        predicted = stats.interval(self.predicted_ctr,
+                                   self.stderr.get("predicted_ctr", math.nan), level,
+                                   *_RANGES["predicted_ctr"])
+        quantile = None if math.isnan(auc_stderr) else stats.t_value(level, smaller - 1)
+        return {"auc": stats.logit_interval(self.auc, auc_stderr, level, quantile),
+                "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc}
 
     def to_dict(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -236,6 +273,11 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
     for each interval left undefined whose value is defined."""
     if defined and math.isnan(variance):
         reasons.append("auc ci95 needs a weight above 1 in each class")
+    elif defined and min(positives, num - positives) < stats.MIN_CLASS:
+        reasons.append(f"auc ci95 needs a weight of {stats.MIN_CLASS} in each class")
+    elif defined and variance == 0:
+        reasons.append("auc ci95 is null: DeLong's spread is 0 (every positive above every "
+                       "negative, or the reverse)")
     s, k = sums, kernels
     # actual ctr = sum w y / sum w; predicted = sum w p / sum w; copc = sum w y / sum w p;
     # frequency weights: sum w (a - r b)^2 over rows, so sum w y^2 etc. (no w^2 sums)
@@ -447,7 +489,13 @@ class AucMetric(Metric):
             v10_a, v10_b, v01_a, v01_b)))
         variance = delong.paired_variance(float(spread[0]), float(spread[1]),
                                          float(table_a[1].sum()), float(table_a[0].sum()))
+        smaller = min(float(table_a[1].sum()), float(table_a[0].sum()))
         if math.isnan(variance) and not math.isnan(auc):
             reasons.append("auc_diff ci95 needs a weight above 1 in each class")
+        elif not math.isnan(auc) and smaller < stats.MIN_CLASS:
+            reasons.append(f"auc_diff ci95 and p need a weight of {stats.MIN_CLASS} in each "
+                           "class")
+        elif variance == 0:
+            reasons.append("auc_diff ci95 is null: the paired spread is 0")
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
                              auc_diff_stderr=math.sqrt(variance))

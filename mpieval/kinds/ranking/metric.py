@@ -46,7 +46,8 @@ class RankingBlock:
 
     ``values`` maps each name of :func:`mpieval.kinds.ranking.kernels.value_names` (``ndcg``,
     ``ndcg@K``..., ``recall@K``...) to its mean over the valid users; ``stderr`` holds
-    their standard errors with users as independent clusters (NaN below two valid users).
+    their standard errors with users as independent clusters (NaN below two valid users;
+    :meth:`ci` gives none below :data:`mpieval.kernels.stats.MIN_CLUSTERS`).
     """
 
     tag: str
@@ -65,9 +66,12 @@ class RankingBlock:
         return self.values["ndcg"]
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Wald intervals ``value -/+ z se`` of every value at ``level``, cut to [0, 1];
-        None where undefined."""
-        return {name: stats.interval(value, self.stderr.get(name, math.nan), level, 0.0, 1.0)
+        """Intervals ``value -/+ t se`` of every value at ``level`` (Student's t with
+        ``valid_user_count - 1`` degrees of freedom), cut to [0, 1]; None where undefined,
+        below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of
+        0."""
+        return {name: stats.cluster_interval(value, self.stderr.get(name, math.nan),
+                                             self.valid_user_count, level, 0.0, 1.0)
                 for name, value in self.values.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,17 +125,22 @@ def block_from_sums(tag: str, k: tuple[int, ...],
     for name in value_names(k):
         total, squares = s[f"{name}_sum"], s[f"{name}_sq_sum"]
         values[name] = total / valid if valid else math.nan
-        # users as independent clusters: the delta method of sum v_u / sum 1 (as UAUC)
-        stderr[name] = (stats.ratio_stderr(total, valid, squares, total, valid)
-                        if valid >= 2 else math.nan)
+        # users as independent clusters: the delta method of sum v_u / sum 1 (as UAUC),
+        # with the small-sample factor sqrt(V / (V - 1))
+        stderr[name] = stats.cluster_stderr(
+            stats.ratio_stderr(total, valid, squares, total, valid), valid)
     reasons = []
     if s["rows"] == 0:
         reasons.append(f"tag {tag}: no rows")
     elif valid == 0:
         reasons.append(f"tag {tag}: no user has a relevant row (label > 0), NDCG and Recall "
                        "are undefined")
-    elif valid == 1:
-        reasons.append(f"tag {tag}: ci95 of NDCG and Recall needs two valid users")
+    elif valid < stats.MIN_CLUSTERS:
+        reasons.append(f"tag {tag}: ci95 of NDCG and Recall needs {stats.MIN_CLUSTERS} "
+                       "valid users")
+    else:
+        reasons += [f"tag {tag}: ci95 of {name} is null: its spread over the users is 0"
+                    for name, se in stderr.items() if se == 0]
     block = RankingBlock(tag=tag, k=k, values=values, valid_user_count=int(valid),
                          real_user_count=int(s["users"]), real_ins_num=int(s["rows"]),
                          stderr=stderr)

@@ -148,7 +148,7 @@ class WuaucMetric(UserRowsMetric):
             reasons += why
         if reasons:
             warn_undefined(comm, "wuauc: " + "; ".join(reasons))
-        return WuaucResult(tuple(blocks))
+        return WuaucResult(tuple(blocks)).with_q_values()
 
 # -- per-user sums on the owner ----------------------------------------------------------
 

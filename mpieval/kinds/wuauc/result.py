@@ -15,6 +15,7 @@ one class only is not valid)::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,11 @@ class WuaucComparison:
     """Model B (pred column ``pred``) against model A in one tag block, paired by user:
     B's ``uauc`` and ``wuauc``, the differences B - A, and their standard errors over the
     users' paired differences (users as independent clusters); :meth:`ci` and :meth:`p`
-    give the intervals and two-sided p-values."""
+    give the intervals and two-sided p-values (Student's t with ``users - 1`` degrees of
+    freedom; None/NaN below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or
+    with a spread of 0). ``q``: the Benjamini-Hochberg q-values of the p-values over the
+    result's tags other than ``all`` (:meth:`WuaucResult.with_q_values`; empty in ``all``
+    and until set)."""
 
     pred: str
     uauc: float
@@ -53,14 +58,17 @@ class WuaucComparison:
     uauc_diff: float
     wuauc_diff: float
     stderr: dict[str, float]
+    users: int = 0
+    q: dict[str, float] = field(default_factory=dict)
 
     def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of ``uauc_diff`` or ``wuauc_diff`` at ``level``."""
-        return stats.interval(getattr(self, name), self.stderr[name], level, -1.0, 1.0)
+        return stats.cluster_interval(getattr(self, name), self.stderr[name], self.users,
+                                      level, -1.0, 1.0)
 
     def p(self, name: str) -> float:
         """The two-sided p-value of ``uauc_diff`` or ``wuauc_diff`` (no difference)."""
-        return stats.two_sided_p(getattr(self, name), self.stderr[name])
+        return stats.cluster_p(getattr(self, name), self.stderr[name], self.users)
 
     def to_dict(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"pred": self.pred, "uauc": logline.json_number(self.uauc),
@@ -70,6 +78,9 @@ class WuaucComparison:
             fields[name] = logline.json_number(getattr(self, name))
             fields[f"{name}_ci95"] = None if pair is None else list(pair)
             fields[f"{name}_p"] = logline.json_number(self.p(name))
+        if self.q:
+            for name in ("uauc_diff", "wuauc_diff"):
+                fields[f"{name}_q"] = logline.json_number(self.q[name])
         return fields
 
     def to_log_line(self, name: str, tag: str) -> str:
@@ -111,10 +122,13 @@ class WuaucBlock:
     compare: WuaucComparison | None = None
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Wald intervals ``value -/+ z se`` of ``uauc`` and ``wuauc`` at ``level``, cut
-        to [0, 1]; None where undefined."""
-        return {name: stats.interval(getattr(self, name), self.stderr.get(name, math.nan),
-                                     level, 0.0, 1.0)
+        """Intervals ``value -/+ t se`` of ``uauc`` and ``wuauc`` at ``level`` (Student's
+        t with ``valid_user_count - 1`` degrees of freedom), cut to [0, 1]; None where
+        undefined, below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a
+        spread of 0."""
+        return {name: stats.cluster_interval(getattr(self, name),
+                                             self.stderr.get(name, math.nan),
+                                             self.valid_user_count, level, 0.0, 1.0)
                 for name in INTERVAL_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,6 +169,21 @@ class WuaucResult(TagBlocks[WuaucBlock]):
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "tags": {block.tag: block.to_dict() for block in self.blocks}}
+
+    def with_q_values(self) -> WuaucResult:
+        """The result whose per-tag comparisons (tags other than ``all``) carry the
+        Benjamini-Hochberg q-values of ``uauc_diff_p`` and ``wuauc_diff_p`` over those
+        tags (:func:`mpieval.kernels.stats.bh_q_values`; NaN where the p-value is)."""
+        tagged = [block for block in self.blocks[1:] if block.compare is not None]
+        if not tagged:
+            return self
+        q = {name: stats.bh_q_values([block.compare.p(name) for block in tagged
+                                      if block.compare is not None])
+             for name in ("uauc_diff", "wuauc_diff")}
+        replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
+            block.compare, q={name: q[name][i] for name in q}))
+            for i, block in enumerate(tagged) if block.compare is not None}
+        return WuaucResult(tuple(replaced.get(id(block), block) for block in self.blocks))
 
     def to_log_line(self, name: str) -> str:
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
@@ -197,8 +226,14 @@ def block_from_sums(tag: str, sums: np.ndarray,
         stderr=_stderrs(s),
         compare=None if compare is None else _comparison(compare, s, sums),
     )
-    if s["valid_users"] == 1:
-        reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs two valid users")
+    if 0 < s["valid_users"] < stats.MIN_CLUSTERS:
+        reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs {stats.MIN_CLUSTERS} "
+                       "valid users")
+    else:
+        spreads = [*block.stderr.items(),
+                   *(() if block.compare is None else block.compare.stderr.items())]
+        reasons += [f"tag {tag}: ci95 of {name} is null: its spread over the users is 0"
+                    for name, stderr in spreads if stderr == 0]
     return block, reasons
 
 
@@ -212,11 +247,11 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
     stderr = {"uauc_diff": math.nan, "wuauc_diff": math.nan}
     if users >= 2:
         stderr = {
-            "uauc_diff": stats.ratio_stderr(c["diff_sum"], users, c["diff_sq_sum"],
-                                            c["diff_sum"], users),
-            "wuauc_diff": stats.ratio_stderr(c["diff_rows_sum"], rows,
-                                             c["diff_sq_rows_sq_sum"],
-                                             c["diff_rows_sq_sum"], s["rows_sq_sum"]),
+            "uauc_diff": stats.cluster_stderr(stats.ratio_stderr(
+                c["diff_sum"], users, c["diff_sq_sum"], c["diff_sum"], users), users),
+            "wuauc_diff": stats.cluster_stderr(stats.ratio_stderr(
+                c["diff_rows_sum"], rows, c["diff_sq_rows_sq_sum"], c["diff_rows_sq_sum"],
+                s["rows_sq_sum"]), users),
         }
     return WuaucComparison(
         pred=pred,
@@ -225,6 +260,7 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
         uauc_diff=_ratio(c["diff_sum"], users),
         wuauc_diff=_ratio(c["diff_rows_sum"], rows),
         stderr=stderr,
+        users=int(users),
     )
 
 
@@ -232,15 +268,17 @@ def _stderrs(s: dict[str, float]) -> dict[str, float]:
     """Standard errors of ``uauc`` and ``wuauc`` over the valid users ``u`` taken as
     independent clusters (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method):
     ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u``, ``A_u`` the user's
-    AUC and ``n_u`` its rows; NaN below two valid users."""
+    AUC and ``n_u`` its rows, times ``sqrt(V / (V - 1))`` over ``V`` valid users
+    (:func:`mpieval.kernels.stats.cluster_stderr`); NaN below two valid users."""
     if s["valid_users"] < 2:
         return {"uauc": math.nan, "wuauc": math.nan}
     users = s["valid_users"]
     return {
-        "uauc": stats.ratio_stderr(s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users),
-        "wuauc": stats.ratio_stderr(s["auc_rows_sum"], s["valid_rows"],
-                                    s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
-                                    s["rows_sq_sum"]),
+        "uauc": stats.cluster_stderr(stats.ratio_stderr(
+            s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users), users),
+        "wuauc": stats.cluster_stderr(stats.ratio_stderr(
+            s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"],
+            s["auc_rows_sq_sum"], s["rows_sq_sum"]), users),
     }
 
 
