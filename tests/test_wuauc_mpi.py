@@ -131,7 +131,7 @@ def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.Monkey
         keys, checks = real(field, uid)
         return np.zeros_like(keys), checks
 
-    monkeypatch.setattr("mpieval.kinds.wuauc.metric.uid_keys_checked", colliding)
+    monkeypatch.setattr("mpieval.user_rows.uid_keys_checked", colliding)
     metric = WuaucMetric(comm=comm)
     metric.update([f"a{comm.rank}", f"b{comm.rank}"], [0.2, 0.8], [0, 1])
     with pytest.raises((UidCollisionError, RemoteError), match="collision"):
