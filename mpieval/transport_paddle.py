@@ -20,9 +20,10 @@ slots as large as the most it sends any one rank (docs/paddle.md gives the bytes
 
 Paddle's gloo operations give up after 30 seconds of waiting for another rank, and there
 is no option to wait longer: a rank that reaches ``compute()`` later than that (a slower
-shard, a loaded machine) would end the job. So before each collective the ranks meet on
-the job's TCP store, whose waits have Paddle's rendezvous timeout (30 minutes), as
-mpieval's MPI transport meets on a non-blocking barrier.
+shard, a loaded machine) would end the job. So the ranks meet on the job's TCP store,
+whose waits have Paddle's rendezvous timeout (30 minutes), before the collectives that
+follow local work (:meth:`PaddleTransport._meet`), as mpieval's MPI transport meets on a
+non-blocking barrier before each.
 """
 
 from __future__ import annotations
@@ -88,9 +89,15 @@ class PaddleTransport:
         self.store = core.create_or_get_global_tcp_store()
 
     def arrive(self) -> None:
+        return  # met on the store where ranks may come apart (_meet), not before each one
+
+    def _meet(self) -> None:
         """Meet the group's other ranks on the job's store (Paddle's TCP store, whose
-        waits last as long as Paddle's rendezvous): one count a collective, polled with
-        sleeps; the gloo collective that follows finds every rank there."""
+        waits last as long as Paddle's rendezvous): one count a meeting, polled with
+        sleeps; the gloo collective that follows finds every rank there. A store call is
+        slow (the README's Benchmarks), so ranks meet there only before an agreement (the
+        first collective of every compute and every agreed step) and an exchange: where
+        one rank may come after long local work; every rank takes the same decision."""
         number = self._arrivals.get(self.group.id, 0) + 1
         self._arrivals[self.group.id] = number
         key = f"mpieval/{self.group.id}/{number}"
@@ -98,9 +105,11 @@ class PaddleTransport:
         _wait_until(lambda: self.store.add(key, 0) >= self.size)
 
     def barrier(self) -> None:
-        self.arrive()
+        self._meet()
 
     def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+        if op == "max":  # an agreement (Comm.agree, Comm.any)
+            self._meet()
         total = local.copy()
         if total.size:  # gloo refuses an empty one (every rank's is the same size)
             dist.all_reduce(_tensor(total), op=_OPS[op], group=self.group)
@@ -117,6 +126,7 @@ class PaddleTransport:
     def alltoall(self, counts: np.ndarray) -> np.ndarray:
         """Every rank's counts gathered (kept for :meth:`alltoallv`: the sizes of each
         rank's scatter); the column of this rank returned."""
+        self._meet()
         gathered: list[Any] = []
         dist.all_gather(gathered, _tensor(np.ascontiguousarray(counts, dtype=np.int64)),
                         group=self.group)

@@ -12,6 +12,7 @@ every process computes once, with the per-user exchange's primitives wrapped to 
 bytes this process sends: over Paddle the counts' ``all_gather`` and the slots of its
 ``scatter`` s, against what an all-to-all would send (the rows bound for other ranks).
 Prints the median over rounds of each job's median compute, their ratio, and the bytes.
+Both jobs run with ``OMP_NUM_THREADS=1`` unless it is set (the README's Benchmarks say why).
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def job(transport: str, size: int, argv: list[str]) -> list[dict]:
     ports = _free_ports(size + 1)
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("PMI_", "PMIX_", "HYDI_", "MPI_LOCAL", "OMPI_", "PADDLE_"))}
+    base.setdefault("OMP_NUM_THREADS", "1")  # more processes than cores: no idle pools
     procs = []
     for rank in range(size):
         if transport == "paddle":
