@@ -95,7 +95,7 @@ class PaddleTransport:
         """Meet the group's other ranks on the job's store (Paddle's TCP store, whose
         waits last as long as Paddle's rendezvous): one count a meeting, polled with
         sleeps; the gloo collective that follows finds every rank there. A store call is
-        slow (the README's Benchmarks), so ranks meet there only before an agreement (the
+        slow (docs/benchmarks.md), so ranks meet there only before an agreement (the
         first collective of every compute and every agreed step) and an exchange: where
         one rank may come after long local work; every rank takes the same decision."""
         number = self._arrivals.get(self.group.id, 0) + 1

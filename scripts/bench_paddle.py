@@ -12,7 +12,7 @@ every process computes once, with the per-user exchange's primitives wrapped to 
 bytes this process sends: over Paddle the counts' ``all_gather`` and the slots of its
 ``scatter`` s, against what an all-to-all would send (the rows bound for other ranks).
 Prints the median over rounds of each job's median compute, their ratio, and the bytes.
-Both jobs run with ``OMP_NUM_THREADS=1`` unless it is set (the README's Benchmarks say why).
+Both jobs run with ``OMP_NUM_THREADS=1`` unless it is set (docs/benchmarks.md says why).
 """
 
 from __future__ import annotations
