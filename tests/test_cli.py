@@ -489,15 +489,23 @@ def test_the_documented_config_block_is_valid():
                                        "grade_pn"]
 
 
-def test_the_dockerfile_installs_with_the_ci_script():
+def test_the_dockerfile_builds_a_wheel_and_ships_no_compiler():
+    """Two stages: the first installs g++ and builds mpieval's wheel from files of this
+    repository; the image installs that wheel (with MPI from pip) and no compiler."""
     with open(os.path.join(ROOT, "docker", "Dockerfile")) as dockerfile:
         lines = [line.split() for line in dockerfile if line.strip() and line[0] != "#"]
-    for words in lines:
+    stages = [i for i, words in enumerate(lines) if words[0] == "FROM"]
+    assert len(stages) == 2
+    build, image = lines[stages[0]:stages[1]], lines[stages[1]:]
+    for words in build:
         if words[0] == "COPY":
             for source in words[1:-1]:
                 assert os.path.exists(os.path.join(ROOT, source)), source
-    runs = [" ".join(words) for words in lines if words[0] == "RUN"]
-    assert len(runs) == 1 and "scripts/setup" in runs[0] and "MPIEVAL_EXTRAS=mpich" in runs[0]
+    built = " ".join(" ".join(words) for words in build)
+    assert "g++" in built and "pip wheel" in built
+    shipped = " ".join(" ".join(words) for words in image)
+    assert "--from=build" in shipped and "[mpich]" in shipped
+    assert "g++" not in shipped and "apt-get" not in shipped
 
 
 def test_parquet_categorical_ids_read_as_their_values(tmp_path, capsys, data):

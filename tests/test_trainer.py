@@ -330,7 +330,9 @@ _BAD = {"auc": {"pred": np.array([0.5, 1.5]), "label": np.array([0, 1])},
                   "label": np.array([0, 1])},
         "pn": {"uid": np.array([1, 2]), "pred": np.array([0.5, np.nan]),
                "label": np.array([0.0, 1.0])},
-        "pairwise": {"left_label": np.array([0, 2]), "right_label": np.array([0, 1])}}
+        "pairwise": {"left_label": np.array([0, 2]), "right_label": np.array([0, 1])},
+        "ranking": {"uid": np.array([1, 2]), "pred": np.array([0.5, 0.7]),
+                    "label": np.array([1.0, -1.0])}}
 
 
 def _failure(metric: Metric) -> tuple:
