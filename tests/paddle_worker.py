@@ -149,6 +149,9 @@ def loop(rank: int, size: int) -> dict:
     return {"transports": live, "after": len(PaddleTransport._of_group)}
 
 
+RESULT = "mpieval-result: "
+
+
 def main() -> None:
     if sys.argv[1] == "mpi":
         comm = Comm()
@@ -167,8 +170,9 @@ def main() -> None:
     assert dist.is_initialized() == (size > 1)
     try:
         result = {name: globals()[name](rank, size) for name in scenarios}
-        print(json.dumps({"rank": rank, "result": result,
-                          "mpi_loaded": "mpi4py.MPI" in sys.modules}))
+        # marked and flushed at once: Paddle's own C++ code writes to the same stdout
+        print(RESULT + json.dumps({"rank": rank, "result": result,
+                                   "mpi_loaded": "mpi4py.MPI" in sys.modules}), flush=True)
     finally:
         if size > 1:
             dist.barrier()  # every process done before any tears the group down
