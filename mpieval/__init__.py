@@ -38,7 +38,6 @@ __all__ = [
 __all__ += list(_KIND_EXPORTS)
 
 
-
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # one source: the package's metadata (pyproject.toml)
         from importlib.metadata import version

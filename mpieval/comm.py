@@ -502,7 +502,7 @@ def _arrive(comm: Any) -> None:
 
     MPI implementations busy-poll inside a blocking collective; with more ranks than free
     cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
-    from the rank it waits for (docs/design.md, Communication).
+    from the rank it waits for (docs/design.md, Layers: communication).
     Every collective of this module first meets the others here, so the blocking call
     that follows finds everyone present and hardly waits.
     """

@@ -1,4 +1,4 @@
-"""The exchange of per-user rows to the rank that owns their user (``wuauc``, ``pn``).
+"""The exchange of per-user rows to the rank that owns their user (the per-user kinds).
 
 :func:`gather_by_user` (collective) moves every row to the rank that owns its user,
 ``mix64(key) mod size`` (:func:`mpieval.kernels.keys.owner_of`), with

@@ -1,4 +1,4 @@
-"""uid keys: a uid column as uint64 keys, shared by the per-user kinds (``wuauc``, ``pn``).
+"""uid keys: a uid column as uint64 keys, shared by the per-user kinds.
 
 Integer uids (any int dtype, or whole floats) are their own key (an int64 is read as its
 two's complement uint64), so distinct integers never collide. Strings and bytes (and

@@ -49,6 +49,8 @@ class TagBlocks(Generic[B]):
 
     def __iter__(self) -> Iterator[B]:
         return iter(self.blocks)
+
+
 NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
 MAX_TAGS = int(NO_TAG) - 1
 

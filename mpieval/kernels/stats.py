@@ -1,5 +1,5 @@
-"""Statistics helpers every kind shares: normal quantiles, Wald intervals, two-sided
-p-values and the delta-method standard error of a ratio of sums.
+"""Statistics helpers every kind shares: quantiles and two-sided p-values (normal and
+Student's t), intervals, and the delta-method standard error of a ratio of sums.
 
 Everything here works on merged values only (sums over rows or users), so an interval is
 the same whatever the number of ranks and the split of rows. A kind's own estimators live
@@ -45,16 +45,6 @@ def interval(value: float, stderr: float, level: float, low: float = -math.inf,
         return None
     half = z_value(level) * stderr
     return (float(max(low, value - half)), float(min(high, value + half)))  # not numpy's
-
-
-def two_sided_p(diff: float, stderr: float) -> float:
-    """``P(|Z| >= |diff / stderr|)`` under the normal null; 1 when both are 0, NaN when
-    undefined."""
-    if math.isnan(diff) or math.isnan(stderr):
-        return math.nan
-    if stderr == 0:
-        return 1.0 if diff == 0 else 0.0
-    return math.erfc(abs(diff) / stderr / math.sqrt(2))  # = 2 Phi(-|z|), no cancellation
 
 
 def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
@@ -210,7 +200,7 @@ def wilson_interval(successes: float, n: float, level: float) -> tuple[float, fl
     With Brown, Cai & DasGupta's (2001) modification at the edges: when ``successes`` is a
     whole 1, 2 or 3 (1 or 2 up to 50 rows) the lower end is the Poisson one,
     :func:`poisson_lower` ``/ n``, and the same for the upper end at ``n - successes``,
-    which lifts Wilson's coverage dips there (91% at 1,000 rows and a rate of 0.001).
+    which lifts Wilson's coverage dips there (docs/statistics.md).
     None when ``n`` is not above 0."""
     if not n > 0 or math.isnan(successes):
         return None
