@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent
 RANKS = (1, 2, 3)
 FLOAT_TABLES = {"auc-fweight", "auc-soft", "auc-soft-weight"}
 """Runs whose table buckets are float sums (fractional weights, soft labels): their last
-bits depend on the split of the rows (the auc kind's page: the same bits on any number of ranks), so only their bytes before and
+bits depend on the split of the rows (docs/kinds/auc.md), so only their bytes before and
 after are compared, not those of different rank counts."""
 
 
