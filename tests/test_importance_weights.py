@@ -225,7 +225,7 @@ def test_window_reads_the_weights_as_the_lifetime_does(rng):
 
 
 def test_bad_weights_value_names_the_option():
-    with pytest.raises(ValueError, match="weights.*must be one of frequency, importance"):
+    with pytest.raises(ValueError, match=r"weights.*must be one of frequency, importance"):
         AucMetric(weights="inverse")
 
 
