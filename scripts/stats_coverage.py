@@ -20,9 +20,9 @@ and ``wuauc`` at 10, 30 and 100 valid users a tag (coverage, and the paired test
 null); ``auc`` at 10 and 30 positives among 10,000 rows (coverage, paired test under the
 null); ``actual_ctr`` and ``copc`` at 1,000 rows and a CTR of 0.002; negative
 downsampling (also alone: ``--downsampling-only``): full sets of 20,000 rows at a CTR of
-0.05 (d = 1), the non-clicks kept at 0.1 with weight 10, coverage of the population's
-values with ``weights="frequency"`` (before) and ``"importance"`` (after). A null interval
-or p-value counts as no cover and no rejection.
+0.05 and 0.2 (d = 1), the non-clicks kept at 0.1 with weight 10, coverage of the
+population's values with ``weights="frequency"`` (before) and ``"importance"`` (after).
+A null interval or p-value counts as no cover and no rejection.
 """
 
 from __future__ import annotations
@@ -89,16 +89,18 @@ def small_samples(rng: np.random.Generator, datasets: int) -> None:
 
 
 def downsampling(rng: np.random.Generator, datasets: int) -> None:
-    print(f"Negative downsampling ({datasets} sets: 20,000 rows, CTR 0.05, d = 1; non-clicks "
+    print(f"Negative downsampling ({datasets} sets a CTR: 20,000 rows, d = 1; non-clicks "
           "kept at 0.1, weight 10): coverage of the population's values")
-    r = simulation.downsampling_coverage(rng, datasets)
     names = ("auc", "actual_ctr", "predicted_ctr", "copc")
-    print(f"{'weights':>14} " + " ".join(f"{name:>13}" for name in names)
+    print(f"{'CTR':>5} {'weights':>11} " + " ".join(f"{name:>13}" for name in names)
           + f" {'auc (full set)':>15} {'ctr (full set)':>15}")
-    for weights in ("frequency", "importance"):
-        print(f"{weights:>14} " + " ".join(f"{100 * r[f'{weights} {n}']:>12.1f}%" for n in names)
-              + f" {100 * r[f'{weights} auc full']:>14.1f}%"
-              f" {100 * r[f'{weights} actual_ctr full']:>14.1f}%", flush=True)
+    for ctr in (0.05, 0.2):
+        r = simulation.downsampling_coverage(rng, datasets, ctr=ctr)
+        for weights in ("frequency", "importance"):
+            print(f"{ctr:>5} {weights:>11} "
+                  + " ".join(f"{100 * r[f'{weights} {n}']:>12.1f}%" for n in names)
+                  + f" {100 * r[f'{weights} auc full']:>14.1f}%"
+                  f" {100 * r[f'{weights} actual_ctr full']:>14.1f}%", flush=True)
 
 
 def auc_and_ctrs(rng: np.random.Generator, datasets: int) -> None:

@@ -23,9 +23,11 @@ the intervals are the frequency ones to the bit.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
+from mpieval.errors import InputError
 from mpieval.kernels import exact
 
 FIELDS = ("positive_sq", "negative_sq", "pred", "pred_sq", "positive_pred")
@@ -40,11 +42,34 @@ def accumulate(squares: np.ndarray, pred: np.ndarray, label: np.ndarray,
     w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
     p = np.asarray(pred, dtype=np.float64)
     w1, w0 = w * y, w * (1 - y)
-    q1, q0 = w1 * w1, w0 * w0
-    q = q1 + q0
-    for field, values in ((POSITIVE_SQ, q1), (NEGATIVE_SQ, q0), (PRED, q * p),
-                          (PRED_SQ, q * p * p), (POSITIVE_PRED, q1 * p)):
+    with np.errstate(over="ignore"):  # a square beyond float64: an error at compute
+        q1, q0 = w1 * w1, w0 * w0
+        q = q1 + q0
+        terms = ((POSITIVE_SQ, q1), (NEGATIVE_SQ, q0), (PRED, q * p), (PRED_SQ, q * p * p),
+                 (POSITIVE_PRED, q1 * p))
+    for field, values in terms:
         exact.add_values(squares[field], values)
+
+
+class Effective(NamedTuple):
+    """What the intervals read in place of the class totals under importance weights."""
+
+    positives: float  # P_e
+    negatives: float  # N_e
+    rate_rows: float  # the rows of the actual CTR's Wilson interval (:func:`rate_rows`)
+
+
+def effective(positives: float, negatives: float, squares: np.ndarray) -> Effective:
+    """The classes' effective sizes and the CTR's rows from the class totals and the merged
+    ``squares`` (as floats); squares beyond float64's range are an :class:`InputError` of
+    ``weight`` (raised alike on every rank: the sums are the job's)."""
+    if not np.isfinite(squares).all():
+        raise InputError("weight", "too large for importance weights: the sum of their "
+                         "squares passes float64's range (1.8e308); scale the weights down "
+                         "(the values and intervals do not change when every weight is "
+                         "multiplied by one number)")
+    return Effective(*class_sizes(positives, negatives, squares),
+                     rate_rows(positives, negatives, squares))
 
 
 def class_sizes(positives: float, negatives: float,

@@ -119,7 +119,7 @@ class AucResult:
     roc_curve: list[list[float]] = field(default_factory=list)
     calibration_curve: list[list[float]] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
-    effective: tuple[float, float, float] | None = None
+    effective: importance.Effective | None = None
     compare: AucComparison | None = None
     window: AucResult | None = None
 
@@ -130,13 +130,13 @@ class AucResult:
         read."""
         if self.effective is None:
             return self.positives, self.num - self.positives
-        return self.effective[0], self.effective[1]
+        return self.effective.positives, self.effective.negatives
 
     @property
     def rate_rows(self) -> float:
         """The rows of the CTR's Wilson interval: ``num``, or under importance weights
         :func:`mpieval.kinds.auc.importance.rate_rows`."""
-        return self.num if self.effective is None else self.effective[2]
+        return self.num if self.effective is None else self.effective.rate_rows
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined.
@@ -226,10 +226,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
     _check_weight_range(positives, num - positives)
     nan = math.nan
     stderr: dict[str, float] = {}
-    effective = None
-    if squares is not None:
-        effective = (*importance.class_sizes(positives, num - positives, squares),
-                     importance.rate_rows(positives, num - positives, squares))
+    effective = (None if squares is None
+                 else importance.effective(positives, num - positives, squares))
     if num == 0:
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
@@ -257,8 +255,9 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             ne = nan
         else:
             ne = logloss / entropy
-        _, variance, auprc, tie_bound = (float(x) for x in delong.delong_from_table(
-            table[0], table[1], None if effective is None else effective[:2]))
+        units = None if effective is None else (effective.positives, effective.negatives)
+        _, variance, auprc, tie_bound = (
+            float(x) for x in delong.delong_from_table(table[0], table[1], units))
         if math.isnan(auprc):
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
@@ -310,13 +309,14 @@ def _entropy(ctr: float) -> float:
 
 def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
              reasons: list[str], *, defined: bool, squares: np.ndarray | None = None,
-             effective: tuple[float, float, float] | None = None) -> dict[str, float]:
+             effective: importance.Effective | None = None) -> dict[str, float]:
     """Standard errors of ``INTERVAL_FIELDS`` (see :mod:`mpieval.kernels.stats`): DeLong's
     for the AUC from the table, the delta method for the ratios of sums (under importance
     weights, ``squares`` and ``effective``: the same sums with squared weights). A reason
     is added for each interval left undefined whose value is defined."""
     size = "an effective size" if effective is not None else "a weight"
-    smaller = min(positives, num - positives) if effective is None else min(effective[:2])
+    smaller = min(positives, num - positives) if effective is None else min(
+        effective.positives, effective.negatives)
     if defined and math.isnan(variance):
         reasons.append(f"auc ci95 needs {size} above 1 in each class")
     elif defined and smaller < stats.MIN_CLASS:
@@ -339,7 +339,7 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
         predicted = stats.ratio_stderr(s[k.SUM_PRED], num, q[i.PRED_SQ], q[i.PRED], all_sq)
         copc = stats.ratio_stderr(positives, s[k.SUM_PRED], q[i.POSITIVE_SQ],
                                   q[i.POSITIVE_PRED], q[i.PRED_SQ])
-        if not effective[2] >= 2:
+        if not effective.rate_rows >= 2:
             reasons.append("ci95 of the ctrs and copc needs an effective size of 2")
             actual = predicted = copc = math.nan
     elif num < 2:  # frequency weights: a row of weight 2 is two rows
@@ -567,7 +567,8 @@ class AucMetric(Metric):
         spread = exact.to_floats(comm.sum(delong.paired_spread(
             rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
             v10_a, v10_b, v01_a, v01_b)))
-        units = None if b.effective is None else b.effective[:2]
+        units = None if b.effective is None else (b.effective.positives,
+                                                  b.effective.negatives)
         variance = delong.paired_variance(float(spread[0]), float(spread[1]),
                                          float(table_a[1].sum()), float(table_a[0].sum()),
                                          units)
