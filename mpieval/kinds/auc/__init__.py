@@ -2,8 +2,9 @@
 error, RMSE, MAE, actual and predicted CTR, COPC, num) and its statistics.
 
 ``metric``: :class:`AucMetric` and :class:`AucResult`; ``kernels``: the table and its
-sweeps; ``delong``: DeLong's variance and the paired test from the table; ``report``:
-the kind's section of a report page.
+sweeps; ``delong``: DeLong's variance and the paired test from the table;
+``importance``: the squared weights and effective sizes of ``weights="importance"``;
+``report``: the kind's section of a report page.
 """
 
 from __future__ import annotations
