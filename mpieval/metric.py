@@ -248,7 +248,9 @@ class Metric(OnComm, ABC):
         if kind != self.kind:
             raise ValueError(f"a saved {kind} state cannot load into a {self.kind} metric")
         self._load_extra_state(state)
-        saved = {option.name: _plain(state.get(f"options.{option.name}"))
+        # an option absent from a saved state is its default: an option whose value is
+        # None is not saved, and a state saved before an option existed has its default
+        saved = {option.name: _plain(state.get(f"options.{option.name}", option.default))
                  for option in self.options}
         mine = {option.name: getattr(self, option.name) for option in self.options}
         if saved != mine:

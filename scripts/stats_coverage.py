@@ -18,8 +18,11 @@ the power (share of p < 0.01) and the coverage of the true difference.
 ``--small-only``: the small-sample table (issue 21, docs/statistics.md): per-tag ``uauc``
 and ``wuauc`` at 10, 30 and 100 valid users a tag (coverage, and the paired test under the
 null); ``auc`` at 10 and 30 positives among 10,000 rows (coverage, paired test under the
-null); ``actual_ctr`` and ``copc`` at 1,000 rows and a CTR of 0.002. A null interval or
-p-value counts as no cover and no rejection.
+null); ``actual_ctr`` and ``copc`` at 1,000 rows and a CTR of 0.002; negative
+downsampling (also alone: ``--downsampling-only``): full sets of 20,000 rows at a CTR of
+0.05 and 0.2 (d = 1), the non-clicks kept at 0.1 with weight 10, coverage of the
+population's values with ``weights="frequency"`` (before) and ``"importance"`` (after).
+A null interval or p-value counts as no cover and no rejection.
 """
 
 from __future__ import annotations
@@ -46,8 +49,13 @@ def main() -> None:
     parser.add_argument("--users-only", action="store_true", help="only uauc and wuauc")
     parser.add_argument("--small-only", action="store_true",
                         help="only the small-sample table (few users, positives, clicks)")
+    parser.add_argument("--downsampling-only", action="store_true",
+                        help="only negative downsampling (importance weights)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.downsampling_only:
+        downsampling(rng, args.datasets)
+        return
     if args.small_only:
         small_samples(rng, args.datasets)
         return
@@ -77,6 +85,22 @@ def small_samples(rng: np.random.Generator, datasets: int) -> None:
     r = simulation.rare_click_coverage(rng, datasets)
     print(f"actual_ctr at 1,000 rows, CTR 0.002: covers {100 * r['actual_ctr']:.1f}%; "
           f"copc covers {100 * r['copc']:.1f}%", flush=True)
+    downsampling(rng, datasets)
+
+
+def downsampling(rng: np.random.Generator, datasets: int) -> None:
+    print(f"Negative downsampling ({datasets} sets a CTR: 20,000 rows, d = 1; non-clicks "
+          "kept at 0.1, weight 10): coverage of the population's values")
+    names = ("auc", "actual_ctr", "predicted_ctr", "copc")
+    print(f"{'CTR':>5} {'weights':>11} " + " ".join(f"{name:>13}" for name in names)
+          + f" {'auc (full set)':>15} {'ctr (full set)':>15}")
+    for ctr in (0.05, 0.2):
+        r = simulation.downsampling_coverage(rng, datasets, ctr=ctr)
+        for weights in ("frequency", "importance"):
+            print(f"{ctr:>5} {weights:>11} "
+                  + " ".join(f"{100 * r[f'{weights} {n}']:>12.1f}%" for n in names)
+                  + f" {100 * r[f'{weights} auc full']:>14.1f}%"
+                  f" {100 * r[f'{weights} actual_ctr full']:>14.1f}%", flush=True)
 
 
 def auc_and_ctrs(rng: np.random.Generator, datasets: int) -> None:

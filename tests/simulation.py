@@ -263,3 +263,44 @@ def rare_click_coverage(rng: np.random.Generator, datasets: int, n: int = 1000,
             pair = ci[name]
             hits[name] += pair is not None and pair[0] <= want <= pair[1]
     return {name: count / datasets for name, count in hits.items()}
+
+
+# -- importance weights (issue 21): negative downsampling -----------------------------------
+
+
+def downsampling_coverage(rng: np.random.Generator, datasets: int, n: int = 20_000,
+                          ctr: float = 0.05, d: float = 1.0, keep: float = 0.1,
+                          table_size: int = 10_000) -> dict[str, float]:
+    """Negative downsampling: each of ``datasets`` full sets has ``n`` binormal rows (a
+    click with probability ``ctr``), of which every click and a share ``keep`` of the
+    non-clicks are kept, the clicks with weight 1 and the non-clicks with ``1 / keep``.
+    For ``weights`` ``"frequency"`` and ``"importance"`` (the same kept rows), the share
+    of 95% intervals covering the population's values (``auc`` ``Phi(d / sqrt 2)``,
+    ``actual_ctr`` ``ctr``, ``predicted_ctr``, ``copc``; keys ``"importance auc"``...)
+    and the full set's own ``auc`` and ``actual_ctr`` (keys ``"importance auc full"``...).
+    A null interval counts as no cover."""
+    mean_pred = ctr * mean_sigmoid(d) + (1 - ctr) * mean_sigmoid(0.0)
+    want = {"auc": stats.normal_cdf(d / math.sqrt(2)), "actual_ctr": ctr,
+            "predicted_ctr": mean_pred, "copc": ctr / mean_pred}
+    hits: dict[str, int] = {}
+    for _ in range(datasets):
+        pred, label = binormal(rng, n, d, ctr)
+        full_metric = AucMetric(table_size, comm=Comm.local())
+        full_metric.update(pred, label)
+        kept = (label == 1) | (rng.random(n) < keep)
+        weight = np.where(label[kept] == 1, 1.0, 1 / keep)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            full = full_metric.compute()
+            for weights in ("frequency", "importance"):
+                metric = AucMetric(table_size, weights=weights, comm=Comm.local())
+                metric.update(pred[kept], label[kept], weight)
+                ci = metric.compute().ci()
+                truths = [(name, value) for name, value in want.items()]
+                truths += [(f"{name} full", getattr(full, name))
+                           for name in ("auc", "actual_ctr")]
+                for key, value in truths:
+                    pair = ci[key.split()[0]]
+                    covered = pair is not None and pair[0] <= value <= pair[1]
+                    hits[f"{weights} {key}"] = hits.get(f"{weights} {key}", 0) + covered
+    return {key: count / datasets for key, count in hits.items()}

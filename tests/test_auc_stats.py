@@ -257,7 +257,8 @@ def test_one_row_of_weight_two_has_the_intervals_of_two_rows():
     """Frequency weights: the two-row rule counts weight (found by the common test)."""
     one = compute(np.array([0.3]), np.array([1]), weight=np.array([2.0])).to_dict()["ci95"]
     two = compute(np.array([0.3, 0.3]), np.array([1, 1])).to_dict()["ci95"]
-    assert one == two and one["predicted_ctr"] is not None
+    assert one == two and one["actual_ctr"] is not None and one["copc"] is not None
+    assert one["predicted_ctr"] is None  # every pred equal: a spread of 0, no interval
 
 
 # -- coverage by simulation (the full tables: scripts/stats_coverage.py) ---------------------------

@@ -67,3 +67,28 @@ def test_paired_comparison_is_that_of_one_process_for_any_split(comm, rng, weigh
     assert got.p == pytest.approx(want.p, rel=1e-12)
     assert got.ci(0.9) == pytest.approx(want.ci(0.9), rel=1e-12)
     assert got.to_log_line("x") == want.to_log_line("x")
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_importance_weights_are_those_of_one_process_for_any_split(comm, rng, scatter):
+    """The sums of squared weights are exact: the same effective sizes and intervals as
+    one process (the table's fractional weights: to the last bits)."""
+    data = rows(rng)
+    data["weight"] = np.where(data["label"] == 1, 1.0, 10.0) * rng.uniform(0.5, 1.5, 40_000)
+    data["compare"] = np.clip(data["pred"] + rng.normal(0, 0.05, len(data["pred"])), 0,
+                              1).astype(np.float32)
+    mine = my_rows(data, comm.rank, comm.size, rng, scatter=scatter)
+    metric = AucMetric(10_000, compare="b", weights="importance", comm=comm)
+    metric.update(mine["pred"], mine["label"], mine["weight"], compare=mine["compare"])
+    one = AucMetric(10_000, compare="b", weights="importance", comm=Comm.local())
+    one.update(data["pred"], data["label"], data["weight"], compare=data["compare"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got, want = metric.compute(), one.compute()
+    assert got.weights == want.weights == "importance"
+    assert got.effective == pytest.approx(want.effective, rel=1e-12)
+    assert got.stderr == pytest.approx(want.stderr, rel=1e-12)
+    for name, pair in got.ci(0.95).items():
+        assert pair == pytest.approx(want.ci(0.95)[name], rel=1e-12), name
+    assert got.compare.auc_diff_stderr == pytest.approx(want.compare.auc_diff_stderr, rel=1e-12)
+    assert got.compare.ci() == pytest.approx(want.compare.ci(), rel=1e-12)

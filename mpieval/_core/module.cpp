@@ -160,17 +160,18 @@ NB_MODULE(_core, m) {
        nb::arg("bins").noconvert());
 
     // stats
-    m.def("delong", [](In negatives, In positives) {
+    m.def("delong", [](In negatives, In positives, double pos_units, double neg_units) {
         const double* neg = as<double>(negatives, "negatives");
         const double* pos = as<double>(positives, "positives");
         const int64_t n = length(negatives);
         stats::Delong d;
         {
             Release r;
-            d = stats::delong(neg, pos, n);
+            d = stats::delong(neg, pos, n, pos_units, neg_units);
         }
         return std::make_tuple(d.auc, d.variance, d.auprc, d.tie_bound);
-    }, nb::arg("negatives").noconvert(), nb::arg("positives").noconvert());
+    }, nb::arg("negatives").noconvert(), nb::arg("positives").noconvert(),
+       nb::arg("pos_units") = NAN, nb::arg("neg_units") = NAN);
     m.def("paired_spread", [](In bucket_a, In bucket_b, In positive, In negative, In v10_a,
                               In v10_b, In v01_a, In v01_b, Out spread) {
         const int64_t n = length(bucket_a);

@@ -2,16 +2,22 @@
 error, RMSE, MAE, actual and predicted CTR, COPC, num) and its statistics.
 
 ``metric``: :class:`AucMetric` and :class:`AucResult`; ``kernels``: the table and its
-sweeps; ``delong``: DeLong's variance and the paired test from the table; ``report``:
-the kind's section of a report page.
+sweeps; ``delong``: DeLong's variance and the paired test from the table;
+``importance``: the squared weights and effective sizes of ``weights="importance"``;
+``report``: the kind's section of a report page.
 """
 
 from __future__ import annotations
 
 from mpieval.declaration import COMPARE, LABEL, PRED, WINDOW, Input, Kind, Option
-from mpieval.validation import auc_table_size, boolean, column_name, integer_text
+from mpieval.validation import auc_table_size, boolean, column_name, integer_text, one_of
 
 DEFAULT_TABLE_SIZE = 1_000_000
+
+WEIGHT_MEANINGS = ("frequency", "importance")
+"""How the intervals read the weights: ``frequency`` (a weight of 2 is two identical
+rows) or ``importance`` (a weight is an inverse sampling rate: a row stands for ``w``
+rows of the population, and the weights' spread adds to the intervals'; docs/statistics.md)."""
 
 KIND = Kind(
     name="auc",
@@ -26,6 +32,9 @@ KIND = Kind(
         Option("soft_labels", False, boolean, parse=None,
                help="accept labels anywhere in [0, 1]"),
         Option("compare", None, column_name, help=COMPARE.help),
+        Option("weights", "frequency", one_of(*WEIGHT_MEANINGS), choices=WEIGHT_MEANINGS,
+               help="how the intervals read the --weight column: frequency (a weight of 2 "
+                    "is two rows) or importance (inverse sampling rates)"),
         WINDOW,
     ),
     report="mpieval.kinds.auc.report:section",

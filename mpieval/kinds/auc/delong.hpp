@@ -14,8 +14,11 @@ struct Delong {
     double auc, variance, auprc, tie_bound;
 };
 
-// One sweep over the filled buckets' counts from the top bucket down.
-inline Delong delong(const double* negatives, const double* positives, int64_t n) {
+// One sweep over the filled buckets' counts from the top bucket down. pos_units and
+// neg_units: the class sizes of the spreads' small-sample divisors (P - 1, N - 1); NaN:
+// the class totals (frequency weights), else their effective sizes (importance weights).
+inline Delong delong(const double* negatives, const double* positives, int64_t n,
+                     double pos_units = NAN, double neg_units = NAN) {
     double neg_above = 0.0, pos_above = 0.0, tied = 0.0, precision_sum = 0.0;
     double pos_t = 0.0, pos_tt = 0.0, neg_u = 0.0, neg_uu = 0.0;
     for (int64_t b = n - 1; b >= 0; --b) {
@@ -45,11 +48,13 @@ inline Delong delong(const double* negatives, const double* positives, int64_t n
     if (neg_total == 0) return {NAN, NAN, auprc, NAN};
     const double auc = neg_u / (neg_total * pos_total);
     const double tie_bound = tied / (2 * neg_total * pos_total);
-    if (neg_total <= 1 || pos_total <= 1) return {auc, NAN, auprc, tie_bound};
+    const double pos_n = std::isnan(pos_units) ? pos_total : pos_units;
+    const double neg_n = std::isnan(neg_units) ? neg_total : neg_units;
+    if (neg_n <= 1 || pos_n <= 1) return {auc, NAN, auprc, tie_bound};
     double s10 = std::max(pos_tt - pos_t * pos_t / pos_total, 0.0) / (neg_total * neg_total);
     double s01 = std::max(neg_uu - neg_u * neg_u / neg_total, 0.0) / (pos_total * pos_total);
-    s10 /= pos_total - 1;
-    s01 /= neg_total - 1;
+    s10 /= pos_n - 1;
+    s01 /= neg_n - 1;
     return {auc, s10 / pos_total + s01 / neg_total, auprc, tie_bound};
 }
 

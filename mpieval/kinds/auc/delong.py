@@ -7,7 +7,10 @@ positive in bucket ``b`` has the placement ``V10(b) = (negatives below b + negat
 is the mean of either, and ``Var(AUC) = S10 / P + S01 / N`` with ``S10 = sum_pos (V10 -
 AUC)^2 / (P - 1)`` and ``S01 = sum_neg (V01 - AUC)^2 / (N - 1)`` (DeLong, DeLong &
 Clarke-Pearson 1988). Bucket counts stand for rows (a weighted table: integer weights are
-repeated rows).
+repeated rows). With importance weights the divisors ``P - 1`` and ``N - 1`` take the
+classes' effective sizes instead (``units``: ``P_e = P^2 / sum (w y)^2``, the same for the
+negatives): ``sum_pos w (V10 - AUC)^2 / P`` is the placements' weighted variance, and a
+weighted mean's variance is that over ``P_e - 1``, not ``P - 1``, when the weights spread.
 
 The paired test (DeLong's test): each row's placements in both merged tables give the
 variance of the AUC difference (:func:`paired_variance`); the rows' bucket pairs are kept
@@ -25,16 +28,17 @@ from mpieval.kernels import exact
 from mpieval.kinds.auc.kernels import filled_buckets
 
 
-def delong_from_table(negatives: np.ndarray,
-                      positives: np.ndarray) -> tuple[float, float, float, float]:
+def delong_from_table(negatives: np.ndarray, positives: np.ndarray,
+                      units: tuple[float, float] | None = None,
+                      ) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram (:func:`_delong`, over the
     filled buckets: the sweep skips the others)."""
     filled = filled_buckets(negatives, positives)
-    return _delong(negatives[filled], positives[filled])
+    return _delong(negatives[filled], positives[filled], units)
 
 
-def _delong(negatives: np.ndarray,
-            positives: np.ndarray) -> tuple[float, float, float, float]:
+def _delong(negatives: np.ndarray, positives: np.ndarray,
+            units: tuple[float, float] | None = None) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram, in one sweep over the table
     from the top bucket down (``delong`` in ``delong.hpp`` beside this module).
 
@@ -49,9 +53,15 @@ def _delong(negatives: np.ndarray,
     positives. ``tie_bound = sum_b neg_b pos_b / (2 N P)``: the pairs in one bucket count
     1/2 here and 0, 1/2 or 1 in the exact rank AUC of the raw preds, so the two differ by
     at most this much.
+
+    ``units``: ``(P_e, N_e)``, the classes' effective sizes in place of ``P``, ``N`` in the
+    divisors ``P - 1``, ``N - 1`` and the rule that a class needs more than 1 (importance
+    weights, module docstring); None: the class totals.
     """
+    pos_units, neg_units = (math.nan, math.nan) if units is None else units
     auc, variance, auprc, tie_bound = _core.delong(
-        np.ascontiguousarray(negatives, np.float64), np.ascontiguousarray(positives, np.float64))
+        np.ascontiguousarray(negatives, np.float64), np.ascontiguousarray(positives, np.float64),
+        pos_units, neg_units)
     return auc, variance, auprc, tie_bound
 
 
@@ -94,12 +104,15 @@ def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarr
 
 
 def paired_variance(spread_pos: float, spread_neg: float, pos_total: float,
-                    neg_total: float) -> float:
+                    neg_total: float, units: tuple[float, float] | None = None) -> float:
     """DeLong's variance of ``AUC_B - AUC_A`` on the same rows: ``(S10_AA + S10_BB - 2
     S10_AB) / P + (S01_AA + S01_BB - 2 S01_AB) / N``, which is ``spread_pos / ((P - 1) P)
     + spread_neg / ((N - 1) N)`` with the spreads of :func:`paired_spread` summed over
-    every row; NaN when a class has total weight 1 or less."""
-    if pos_total <= 1 or neg_total <= 1:
+    every row; NaN when a class has total weight 1 or less. ``units``: ``(P_e, N_e)`` in
+    place of the totals in ``P - 1``, ``N - 1`` and that rule (importance weights, as in
+    :func:`_delong`)."""
+    pos_units, neg_units = (pos_total, neg_total) if units is None else units
+    if pos_units <= 1 or neg_units <= 1:
         return math.nan
-    return (spread_pos / ((pos_total - 1) * pos_total)
-            + spread_neg / ((neg_total - 1) * neg_total))
+    return (spread_pos / ((pos_units - 1) * pos_total)
+            + spread_neg / ((neg_units - 1) * neg_total))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels import exact, stats
-from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, kernels
+from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, importance, kernels
 from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
@@ -47,8 +48,9 @@ class AucComparison:
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
         """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
-        ``P``, ``N`` the class totals), cut to [-1, 1]; None below
-        :data:`mpieval.kernels.stats.MIN_CLASS` in either class or with a spread of 0."""
+        ``P``, ``N`` the class totals, or their effective sizes under importance weights),
+        cut to [-1, 1]; None below :data:`mpieval.kernels.stats.MIN_CLASS` in either class
+        or with a spread of 0."""
         return stats.cluster_interval(self.auc_diff, self.auc_diff_stderr, self._units,
                                       level, -1.0, 1.0)
 
@@ -60,9 +62,10 @@ class AucComparison:
 
     @property
     def _units(self) -> float:
-        """The smaller class total (the t's degrees of freedom + 1); 0 (no interval) when
-        it is below :data:`mpieval.kernels.stats.MIN_CLASS`."""
-        smaller = min(self.result.positives, self.result.num - self.result.positives)
+        """The smaller class size (:attr:`AucResult.class_sizes`: the t's degrees of
+        freedom + 1); 0 (no interval) when it is below
+        :data:`mpieval.kernels.stats.MIN_CLASS`."""
+        smaller = min(self.result.class_sizes)
         return smaller if smaller >= stats.MIN_CLASS else 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,8 +94,11 @@ class AucResult:
 
     ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined);
     :meth:`ci` turns them into intervals at any level, ``to_dict`` writes the 95% ones
-    as ``ci95``. ``window``: the same values over the recent window (``window=``), or
-    None. The log line is the Abacus one (lifetime) and has none of the statistics."""
+    as ``ci95``. ``weights``: how the intervals read the weights (``"frequency"`` or
+    ``"importance"``); under importance, ``effective`` holds the classes' effective
+    sizes and the rows of the CTR's interval (:mod:`mpieval.kinds.auc.importance`; not in
+    JSON). ``window``: the same values over the recent window (``window=``), or None. The
+    log line is the Abacus one (lifetime) and has none of the statistics."""
 
     auc: float
     bucket_error: float
@@ -105,6 +111,7 @@ class AucResult:
     positives: float
     rows: int
     table_size: int
+    weights: str = "frequency"
     logloss: float = math.nan
     ne: float = math.nan
     auprc: float = math.nan
@@ -112,8 +119,24 @@ class AucResult:
     roc_curve: list[list[float]] = field(default_factory=list)
     calibration_curve: list[list[float]] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
+    effective: importance.Effective | None = None
     compare: AucComparison | None = None
     window: AucResult | None = None
+
+    @property
+    def class_sizes(self) -> tuple[float, float]:
+        """``(P, N)``, the class totals, or under importance weights their effective sizes
+        ``(P_e, N_e)``: what the AUC's t and :data:`~mpieval.kernels.stats.MIN_CLASS`
+        read."""
+        if self.effective is None:
+            return self.positives, self.num - self.positives
+        return self.effective.positives, self.effective.negatives
+
+    @property
+    def rate_rows(self) -> float:
+        """The rows of the CTR's Wilson interval: ``num``, or under importance weights
+        :func:`mpieval.kinds.auc.importance.rate_rows`."""
+        return self.num if self.effective is None else self.effective.rate_rows
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined.
@@ -125,23 +148,30 @@ class AucResult:
           spread of 0.
         - ``actual_ctr``: Wilson's score interval of ``positives / num`` (valid at 0 and at
           all positives).
-        - ``predicted_ctr``: Wald ``value -/+ z se`` cut to [0, 1].
+        - ``predicted_ctr``: Wald ``value -/+ z se`` cut to [0, 1]; None with a spread of
+          0 (every pred equal).
         - ``copc``: the ``actual_ctr`` interval over ``predicted_ctr``: not [0, 0] without
           positives (the predicted CTR's own spread is left out: it is small beside the
           labels' one).
-        The ctrs' and copc's need a total weight of 2 (two rows)."""
+        The ctrs' and copc's need a total weight of 2 (two rows).
+
+        Under importance weights (``weights="importance"``) the class totals are their
+        effective sizes (:attr:`class_sizes`) and Wilson's rows :attr:`rate_rows`."""
         auc_stderr = self.stderr.get("auc", math.nan)
-        smaller = min(self.positives, self.num - self.positives)
+        smaller = min(self.class_sizes)
         if smaller < stats.MIN_CLASS:
             auc_stderr = math.nan
-        enough = self.num >= 2 and not math.isnan(self.stderr.get("actual_ctr", math.nan))
-        actual = stats.wilson_interval(self.positives, self.num, level) if enough else None
+        rows = self.rate_rows
+        enough = rows >= 2 and not math.isnan(self.stderr.get("actual_ctr", math.nan))
+        # positives / num over ``rows`` rows: positives themselves when rows is num
+        actual = (stats.wilson_interval(self.positives * (rows / self.num), rows, level)
+                  if enough else None)
         copc = None
         if actual is not None and self.predicted_ctr > 0:
             copc = (actual[0] / self.predicted_ctr, actual[1] / self.predicted_ctr)
-        predicted = stats.interval(self.predicted_ctr,
-                                   self.stderr.get("predicted_ctr", math.nan), level,
-                                   *_RANGES["predicted_ctr"])
+        predicted_stderr = self.stderr.get("predicted_ctr", math.nan)
+        predicted = None if predicted_stderr == 0 else stats.interval(
+            self.predicted_ctr, predicted_stderr, level, *_RANGES["predicted_ctr"])
         quantile = None if math.isnan(auc_stderr) else stats.t_value(level, smaller - 1)
         return {"auc": stats.logit_interval(self.auc, auc_stderr, level, quantile),
                 "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc}
@@ -161,7 +191,9 @@ class AucResult:
             elif name == "window":
                 if value is not None:
                     fields[name] = window_dict(value)
-            elif name != "stderr":
+            elif name == "weights":
+                fields[name] = value
+            elif name not in ("stderr", "effective"):
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
                           for name, pair in self.ci(0.95).items()}
@@ -177,9 +209,12 @@ class AucResult:
         ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
 
 
-def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -> AucResult:
+def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
+                      squares: np.ndarray | None = None) -> AucResult:
     """Every value of the ``auc`` kind from a (merged) table and its sums; the cause of
-    each NaN is added to ``reasons``.
+    each NaN is added to ``reasons``. ``squares``: the sums of squared weights
+    (:data:`mpieval.kinds.auc.importance.FIELDS`, as floats) under importance weights,
+    else None (frequency weights).
 
     ``rmse = sqrt(sqrerr / num)``, ``mae = abserr / num``, ``actual_ctr = positives /
     num``, ``predicted_ctr = sum(pred) / num``, ``copc = actual_ctr / predicted_ctr``,
@@ -191,6 +226,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
     _check_weight_range(positives, num - positives)
     nan = math.nan
     stderr: dict[str, float] = {}
+    effective = (None if squares is None
+                 else importance.effective(positives, num - positives, squares))
     if num == 0:
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
@@ -218,11 +255,13 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
             ne = nan
         else:
             ne = logloss / entropy
+        units = None if effective is None else (effective.positives, effective.negatives)
         _, variance, auprc, tie_bound = (
-            float(x) for x in delong.delong_from_table(table[0], table[1]))
+            float(x) for x in delong.delong_from_table(table[0], table[1], units))
         if math.isnan(auprc):
             reasons.append("auprc is undefined without positives")
-        stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc))
+        stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
+                          squares=squares, effective=effective)
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -235,6 +274,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         positives=positives,
         rows=int(sums[kernels.SUM_ROWS]),
         table_size=table.shape[1],
+        weights="frequency" if squares is None else "importance",
         logloss=logloss,
         ne=ne,
         auprc=auprc,
@@ -242,6 +282,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str]) -
         roc_curve=kernels.roc_from_table(table[0], table[1]).tolist(),
         calibration_curve=kernels.calibration_from_table(table[0], table[1]).tolist(),
         stderr=stderr,
+        effective=effective,
     )
 
 
@@ -267,14 +308,19 @@ def _entropy(ctr: float) -> float:
 
 
 def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
-             reasons: list[str], *, defined: bool) -> dict[str, float]:
+             reasons: list[str], *, defined: bool, squares: np.ndarray | None = None,
+             effective: importance.Effective | None = None) -> dict[str, float]:
     """Standard errors of ``INTERVAL_FIELDS`` (see :mod:`mpieval.kernels.stats`): DeLong's
-    for the AUC from the table, the delta method for the ratios of sums. A reason is added
-    for each interval left undefined whose value is defined."""
+    for the AUC from the table, the delta method for the ratios of sums (under importance
+    weights, ``squares`` and ``effective``: the same sums with squared weights). A reason
+    is added for each interval left undefined whose value is defined."""
+    size = "an effective size" if effective is not None else "a weight"
+    smaller = min(positives, num - positives) if effective is None else min(
+        effective.positives, effective.negatives)
     if defined and math.isnan(variance):
-        reasons.append("auc ci95 needs a weight above 1 in each class")
-    elif defined and min(positives, num - positives) < stats.MIN_CLASS:
-        reasons.append(f"auc ci95 needs a weight of {stats.MIN_CLASS} in each class")
+        reasons.append(f"auc ci95 needs {size} above 1 in each class")
+    elif defined and smaller < stats.MIN_CLASS:
+        reasons.append(f"auc ci95 needs {size} of {stats.MIN_CLASS} in each class")
     elif defined and variance == 0:
         reasons.append("auc ci95 is null: DeLong's spread is 0 (every positive above every "
                        "negative, or the reverse)")
@@ -285,9 +331,22 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
     predicted = stats.ratio_stderr(s[k.SUM_PRED], num, s[k.SUM_PRED_SQ], s[k.SUM_PRED], num)
     copc = stats.ratio_stderr(positives, s[k.SUM_PRED], s[k.SUM_LABEL_SQ],
                               s[k.SUM_LABEL_PRED], s[k.SUM_PRED_SQ])
-    if num < 2:  # frequency weights: a row of weight 2 is two rows
+    if squares is not None and effective is not None:
+        # importance: sum w^2 (a - r b)^2 over the rows' class parts (module importance)
+        q, i = squares, importance
+        all_sq = q[i.POSITIVE_SQ] + q[i.NEGATIVE_SQ]
+        actual = stats.ratio_stderr(positives, num, q[i.POSITIVE_SQ], q[i.POSITIVE_SQ], all_sq)
+        predicted = stats.ratio_stderr(s[k.SUM_PRED], num, q[i.PRED_SQ], q[i.PRED], all_sq)
+        copc = stats.ratio_stderr(positives, s[k.SUM_PRED], q[i.POSITIVE_SQ],
+                                  q[i.POSITIVE_PRED], q[i.PRED_SQ])
+        if not effective.rate_rows >= 2:
+            reasons.append("ci95 of the ctrs and copc needs an effective size of 2")
+            actual = predicted = copc = math.nan
+    elif num < 2:  # frequency weights: a row of weight 2 is two rows
         reasons.append("ci95 of the ctrs and copc needs a weight of 2 (two rows)")
         actual = predicted = copc = math.nan
+    if predicted == 0:
+        reasons.append("predicted_ctr ci95 is null: every pred is equal (a spread of 0)")
     return {"auc": math.sqrt(variance), "actual_ctr": actual, "predicted_ctr": predicted,
             "copc": copc}
 
@@ -304,7 +363,10 @@ class AucMetric(Metric):
     (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
     second-moment sums of the intervals), each an exact accumulator
     (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks); both merge by
-    addition (``16 T + 4352`` bytes, whatever the number of rows).
+    addition (``16 T + 4352`` bytes, whatever the number of rows). With
+    ``weights="importance"`` also ``weight_squares``, the sums of squared weights its
+    intervals read (:mod:`mpieval.kinds.auc.importance`: 2720 bytes; comparing, B's too
+    in ``weight_squares_b``).
 
     With ``compare="NAME"`` (model B's pred, named so in the result), ``update`` also
     takes ``compare``, B's preds of the same rows: B has its own ``table_b`` and
@@ -328,6 +390,12 @@ class AucMetric(Metric):
     compare : str, optional
         The name of model B's pred: ``update()`` then takes ``compare=``, and the result
         gains the paired A/B values.
+    weights : {"frequency", "importance"}, default "frequency"
+        How the intervals read ``weight``: frequency weights (a weight of 2 is two
+        identical rows) or importance weights (inverse sampling rates, such as 10 for
+        negatives kept at a rate of 0.1: the intervals count the weights' spread through
+        the classes' effective sizes, docs/statistics.md). The values are the same.
+        States of the two do not merge.
     window : int, optional
         Rows of this rank's recent window (values over them in ``result.window``).
     comm : Comm, mpi4py communicator, torch or Paddle process group, optional
@@ -360,6 +428,7 @@ class AucMetric(Metric):
     table_size: int
     soft_labels: bool
     compare: str | None
+    weights: str
     window: int | None
 
     @classmethod
@@ -373,11 +442,12 @@ class AucMetric(Metric):
         *,
         soft_labels: bool = False,
         compare: str | None = None,
+        weights: str = "frequency",
         window: int | None = None,
         comm: Comm | Any | None = None,
     ) -> None:
         super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare,
-                         window=window)
+                         weights=weights, window=window)
 
     def state_layout(self) -> dict[str, Part]:
         layout: dict[str, Part] = {"table": Summed((2, self.table_size)),
@@ -388,6 +458,10 @@ class AucMetric(Metric):
                           sums_b=Summed((kernels.N_SUMS, exact.DIGITS)),
                           pairs=Rows({"bucket_a": bucket, "bucket_b": bucket,
                                       "positive": np.float32, "negative": np.float32}))
+        if self.weights == "importance":
+            for suffix in ("", "_b") if self.compare is not None else ("",):
+                layout["weight_squares" + suffix] = Summed((len(importance.FIELDS),
+                                                            exact.DIGITS))
         return layout
 
     def update(self, pred: Any, label: Any, weight: Any = None, compare: Any = None) -> None:
@@ -437,6 +511,10 @@ class AucMetric(Metric):
         binary = not self.soft_labels or is_binary(label)
         kernels.accumulate(state.summed("table"), state.summed("sums"), pred, label, weight,
                            binary=binary)
+        if self.weights == "importance":
+            importance.accumulate(state.summed("weight_squares"), pred, label, weight)
+            if compare is not None:
+                importance.accumulate(state.summed("weight_squares_b"), compare, label, weight)
         if compare is not None:
             kernels.accumulate(state.summed("table_b"), state.summed("sums_b"), compare,
                                label, weight, binary=binary)
@@ -465,7 +543,8 @@ class AucMetric(Metric):
         """The result from the merged parts; with ``compare``, collective: one more sum
         over ranks of the rows' paired placements (two numbers)."""
         reasons: list[str] = []
-        result = values_from_table(sums["table"], exact.to_floats(sums["sums"]), reasons)
+        result = values_from_table(sums["table"], exact.to_floats(sums["sums"]), reasons,
+                                   self._squares(sums))
         if self.compare is not None:
             result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
                                                                          reasons))
@@ -477,7 +556,8 @@ class AucMetric(Metric):
                  reasons: list[str]) -> AucComparison:
         assert self.compare is not None
         reasons_b: list[str] = []
-        b = values_from_table(sums["table_b"], exact.to_floats(sums["sums_b"]), reasons_b)
+        b = values_from_table(sums["table_b"], exact.to_floats(sums["sums_b"]), reasons_b,
+                              self._squares(sums, "_b"))
         reasons.extend(f"compare: {reason}" for reason in reasons_b
                        if reason != "no rows")
         table_a, table_b = sums["table"], sums["table_b"]
@@ -487,15 +567,36 @@ class AucMetric(Metric):
         spread = exact.to_floats(comm.sum(delong.paired_spread(
             rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
             v10_a, v10_b, v01_a, v01_b)))
+        units = None if b.effective is None else (b.effective.positives,
+                                                  b.effective.negatives)
         variance = delong.paired_variance(float(spread[0]), float(spread[1]),
-                                         float(table_a[1].sum()), float(table_a[0].sum()))
-        smaller = min(float(table_a[1].sum()), float(table_a[0].sum()))
+                                         float(table_a[1].sum()), float(table_a[0].sum()),
+                                         units)
+        smaller = min(b.class_sizes)
+        size = "a weight" if units is None else "an effective size"
         if math.isnan(variance) and not math.isnan(auc):
-            reasons.append("auc_diff ci95 needs a weight above 1 in each class")
+            reasons.append(f"auc_diff ci95 needs {size} above 1 in each class")
         elif not math.isnan(auc) and smaller < stats.MIN_CLASS:
-            reasons.append(f"auc_diff ci95 and p need a weight of {stats.MIN_CLASS} in each "
+            reasons.append(f"auc_diff ci95 and p need {size} of {stats.MIN_CLASS} in each "
                            "class")
         elif variance == 0:
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
                              auc_diff_stderr=math.sqrt(variance))
+
+    def _squares(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray | None:
+        """The merged sums of squared weights as floats (importance weights; ``model``
+        ``"_b"``: with model B's preds), or None."""
+        if self.weights != "importance":
+            return None
+        return exact.to_floats(sums["weight_squares" + model])
+
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
+        """A saved state of the other weights' meaning is refused by name (a state saved
+        before the option existed holds frequency weights)."""
+        saved = state.get("options.weights", "frequency")
+        saved = saved.item() if isinstance(saved, np.ndarray) else saved
+        if saved != self.weights:
+            raise ValueError(f"a state of {saved} weights does not merge with one of "
+                             f"{self.weights} weights (weights={saved!r} against "
+                             f"weights={self.weights!r})")
