@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from mpieval import figures
+from mpieval.config import RUN_KEY
 from mpieval.errors import InputError
 from mpieval.figures import Estimate, Series
 from mpieval.kernels.stats import MIN_CLUSTERS
@@ -83,15 +84,15 @@ def load_run(path: str, label: str | None = None) -> Run:
 def split_provenance(data: Any) -> tuple[Any, dict[str, Any] | None]:
     """The metrics of a result and its ``run`` object (None when the file has none: older
     versions; a block named ``run`` with a ``kind`` is a metric of such a file)."""
-    if not isinstance(data, dict) or "run" not in data:
+    if not isinstance(data, dict) or RUN_KEY not in data:
         return data, None
-    run = data["run"]
+    run = data[RUN_KEY]
     if isinstance(run, dict) and isinstance(run.get("kind"), str):
         return data, None
     if not isinstance(run, dict):
-        raise ValueError(f"is not an mpieval result: its 'run' is {type(run).__name__}, "
-                         "not an object")
-    return {name: block for name, block in data.items() if name != "run"}, run
+        raise ValueError(f"is not an mpieval result: its {RUN_KEY!r} is "
+                         f"{type(run).__name__}, not the run's object")
+    return {name: block for name, block in data.items() if name != RUN_KEY}, run
 
 
 def run_label(path: str) -> str:
@@ -118,7 +119,7 @@ def check_result(data: Any) -> None:
     per tag ``Kind.tag_required``). The statistics are optional; when present they are
     checked."""
     if not isinstance(data, dict) or not data:
-        found = type(data).__name__ if not isinstance(data, dict) else "an empty object"
+        found = type(data).__name__ if not isinstance(data, dict) else "no metric"
         raise ValueError(f"is not an mpieval result: expected an object of metrics keyed by "
                          f"name, found {found}")
     for name, block in data.items():

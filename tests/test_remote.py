@@ -225,6 +225,23 @@ def test_redact_hides_user_info_and_query_values():
     assert locations.redact("/local/path?.tsv") == "/local/path?.tsv"
 
 
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_the_run_object_redacts_the_secrets_of_a_uri(s3, tmp_path, ranks):
+    name = Path(s3["files"][0]).name
+    uri = f"s3://AKIDSECRET:VERYSECRET@{BUCKET}/dump/{name}?region=us-east-1"
+    out_json = tmp_path / "run.json"
+    proc, _ = launch(ranks, "eval", f"--json={out_json}", uri, s3["files"][1])
+    assert proc.returncode == 0, proc.stderr
+    text = out_json.read_text()
+    assert "SECRET" not in text
+    record = json.loads(text)["run"]
+    shown = f"s3://***@{BUCKET}/dump/{name}?region=***"
+    assert record["command"] == ["mpieval", "eval", f"--json={out_json}", shown,
+                                 s3["files"][1]]
+    assert record["inputs"] == [shown, s3["files"][1]]
+    assert record["ranks"] == max(ranks, 1)
+
+
 class DroppingProxy:
     """A TCP proxy to the S3 server that, once ``budget`` bytes of replies have passed,
     drops every connection and stops listening: a server that goes away mid-run."""

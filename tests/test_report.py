@@ -777,7 +777,7 @@ def test_a_run_that_is_not_an_object_is_bad_input(tmp_path, capsys):
     data["run"] = [1, 2]
     path = write_json(str(tmp_path / "bad.json"), data)
     status, _, err = run(capsys, "report", path, "-o", str(tmp_path / "page.html"))
-    assert status == 2 and "its 'run' is list, not an object" in err
+    assert status == 2 and "its 'run' is list, not the run's object" in err
     data["run"] = {"kind": "pn", "average_pn": 1.0, "ins_number": 3, "positive_pairs": 2,
                    "negative_pairs": 2}  # an older file's metric named run
     runs = report.load_runs([write_json(str(tmp_path / "older.json"), data)])
