@@ -361,7 +361,7 @@ class Page:
                              compare.get(f"{field}_p")))
         if not rows:
             return ""
-        svg = figures.differences([(label, estimate, p_text(p))
+        svg = figures.differences([figures.Difference(label, estimate, p)
                                      for label, _, _, estimate, p in rows],
                                     "Difference B - A (same units as the value)",
                                     self.key(name, "differences"))
