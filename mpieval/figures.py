@@ -232,7 +232,8 @@ def wilson(ctr: float, rows: float, z: float = Z95) -> tuple[float, float]:
     scale = 1.0 + z2 / rows
     centre = (ctr + z2 / (2 * rows)) / scale
     half = z * math.sqrt(max(ctr * (1 - ctr), 0.0) / rows + z2 / (4 * rows * rows)) / scale
-    return max(centre - half, 0.0), min(centre + half, 1.0)
+    low = 0.0 if ctr <= 0 else max(centre - half, 0.0)
+    return low, 1.0 if ctr >= 1 else min(centre + half, 1.0)
 
 
 def expected_calibration_error(points: Sequence[Sequence[float]]) -> float | None:
@@ -322,8 +323,8 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
         bounds = [wilson(a, r) for _, a, r in bins]
         preds = [p for p, _, _ in bins]
         actuals = [a for _, a, _ in bins]
-        below = [a - low for a, (low, _) in zip(actuals, bounds, strict=True)]
-        above = [high - a for a, (_, high) in zip(actuals, bounds, strict=True)]
+        below = [max(a - low, 0.0) for a, (low, _) in zip(actuals, bounds, strict=True)]
+        above = [max(high - a, 0.0) for a, (_, high) in zip(actuals, bounds, strict=True)]
         ece = expected_calibration_error(points)
         label = series.label + (f" (ECE {ece:.4f})" if ece is not None else "")
         top.errorbar(preds, actuals, yerr=[below, above], color=series.color,
@@ -553,7 +554,7 @@ def intervals(categories: Sequence[str],
     per series with its 95% interval as a bar."""
     count = max((len(rows) for _, rows in panels), default=1)
     height = 1.2 + 0.3 * len(categories) * max(1.0, 0.55 * count)
-    figure = _new_figure(WIDTH * 1.3, height)
+    figure = _new_figure(WIDTH * 1.2, height)
     axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     positions = list(range(len(categories)))[::-1]  # the first category on top
     summary = []
@@ -710,7 +711,7 @@ def _svg(figure: Figure, key: str, title: str, desc: str) -> str:
     import matplotlib
 
     out = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": key}):
+    with matplotlib.rc_context({"svg.hashsalt": f"mpieval-{key}"}):
         figure.savefig(out, format="svg",
                        metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = out.getvalue()
