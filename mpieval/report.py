@@ -646,16 +646,16 @@ def too_few(values: dict[str, Any]) -> bool:
 
 
 def too_few_text(values: dict[str, Any]) -> str:
-    return (f"<span class=ci>too few users ({values.get('valid_user_count')} valid; an "
-            f"interval needs {MIN_CLUSTERS})</span>")
+    return (f"<span class=ci title='an interval needs {MIN_CLUSTERS} valid users'>too few "
+            f"users ({values.get('valid_user_count')} valid)</span>")
 
 
 def tag_cell(values: dict[str, Any], field: str) -> str:
-    """A per-user value of a tag (4 significant digits): its interval below, or "too few
-    users" when the tag has fewer valid users than an interval needs."""
+    """A per-user value of a tag (compact): its interval below, or "too few users" when
+    the tag has fewer valid users than an interval needs."""
     if field in values and too_few(values) and values.get(field) is not None:
         return value_text(values[field], field, digits=4) + too_few_text(values)
-    return cell(values, field, digits=4)
+    return cell(values, field, compact=True)
 
 
 def flag_text(field: str, value: Any, block: dict[str, Any]) -> str:
@@ -677,7 +677,8 @@ def flags(block: dict[str, Any], fields: Iterable[str]) -> list[str]:
     return [text for field in fields if (text := flag_text(field, block.get(field), block))]
 
 
-def difference_cell(a: dict[str, Any], b: dict[str, Any], field: str) -> str:
+def difference_cell(a: dict[str, Any], b: dict[str, Any], field: str,
+                    compact: bool = False) -> str:
     """B - A of a value: the paired difference with its interval and p-value when B's
     block has them (``FIELD_diff``), else the plain difference of the two values."""
     if f"{field}_diff" in b:
@@ -685,11 +686,12 @@ def difference_cell(a: dict[str, Any], b: dict[str, Any], field: str) -> str:
         low, high = pair(b.get(f"{field}_diff_ci95"))
         text = value_text(value, signed=True)
         if f"{field}_diff_ci95" in b:
-            text += f"<span class=ci>95%: {interval_text(low, high, signed=True)}</span>"
-        if f"{field}_diff_p" in b:
-            text += f"<span class=ci>{escape(p_text(b[f'{field}_diff_p']))}</span>"
+            text += f"<span class=ci>{interval_cell(low, high, compact, signed=True)}</span>"
+        tests = [p_text(b[f"{field}_diff_p"])] if f"{field}_diff_p" in b else []
         if f"{field}_diff_q" in b:
-            text += f"<span class=ci>{escape(q_text(b[f'{field}_diff_q']))}</span>"
+            tests.append(q_text(b[f"{field}_diff_q"]))
+        if tests:
+            text += f"<span class=ci>{escape(', '.join(tests))}</span>"
         return text
     if is_number(a.get(field)) and is_number(b.get(field)) and field not in COUNTS:
         return value_text(b[field] - a[field], signed=True)
@@ -812,17 +814,26 @@ def q_text(q: float | None) -> str:
     return "q < 0.0001" if q < 1e-4 else f"q = {q:.2g}" if q < 0.01 else f"q = {q:.2f}"
 
 
-def cell(block: dict[str, Any], field: str, digits: int = 6) -> str:
-    """A value, and its 95% interval below it when the block has one (``digits``
-    significant digits)."""
+def cell(block: dict[str, Any], field: str, compact: bool = False) -> str:
+    """A value, and its 95% interval below it when the block has one; ``compact`` (the
+    tags' tables): 4 significant digits and the interval as ``[low, high]``."""
     if field not in block:
         return "<span class=absent title='not in this run'>·</span>"
-    text = value_text(block[field], field, digits=digits)
+    text = value_text(block[field], field, digits=4 if compact else 6)
     intervals = block.get("ci95")
     if isinstance(intervals, dict) and field in intervals:
         low, high = pair(intervals[field])
-        text += f"<span class=ci>95%: {interval_text(low, high, digits=digits)}</span>"
+        text += f"<span class=ci>{interval_cell(low, high, compact)}</span>"
     return text
+
+
+def interval_cell(low: float | None, high: float | None, compact: bool,
+                  signed: bool = False) -> str:
+    """An interval under a value: ``95%: low to high``, or compact ``[low, high]``."""
+    if not compact or low is None or high is None:
+        return f"95%: {interval_text(low, high, signed=signed)}"
+    sign = "+" if signed else ""
+    return f"[{low:{sign}.4g}, {high:{sign}.4g}]"
 
 
 def ratio_text(block: dict[str, Any], part: str, whole: str) -> str:
@@ -891,6 +902,7 @@ td.left { white-space: normal; }
   font-size: .82rem; text-align: left; white-space: normal; word-break: break-all; }
 table.runs td { max-width: 26rem; }
 tr.group td { border-top: 1.5px solid #cfcfcf; }
+table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .ci { display: block; color: #666; font-size: .76rem; }
 .undefined { color: #8a8a8a; font-style: italic; }
 .absent { color: #aaa; }

@@ -68,7 +68,8 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
               "the tie. NDCG@K = DCG@K / ideal DCG@K; Recall@K = relevant rows (label &gt; 0) "
               "expected among the first K / the user's relevant rows. A user is valid when "
               "a row of theirs is relevant; each value is the mean over valid users, its 95% "
-              "interval with users as independent clusters. \"all\" covers every row.</p>")
+              "interval [low, high] with users as independent clusters. \"all\" covers every "
+              "row.</p>")
     return tables, notes
 
 

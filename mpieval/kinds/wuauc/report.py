@@ -26,6 +26,7 @@ from mpieval.report import (
     ratio_text,
     tag_cell,
     too_few,
+    value_text,
     verdict,
 )
 
@@ -102,9 +103,9 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
     parts = []
     if drawn:
         panels = []
-        for field, xlabel in (("wuauc", "WUAUC: per-user AUC weighted by the user's rows"),
-                              ("uauc", "UAUC: mean of per-user AUC")):
-            panels.append((f"{xlabel} (0.5 = random)", [
+        for field, xlabel in (("wuauc", "WUAUC (users' AUC, weighted by rows)"),
+                              ("uauc", "UAUC (mean of users' AUC)")):
+            panels.append((xlabel, [
                 (model.series, [estimate(blocks.get(tag), field) for tag in drawn])
                 for model, blocks in per_model]))
         svg = figures.intervals(drawn, panels, page.key(name, "tags"))
@@ -153,7 +154,7 @@ def tag_table(page: Page, name: str, tags: Sequence[str], runs: Sequence[Run]) -
     several = len(runs) > 1
     compared = any(values.get("compare") for run in runs
                    for values in run.metrics[name]["tags"].values())
-    head = ["Tag", *(["Run"] if several else []), "Valid users / all", "Valid rows / all"]
+    head = ["Tag", *(["Run"] if several else []), "Valid users / all", "Rows"]
     for field in PER_USER:
         head += [f"{NAMES[field]} A", f"{NAMES[field]} B", f"{NAMES[field]} B \u2212 A"] \
             if compared else [NAMES[field]]
@@ -172,7 +173,7 @@ def tag_table(page: Page, name: str, tags: Sequence[str], runs: Sequence[Run]) -
             base = base_tags.get(tag) if run is not page.baseline else None
             cells = [escape(tag) if first else "", *([escape(run.label)] if several else []),
                      ratio_text(a, "valid_user_count", "real_user_count"),
-                     ratio_text(a, "valid_ins_num", "real_ins_num")]
+                     value_text(a.get("real_ins_num"), "real_ins_num")]
             for field in PER_USER:
                 text = tag_cell(a, field)
                 if base is not None:
@@ -182,13 +183,15 @@ def tag_table(page: Page, name: str, tags: Sequence[str], runs: Sequence[Run]) -
                     cells.append(tag_cell({**b, "valid_user_count": a.get(
                         "valid_user_count")}, field) if b else "")
                     cells.append(_tag_difference(a, b, field) if b else "")
-            cells += [cell(a, field, digits=4) for field in TAG_FIELDS if field not in PER_USER]
+            cells += [cell(a, field, compact=True) for field in TAG_FIELDS
+                      if field not in PER_USER]
             rows.append(cells)
             classes.append("group" if first and several else "")
             first = False
     return (page.table("tags", head, rows, left=(0, 1) if several else (0,),
                        row_classes=classes)
-            + "<p class=small>A user is valid when their rows hold both a click and a "
+            + "<p class=small>Under a value: its 95% interval [low, high]. A user is valid "
+            "when their rows hold both a click and a "
             "non-click (their AUC is defined); LogLoss is in nats per row over all rows; "
             "COPC = actual CTR / predicted CTR."
             + (" B \u2212 A: the paired difference by user with its interval, p-value and the "
@@ -200,4 +203,4 @@ def _tag_difference(a: dict[str, Any], b: dict[str, Any], field: str) -> str:
     if field in PER_USER and too_few(a) and f"{field}_diff" in b:
         return (difference_cell(a, {f"{field}_diff": b[f"{field}_diff"]}, field)
                 + "<span class=ci>too few users</span>")
-    return difference_cell(a, b, field)
+    return difference_cell(a, b, field, compact=True)
