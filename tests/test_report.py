@@ -850,3 +850,34 @@ def test_tables_stack_on_narrow_screens(compared_json):
             assert attrs.get("data-label"), attrs
     assert "@media (max-width: 700px)" in page and "content: attr(data-label)" in page
     assert "max-width: 100%" in page and "break-inside: avoid" in page
+
+
+def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
+    """The same label is drawn in the same colour in every figure of the page (ctr's
+    curves and user_ctr's dots), and different models in different colours."""
+    from mpieval import figures
+
+    seen: list[tuple[str, str]] = []
+
+    def spy(name: str) -> None:
+        real = getattr(figures, name)
+
+        def draw(*args: Any, **kwargs: Any) -> str:
+            first = args[0] if name != "intervals" else [series for series, _ in args[1][0][1]]
+            for item in first:
+                series = item[0] if isinstance(item, tuple) else item
+                seen.append((series.label, series.color))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(figures, name, draw)
+
+    for name in ("roc", "calibration", "intervals"):
+        spy(name)
+    yesterday = simulated_run(8, compare=False)
+    del yesterday["ctr"]  # ctr has models A and B of ab only; user_ctr yesterday's too
+    plain = write_json(str(tmp_path / "yesterday.json"), yesterday)
+    report.render(report.load_runs([plain, ab_json]))
+    colours = dict(seen)
+    assert set(seen) == set(colours.items())  # one colour per label
+    assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
+    assert len(set(colours.values())) == 3
