@@ -414,10 +414,24 @@ def test_significance_and_direction_of_a_difference():
     assert Difference("AUC · video", Estimate(0.004, 0.002, 0.006), 0.001, 0.01).significant
 
 
-def marker_fills(svg: str) -> list[str]:
-    """The fill colours of the forest plot's markers (matplotlib's ``<use>`` elements with
-    a fill), in drawing order."""
-    return [m.lower() for m in re.findall(r'<use [^>]*style="fill: (#[0-9a-fA-F]{6});', svg)]
+def markers(svg: str) -> list[tuple[str, str]]:
+    """The (fill, stroke) of each row's marker in the forest plot's axes (not its legend),
+    from the top: of the three filled symbols on a row (two caps and the marker), the one
+    in the middle."""
+    axes = next(g for g in parse(svg).iter(f"{SVG}g") if g.get("id", "").endswith("-axes_1"))
+    rows: dict[float, list[tuple[float, str, str]]] = {}
+    for use in axes.iter(f"{SVG}use"):
+        style = dict(part.split(": ") for part in use.get("style", "").split("; "))
+        if "fill" in style:
+            rows.setdefault(float(use.get("y", "nan")), []).append(
+                (float(use.get("x", "nan")), style["fill"].lower(),
+                 style.get("stroke", "").lower()))
+    found = []
+    for y in sorted(rows):
+        assert len(rows[y]) == 3, rows[y]
+        _, fill, stroke = sorted(rows[y])[1]
+        found.append((fill, stroke))
+    return found
 
 
 def test_forest_plot_colours_direction_and_fills_significant_markers():
@@ -425,10 +439,9 @@ def test_forest_plot_colours_direction_and_fills_significant_markers():
             Difference("LogLoss", Estimate(0.003, 0.001, 0.005), 0.001, higher_is_better=False),
             Difference("COPC", Estimate(0.01, -0.02, 0.04), 0.5)]
     svg = figures.differences(rows, "B - A", "forest")
-    fills = marker_fills(svg)
-    assert figures.BETTER.lower() in fills and figures.WORSE.lower() in fills
-    assert "#ffffff" in fills  # the hollow marker of no evidence
-    assert figures.NEUTRAL.lower() in svg.lower()
+    better, worse, neutral = (c.lower() for c in (figures.BETTER, figures.WORSE,
+                                                   figures.NEUTRAL))
+    assert markers(svg) == [(better, better), (worse, worse), ("#ffffff", neutral)]
     words = texts(parse(svg))
     assert "B better (significant)" in words and "B worse (significant)" in words
     assert "no evidence of a difference" in words
