@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpieval import figures
+from mpieval.config import RUN_KEY
 from mpieval.errors import InputError
 from mpieval.figures import Estimate, Series
 from mpieval.kinds import KINDS
@@ -72,7 +73,13 @@ def load_run(path: str, label: str | None = None) -> Run:
         check_result(data)
     except ValueError as error:
         raise InputError(path, str(error)) from None
-    return Run(path=path, label=label or run_label(path), metrics=data)
+    return Run(path=path, label=label or run_label(path), metrics=metrics_of(data))
+
+
+def metrics_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The metric blocks of a result object: every key but the run's provenance
+    (``run``, absent from files of older versions)."""
+    return {name: block for name, block in data.items() if name != RUN_KEY}
 
 
 def run_label(path: str) -> str:
@@ -98,11 +105,13 @@ def check_result(data: Any) -> None:
     block of a known kind has the fields its declaration requires (``Kind.required``, or
     per tag ``Kind.tag_required``). The statistics are optional; when present they are
     checked."""
-    if not isinstance(data, dict) or not data:
-        found = type(data).__name__ if not isinstance(data, dict) else "an empty object"
+    if not isinstance(data, dict) or not metrics_of(data):
+        found = type(data).__name__ if not isinstance(data, dict) else "no metric"
         raise ValueError(f"is not an mpieval result: expected an object of metrics keyed by "
                          f"name, found {found}")
-    for name, block in data.items():
+    if not isinstance(data.get(RUN_KEY, {}), dict):
+        raise ValueError(f"is not an mpieval result: {RUN_KEY!r} is not the run's object")
+    for name, block in metrics_of(data).items():
         if not isinstance(block, dict) or not isinstance(block.get("kind"), str):
             raise ValueError(f"is not an mpieval result: {name!r} is not a metric block with "
                              "a kind")
@@ -205,7 +214,8 @@ def write_run_report(results: dict[str, Any], output: str, *, json_path: str | N
     name = os.path.basename(output)
     label = name.rsplit(".", 1)[0] if "." in name[1:] else name
     source = json_path or "(this run; no --json file)"
-    write_page(output, render([Run(path=source, label=label, metrics=results)]), flag=flag)
+    write_page(output, render([Run(path=source, label=label, metrics=metrics_of(results))]),
+               flag=flag)
 
 
 def check_output(path: str, flag: str = "-o") -> None:
