@@ -23,6 +23,7 @@ import io
 import itertools
 import math
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
@@ -572,7 +573,7 @@ def intervals(categories: Sequence[str],
             if categories and estimates:
                 summary.append(f"{xlabel.split(':')[0]} of {series.label} for "
                                f"{categories[0]}: {_estimate_text(estimates[0])}")
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(textwrap.fill(xlabel, 72 // max(len(panels), 1)))
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.08)
     axes[0].set_yticks(positions, labels=list(categories))
@@ -666,7 +667,7 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
             label.set_fontweight("bold")
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(textwrap.fill(xlabel, 72))
     side = ax.twinx()
     side.set_ylim(ax.get_ylim())
     side.set_yticks(positions, labels=right)
@@ -725,7 +726,11 @@ def _svg(figure: Figure, key: str, title: str, desc: str) -> str:
     assert opening is not None
     tag = re.sub(r' (width|height)="[^"]*"', "", opening.group(0))
     labelled = quoteattr(f"{prefix}-title {prefix}-desc")
-    tag = tag[:-1] + f' role="img" aria-labelledby={labelled}>'
+    # At most a quarter above its drawn size (96 px an inch), so a figure alone on a row
+    # of a wide screen keeps text of a normal size; narrower screens scale it down.
+    largest = round(figure.get_figwidth() * 96 * 1.25)
+    tag = (tag[:-1] + f' role="img" aria-labelledby={labelled}'
+           f' style="max-width: min(100%, {largest}px)">')
     accessible = (f'\n <title id="{prefix}-title">{escape(title)}</title>'
                   f'\n <desc id="{prefix}-desc">{escape(desc)}</desc>')
     return tag + accessible + text[opening.end():]

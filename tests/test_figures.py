@@ -441,3 +441,24 @@ def test_forest_plot_grows_with_its_rows_and_keeps_20_readable():
     per_row = (twenty - two) / 18
     assert per_row >= 1.8 * 8.0  # points per row: at least 1.8 lines of 8 pt text
     assert twenty > 3 * two
+
+
+def test_a_figure_scales_down_with_the_page_and_up_by_a_quarter_at_most(drawn):
+    """No fixed size (the viewBox keeps the proportions), a max-width of the page's width
+    or 1.25 times the drawn size (72 points an inch, 96 px an inch), whichever is less."""
+    for name, svg in drawn.items():
+        root = parse(svg)
+        width = view_box(root)[2]
+        found = re.fullmatch(r"max-width: min\(100%, (\d+)px\)", root.get("style", ""))
+        assert found, (name, root.get("style"))
+        assert int(found.group(1)) == pytest.approx(width * 96 / 72 * 1.25, abs=1), name
+
+
+def test_long_axis_labels_are_wrapped_to_their_panel():
+    long = "WUAUC: per-user AUC weighted by the user's rows (0.5 = random)"
+    panels = [(long, [(A, [Estimate(0.6, 0.55, 0.65)])]),
+              ("UAUC: mean of per-user AUC (0.5 = random)", [(A, [Estimate(0.6, 0.55, 0.65)])])]
+    words = texts(parse(figures.intervals(["all"], panels, "wrapped")))
+    lines = [w for w in words if w != "all" and not re.fullmatch(r"[-+0-9.]+", w)]
+    assert " ".join(lines) == f"{long} {panels[1][0]}"  # every word, in order
+    assert len(lines) >= 4 and all(len(line) <= 36 for line in lines)
