@@ -181,7 +181,8 @@ def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) ->
                 label=series.label)
         area = sum((fpr[i] - fpr[i - 1]) * (tpr[i] + tpr[i - 1]) / 2
                    for i in range(1, len(fpr)))
-        summary.append(f"{series.label} AUC {area:.3f}")
+        summary.append(f"{series.label} AUC {area:.3f}" if len(fpr) > 1
+                       else f"{series.label} no curve")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.005)
     ax.set_aspect("equal")
@@ -642,8 +643,10 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
                     markerfacecolor=colour if row.significant else "white",
                     elinewidth=2.0 if row.emphasis else 1.4, capsize=3, linestyle="none")
         ends += [v for v in (estimate.value, estimate.low, estimate.high) if v is not None]
-        half = ((estimate.high - estimate.low) / 2 if estimate.has_interval  # type: ignore[operator]
-                else abs(estimate.value)) or abs(estimate.value) or 1e-4
+        half = abs(estimate.value)
+        if estimate.low is not None and estimate.high is not None:
+            half = (estimate.high - estimate.low) / 2 or half
+        half = half or 1e-4
         text = _signed(estimate.value, half)
         text += "  " + (p_text(row.q, "q") if row.q is not None else p_text(row.p))
         if row.direction != "no evidence":
@@ -681,8 +684,9 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
     handles = [Line2D([], [], color=colours[d], marker="o", markersize=5.0, linestyle="none",
                       markerfacecolor="white" if d == "no evidence" else colours[d],
                       label=meaning[d]) for d in present]
-    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
-                  frameon=False)
+    if handles:
+        figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
+                      frameon=False)
     better = sum(r.direction == "better" for r in rows)
     worse = sum(r.direction == "worse" for r in rows)
     desc = (f"Differences B - A with 95% intervals: {len(rows)} rows, {better} significantly "

@@ -462,3 +462,14 @@ def test_long_axis_labels_are_wrapped_to_their_panel():
     lines = [w for w in words if w != "all" and not re.fullmatch(r"[-+0-9.]+", w)]
     assert " ".join(lines) == f"{long} {panels[1][0]}"  # every word, in order
     assert len(lines) >= 4 and all(len(line) <= 36 for line in lines)
+
+
+def test_empty_inputs_draw_valid_figures():
+    """A model with no curve (one class only), no rows, or no differences: still an SVG
+    with its title and description, no error."""
+    for svg in (figures.roc([(A, [])], "e1"), figures.calibration([(A, [])], "e2"),
+                figures.precision_recall([(A, [])], "e3", [None]),
+                figures.score_distributions([(A, [])], "e4"),
+                figures.differences([Difference("AUC", Estimate(0.01))], "B - A", "e5")):
+        root = parse(svg)
+        assert root.find(f"{SVG}title") is not None and desc(root)
