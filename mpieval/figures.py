@@ -595,7 +595,7 @@ def _estimate_text(estimate: Estimate, signed: bool = False) -> str:
     return f"{estimate.value:{sign}.4f} (95% {estimate.low:{sign}.4f} to {estimate.high:{sign}.4f})"
 
 
-def p_text(p: float | None, name: str = "p") -> str:
+def _p_text(p: float | None, name: str = "p") -> str:
     """A p- or q-value as the page prints it."""
     if p is None or math.isnan(p):
         return f"{name} undefined"
@@ -648,12 +648,12 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
             half = (estimate.high - estimate.low) / 2 or half
         half = half or 1e-4
         text = _signed(estimate.value, half)
-        text += "  " + (p_text(row.q, "q") if row.q is not None else p_text(row.p))
+        text += "  " + (_p_text(row.q, "q") if row.q is not None else _p_text(row.p))
         if row.direction != "no evidence":
             text += f"  {row.direction}"
         right.append(text)
         summary.append(f"{row.label} {_estimate_text(estimate, signed=True)}, "
-                       f"{p_text(row.q, 'q') if row.q is not None else p_text(row.p)}, "
+                       f"{_p_text(row.q, 'q') if row.q is not None else _p_text(row.p)}, "
                        f"{row.direction}")
     low, high = min(ends), max(ends)
     span = high - low or max(abs(high), 1e-3)
