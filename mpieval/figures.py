@@ -6,7 +6,8 @@ is a :class:`matplotlib.figure.Figure` saved straight to SVG, with its text kept
 (found with the browser's search, read by screen readers; a font stack that falls back to
 the reader's sans-serif), a ``<title>`` and a ``<desc>`` that summarise it from its data
 (``role="img"``, ``aria-labelledby``), a fixed hash salt and no metadata (the same data
-gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it), and ids
+gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it, up to
+1.25 times its drawn size), and ids
 unique to the figure (several SVGs share one HTML document).
 
 Colours: :data:`PALETTE` gives one colour per model, :data:`BETTER`, :data:`WORSE` and
