@@ -7,8 +7,8 @@ is a :class:`matplotlib.figure.Figure` saved straight to SVG, with its text kept
 the reader's sans-serif), a ``<title>`` and a ``<desc>`` that summarise it from its data
 (``role="img"``, ``aria-labelledby``), a fixed hash salt and no metadata (the same data
 gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it, up to
-1.25 times its drawn size), and ids
-unique to the figure (several SVGs share one HTML document).
+1.25 times its drawn size), and ids unique to the figure (several SVGs share one HTML
+document).
 
 Colours: :data:`PALETTE` gives one colour per model, :data:`BETTER`, :data:`WORSE` and
 :data:`NEUTRAL` the direction of a difference; every one has a contrast of at least 3:1
