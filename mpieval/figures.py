@@ -6,8 +6,9 @@ is a :class:`matplotlib.figure.Figure` saved straight to SVG, with its text kept
 (found with the browser's search, read by screen readers; a font stack that falls back to
 the reader's sans-serif), a ``<title>`` and a ``<desc>`` that summarise it from its data
 (``role="img"``, ``aria-labelledby``), a fixed hash salt and no metadata (the same data
-gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it), and ids
-unique to the figure (several SVGs share one HTML document).
+gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it, up to
+1.25 times its drawn size), and ids unique to the figure (several SVGs share one HTML
+document).
 
 Colours: :data:`PALETTE` gives one colour per model, :data:`BETTER`, :data:`WORSE` and
 :data:`NEUTRAL` the direction of a difference; every one has a contrast of at least 3:1
@@ -23,6 +24,7 @@ import io
 import itertools
 import math
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
@@ -180,7 +182,8 @@ def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) ->
                 label=series.label)
         area = sum((fpr[i] - fpr[i - 1]) * (tpr[i] + tpr[i - 1]) / 2
                    for i in range(1, len(fpr)))
-        summary.append(f"{series.label} AUC {area:.3f}")
+        summary.append(f"{series.label} AUC {area:.3f}" if len(fpr) > 1
+                       else f"{series.label} no curve")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.005)
     ax.set_aspect("equal")
@@ -572,7 +575,7 @@ def intervals(categories: Sequence[str],
             if categories and estimates:
                 summary.append(f"{xlabel.split(':')[0]} of {series.label} for "
                                f"{categories[0]}: {_estimate_text(estimates[0])}")
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(textwrap.fill(xlabel, 72 // max(len(panels), 1)))
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.08)
     axes[0].set_yticks(positions, labels=list(categories))
@@ -593,7 +596,7 @@ def _estimate_text(estimate: Estimate, signed: bool = False) -> str:
     return f"{estimate.value:{sign}.4f} (95% {estimate.low:{sign}.4f} to {estimate.high:{sign}.4f})"
 
 
-def p_text(p: float | None, name: str = "p") -> str:
+def _p_text(p: float | None, name: str = "p") -> str:
     """A p- or q-value as the page prints it."""
     if p is None or math.isnan(p):
         return f"{name} undefined"
@@ -641,15 +644,17 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
                     markerfacecolor=colour if row.significant else "white",
                     elinewidth=2.0 if row.emphasis else 1.4, capsize=3, linestyle="none")
         ends += [v for v in (estimate.value, estimate.low, estimate.high) if v is not None]
-        half = ((estimate.high - estimate.low) / 2 if estimate.has_interval  # type: ignore[operator]
-                else abs(estimate.value)) or abs(estimate.value) or 1e-4
+        half = abs(estimate.value)
+        if estimate.low is not None and estimate.high is not None:
+            half = (estimate.high - estimate.low) / 2 or half
+        half = half or 1e-4
         text = _signed(estimate.value, half)
-        text += "  " + (p_text(row.q, "q") if row.q is not None else p_text(row.p))
+        text += "  " + (_p_text(row.q, "q") if row.q is not None else _p_text(row.p))
         if row.direction != "no evidence":
             text += f"  {row.direction}"
         right.append(text)
         summary.append(f"{row.label} {_estimate_text(estimate, signed=True)}, "
-                       f"{p_text(row.q, 'q') if row.q is not None else p_text(row.p)}, "
+                       f"{_p_text(row.q, 'q') if row.q is not None else _p_text(row.p)}, "
                        f"{row.direction}")
     low, high = min(ends), max(ends)
     span = high - low or max(abs(high), 1e-3)
@@ -666,7 +671,7 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
             label.set_fontweight("bold")
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(textwrap.fill(xlabel, 72))
     side = ax.twinx()
     side.set_ylim(ax.get_ylim())
     side.set_yticks(positions, labels=right)
@@ -680,8 +685,9 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
     handles = [Line2D([], [], color=colours[d], marker="o", markersize=5.0, linestyle="none",
                       markerfacecolor="white" if d == "no evidence" else colours[d],
                       label=meaning[d]) for d in present]
-    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
-                  frameon=False)
+    if handles:
+        figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
+                      frameon=False)
     better = sum(r.direction == "better" for r in rows)
     worse = sum(r.direction == "worse" for r in rows)
     desc = (f"Differences B - A with 95% intervals: {len(rows)} rows, {better} significantly "
@@ -725,7 +731,11 @@ def _svg(figure: Figure, key: str, title: str, desc: str) -> str:
     assert opening is not None
     tag = re.sub(r' (width|height)="[^"]*"', "", opening.group(0))
     labelled = quoteattr(f"{prefix}-title {prefix}-desc")
-    tag = tag[:-1] + f' role="img" aria-labelledby={labelled}>'
+    # At most a quarter above its drawn size (96 px an inch), so a figure alone on a row
+    # of a wide screen keeps text of a normal size; narrower screens scale it down.
+    largest = round(figure.get_figwidth() * 96 * 1.25)
+    tag = (tag[:-1] + f' role="img" aria-labelledby={labelled}'
+           f' style="max-width: min(100%, {largest}px)">')
     accessible = (f'\n <title id="{prefix}-title">{escape(title)}</title>'
                   f'\n <desc id="{prefix}-desc">{escape(desc)}</desc>')
     return tag + accessible + text[opening.end():]
