@@ -35,6 +35,8 @@ WIDTHS = (1280, 420)
 SCREEN_HEIGHT = 800  # the first screen of a laptop
 MAX_FIGURES = 12  # of the 300-tag page
 MAX_BYTES = 1_000_000  # of the 300-tag page
+SHOT_MS = 180_000  # a screenshot of a long page takes a while on a busy machine
+MAX_SHOT_HEIGHT = 20_000  # px of a page's screenshot (the rest is left out)
 
 
 def chromium() -> str:
@@ -179,8 +181,10 @@ def render(browser: Any, page_file: Path, width: int, shots: Path) -> dict[str, 
         page.wait_for_load_state("networkidle")
         measured: dict[str, Any] = page.evaluate(MEASURE)
         stem = f"{page_file.stem}-{width}"
-        page.screenshot(path=str(shots / f"{stem}-first-screen.png"))
-        page.screenshot(path=str(shots / f"{stem}-full.png"), full_page=True)
+        page.screenshot(path=str(shots / f"{stem}-first-screen.png"), timeout=SHOT_MS)
+        height = min(page.evaluate("document.documentElement.scrollHeight"), MAX_SHOT_HEIGHT)
+        page.screenshot(path=str(shots / f"{stem}-full.png"), full_page=True, timeout=SHOT_MS,
+                        clip={"x": 0, "y": 0, "width": width, "height": height})
     finally:
         context.close()
     measured["requests"] = sorted(set(requests))
