@@ -58,51 +58,19 @@ def result(data) -> dict[str, Any]:
     return auc_result(*data)
 
 
-def pr_curve(block: dict[str, Any], pred: np.ndarray, label: np.ndarray) -> list[list[float]]:
-    """The block's ``pr_curve``, or (JSON without it) sklearn's, thinned to 200 points."""
-    if block.get("pr_curve"):
-        return block["pr_curve"]
-    from sklearn.metrics import precision_recall_curve
-
-    precision, recall, _ = precision_recall_curve(label, pred)
-    points = sorted(zip(recall.tolist(), precision.tolist(), strict=True))
-    keep = np.unique(np.linspace(0, len(points) - 1, 200).astype(int))
-    return [list(points[i]) for i in keep]
-
-
-def score_histogram(block: dict[str, Any], pred: np.ndarray, label: np.ndarray
-                    ) -> list[list[float]]:
-    """The block's ``score_histogram``, or (JSON without it) 40 bins of equal width on the
-    logit scale between the 0.5% and 99.5% quantiles of pred, the end bins reaching 0 and
-    1: ``[low, high, negatives, positives]``."""
-    if block.get("score_histogram"):
-        return block["score_histogram"]
-    low, high = np.quantile(pred, [0.005, 0.995])
-    inner = 1 / (1 + np.exp(-np.linspace(np.log(low / (1 - low)), np.log(high / (1 - high)),
-                                          41)))
-    edges = np.concatenate([[0.0], inner, [1.0]])
-    index = np.clip(np.searchsorted(edges, pred, side="right") - 1, 0, len(edges) - 2)
-    positives = np.bincount(index, label, len(edges) - 1)
-    negatives = np.bincount(index, 1 - label, len(edges) - 1)
-    return [[float(edges[i]), float(edges[i + 1]), float(negatives[i]), float(positives[i])]
-            for i in range(len(edges) - 1)]
-
-
 @pytest.fixture(scope="module")
-def drawn(data, result) -> dict[str, str]:
+def drawn(result) -> dict[str, str]:
     """Every figure of one A/B auc result, by name."""
-    pred_a, pred_b, label = data
     compare = result["compare"]
     return {
         "roc": figures.roc([(A, result["roc_curve"]), (B, compare["roc_curve"])], "t-roc"),
         "calibration": figures.calibration(
             [(A, result["calibration_curve"]), (B, compare["calibration_curve"])], "t-cal"),
         "precision_recall": figures.precision_recall(
-            [(A, pr_curve(result, pred_a, label)), (B, pr_curve(compare, pred_b, label))],
-            "t-pr", [result["actual_ctr"], compare.get("actual_ctr", result["actual_ctr"])]),
+            [(A, result["pr_curve"]), (B, compare["pr_curve"])],
+            "t-pr", [result["actual_ctr"], result["actual_ctr"]]),  # the same labels
         "score_distributions": figures.score_distributions(
-            [(A, score_histogram(result, pred_a, label)),
-             (B, score_histogram(compare, pred_b, label))], "t-scores"),
+            [(A, result["score_histogram"]), (B, compare["score_histogram"])], "t-scores"),
         "differences": figures.differences(differences_of(result), "B - A", "t-diff"),
         "intervals": figures.intervals(
             ["all", "video"],
@@ -308,8 +276,7 @@ def test_calibration_shows_each_models_ece(drawn, result):
     text = desc(parse(drawn["calibration"]))
     for block in (result, result["compare"]):
         ece = ece_oracle(block["calibration_curve"])
-        if "ece" in block:
-            assert block["ece"] == pytest.approx(ece, rel=1e-6)
+        assert block["ece"] == pytest.approx(ece, rel=1e-6)
         assert f"ECE {ece:.4f}" in text
 
 
@@ -359,9 +326,8 @@ def test_calibration_of_bins_without_clicks_draws_on_both_scales():
 # -- precision-recall and scores by class ----------------------------------------------
 
 
-def test_precision_recall_draws_the_no_skill_line_once_for_a_shared_base_rate(data, result):
-    pred_a, pred_b, label = data
-    curve_a, curve_b = pr_curve(result, pred_a, label), pr_curve(result["compare"], pred_b, label)
+def test_precision_recall_draws_the_no_skill_line_once_for_a_shared_base_rate(result):
+    curve_a, curve_b = result["pr_curve"], result["compare"]["pr_curve"]
     ctr = result["actual_ctr"]
     root = parse(figures.precision_recall([(A, curve_a), (B, curve_b)], "pr", [ctr, ctr]))
     legend = [t for t in texts(root) if "random ranking" in t]
@@ -380,8 +346,8 @@ def median_bin(histogram: list[list[float]], column: int) -> tuple[float, float]
 
 
 def test_score_distributions_describe_where_each_class_lies(data, result):
-    pred_a, _, label = data
-    histogram = score_histogram(result, pred_a, label)
+    pred_a, _, _ = data
+    histogram = result["score_histogram"]
     root = parse(figures.score_distributions([(A, histogram)], "scores"))
     text = desc(root)
     for column, what in ((3, "clicks"), (2, "non-clicks")):
@@ -414,10 +380,24 @@ def test_significance_and_direction_of_a_difference():
     assert Difference("AUC · video", Estimate(0.004, 0.002, 0.006), 0.001, 0.01).significant
 
 
-def marker_fills(svg: str) -> list[str]:
-    """The fill colours of the forest plot's markers (matplotlib's ``<use>`` elements with
-    a fill), in drawing order."""
-    return [m.lower() for m in re.findall(r'<use [^>]*style="fill: (#[0-9a-fA-F]{6});', svg)]
+def markers(svg: str) -> list[tuple[str, str]]:
+    """The (fill, stroke) of each row's marker in the forest plot's axes (not its legend),
+    from the top: of the three filled symbols on a row (two caps and the marker), the one
+    in the middle."""
+    axes = next(g for g in parse(svg).iter(f"{SVG}g") if g.get("id", "").endswith("-axes_1"))
+    rows: dict[float, list[tuple[float, str, str]]] = {}
+    for use in axes.iter(f"{SVG}use"):
+        style = dict(part.split(": ") for part in use.get("style", "").split("; "))
+        if "fill" in style:
+            rows.setdefault(float(use.get("y", "nan")), []).append(
+                (float(use.get("x", "nan")), style["fill"].lower(),
+                 style.get("stroke", "").lower()))
+    found = []
+    for y in sorted(rows):
+        assert len(rows[y]) == 3, rows[y]
+        _, fill, stroke = sorted(rows[y])[1]
+        found.append((fill, stroke))
+    return found
 
 
 def test_forest_plot_colours_direction_and_fills_significant_markers():
@@ -425,10 +405,9 @@ def test_forest_plot_colours_direction_and_fills_significant_markers():
             Difference("LogLoss", Estimate(0.003, 0.001, 0.005), 0.001, higher_is_better=False),
             Difference("COPC", Estimate(0.01, -0.02, 0.04), 0.5)]
     svg = figures.differences(rows, "B - A", "forest")
-    fills = marker_fills(svg)
-    assert figures.BETTER.lower() in fills and figures.WORSE.lower() in fills
-    assert "#ffffff" in fills  # the hollow marker of no evidence
-    assert figures.NEUTRAL.lower() in svg.lower()
+    better, worse, neutral = (c.lower() for c in (figures.BETTER, figures.WORSE,
+                                                   figures.NEUTRAL))
+    assert markers(svg) == [(better, better), (worse, worse), ("#ffffff", neutral)]
     words = texts(parse(svg))
     assert "B better (significant)" in words and "B worse (significant)" in words
     assert "no evidence of a difference" in words
