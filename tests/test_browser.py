@@ -5,9 +5,9 @@ a reader meets: the summary before any figure and on the first screen, nothing w
 than a phone's screen, few figures and a small file for many tags, no network request,
 and figures whose text is text with a title and a description.
 
-Screenshots (the first screen and the whole page, both widths) go to the directory
-``MPIEVAL_SCREENSHOTS`` names when it is set (to look at them), else to the test's
-temporary directory. Without Chromium the tests skip, saying how to install it; with
+Screenshots (the first screen and the whole page, both widths) and the pages go to the
+directory ``MPIEVAL_SCREENSHOTS`` names when it is set (to look at them), else to the
+test's temporary directory. Without Chromium the tests skip, saying how to install it; with
 ``CI=true`` they fail instead.
 """
 
@@ -35,6 +35,8 @@ WIDTHS = (1280, 420)
 SCREEN_HEIGHT = 800  # the first screen of a laptop
 MAX_FIGURES = 12  # of the 300-tag page
 MAX_BYTES = 1_000_000  # of the 300-tag page
+SHOT_MS = 180_000  # a screenshot of a long page takes a while on a busy machine
+MAX_SHOT_HEIGHT = 20_000  # px of a page's screenshot (the rest is left out)
 
 
 def chromium() -> str:
@@ -87,18 +89,17 @@ def mpieval(*argv: object, cwd: Path) -> None:
 
 def ab_rows(rng: np.random.Generator, tag_users: list[int], rows_per_user: float
             ) -> dict[str, np.ndarray]:
-    """Clicks from a true CTR (about 4%); model A sees it through more noise than model B,
-    so B is truly better. ``tag_users``: the users of each tag (tag ``t000``, ...)."""
+    """Clicks from a true CTR (about 4%, users of uneven activity and taste); model A sees
+    it through more noise than model B, so B is truly better. ``tag_users``: the users of
+    each tag (tag ``t000``, ...)."""
     user_tag = np.repeat(np.arange(len(tag_users)), tag_users)
     users = len(user_tag)
     activity = rng.pareto(1.5, users) + 1
     counts = np.maximum(2, np.round(activity / activity.mean() * rows_per_user)).astype(int)
     user = np.repeat(np.arange(users), counts)
     n = len(user)
-    logit = -3.2 + rng.normal(0, 0.8, users)[user] + rng.normal(0, 0.9, n)
+    logit = -3.4 + rng.normal(0, 0.8, users)[user] + rng.normal(0, 0.9, n)
     label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int8)
-    label[np.searchsorted(user, np.arange(users))] = 1  # every user has a click ...
-    label[np.searchsorted(user, np.arange(users)) + 1] = 0  # ... and a non-click
 
     def model(noise: float) -> np.ndarray:
         return np.round(1 / (1 + np.exp(-(logit + rng.normal(0, noise, n)))), 6)
@@ -114,13 +115,13 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("pages")
     rng = np.random.default_rng(22)
     mpieval("demo", "--rows", 20_000, "--report", root / "demo.html", cwd=root)
-    pq.write_table(pa.table(ab_rows(rng, [400, 250, 150], 25)), root / "ab.parquet")
+    pq.write_table(pa.table(ab_rows(rng, [500, 300, 200], 30)), root / "ab.parquet")
     mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
             "--json", root / "ab.json", "--report", root / "ab.html", root / "ab.parquet",
             cwd=root)
     sizes = rng.zipf(1.6, 300).clip(4, 400).tolist()
     sizes[250:] = [2, 3] * 25  # tags of 2-3 users: too few for an interval
-    pq.write_table(pa.table(ab_rows(rng, sizes, 8)), root / "tags.parquet")
+    pq.write_table(pa.table(ab_rows(rng, sizes, 20)), root / "tags.parquet")
     mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
             "--json", root / "tags.json", "--report", root / "tags.html",
             root / "tags.parquet", cwd=root)
@@ -179,8 +180,10 @@ def render(browser: Any, page_file: Path, width: int, shots: Path) -> dict[str, 
         page.wait_for_load_state("networkidle")
         measured: dict[str, Any] = page.evaluate(MEASURE)
         stem = f"{page_file.stem}-{width}"
-        page.screenshot(path=str(shots / f"{stem}-first-screen.png"))
-        page.screenshot(path=str(shots / f"{stem}-full.png"), full_page=True)
+        page.screenshot(path=str(shots / f"{stem}-first-screen.png"), timeout=SHOT_MS)
+        height = min(page.evaluate("document.documentElement.scrollHeight"), MAX_SHOT_HEIGHT)
+        page.screenshot(path=str(shots / f"{stem}-full.png"), full_page=True, timeout=SHOT_MS,
+                        clip={"x": 0, "y": 0, "width": width, "height": height})
     finally:
         context.close()
     measured["requests"] = sorted(set(requests))
@@ -190,6 +193,8 @@ def render(browser: Any, page_file: Path, width: int, shots: Path) -> dict[str, 
 @pytest.fixture(scope="module")
 def rendered(browser: Any, pages: dict[str, Path], shots: Path
              ) -> dict[tuple[str, int], dict[str, Any]]:
+    for path in pages.values():  # the pages beside their screenshots
+        shutil.copy(path, shots / path.name)
     return {(name, width): render(browser, path, width, shots)
             for name, path in pages.items() for width in WIDTHS}
 
@@ -209,6 +214,7 @@ def test_the_summary_comes_before_the_figures_on_the_first_screen(rendered, name
 @pytest.mark.parametrize("name", NAMES)
 def test_nothing_is_wider_than_a_phone(rendered, name):
     measured = rendered[name, 420]
+    assert measured["summary"] is not None, f"{name}: no element with id 'summary'"
     assert measured["pageWidth"] <= 420
     for box in [measured["summary"], *measured["tables"]]:
         assert box["scroll"] <= box["client"], f"{name} at 420 px: {box} overflows"
@@ -235,3 +241,22 @@ def test_figures_are_text_with_a_title_and_a_description(rendered, name):
 def test_the_300_tag_page_is_small_and_has_few_figures(rendered, pages):
     assert pages["tags"].stat().st_size <= MAX_BYTES
     assert len(rendered["tags", 1280]["figures"]) <= MAX_FIGURES
+
+
+def test_the_checks_see_a_request_an_overflow_and_a_figure_first(browser, tmp_path):
+    """The measures above on a page that has each fault: a figure before the summary, a
+    table wider than a phone, an image from the network."""
+    page = tmp_path / "faulty.html"
+    page.write_text(
+        "<!doctype html><html><head><meta name='viewport' content='width=device-width'>"
+        "</head><body><svg width='10' height='10'><text>x</text></svg>"
+        "<div id='summary'>summary</div><table><tr><td style='min-width: 900px'>wide</td>"
+        "</tr></table><img src='http://198.51.100.1/pixel.png'></body></html>")
+    measured = render(browser, page, 420, tmp_path)
+    assert not measured["summary"]["beforeFigures"]
+    assert measured["pageWidth"] > 420
+    assert any(box["right"] > 420 for box in measured["tables"])
+    assert measured["requests"] == ["http://198.51.100.1/pixel.png"]
+    assert measured["figures"] == [{"title": False, "desc": False, "label": None,
+                                    "role": None, "texts": 1}]
+
