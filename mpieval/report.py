@@ -947,7 +947,7 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
   h2 { margin-top: 1.2rem; }
   tr, .note, .context, #summary li { break-inside: avoid; page-break-inside: avoid; }
   .table-wrap { overflow: visible; }
-  .desc { min-width: 0; }
+  .desc { min-width: 12rem; }
   .note, .flag, .better, .worse { -webkit-print-color-adjust: exact;
     print-color-adjust: exact; }
 }
