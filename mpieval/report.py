@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import importlib
 import json
 import math
 import os
@@ -616,8 +617,6 @@ def kind_function(kind: str, attribute: str) -> Any:
     declared = KINDS.get(kind)
     if declared is None or declared.report is None:
         return None
-    import importlib
-
     module = importlib.import_module(declared.report.split(":")[0])
     return getattr(module, attribute, None)
 

@@ -25,7 +25,8 @@ from mpieval.report import (
 
 CURVES = ("roc_curve", "calibration_curve")
 # The summary's values of a model, in order (field, name).
-HEADLINE = (("auc", "AUC"), ("copc", "COPC"), ("ne", "NE"), ("actual_ctr", "actual CTR"))
+HEADLINE = (("auc", "AUC"), ("copc", "COPC"), ("ece", "ECE"), ("ne", "NE"),
+            ("actual_ctr", "actual CTR"))
 FLAGGED = ("auc", "ne", "copc", "actual_ctr")
 
 # What each value is, with its unit, in the order the tables list them.
