@@ -31,7 +31,7 @@ def started(record: dict) -> datetime.datetime:
         tzinfo=UTC)
 
 
-@pytest.mark.parametrize("ranks", [ALONE, 2])
+@pytest.mark.parametrize("ranks", [ALONE, 2, 3])
 def test_eval_writes_the_run_beside_the_metrics(tmp_path, dump, ranks):
     data, files = dump
     out = tmp_path / "run.json"
@@ -78,6 +78,13 @@ def test_merge_sums_the_rows_of_the_saved_runs(tmp_path, dump):
     assert record["inputs"] == [str(path) for path in saved]
     assert record["ranks"] == 2 and record["rows"] == len(data["pred"])
     assert record["weights"]["auc"]["sum"] == int(data["w"].sum())
+    # a run saved by an earlier version has no row count: the sum is unknown
+    description = json.loads((saved[1] / "run.json").read_text())
+    del description["rows"]
+    (saved[1] / "run.json").write_text(json.dumps(description))
+    proc, _ = launch(ALONE, "merge", "--json", out, *saved)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["run"]["rows"] is None
 
 
 def test_demo_names_its_shards_and_rows(tmp_path):
