@@ -239,6 +239,8 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
     except SystemExit as done:  # --help, or a usage error: the same on every rank
         comm.close()
         return int(done.code or 0)
+    invoked = pipeline.invocation(sys.argv[1:] if argv is None else argv,
+                                  getattr(args, "files", getattr(args, "directories", [])))
     try:
         comm_module.check_whole_job(comm, _WHOLE_JOB_HINT)
         threads = threads_per_rank(comm)
@@ -248,9 +250,9 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
             from mpieval import demo
 
             status = demo.run(comm, rows=args.rows, json_path=args.json, directory=args.dir,
-                              report_path=args.report)
+                              report_path=args.report, invocation=invoked)
         elif args.command == "merge":
-            status = run_merge(args, comm)
+            status = run_merge(args, comm, invoked)
         elif args.command == "report":
             from mpieval import report
 
@@ -258,7 +260,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
                         if comm.rank == 0 else None)
             status = 0
         else:
-            status = _eval_in(args, comm, own_process)
+            status = _eval_in(args, comm, own_process, invoked)
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
@@ -314,20 +316,23 @@ def _quiet_warnings() -> None:
 
 
 def run_eval(args: argparse.Namespace, comm: Comm, *,
-             warming: threading.Thread | None = None) -> int:
-    """``mpieval eval``: every rank runs it; returns the exit status."""
+             warming: threading.Thread | None = None,
+             invocation: pipeline.Invocation | None = None) -> int:
+    """``mpieval eval``: every rank runs it; returns the exit status. ``invocation``: the
+    command line, for the JSON's ``run`` object."""
     return pipeline.run_job(
         comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
                                         forced_format=args.format, json_path=args.json,
                                         report_path=args.report),
         json_path=args.json, progress=args.progress, warming=warming,
-        save_state=args.save_state, report_path=args.report,
+        save_state=args.save_state, report_path=args.report, invocation=invocation,
     )
 
 
-def run_merge(args: argparse.Namespace, comm: Comm) -> int:
+def run_merge(args: argparse.Namespace, comm: Comm,
+              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval merge DIR... [--json PATH] [--report PATH]``: every rank runs it; returns
-    the status."""
+    the status. ``invocation``: the command line, for the JSON's ``run`` object."""
     from mpieval.saved_runs import merge_runs
 
     def check_outputs() -> None:
@@ -340,20 +345,25 @@ def run_merge(args: argparse.Namespace, comm: Comm) -> int:
             report.check_output(args.report, "--report")
 
     comm.agreed(lambda: check_outputs() if comm.rank == 0 else None)
-    specs, results = merge_runs(args.directories, comm)
-    comm.agreed(lambda: pipeline.output(specs, results, args.json, args.report)
+    merged = merge_runs(args.directories, comm)
+    record = None if invocation is None else pipeline.run_record(
+        invocation, comm.size, merged.rows, pipeline.weight_entries(merged.weights,
+                                                                    merged.results))
+    comm.agreed(lambda: pipeline.output(merged.specs, merged.results, args.json, args.report,
+                                        run=record)
                 if comm.rank == 0 else None)
     return 0
 
 
-def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool) -> int:
+def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
+             invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
     per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`);
     the kinds' modules load on a background thread meanwhile."""
     kinds = kinds_asked(args)
     if own_process and any(KINDS[name].ids for name in kinds if name in KINDS):
         pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
-    return run_eval(args, comm, warming=pipeline.warm_up(kinds))
+    return run_eval(args, comm, warming=pipeline.warm_up(kinds), invocation=invocation)
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

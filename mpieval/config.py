@@ -35,6 +35,8 @@ else:  # pragma: no cover
 
 FilterValue = int | float | str
 
+RUN_KEY = "run"  # the JSON's key of the run's provenance, beside the metrics: not a metric name
+
 
 @dataclass(frozen=True)
 class MetricSpec:
@@ -168,6 +170,9 @@ def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[M
         where = f"{source}: metric {name!r}"
         if not isinstance(table, Mapping):
             raise InputError(where, "must be a table ([metrics.NAME])")
+        if name == RUN_KEY:
+            raise InputError(where, f"{RUN_KEY!r} is the JSON's key of the run's provenance: "
+                             "name the metric otherwise")
         try:
             specs.append(_spec(name, table))
         except InputError as error:

@@ -10,6 +10,7 @@ training run (TSV, gzip TSV and Parquet) and evaluated by the same code as
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import shutil
@@ -92,12 +93,14 @@ def write_shards(directory: str, rows: int) -> list[str]:
 
 
 def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str | None = None,
-        report_path: str | None = None) -> int:
+        report_path: str | None = None, invocation: pipeline.Invocation | None = None) -> int:
     """Collective: write the shards (rank 0; other ranks too when they cannot see them),
     evaluate every available kind, print the lines. Returns the exit status.
 
     ``directory``: where the files (and ``demo.toml``) are written and kept; None: a
-    temporary directory, removed at the end. ``report_path``: the HTML report's file."""
+    temporary directory, removed at the end. ``report_path``: the HTML report's file.
+    ``invocation``: the command line, for the JSON's ``run`` object (its inputs are the
+    shards)."""
     specs, skipped = _available_specs()
     keep = directory is not None
     made = comm.agreed(lambda: _write_files(directory, rows) if comm.rank == 0 else None)
@@ -115,6 +118,8 @@ def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str |
             comm, lambda: pipeline.plan_job(specs, paths, comm.size, json_path=json_path,
                                             report_path=report_path),
             json_path=json_path, report_path=report_path,
+            invocation=None if invocation is None else dataclasses.replace(invocation,
+                                                                           inputs=paths),
         )
     finally:
         comm.barrier()

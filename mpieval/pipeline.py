@@ -14,20 +14,21 @@ atomically (:func:`mpieval.locations.write_json`). Inputs and outputs may be URI
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 import pyarrow as pa
 
 from mpieval import locations, readers, split
 from mpieval.comm import Comm
-from mpieval.config import MetricSpec, column_types, column_uses
+from mpieval.config import RUN_KEY, MetricSpec, column_types, column_uses
 from mpieval.errors import DataError, InputError, OutputError, StoreError
 from mpieval.kinds import KINDS, kind_named
 from mpieval.metric import Evaluator, Metric, Result
@@ -112,15 +113,19 @@ def check_writable(path: str, flag: str = "--json") -> None:
 
 def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
             progress: bool = False, warming: threading.Thread | None = None,
-            save_state: str | None = None, report_path: str | None = None) -> int:
+            save_state: str | None = None, report_path: str | None = None,
+            invocation: Invocation | None = None) -> int:
     """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, write the
     outputs; with ``save_state``, also save each rank's metric state there
-    (:mod:`mpieval.saved_runs`)."""
+    (:mod:`mpieval.saved_runs`). With ``invocation``, the JSON and the report have the
+    run's ``run`` object (:func:`run_record`)."""
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
-    results = evaluate(job, comm, progress=progress or (comm.rank == 0 and _tty()),
-                       warming=warming, save_state=save_state)
-    comm.agreed(lambda: output(job.specs, results, json_path, report_path)
+    done = evaluate_job(job, comm, progress=progress or (comm.rank == 0 and _tty()),
+                        warming=warming, save_state=save_state)
+    record = None if invocation is None else run_record(invocation, comm.size, done.rows,
+                                                        done.weights)
+    comm.agreed(lambda: output(job.specs, done.results, json_path, report_path, run=record)
                 if comm.rank == 0 else None)
     return 0
 
@@ -130,21 +135,25 @@ def _tty() -> bool:
 
 
 def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
-           report_path: str | None = None) -> None:
+           report_path: str | None = None, *, run: dict[str, Any] | None = None) -> None:
     """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
-    for. A failure to write one is an :class:`OutputError` (a full disk, an I/O error:
-    exit 1) or an :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
+    for, with ``run`` (:func:`run_record`) beside the metrics when given. A failure to
+    write one is an :class:`OutputError` (a full disk, an I/O error: exit 1) or an
+    :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
     :func:`mpieval.locations.output_failure`)."""
     try:
         print_results(specs, results)
     except OSError as error:
         raise _stdout_failed(error) from None
+    data = Evaluator.to_dict(results)
+    if run is not None:
+        data[RUN_KEY] = run
     if json_path:
-        locations.write_json(json_path, Evaluator.to_dict(results))
+        locations.write_json(json_path, data)
     if report_path:
         from mpieval import report
 
-        report.write_run_report(Evaluator.to_dict(results), report_path, json_path=json_path)
+        report.write_run_report(data, report_path, json_path=json_path)
         print(f"mpieval: report written to {os.path.abspath(report_path)}", file=sys.stderr,
               flush=True)
 
@@ -152,6 +161,24 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
              warming: threading.Thread | None = None,
              save_state: str | None = None) -> dict[str, Result]:
+    """Collective: the results of :func:`evaluate_job`."""
+    return evaluate_job(job, comm, progress=progress, warming=warming,
+                        save_state=save_state).results
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a job gave: its results, the rows read (every rank's) and the weighted
+    metrics' entries of the ``run`` object (:func:`weight_entries`)."""
+
+    results: dict[str, Result]
+    rows: int
+    weights: dict[str, dict[str, Any]]
+
+
+def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
+                 warming: threading.Thread | None = None,
+                 save_state: str | None = None) -> Evaluation:
     """Collective: read this rank's pieces in lockstep with the others, then compute.
 
     ``warming``: the thread loading the kernels (:func:`warm_up`); batches read while it
@@ -161,7 +188,9 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
     tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
     held = HeldBatches(lambda batch: _feed(tasks, batch), warming)
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
+    rows = 0
     for totals in reading_rounds(_batches(job, comm.rank), held, comm):
+        rows = totals.rows
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
     _return_freed_memory()
@@ -171,11 +200,14 @@ def evaluate(job: Job, comm: Comm, *, progress: bool = False,
         raise
     except InputError as error:  # of the job's totals (weights too large): name the column
         raise _with_column(job.specs, error) from None
+    weighted = {spec.name: {"column": spec.columns["weight"],
+                            "meaning": getattr(evaluator[spec.name], "weights", "frequency")}
+                for spec in job.specs if "weight" in spec.columns}
     if save_state is not None:
         from mpieval.saved_runs import save_run
 
-        save_run(save_state, job.specs, evaluator, comm)
-    return results
+        save_run(save_state, job.specs, evaluator, comm, rows=rows, weights=weighted)
+    return Evaluation(results, rows, weight_entries(weighted, results))
 
 
 def _with_column(specs: Sequence[MetricSpec], error: InputError) -> InputError:
@@ -230,6 +262,58 @@ def _batches(job: Job, rank: int) -> Iterator[Batch]:
 def _feed(tasks: Iterable[Task], batch: Batch) -> None:
     for task in tasks:
         task.feed(batch)
+
+
+# -- the run's provenance ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Invocation:
+    """How a run was started, for its ``run`` object (:func:`run_record`): the command
+    line and the inputs as given, secrets redacted (:func:`mpieval.locations.redact`),
+    and when (UTC, ISO 8601 to the second)."""
+
+    command: list[str]
+    inputs: list[str]
+    started: str
+
+
+def invocation(argv: Sequence[str], inputs: Sequence[str]) -> Invocation:
+    """The :class:`Invocation` of ``mpieval ARGV`` reading ``inputs``, started now."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return Invocation(command=["mpieval", *(_redacted_argument(a) for a in argv)],
+                      inputs=[locations.redact(path) for path in inputs],
+                      started=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _redacted_argument(text: str) -> str:
+    """A command-line argument without secrets: a URI redacted, as is the value of an
+    option written ``--flag=URI``."""
+    flag, equals, value = text.partition("=")
+    if text.startswith("--") and equals:
+        return f"{flag}={locations.redact(value)}"
+    return locations.redact(text)
+
+
+def run_record(invocation: Invocation, ranks: int, rows: int | None,
+               weights: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON's ``run`` object: ``mpieval_version``, ``command``, ``started``,
+    ``inputs``, ``ranks``, ``rows`` (rows read over every rank; null when unknown) and
+    ``weights`` (per weighted metric its column, what a weight means and the sum; null
+    when no metric is weighted)."""
+    import mpieval
+
+    return {"mpieval_version": mpieval.__version__, "command": invocation.command,
+            "started": invocation.started, "inputs": invocation.inputs, "ranks": ranks,
+            "rows": rows, "weights": dict(weights) or None}
+
+
+def weight_entries(weighted: Mapping[str, Mapping[str, str]], results: Mapping[str, Result]
+                   ) -> dict[str, dict[str, Any]]:
+    """The ``weights`` of the ``run`` object: for each weighted metric (name -> its weight
+    ``column`` and ``meaning``) those and the ``sum`` of its weights (its result's
+    ``num``)."""
+    return {name: {**entry, "sum": results[name].to_dict()["num"]}
+            for name, entry in weighted.items()}
 
 
 # -- reading rounds ----------------------------------------------------------------------

@@ -5,7 +5,8 @@ seven daily runs) without reading their files again.
 A saved run is a directory (a local path or a URI: :mod:`mpieval.locations`) holding
 ``state-RANK.npz`` per rank (:func:`mpieval.checkpoint.to_bytes`: plain arrays, written
 atomically) and ``run.json``,
-written last by rank 0: the number of ranks and each metric's name, kind and log prefix.
+written last by rank 0: the number of ranks, the rows read, and each metric's name, kind
+and log prefix (and a weighted one's weight column and meaning).
 Every kind's state merges (summed parts add, rows concatenate), so any number of ranks
 merges any number of runs: each rank loads its share of all the saved states.
 """
@@ -16,7 +17,8 @@ import contextlib
 import functools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mpieval import checkpoint, locations
@@ -35,9 +37,12 @@ def state_file(directory: str, rank: int) -> str:
 
 
 def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
-             comm: Comm) -> None:
+             comm: Comm, *, rows: int | None = None,
+             weights: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """Collective: every rank writes its state, then rank 0 the run's description (a
-    directory without ``run.json`` is an unfinished save).
+    directory without ``run.json`` is an unfinished save): the ranks, the rows read
+    (``rows``, every rank's), and each metric's name, kind, log prefix and, for a
+    weighted one, its ``weight`` (``weights``: the column and what a weight means).
 
     The directory then holds this run only: a run saved there before loses its
     ``run.json`` first (while the new states are written, the directory is an
@@ -54,8 +59,11 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
         return made
 
     made = comm.agreed(lambda: begin() if comm.rank == 0 else False)
-    description = {"ranks": comm.size, "metrics": [
-        {"name": spec.name, "kind": spec.kind, "prefix": spec.log_prefix} for spec in specs]}
+    weights = weights or {}
+    description = {"ranks": comm.size, "rows": rows, "metrics": [
+        {"name": spec.name, "kind": spec.kind, "prefix": spec.log_prefix,
+         **({"weight": dict(weights[spec.name])} if spec.name in weights else {})}
+        for spec in specs]}
 
     def write_state() -> None:
         _writing(shown, lambda: locations.make_directory(directory))
@@ -119,12 +127,26 @@ def read_run(directory: str) -> dict[str, Any]:
                          f"--save-state): {problem}") from None
 
 
-def merge_runs(directories: Sequence[str], comm: Comm) -> tuple[list[MetricSpec],
-                                                                 dict[str, Result]]:
+@dataclass(frozen=True)
+class Merged:
+    """The saved runs computed together: the metrics, their results, the rows the runs
+    read (None when a run saved before the count was kept) and the weighted metrics'
+    weight column and meaning (from the first run)."""
+
+    specs: list[MetricSpec]
+    results: dict[str, Result]
+    rows: int | None
+    weights: dict[str, dict[str, str]]
+
+
+def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
     """Collective: the metrics of every saved run computed together. The runs must hold
     the same metric names and kinds (their options must match too)."""
     runs = comm.agreed(lambda: _runs(directories) if comm.rank == 0 else None)
     runs = comm.allgather(runs)[0]
+    counts = [run.get("rows") for _, run in runs]
+    rows = None if None in counts else sum(counts)
+    weights = {m["name"]: m["weight"] for m in runs[0][1]["metrics"] if "weight" in m}
     first = runs[0][1]["metrics"]
     specs = [MetricSpec(name=m["name"], kind=m["kind"], columns={}, prefix=m["prefix"])
              for m in first]
@@ -151,7 +173,7 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> tuple[list[MetricSpec]
         evaluator = comm.agreed(load, catch=(InputError, StoreError, OSError))
     except OSError as error:
         raise InputError("merge", f"cannot read a saved state: {error}") from None
-    return specs, evaluator.compute()
+    return Merged(specs, evaluator.compute(), rows, weights)
 
 
 def _load(path: str) -> dict[str, dict[str, Any]]:

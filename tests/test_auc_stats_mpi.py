@@ -46,6 +46,10 @@ def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, 
     assert got.stderr["auc"] == want.stderr["auc"]  # from the merged table: exact
     assert got.roc_curve == want.roc_curve
     assert got.calibration_curve == want.calibration_curve
+    # from the merged table too (weighted buckets: sums in another order, so approx)
+    np.testing.assert_allclose(got.pr_curve, want.pr_curve, rtol=1e-12)
+    np.testing.assert_allclose(got.score_histogram, want.score_histogram, rtol=1e-12)
+    assert got.ece == pytest.approx(want.ece, rel=1e-12) and got.pr_curve
     assert not any(math.isnan(x) for pair in got.ci().values() for x in pair)
 
 

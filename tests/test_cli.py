@@ -105,6 +105,15 @@ def api(specs: dict[str, tuple[str, dict]], data: dict[str, np.ndarray],
     return Evaluator.to_dict(results), Evaluator.log_lines(results)
 
 
+def metrics_json(path: str | os.PathLike) -> dict:
+    """The metric blocks of a ``--json`` file: all but the run's ``run`` object (which
+    it must have)."""
+    with open(path) as source:
+        data = json.load(source)
+    assert isinstance(data.pop("run"), dict)
+    return data
+
+
 def assert_same(got: dict, want: dict) -> None:
     """Equal JSON: exact for ints and strings, floats to 1e-12 (summation order), also
     inside lists (intervals, curves)."""
@@ -150,7 +159,7 @@ def test_auc_equals_the_api_and_the_oracle(tmp_path, capsys):
     out_json = tmp_path / "run.json"
     status, out, err = run(capsys, "eval", "--table-size", "1000", "--json", out_json, *files)
     assert status == 0, err
-    got = json.loads(out_json.read_text())
+    got = metrics_json(out_json)
     want, lines = api({"auc": ("auc", {"table_size": 1000})}, data)
     assert_same(got, want)
     assert_same_lines(out.splitlines(), lines)
@@ -173,7 +182,7 @@ def test_every_format_gives_the_same_numbers(tmp_path, capsys, data, names):
         "--left-label", "left", "--right-label", "right", "--json", out_json, *files,
     )
     assert status == 0, err
-    got = json.loads(out_json.read_text())
+    got = metrics_json(out_json)
     want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
     assert_same(got, want)
     assert_same_lines(out.splitlines(), lines)
@@ -187,7 +196,7 @@ def test_pn_and_pairwise_equal_their_oracles(tmp_path, capsys, data):
         "--left-label", "left", "--right-label", "right", "--json", out_json, *files,
     )
     assert status == 0, err
-    got = json.loads(out_json.read_text())
+    got = metrics_json(out_json)
     oracle = pn_totals(data["uid"].tolist(), data["pred"].tolist(), data["grade"].tolist(),
                        "half")
     for field in ("ins_number", "positive_pairs", "negative_pairs", "average_pn"):
@@ -208,7 +217,7 @@ def test_name_prefixes_the_lines_only(tmp_path, capsys, data):
     status, out, _ = run(capsys, "eval", "--name", "item_sim", "--json", out_json, *files)
     assert status == 0
     assert out.startswith("item_sim: auc=")
-    assert list(json.loads(out_json.read_text())) == ["auc"]
+    assert list(metrics_json(out_json)) == ["auc"]
 
 
 def test_weights_and_soft_labels(tmp_path, capsys, data):
@@ -221,7 +230,7 @@ def test_weights_and_soft_labels(tmp_path, capsys, data):
     comm = Comm()
     metric = KINDS["auc"].build({"soft_labels": True}, comm)
     metric.update(soft["pred"], soft["label"], soft["w"])
-    assert_same(json.loads(out_json.read_text()),
+    assert_same(metrics_json(out_json),
                 Evaluator.to_dict(Evaluator({"auc": metric}, comm).compute()))
     status, _, err = run(capsys, "eval", *files)
     assert status == 2
@@ -286,7 +295,7 @@ def test_config_masks_filters_and_several_tasks(tmp_path, capsys, data):
         cols = columns.get(name, inputs[metric.kind])
         metric.update(**{arg: data[col][keep] for arg, col in cols.items()})
     results = Evaluator(metrics, comm).compute()
-    assert_same(json.loads(out_json.read_text()), Evaluator.to_dict(results))
+    assert_same(metrics_json(out_json), Evaluator.to_dict(results))
     assert_same_lines(out.splitlines(), Evaluator.log_lines(results))
 
 
@@ -307,7 +316,7 @@ def test_undefined_values_warn_and_are_null(tmp_path, capsys):
     assert status == 0
     assert "auc=nan" in out
     assert "mpieval: warning: auc: auc is undefined" in err
-    assert json.loads(out_json.read_text())["auc"]["auc"] is None
+    assert metrics_json(out_json)["auc"]["auc"] is None
 
 
 def test_help_and_subcommand_required(capsys):
@@ -331,7 +340,7 @@ def test_json_only_on_success_and_atomic(tmp_path, capsys, data):
     assert f"{bad}:3: column pred: 'abc' is not a number" in err
     assert json.loads(out_json.read_text()) == {"old": True}  # untouched
     status, _, _ = run(capsys, "eval", "--json", out_json, good)
-    assert status == 0 and "auc" in json.loads(out_json.read_text())
+    assert status == 0 and "auc" in metrics_json(out_json)
     assert sorted(os.listdir(tmp_path)) == ["a.tsv", "bad.tsv", "run.json"]  # no temp left
 
 
@@ -442,7 +451,7 @@ def test_no_rows_selected_gives_nan_not_an_error(tmp_path, capsys, data):
     out_json = tmp_path / "run.json"
     status, out, err = run(capsys, "eval", "--config", config, "--json", out_json, *files)
     assert status == 0
-    result = json.loads(out_json.read_text())["a"]
+    result = metrics_json(out_json)["a"]
     assert result["num"] == 0 and result["auc"] is None
     assert "num=0" in out and "no rows" in err
     assert math.isnan(float(out.split("auc=")[1].split()[0]))
@@ -471,7 +480,7 @@ def test_the_example_config_runs(tmp_path, capsys):
     out_json = tmp_path / "run.json"
     status, _, err = run(capsys, "eval", "--config", config, "--json", out_json, *files)
     assert status == 0, err
-    got = json.loads(out_json.read_text())
+    got = metrics_json(out_json)
     assert list(got) == ["item_sim", "cvr", "item_sim_cmatch222_rank1", "user_ctr",
                          "grade_pn", "pair_click"]
     assert got["cvr"]["num"] == int(example_rows(2000)["click"].sum())
@@ -824,7 +833,7 @@ def test_a_line_longer_than_two_blocks_reads_on_one_thread_and_two(tmp_path, cap
         monkeypatch.setenv("MPIEVAL_THREADS", threads)
         status, _, err = run(capsys, "eval", "--json", out_json, path)
         assert status == 0, err
-        results.append(json.loads(out_json.read_text()))
+        results.append(metrics_json(out_json))
         assert results[-1]["auc"]["rows"] == 3
     assert results[0] == results[1]
 

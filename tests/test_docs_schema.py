@@ -111,17 +111,18 @@ def config_run(rows_file: Path) -> dict[str, Any]:
 
 def test_every_kind_with_compare_and_tags_validates(config_run: dict[str, Any]) -> None:
     result = config_run
-    assert {block["kind"] for block in result.values()} == {
+    assert {block["kind"] for name, block in result.items() if name != "run"} == {
         "auc", "wuauc", "pn", "pairwise", "ranking"}
     assert "compare" in result["ctr"] and "compare" in result["users"]["tags"]["feed"]
     assert result["empty"]["auc"] is None
+    assert result["run"]["weights"]["ctr_weighted"]["column"] == "weight"
     jsonschema.validate(result, SCHEMA, cls=jsonschema.Draft202012Validator)
 
 
 def test_the_command_line_flags_validate(rows_file: Path, tmp_path: Path) -> None:
     result = evaluate(["--metrics", "auc,wuauc,pn,pairwise,ranking", "--tag", "tag",
                        "--compare", "pred_b", "--k", "2,5", str(rows_file)], tmp_path)
-    assert sorted(result) == ["auc", "pairwise", "pn", "ranking", "wuauc"]
+    assert sorted(result) == ["auc", "pairwise", "pn", "ranking", "run", "wuauc"]
     jsonschema.validate(result, SCHEMA, cls=jsonschema.Draft202012Validator)
 
 
@@ -144,6 +145,9 @@ def test_windows_of_the_trainer_api_validate() -> None:
     (("users", "tags", "all", "valid_user_count"), 1.5),
     (("pairs", "kind"), "pair"),                  # an unknown kind
     (("ranked", "tags", "all", "ndcg@0"), 0.5),   # a cutoff that cannot be
+    (("ctr", "score_histogram"), [[0, 1, -1, 0]]),  # a negative weight sum
+    (("run", "started"), "2026-12-01 23:59"),       # not ISO 8601 UTC
+    (("run", "ranks"), 0),
 ])
 def test_the_schema_refuses_a_broken_output(config_run: dict[str, Any],
                                             path: tuple[str, ...], value: Any) -> None:

@@ -110,7 +110,14 @@ def evaluate(capsys, tmp_path: Path, *inputs: str, extra: tuple[str, ...] = ()
     out_json = tmp_path / f"run-{len(list(tmp_path.iterdir()))}.json"
     status = cli.main(["eval", *METRICS, "--json", str(out_json), *extra, *inputs])
     out, err = capsys.readouterr()
-    return status, out, err, out_json.read_text() if out_json.exists() else ""
+    return status, out, err, metrics_text(out_json.read_text()) if out_json.exists() else ""
+
+
+def metrics_text(text: str) -> str:
+    """A ``--json`` file's text without its ``run`` object (which names the command)."""
+    data = json.loads(text)
+    assert isinstance(data.pop("run"), dict)
+    return json.dumps(data)
 
 
 # -- the same numbers ------------------------------------------------------------------
@@ -163,7 +170,7 @@ def test_under_mpiexec_s3_gives_the_local_numbers(s3, tmp_path, ranks):
                     f"s3://{BUCKET}/dump/part-*")
     assert want.returncode == 0 and got.returncode == 0, got.stderr
     assert got.stdout == want.stdout
-    assert remote_json.read_bytes() == local_json.read_bytes()
+    assert metrics_text(remote_json.read_text()) == metrics_text(local_json.read_text())
 
 
 # -- outputs -----------------------------------------------------------------------------
@@ -175,12 +182,13 @@ def test_json_and_saved_state_to_s3_and_merge_from_it(s3, tmp_path, capsys):
                        "--save-state", f"s3://{BUCKET}/runs/a", *s3["files"]])
     _, err = capsys.readouterr()
     assert status == 0, err
-    assert s3["store"].open_input_file(f"{BUCKET}/out/run.json").read().decode() == local[3]
+    assert metrics_text(s3["store"].open_input_file(f"{BUCKET}/out/run.json").read().decode()
+                        ) == local[3]
     status = cli.main(["merge", f"s3://{BUCKET}/runs/a", "--json", str(tmp_path / "m.json")])
     merged, err = capsys.readouterr()
     assert status == 0, err
     assert merged == local[1]
-    assert json.loads((tmp_path / "m.json").read_text()) == json.loads(local[3])
+    assert metrics_text((tmp_path / "m.json").read_text()) == local[3]
 
 
 def test_json_to_a_missing_bucket_is_an_error_before_reading(s3, tmp_path, capsys):
@@ -223,6 +231,23 @@ def test_redact_hides_user_info_and_query_values():
         "s3://***@b/k.tsv?region=***&endpoint_override=***")
     assert locations.redact("hdfs://nn:8020/a/b.tsv") == "hdfs://nn:8020/a/b.tsv"
     assert locations.redact("/local/path?.tsv") == "/local/path?.tsv"
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_the_run_object_redacts_the_secrets_of_a_uri(s3, tmp_path, ranks):
+    name = Path(s3["files"][0]).name
+    uri = f"s3://AKIDSECRET:VERYSECRET@{BUCKET}/dump/{name}?region=us-east-1"
+    out_json = tmp_path / "run.json"
+    proc, _ = launch(ranks, "eval", f"--json={out_json}", uri, s3["files"][1])
+    assert proc.returncode == 0, proc.stderr
+    text = out_json.read_text()
+    assert "SECRET" not in text
+    record = json.loads(text)["run"]
+    shown = f"s3://***@{BUCKET}/dump/{name}?region=***"
+    assert record["command"] == ["mpieval", "eval", f"--json={out_json}", shown,
+                                 s3["files"][1]]
+    assert record["inputs"] == [shown, s3["files"][1]]
+    assert record["ranks"] == max(ranks, 1)
 
 
 class DroppingProxy:

@@ -9,9 +9,11 @@ JSON uses (roc_curve, calibration_curve, ci95, compare with *_diff, *_diff_ci95,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -267,12 +269,13 @@ def test_demo_page(tmp_path, capsys, demo_json):
     assert (status, out, err) == (0, "", "")
     page = open(page_path).read()
     by_demo = open(os.path.join(os.path.dirname(demo_json), "demo.html")).read()
-    assert by_demo.replace("demo.html", "demo.json") == page  # the same page, but its label
+    # the same page, but its label (the command in the header names both files)
+    assert by_demo.replace("demo.html", "demo.json") == page.replace("demo.html", "demo.json")
     elements = parse(page)
     assert_self_contained(page, elements)
-    # item_sim and item_sim_search: ROC and calibration each; user_ctr: one dot plot with
-    # the wuauc blocks' intervals.
-    assert figures_of(elements) == ["plot", "plot", "plot", "plot", "plot wide"]
+    # item_sim and item_sim_search: ROC, calibration, precision-recall and scores by class
+    # each; user_ctr: one dot plot with the wuauc blocks' intervals.
+    assert figures_of(elements) == ["plot"] * 8 + ["plot wide"]
     text = " ".join(elements.text)
     assert "No intervals" not in text and "users as independent clusters" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
@@ -286,10 +289,11 @@ def test_ab_page_has_every_figure(tmp_path, capsys, ab_json):
     page = open(page_path).read()
     elements = parse(page)
     assert_self_contained(page, elements)
-    # ctr: ROC, calibration, differences; user_ctr: dot plot, differences.
-    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide"]
+    # ctr: ROC, calibration, differences; user_ctr: dot plot, differences of WUAUC, UAUC.
+    assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
+                                    "plot wide"]
     svgs = [attrs for tag, attrs in elements.tags if tag == "svg"]
-    assert len(svgs) == 5 and all("viewbox" in attrs for attrs in svgs)
+    assert len(svgs) == 6 and all("viewbox" in attrs for attrs in svgs)
     ids = [attrs["id"] for _, attrs in elements.tags if attrs.get("id")]
     assert len(ids) == len(set(ids))  # the inline SVGs share one document
     text = " ".join(elements.text)
@@ -306,9 +310,10 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
                                                         "demo")]
     assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
     # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
-    # differences (ab's); item_sim and item_sim_search (demo's): ROC and calibration each.
+    # differences of WUAUC and UAUC (ab's); item_sim and item_sim_search (demo's): ROC,
+    # calibration, precision-recall and scores by class each.
     assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
-                                    "plot", "plot", "plot", "plot"]
+                                    "plot wide"] + ["plot"] * 8
     assert "Not in demo." in " ".join(elements.text)
 
 
@@ -407,7 +412,9 @@ def test_eval_writes_the_report_at_the_end(tmp_path, capsys):
     assert str(json_path) in elements.text  # the runs table names the JSON file
     assert 'id="m-auc"' in page and 'id="m-wuauc"' in page
     # the page of the run equals the page of its JSON, but for the run's label
-    assert report.load_run(str(json_path)).metrics == json.loads(json_path.read_text())
+    written = json.loads(json_path.read_text())
+    loaded = report.load_run(str(json_path))
+    assert loaded.provenance == written.pop("run") and loaded.metrics == written
 
 
 @pytest.mark.parametrize("broken", ["matplotlib", "directory"])
@@ -574,7 +581,7 @@ def test_chromium_draws_every_figure(tmp_path, ab_json, chromium):
     start = text.index('<pre id="boxes">') + len('<pre id="boxes">')
     layout = json.loads(text[start:text.index("</pre>", start)].replace("&quot;", '"'))
     boxes = layout["boxes"]
-    assert len(boxes) == 5  # ctr: ROC, calibration, differences; user_ctr: dots, differences
+    assert len(boxes) == 6  # ctr: ROC, calibration, differences; user_ctr: dots, 2 differences
     height = min(layout["height"] + 10, 16000)
     shot = tmp_path / "page.png"
     done = _browser(chromium, f"--window-size=1280,{height}", f"--screenshot={shot}",
@@ -604,3 +611,273 @@ def test_one_class_only_says_why_there_is_no_roc_curve(tmp_path):
     elements = parse(page)
     assert "No ROC curve in one: it needs both clicks and non-clicks." in elements.text
     assert figures_of(elements) == ["plot", "plot wide"]  # calibration; user_ctr's dots
+
+
+# -- the summary, provenance, baseline, tags (from real `mpieval eval` results) ---------
+
+MINUS = "\u2212"
+
+
+def ab_rows(rows: int, tags: int, seed: int = 3, small_tags: int = 0) -> dict[str, np.ndarray]:
+    """Rows of an A/B test: users in ``tags`` tags of falling size (the first the largest),
+    a model B better than A; the last ``small_tags`` tags hold 3 users each."""
+    rng = np.random.default_rng(seed)
+    users = max(rows // 12, 1)
+    uid = rng.integers(0, users, rows)
+    sizes = 1.0 / np.arange(1, tags + 1) ** 0.7
+    user_tag = rng.choice(tags, users, p=sizes / sizes.sum())
+    for k in range(small_tags):  # users 0..3k+2 go to the small tags, 3 each
+        user_tag[3 * k:3 * k + 3] = tags + k
+    names = np.array([f"t{t:03d}" for t in range(tags + small_tags)])
+    logit = -2.2 + rng.normal(0, 0.8, users)[uid] + rng.normal(0, 0.9, rows)
+    label = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.int64)
+    pred = 1 / (1 + np.exp(-(0.6 * logit - 0.9 + rng.normal(0, 0.9, rows))))
+    pred_b = 1 / (1 + np.exp(-(0.7 * logit - 0.7 + rng.normal(0, 0.7, rows))))
+    return {"uid": uid, "tag": names[user_tag[uid]], "pred": np.round(pred, 5),
+            "pred_b": np.round(pred_b, 5), "label": label}
+
+
+def eval_json(tmp_path, name: str, data: dict[str, np.ndarray], *flags: str) -> str:
+    """The --json of a real ``mpieval eval`` over ``data``."""
+    from test_cli import write
+
+    source = write(str(tmp_path / f"{name}.tsv"), data)
+    path = str(tmp_path / f"{name}.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
+                contextlib.redirect_stderr(null):
+            assert cli.main(["eval", *flags, source, "--json", path]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def compared_json(tmp_path_factory) -> str:
+    directory = tmp_path_factory.mktemp("compared")
+    return eval_json(directory, "compared", ab_rows(60_000, 6, small_tags=2), "--metrics",
+                     "auc,wuauc", "--tag", "tag", "--compare", "pred_b")
+
+
+def section_text(page: str, section_id: str) -> str:
+    """The text of the ``<section id=...>`` of ``page``."""
+    start = page.index(f'<section id="{section_id}"')
+    return "".join(parse(page[start:page.index("</section>", start) + 10]).text)
+
+
+def p_words(p: float) -> str:
+    """A p-value as the page is to print it (two significant digits below 0.01)."""
+    if p < 1e-4:
+        return "p < 0.0001"
+    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
+
+
+def test_the_summary_comes_before_any_figure(compared_json, demo_json):
+    for path in (compared_json, demo_json):
+        page = report.render(report.load_runs([path]))
+        summary = page.index('<section id="summary">')
+        assert summary < page.index("<svg")
+        assert page.index("</section>", summary) < page.index("<svg")
+        text = section_text(page, "summary")
+        assert "AUC" in text and "95%" in text
+
+
+def test_the_verdict_of_a_compare_run(compared_json):
+    """The summary says B - A of AUC, WUAUC and UAUC with the paired interval and p-value
+    of the JSON, to 4 decimals (the intervals here are wider than 0.002), and how many tags
+    differ at q < 0.05."""
+    data = json.load(open(compared_json))
+    page = report.render(report.load_runs([compared_json]))
+    text = " ".join(section_text(page, "summary").split())
+    checks = [(data["auc"]["compare"], "auc", "AUC")]
+    checks += [(data["wuauc"]["tags"]["all"]["compare"], field, field.upper())
+               for field in ("wuauc", "uauc")]
+    for compare, field, name in checks:
+        diff, (low, high) = compare[f"{field}_diff"], compare[f"{field}_diff_ci95"]
+        assert high - low >= 0.002, (field, low, high)
+        expected = (f"B {MINUS} A: {name} {diff:+.4f} (95% {low:+.4f} to {high:+.4f}, "
+                    f"{p_words(compare[f'{field}_diff_p'])})")
+        assert expected in text, (expected, text)
+        direction = ("B better" if low > 0 else "B worse" if high < 0
+                     else "no evidence of a difference")
+        assert f"{expected} {direction}" in text
+    tags = {tag: values for tag, values in data["wuauc"]["tags"].items() if tag != "all"}
+    for field in ("wuauc", "uauc"):
+        qs = [values["compare"][f"{field}_diff_q"] for values in tags.values()]
+        significant = sum(1 for q in qs if q is not None and q < 0.05)
+        assert f"{field.upper()} {significant} of {len(tags)} tags differ at q < 0.05" in text
+    assert "too few users" in text  # the two tags of 3 users are untested
+
+
+def test_value_tables_have_a_b_minus_a_column(compared_json):
+    data = json.load(open(compared_json))
+    page = report.render(report.load_runs([compared_json]))
+    elements = parse(page)
+    cells = [(attrs.get("data-label"), index) for index, (tag, attrs) in
+             enumerate(elements.tags) if tag == "td"]
+    assert any(label == f"B {MINUS} A" for label, _ in cells)
+    start = page.index('<section id="m-auc"')
+    table = page[start:page.index("</table>", start)]
+    diff = data["auc"]["compare"]["auc_diff"]
+    low, high = data["auc"]["compare"]["auc_diff_ci95"]
+    assert f"<th>B {MINUS} A</th>" in table
+    assert f'<td data-label="B {MINUS} A">{diff:+.4g}<span class=ci>95%: {low:+.4g} to ' \
+           f"{high:+.4g}</span>" in table
+
+
+def test_tags_with_too_few_users_are_said_so_and_not_drawn(compared_json, monkeypatch):
+    from mpieval import figures
+
+    data = json.load(open(compared_json))
+    small = [tag for tag, values in data["wuauc"]["tags"].items()
+             if values["valid_user_count"] < 10]
+    assert small and all(data["wuauc"]["tags"][tag]["ci95"]["uauc"] is None for tag in small)
+    drawn: dict[str, list[Any]] = {"intervals": [], "differences": []}
+    real_intervals, real_differences = figures.intervals, figures.differences
+
+    def intervals(categories, panels, key):
+        drawn["intervals"].extend(categories)
+        return real_intervals(categories, panels, key)
+
+    def differences(rows, xlabel, key):
+        drawn["differences"].extend(row.label for row in rows)
+        return real_differences(rows, xlabel, key)
+
+    monkeypatch.setattr(figures, "intervals", intervals)
+    monkeypatch.setattr(figures, "differences", differences)
+    page = report.render(report.load_runs([compared_json]))
+    assert drawn["intervals"] and drawn["differences"]
+    assert not set(small) & set(drawn["intervals"])
+    assert not set(small) & set(drawn["differences"])
+    start = page.index('<section id="m-wuauc"')
+    for tag in small:
+        row = page[page.index(f">{tag}</td>", start):]
+        row = row[:row.index("</tr>")]
+        assert "too few users" in row and "95%:" not in row, row
+
+
+def test_provenance_in_the_header(tmp_path, ab_json):
+    data = simulated_run(13, rows=3000, compare=False)
+    data["run"] = {"mpieval_version": "9.8.7", "command": ["mpieval", "eval", "--weight", "w",
+                                                           "part-0.tsv"],
+                   "started": "2026-12-01T23:59:01Z", "inputs": ["part-0.tsv"], "ranks": 3,
+                   "rows": 3000, "weights": {"ctr": {"column": "w", "meaning": "frequency",
+                                                     "sum": 7412.5}}}
+    with_run = write_json(str(tmp_path / "new.json"), data)
+    runs = report.load_runs([with_run, ab_json])
+    assert runs[0].provenance == data["run"] and "run" not in runs[0].metrics
+    assert runs[1].provenance is None
+    page = report.render(runs)
+    header = page[page.index("<header>"):page.index("</header>") + 9]
+    text = " ".join(" ".join(parse(header).text).split())
+    for words in ("9.8.7", "2026-12-01T23:59:01Z", "mpieval eval --weight w part-0.tsv",
+                  "3,000 rows, 3 ranks", "weights summing to 7,412.5", "frequency weights",
+                  "no provenance"):
+        assert words in text, words
+    assert "weights summing to 7,412.5" in section_text(page, "summary")
+
+
+def test_a_run_that_is_not_an_object_is_bad_input(tmp_path, capsys):
+    data = simulated_run(14, rows=3000, compare=False)
+    data["run"] = [1, 2]
+    path = write_json(str(tmp_path / "bad.json"), data)
+    status, _, err = run(capsys, "report", path, "-o", str(tmp_path / "page.html"))
+    assert status == 2 and "its 'run' is list, not the run's object" in err
+    data["run"] = {"kind": "pn", "average_pn": 1.0, "ins_number": 3, "positive_pairs": 2,
+                   "negative_pairs": 2}  # an older file's metric named run
+    runs = report.load_runs([write_json(str(tmp_path / "older.json"), data)])
+    assert runs[0].provenance is None and "run" in runs[0].metrics
+
+
+def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
+    base = simulated_run(15, rows=4000, compare=False)
+    today = json.loads(json.dumps(base))
+    today["ctr"].update(auc=base["ctr"]["auc"] + 0.0123, ne=1.015, copc=0.6)
+    today["user_ctr"]["tags"]["all"]["wuauc"] = 0.49
+    empty = json.loads(json.dumps(base))
+    empty["ctr"].update(actual_ctr=0.0, positives=0, auc=None)
+    paths = [write_json(str(tmp_path / f"{name}.json"), data)
+             for name, data in (("yesterday", base), ("today", today), ("noclick", empty))]
+    page = report.render(report.load_runs(paths))
+    summary = " ".join(section_text(page, "summary").split())
+    change = today["ctr"]["auc"] - base["ctr"]["auc"]
+    assert f"Δ {change:+.4g} vs yesterday" in summary
+    header = page[page.index("<header>"):page.index("</header>") + 9]
+    assert "baseline" in " ".join(parse(header).text)
+    for flag in ("NE ≥ 1", "COPC outside [0.8, 1.25]", "WUAUC ≤ 0.5", "no clicks in the run"):
+        assert flag in summary, flag
+    yesterday_line = summary[summary.index("yesterday:"):summary.index("today:")]
+    assert "Δ" not in yesterday_line and "⚠" not in yesterday_line  # the baseline's own
+    table = " ".join(section_text(page, "m-ctr").split())
+    assert f"Δ {change:+.4g} vs yesterday" in table and "NE ≥ 1" in table
+
+
+def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):
+    from mpieval import figures
+
+    path = eval_json(tmp_path, "tags300", ab_rows(30_000, 300, seed=4), "--metrics",
+                     "auc,wuauc", "--tag", "tag", "--compare", "pred_b")
+    data = json.load(open(path))
+    assert len(data["wuauc"]["tags"]) == 301
+    drawn: list[str] = []
+    real_intervals = figures.intervals
+    monkeypatch.setattr(figures, "intervals", lambda categories, panels, key: (
+        drawn.extend(categories), real_intervals(categories, panels, key))[1])
+    page = report.render(report.load_runs([path]))
+    assert len(page.encode()) <= 1_000_000
+    assert 0 < page.count("<svg") <= 12
+    assert 0 < len(drawn) <= 20 and drawn[0] == "all"
+    start = page.index('<section id="m-wuauc"')
+    assert "<details>" in page[start:]
+    listed = re.findall(r'<td data-label="Tag" class=left>([^<]*)</td>', page[start:])
+    assert sorted(listed) == sorted(data["wuauc"]["tags"])  # every tag, once
+    rows = [data["wuauc"]["tags"][tag]["real_ins_num"] for tag in listed[1:]]
+    assert listed[0] == "all"
+    drawn_rows = rows[:len(drawn) - 1]
+    rest = rows[len(drawn) - 1:]
+    assert drawn_rows == sorted(drawn_rows, reverse=True)
+    assert rest == sorted(rest, reverse=True)
+
+
+def test_tables_stack_on_narrow_screens(compared_json):
+    """Every table cell names its column (data-label), which the narrow-screen CSS shows
+    beside the value when the table stacks; figures scale to the page's width."""
+    page = report.render(report.load_runs([compared_json]))
+    elements = parse(page)
+    for tag, attrs in elements.tags:
+        if tag == "table":
+            assert "stack" in (attrs.get("class") or "")
+        if tag == "td":
+            assert attrs.get("data-label"), attrs
+    assert "@media (max-width: 700px)" in page and "content: attr(data-label)" in page
+    assert "max-width: 100%" in page and "break-inside: avoid" in page
+
+
+def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
+    """The same label is drawn in the same colour in every figure of the page (ctr's
+    curves and user_ctr's dots), and different models in different colours."""
+    from mpieval import figures
+
+    seen: list[tuple[str, str]] = []
+
+    def spy(name: str) -> None:
+        real = getattr(figures, name)
+
+        def draw(*args: Any, **kwargs: Any) -> str:
+            first = args[0] if name != "intervals" else [series for series, _ in args[1][0][1]]
+            for item in first:
+                series = item[0] if isinstance(item, tuple) else item
+                seen.append((series.label, series.color))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(figures, name, draw)
+
+    for name in ("roc", "calibration", "intervals"):
+        spy(name)
+    yesterday = simulated_run(8, compare=False)
+    del yesterday["ctr"]  # ctr has models A and B of ab only; user_ctr yesterday's too
+    plain = write_json(str(tmp_path / "yesterday.json"), yesterday)
+    report.render(report.load_runs([plain, ab_json]))
+    colours = dict(seen)
+    assert set(seen) == set(colours.items())  # one colour per label
+    assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
+    assert len(set(colours.values())) == 3

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from test_cli import rows, run, write
+from test_cli import metrics_json, rows, run, write
 
 from mpieval import Evaluator, pipeline, readers, split, validation
 from mpieval.comm import Comm
@@ -25,7 +25,7 @@ def _json(tmp_path, capsys, *argv: str) -> dict:
     out = tmp_path / "run.json"
     status, _, err = run(capsys, "eval", "--json", out, *argv)
     assert status == 0, err
-    return json.loads(out.read_text())
+    return metrics_json(out)
 
 
 # -- 2. line endings ---------------------------------------------------------------------

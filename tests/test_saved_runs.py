@@ -3,10 +3,8 @@ merged give what one run over all their files gives, on any numbers of ranks."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from test_cli import rows, shards
+from test_cli import metrics_json, rows, shards
 from test_cli_mpi import ALONE, launch
 
 from mpieval import cli
@@ -36,8 +34,8 @@ def test_merged_days_equal_one_run_over_every_file(tmp_path, save_ranks, merge_r
                      "--json", tmp_path / "m.json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == whole
-    merged = json.loads((tmp_path / "m.json").read_text())
-    assert merged == _approx(json.loads((tmp_path / "w.json").read_text()))
+    merged = metrics_json(tmp_path / "m.json")
+    assert merged == _approx(metrics_json(tmp_path / "w.json"))
 
 
 def _approx(value: object) -> object:

@@ -3,11 +3,18 @@ as the API, alone and under ``mpiexec -n 1/2/3`` (launches run under ``timeout``
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from test_cli import api, assert_same, assert_same_lines, rows, run, shards, write
+from test_cli import (
+    api,
+    assert_same,
+    assert_same_lines,
+    metrics_json,
+    rows,
+    run,
+    shards,
+    write,
+)
 from test_cli_mpi import launch
 
 PAIRED_INPUTS = {"auc": {"pred": "pred", "label": "label", "compare": "pred_b"}}
@@ -31,7 +38,7 @@ def test_compare_flag_equals_the_api(tmp_path, capsys):
     status, stdout, err = run(capsys, "eval", "--compare", "pred_b", "--table-size", "1000",
                               "--json", str(out), path)
     assert status == 0, err
-    got = json.loads(out.read_text())
+    got = metrics_json(out)
     expected, lines = want(data, table_size=1000)
     assert_same(got, expected)
     assert_same_lines(stdout.splitlines(), lines)
@@ -51,7 +58,7 @@ def test_compare_in_a_config(tmp_path, capsys):
     out = tmp_path / "out.json"
     status, stdout, err = run(capsys, "eval", "--config", str(config), "--json", str(out), path)
     assert status == 0, err
-    got = json.loads(out.read_text())["ctr"]
+    got = metrics_json(out)["ctr"]
     assert_same(got, want(data)[0]["auc"])
     assert stdout.splitlines()[1].startswith("ctr: compare=pred_b ")
 
@@ -79,7 +86,7 @@ def test_compare_on_any_ranks(tmp_path, ranks):
                      out, *paths)
     assert proc.returncode == 0, proc.stderr
     expected, lines = want(data, table_size=1000)
-    assert_same(json.loads(out.read_text()), expected)
+    assert_same(metrics_json(out), expected)
     assert_same_lines(proc.stdout.splitlines(), lines)
 
 
@@ -97,7 +104,7 @@ def test_compare_of_wuauc_per_tag_on_any_ranks(tmp_path, ranks):
                                         "tag": "tag", "compare": "pred_b"})
     expected, lines = api({"auc": ("auc", {"compare": "pred_b", "table_size": 1000}),
                            "wuauc": ("wuauc", {"compare": "pred_b"})}, data, inputs)
-    got = json.loads(out.read_text())
+    got = metrics_json(out)
     assert_same(got, expected)
     assert_same_lines(proc.stdout.splitlines(), lines)
     assert set(got["wuauc"]["tags"]["feed"]["compare"]) >= {"uauc_diff", "wuauc_diff_p"}

@@ -200,6 +200,77 @@ def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
     return bins[:count]
 
 
+def pr_from_table(negatives: np.ndarray, positives: np.ndarray,
+                  points: int = CURVE_POINTS) -> np.ndarray:
+    """Precision-recall points, an array of rows ``[recall, precision]``, recall ascending:
+    first ``[0, 1]`` (scikit-learn's start), then one per threshold between filled buckets,
+    swept from the top down (``recall = TP / P``, ``precision = TP / (TP + FP)``, ``TP`` and
+    ``FP`` counting the bucket and those above), the last at recall 1. When there are more
+    than ``points`` thresholds, those where ``recall + share of rows above`` first reaches
+    each of ``points`` equal steps of its total 2 (as :func:`roc_from_table` thins), and
+    the last. The step area ``sum (recall_i - recall_(i-1)) precision_i`` of the unthinned
+    curve is ``auprc``. Empty without positives."""
+    filled = filled_buckets(negatives, positives)
+    tp = np.cumsum(_f64(positives[filled])[::-1])
+    fp = np.cumsum(_f64(negatives[filled])[::-1])
+    if not len(tp) or tp[-1] == 0:
+        return np.zeros((0, 2))
+    recall = tp / tp[-1]
+    precision = tp / (tp + fp)
+    if len(tp) > points:
+        reached = np.floor((recall + (tp + fp) / (tp[-1] + fp[-1])) * (points / 2))
+        keep = np.diff(reached, prepend=0.0) > 0
+        keep[-1] = True
+        recall, precision = recall[keep], precision[keep]
+    return np.vstack([[0.0, 1.0], np.column_stack([recall, precision])])
+
+
+HISTOGRAM_BINS = 60  # at most this many bins in a score histogram
+HISTOGRAM_TAIL = 0.005  # the share of rows in each end bin (at most)
+
+
+def histogram_from_table(negatives: np.ndarray, positives: np.ndarray,
+                         bins: int = HISTOGRAM_BINS, tail: float = HISTOGRAM_TAIL
+                         ) -> np.ndarray:
+    """Score distributions by class, an array of rows ``[pred_low, pred_high, negatives,
+    positives]`` (the weights of the table's buckets ``[pred_low, pred_high)`` summed), from
+    the lowest pred up: contiguous, the first from 0 and the last to 1, so every row is
+    in one. Between the bucket holding the ``tail`` quantile of the rows and the one
+    holding the ``1 - tail`` quantile, ``bins - 2`` bins of equal widths on the logit
+    scale (their edges moved to the nearest bucket edge; bins that would be empty of
+    buckets are dropped); the rows beyond, at most ``tail`` of them on each side, in an
+    end bin to 0 and one to 1 (left out when the inner bins already reach 0 or 1).
+    Empty without rows."""
+    size = len(negatives)
+    filled = filled_buckets(negatives, positives)
+    if not len(filled):
+        return np.zeros((0, 4))
+    cumulative = np.cumsum(_f64(negatives[filled]) + _f64(positives[filled]))
+    total = cumulative[-1]
+    low = int(filled[min(np.searchsorted(cumulative, tail * total, side="right"),
+                         len(filled) - 1)])
+    high = int(filled[np.searchsorted(cumulative, (1 - tail) * total, side="left")]) + 1
+    # equal steps in logit between the edges low / T and high / T (kept off 0 and 1)
+    ends = np.clip(np.array([low, high]) / size, 0.5 / size, 1 - 0.5 / size)
+    start, stop = np.log(ends / (1 - ends))
+    logits = np.linspace(start, stop, bins - 1)
+    inner = np.rint(size / (1 + np.exp(-logits))).astype(np.int64)
+    inner[0], inner[-1] = low, high
+    edges = np.unique(np.concatenate([[0], np.clip(inner, low, high), [size]]))
+    table = np.vstack([_f64(negatives), _f64(positives)])
+    sums = np.add.reduceat(table, edges[:-1], axis=1)
+    return np.column_stack([edges[:-1] / size, edges[1:] / size, sums[0], sums[1]])
+
+
+def expected_calibration_error(calibration: np.ndarray) -> float:
+    """``sum rows |actual_ctr - mean_pred| / sum rows`` over the bins of
+    :func:`calibration_from_table`; NaN without rows."""
+    if not len(calibration) or calibration[:, 2].sum() == 0:
+        return math.nan
+    gaps = np.abs(calibration[:, 1] - calibration[:, 0])
+    return float(gaps @ calibration[:, 2] / calibration[:, 2].sum())
+
+
 def warm_up() -> None:
     """Run the compiled update (float64 pred and label, as files are read) and sweeps once
     on a tiny table: the extension module is loaded ahead of time, so this only checks
@@ -210,3 +281,5 @@ def warm_up() -> None:
     bucket_error_from_table(table[0], table[1])
     roc_from_table(table[0], table[1])
     calibration_from_table(table[0], table[1])
+    pr_from_table(table[0], table[1])
+    histogram_from_table(table[0], table[1])

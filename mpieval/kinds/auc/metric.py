@@ -32,7 +32,7 @@ _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1
 
 
 _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
-             "auprc", "roc_curve", "calibration_curve")
+             "auprc", "roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram")
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,9 @@ class AucResult:
     auc_tie_bound: float = math.nan
     roc_curve: list[list[float]] = field(default_factory=list)
     calibration_curve: list[list[float]] = field(default_factory=list)
+    ece: float = math.nan
+    pr_curve: list[list[float]] = field(default_factory=list)
+    score_histogram: list[list[float]] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
     effective: importance.Effective | None = None
     compare: AucComparison | None = None
@@ -183,8 +186,9 @@ class AucResult:
             if name in ("num", "positives"):
                 fields[name] = logline.json_count(value)
             elif name == "calibration_curve":
-                fields[name] = [[p, c, int(r) if float(r).is_integer() else r]
-                                for p, c, r in value]
+                fields[name] = [[p, c, _count(r)] for p, c, r in value]
+            elif name == "score_histogram":
+                fields[name] = [[low, high, _count(n), _count(p)] for low, high, n, p in value]
             elif name == "compare":
                 if value is not None:
                     fields[name] = value.to_dict()
@@ -207,6 +211,11 @@ class AucResult:
             f"actural_ctr={v(self.actual_ctr)} predict_ctr={v(self.predicted_ctr)} "
             f"copc={v(self.copc)}"
         ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
+
+
+def _count(value: float) -> float:
+    """A weight sum, as an integer when it is whole."""
+    return int(value) if float(value).is_integer() else value
 
 
 def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
@@ -262,6 +271,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
+    calibration = kernels.calibration_from_table(table[0], table[1])
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -280,7 +290,10 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         auprc=auprc,
         auc_tie_bound=tie_bound,
         roc_curve=kernels.roc_from_table(table[0], table[1]).tolist(),
-        calibration_curve=kernels.calibration_from_table(table[0], table[1]).tolist(),
+        calibration_curve=calibration.tolist(),
+        ece=kernels.expected_calibration_error(calibration),
+        pr_curve=kernels.pr_from_table(table[0], table[1]).tolist(),
+        score_histogram=kernels.histogram_from_table(table[0], table[1]).tolist(),
         stderr=stderr,
         effective=effective,
     )

@@ -1,0 +1,262 @@
+"""The HTML report read in a real browser: headless Chromium (Debian's package, installed
+by ``scripts/setup``, never downloaded by a test) renders the demo's page, an A/B page
+where B is truly better and a 300-tag A/B page, at 1280 and 420 px wide, and checks what
+a reader meets: the summary before any figure and on the first screen, nothing wider
+than a phone's screen, few figures and a small file for many tags, no network request,
+and figures whose text is text with a title and a description.
+
+Screenshots (the first screen and the whole page, both widths) and the pages go to the
+directory ``MPIEVAL_SCREENSHOTS`` names when it is set (to look at them), else to the
+test's temporary directory. Without Chromium the tests skip, saying how to install it; with
+``CI=true`` they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+INSTALL = "apt-get install --no-install-recommends chromium (or run scripts/setup as root)"
+WIDTHS = (1280, 420)
+SCREEN_HEIGHT = 800  # the first screen of a laptop
+MAX_FIGURES = 12  # of the 300-tag page
+MAX_BYTES = 1_000_000  # of the 300-tag page
+SHOT_MS = 180_000  # a screenshot of a long page takes a while on a busy machine
+MAX_SHOT_HEIGHT = 20_000  # px of a page's screenshot (the rest is left out)
+
+
+def chromium() -> str:
+    """The path of Debian's Chromium; skips the test without it (fails it on CI)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    missing = None
+    if path is None:
+        missing = f"Chromium is not installed: {INSTALL}"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "the playwright package is missing: pip install -e '.[test]'"
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(missing, pytrace=False)
+        pytest.skip(missing)
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    named = os.environ.get("MPIEVAL_SCREENSHOTS")
+    directory = Path(named) if named else tmp_path_factory.mktemp("screenshots")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def mpieval(*argv: object, cwd: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "mpieval", *map(str, argv)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items()
+                               if not k.startswith(("PMI_", "PMIX_", "OMPI_"))})
+    assert done.returncode == 0, done.stderr
+
+
+def ab_rows(rng: np.random.Generator, tag_users: list[int], rows_per_user: float
+            ) -> dict[str, np.ndarray]:
+    """Clicks from a true CTR (about 4%, users of uneven activity and taste); model A sees
+    it through more noise than model B, so B is truly better. ``tag_users``: the users of
+    each tag (tag ``t000``, ...)."""
+    user_tag = np.repeat(np.arange(len(tag_users)), tag_users)
+    users = len(user_tag)
+    activity = rng.pareto(1.5, users) + 1
+    counts = np.maximum(2, np.round(activity / activity.mean() * rows_per_user)).astype(int)
+    user = np.repeat(np.arange(users), counts)
+    n = len(user)
+    logit = -3.4 + rng.normal(0, 0.8, users)[user] + rng.normal(0, 0.9, n)
+    label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int8)
+
+    def model(noise: float) -> np.ndarray:
+        return np.round(1 / (1 + np.exp(-(logit + rng.normal(0, noise, n)))), 6)
+
+    return {"uid": user * 7919 + 10**9, "tag": np.array([f"t{t:03d}" for t in user_tag])[user],
+            "label": label, "pred": model(1.1), "pred_b": model(0.7)}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three pages: the demo's, an A/B run with a few tags, an A/B run with 300 tags
+    (some of 2 or 3 users)."""
+    root = tmp_path_factory.mktemp("pages")
+    rng = np.random.default_rng(22)
+    mpieval("demo", "--rows", 20_000, "--report", root / "demo.html", cwd=root)
+    pq.write_table(pa.table(ab_rows(rng, [500, 300, 200], 30)), root / "ab.parquet")
+    mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
+            "--json", root / "ab.json", "--report", root / "ab.html", root / "ab.parquet",
+            cwd=root)
+    sizes = rng.zipf(1.6, 300).clip(4, 400).tolist()
+    sizes[250:] = [2, 3] * 25  # tags of 2-3 users: too few for an interval
+    pq.write_table(pa.table(ab_rows(rng, sizes, 20)), root / "tags.parquet")
+    mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
+            "--json", root / "tags.json", "--report", root / "tags.html",
+            root / "tags.parquet", cwd=root)
+    return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html"}
+
+
+# What the page shows, measured in the browser (document order, boxes, overflow).
+MEASURE = """() => {
+  const summary = document.getElementById("summary");
+  const figures = [...document.querySelectorAll("svg")]
+    .filter(s => !s.parentElement.closest("svg"));
+  const visible = e => e.getClientRects().length > 0;
+  const overflow = e => ({what: e.tagName.toLowerCase() + (e.id ? "#" + e.id : ""),
+                          scroll: e.scrollWidth, client: e.clientWidth,
+                          right: e.getBoundingClientRect().right});
+  const tables = [...document.querySelectorAll("table")].filter(visible);
+  return {
+    summary: summary && {top: summary.getBoundingClientRect().top,
+                         ...overflow(summary),
+                         beforeFigures: figures.length === 0 || Boolean(
+                           summary.compareDocumentPosition(figures[0])
+                           & Node.DOCUMENT_POSITION_FOLLOWING)},
+    tables: tables.flatMap(t => [overflow(t), overflow(t.parentElement)]),
+    pageWidth: document.documentElement.scrollWidth,
+    figures: figures.map(s => ({
+      title: Boolean(s.querySelector("title")) && s.querySelector("title").textContent.trim(),
+      desc: Boolean(s.querySelector("desc")) && s.querySelector("desc").textContent.trim(),
+      label: s.getAttribute("aria-label") || s.getAttribute("aria-labelledby"),
+      role: s.getAttribute("role"),
+      texts: s.querySelectorAll("text").length})),
+  };
+}"""
+
+
+def render(browser: Any, page_file: Path, width: int, shots: Path) -> dict[str, Any]:
+    """``page_file`` opened at ``width`` px: what :data:`MEASURE` finds, and every request
+    the page made besides its own file (none are let through). Screenshots of the first
+    screen and the whole page are saved to ``shots``."""
+    context = browser.new_context(viewport={"width": width, "height": SCREEN_HEIGHT})
+    own = page_file.resolve().as_uri()
+    requests: list[str] = []
+
+    def refuse(route: Any) -> None:
+        if route.request.url == own:
+            route.continue_()
+        else:
+            requests.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", refuse)
+    page = context.new_page()
+    page.on("request", lambda r: requests.append(r.url) if r.url != own
+            and not r.url.startswith("data:") else None)
+    try:
+        page.goto(own, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        measured: dict[str, Any] = page.evaluate(MEASURE)
+        stem = f"{page_file.stem}-{width}"
+        page.screenshot(path=str(shots / f"{stem}-first-screen.png"), timeout=SHOT_MS)
+        height = min(page.evaluate("document.documentElement.scrollHeight"), MAX_SHOT_HEIGHT)
+        page.screenshot(path=str(shots / f"{stem}-full.png"), full_page=True, timeout=SHOT_MS,
+                        clip={"x": 0, "y": 0, "width": width, "height": height})
+    finally:
+        context.close()
+    measured["requests"] = sorted(set(requests))
+    return measured
+
+
+@pytest.fixture(scope="module")
+def rendered(browser: Any, pages: dict[str, Path], shots: Path
+             ) -> dict[tuple[str, int], dict[str, Any]]:
+    for path in pages.values():  # the pages beside their screenshots
+        shutil.copy(path, shots / path.name)
+    return {(name, width): render(browser, path, width, shots)
+            for name, path in pages.items() for width in WIDTHS}
+
+
+NAMES = ("demo", "ab", "tags")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_summary_comes_before_the_figures_on_the_first_screen(rendered, name):
+    for width in WIDTHS:
+        summary = rendered[name, width]["summary"]
+        assert summary is not None, f"{name} at {width} px: no element with id 'summary'"
+        assert summary["beforeFigures"], f"{name} at {width} px: a figure precedes the summary"
+    assert rendered[name, 1280]["summary"]["top"] < SCREEN_HEIGHT
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_is_wider_than_a_phone(rendered, name):
+    measured = rendered[name, 420]
+    assert measured["summary"] is not None, f"{name}: no element with id 'summary'"
+    assert measured["pageWidth"] <= 420
+    for box in [measured["summary"], *measured["tables"]]:
+        assert box["scroll"] <= box["client"], f"{name} at 420 px: {box} overflows"
+        assert box["right"] <= 420 + 0.5, f"{name} at 420 px: {box} is cut at the edge"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_page_asks_for_nothing_over_the_network(rendered, name):
+    for width in WIDTHS:
+        assert rendered[name, width]["requests"] == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_figures_are_text_with_a_title_and_a_description(rendered, name):
+    figures = rendered[name, 1280]["figures"]
+    assert figures, f"{name}: no figure"
+    for k, figure in enumerate(figures):
+        described = (figure["title"] and figure["desc"]) or (
+            figure["role"] == "img" and figure["label"])
+        assert described, f"{name}, figure {k}: no <title>/<desc> nor role=img and a label"
+        assert figure["texts"] > 0, f"{name}, figure {k}: its text is not <text>"
+
+
+def test_the_300_tag_page_is_small_and_has_few_figures(rendered, pages):
+    assert pages["tags"].stat().st_size <= MAX_BYTES
+    assert len(rendered["tags", 1280]["figures"]) <= MAX_FIGURES
+
+
+def test_the_checks_see_a_request_an_overflow_and_a_figure_first(browser, tmp_path):
+    """The measures above on a page that has each fault: a figure before the summary, a
+    table wider than a phone, an image from the network."""
+    page = tmp_path / "faulty.html"
+    page.write_text(
+        "<!doctype html><html><head><meta name='viewport' content='width=device-width'>"
+        "</head><body><svg width='10' height='10'><text>x</text></svg>"
+        "<div id='summary'>summary</div><table><tr><td style='min-width: 900px'>wide</td>"
+        "</tr></table><img src='http://198.51.100.1/pixel.png'></body></html>")
+    measured = render(browser, page, 420, tmp_path)
+    assert not measured["summary"]["beforeFigures"]
+    assert measured["pageWidth"] > 420
+    assert any(box["right"] > 420 for box in measured["tables"])
+    assert measured["requests"] == ["http://198.51.100.1/pixel.png"]
+    assert measured["figures"] == [{"title": False, "desc": False, "label": None,
+                                    "role": None, "texts": 1}]
+
