@@ -19,6 +19,25 @@ from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
 ALL = "all"
 
 
+SHOWN_TAGS = 5  # tags named in one warning line; the rest are counted
+
+
+def reasons_text(reasons: list[tuple[str, str]]) -> str:
+    """The warning of per-tag reasons, ``(tag, reason)``, one clause per reason with the tags
+    it holds for: ``tags t1, t2, t3, t4, t5 and 148 more: ci95 ... needs 10 valid users``
+    (a 300-tag run gives one short line, not one clause a tag)."""
+    tags_of: dict[str, list[str]] = {}
+    for tag, reason in reasons:
+        tags_of.setdefault(reason, []).append(tag)
+    clauses = []
+    for reason, tags in tags_of.items():
+        named = ", ".join(tags[:SHOWN_TAGS])
+        if len(tags) > SHOWN_TAGS:
+            named += f" and {len(tags) - SHOWN_TAGS} more"
+        clauses.append(f"{'tag' if len(tags) == 1 else 'tags'} {named}: {reason}")
+    return "; ".join(clauses)
+
+
 class _Block(Protocol):
     @property
     def tag(self) -> str: ...

@@ -779,3 +779,25 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     sliced = exact.accumulator(4, 4)
     kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), sliced)
     assert np.array_equal(sliced, rows)
+
+
+def test_many_small_tags_warn_in_one_short_line() -> None:
+    # 40 tags of 3 users each (too few for an interval) and one tag of 30 valid users:
+    # one clause names five of the 40 and counts the rest, instead of 40 clauses
+    small = [f"t{i:02d}" for i in range(40)]
+    uid, tag, pred, label = [], [], [], []
+    for number, name in enumerate([*small, "big"]):
+        for user in range(30 if name == "big" else 3):
+            uid += [number * 100 + user] * 2
+            tag += [name] * 2
+            pred += [0.2 + 0.01 * user, 0.6 - 0.01 * user]
+            label += [0, 1] if user % 4 else [1, 0]
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(np.array(uid), np.array(pred), np.array(label), np.array(tag))
+    with pytest.warns(UndefinedMetricWarning) as caught:
+        result = metric.compute()
+    (text,) = [str(w.message) for w in caught]
+    assert text == ("wuauc: tags t00, t01, t02, t03, t04 and 35 more: ci95 of UAUC and WUAUC "
+                    f"needs {stats.MIN_CLUSTERS} valid users")
+    assert all(result[name].ci() == {"uauc": None, "wuauc": None} for name in small)
+    assert result["big"].ci()["uauc"] is not None

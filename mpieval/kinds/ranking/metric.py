@@ -35,7 +35,7 @@ from mpieval.kernels import exact, stats
 from mpieval.kinds.ranking import DEFAULT_K, KIND
 from mpieval.kinds.ranking.kernels import sum_fields, user_sums, value_names
 from mpieval.metric import warn_undefined
-from mpieval.tags import ALL, TagBlocks
+from mpieval.tags import ALL, TagBlocks, reasons_text
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
 
@@ -229,13 +229,13 @@ class RankingMetric(UserRowsMetric):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
-        blocks, reasons = [], []
+        blocks, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
             block, why = block_from_sums(name, self.k, block_sums)
             blocks.append(block)
-            reasons += why
+            reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
-            warn_undefined(comm, "ranking: " + "; ".join(reasons))
+            warn_undefined(comm, "ranking: " + reasons_text(reasons))
         return RankingResult(self.k, tuple(blocks))
 
 

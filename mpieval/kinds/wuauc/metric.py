@@ -35,7 +35,7 @@ from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
 from mpieval.kinds.wuauc.kernels import warm_up as warm_up_kernels
 from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
 from mpieval.metric import warn_undefined
-from mpieval.tags import ALL
+from mpieval.tags import ALL, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
 
@@ -141,13 +141,13 @@ class WuaucMetric(UserRowsMetric):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
-        blocks, reasons = [], []
+        blocks, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)
             blocks.append(block)
-            reasons += why
+            reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
-            warn_undefined(comm, "wuauc: " + "; ".join(reasons))
+            warn_undefined(comm, "wuauc: " + reasons_text(reasons))
         return WuaucResult(tuple(blocks)).with_q_values()
 
 # -- per-user sums on the owner ----------------------------------------------------------
