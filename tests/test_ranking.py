@@ -321,11 +321,12 @@ def test_the_report_shows_each_tag_with_its_values_and_intervals(tmp_path, capsy
         block = result["tags"][tag]
         for name in ("ndcg", "ndcg@3", "recall@1"):
             low, high = block["ci95"][name]
-            assert f"{block[name]:.6g}" in text and f"95%: {low:.6g} to {high:.6g}" in text
+            # the tags' tables are compact: 4 significant digits, the interval as [low, high]
+            assert f"{block[name]:.4g}" in text and f"[{low:.4g}, {high:.4g}]" in text
         assert f"{block['valid_user_count']:,} / {block['real_user_count']:,}" in text
     # two runs side by side: a row per run under each tag
     other = tmp_path / "other.json"
     other.write_text(out.read_text())
     both = " ".join(parse(report.render(report.load_runs([str(out), str(other)]))).text)
-    assert both.count(f"{result['tags']['search']['ndcg']:.6g}") == 2 * text.count(
-        f"{result['tags']['search']['ndcg']:.6g}")
+    assert both.count(f"{result['tags']['search']['ndcg']:.4g}") == 2 * text.count(
+        f"{result['tags']['search']['ndcg']:.4g}")
