@@ -309,7 +309,7 @@ NB_MODULE(_core, m) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{
                 as<uint64_t>(keys_, "keys"),
-                length(checks) ? as<uint64_t>(checks, "checks") : nullptr,
+                length(checks) ? as<uint32_t>(checks, "checks") : nullptr,
                 values,
                 as<uint8_t>(label, "label"),
                 length(tag) ? as<uint16_t>(tag, "tag") : nullptr,
