@@ -76,10 +76,10 @@ constexpr int DIGIT_BITS = 8;
 
 // Sort rows 0 .. m - 1 of keys and payload by key (stable); true when the sorted rows ended
 // up in tmp_keys and tmp_payload.
-// Key: uint64_t or uint32_t (half the passes).
-template <class Key, class Payload>
-bool radix_sort(Key* keys, Payload* payload, Key* tmp_keys, Payload* tmp_payload, int64_t m) {
-    constexpr int digits = 8 * int(sizeof(Key)) / DIGIT_BITS;
+template <class Payload>
+bool radix_sort(uint64_t* keys, Payload* payload, uint64_t* tmp_keys, Payload* tmp_payload,
+                int64_t m) {
+    constexpr int digits = 64 / DIGIT_BITS;
     constexpr int buckets = 1 << DIGIT_BITS;
     constexpr uint64_t mask = buckets - 1;
     int64_t counts[digits][buckets];
@@ -88,9 +88,9 @@ bool radix_sort(Key* keys, Payload* payload, Key* tmp_keys, Payload* tmp_payload
         const uint64_t key = keys[i];
         for (int d = 0; d < digits; ++d) ++counts[d][(key >> (d * DIGIT_BITS)) & mask];
     }
-    Key* source_keys = keys;
+    uint64_t* source_keys = keys;
     Payload* source_payload = payload;
-    Key* target_keys = tmp_keys;
+    uint64_t* target_keys = tmp_keys;
     Payload* target_payload = tmp_payload;
     bool swapped = false;
     for (int d = 0; d < digits; ++d) {
@@ -103,7 +103,7 @@ bool radix_sort(Key* keys, Payload* payload, Key* tmp_keys, Payload* tmp_payload
             start += count;
         }
         for (int64_t i = 0; i < m; ++i) {
-            const Key key = source_keys[i];
+            const uint64_t key = source_keys[i];
             const uint64_t b = (key >> shift) & mask;
             const int64_t position = counts[d][b];
             target_keys[position] = key;
