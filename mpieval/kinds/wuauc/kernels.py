@@ -14,9 +14,10 @@ tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 
 - a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
   pair's score to its tag's count too when both rows have the same tag;
-- a longer user sorts its rows by pred once (a radix sort of the pred's bits, carrying
-  tag and label), then one pass over the runs of tied preds counts ``all`` and each of
-  its tags together.
+- a longer user sorts its rows by pred once (float32 preds: the pred's bits above tag
+  and label in one uint64, sorted in place; float64 preds: a radix sort of the pred's
+  bits, carrying tag and label), then one pass over the runs of tied preds counts
+  ``all`` and each of its tags together.
 
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
@@ -24,7 +25,7 @@ Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FI
 rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
-Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 16 bytes
+Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 8 bytes
 a row of the longest user (24 for float64 preds), per thread (:func:`user_auc_sums`).
 """
 
@@ -121,7 +122,7 @@ def user_auc_sums(
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
     how often keys share a prefix; the sums do not depend on it. Holds 1 byte a row (the
-    part), 8 bytes a row of one part (the packed sort keys), and 16 bytes a row of the
+    part), 8 bytes a row of one part (the packed sort keys), and 8 bytes a row of the
     longest user (24 for float64 preds).
     """
     n = len(keys)

@@ -16,7 +16,7 @@ Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 
 for a string uid). ``compute()`` holds for a moment, beside the rows: their chunks joined
 one column at a time, the global tag codes only when some row has no tag (2 bytes a
 row), what the exchange receives, 1 byte a row (its part) and 8 bytes a row of each part
-being sorted, and 16 bytes a row of the heaviest user (24 for float64 preds), per thread
+being sorted, and 8 bytes a row of the heaviest user (24 for float64 preds), per thread
 (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
 """
 
