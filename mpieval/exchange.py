@@ -105,7 +105,7 @@ def exchange_to_owners(
     """
     local = {_KEY: np.asarray(keys, dtype=KEY_DTYPE)}
     if checks is not None:
-        local[_CHECK] = np.asarray(checks, dtype=KEY_DTYPE)
+        local[_CHECK] = np.asarray(checks)
     local.update({name: np.asarray(values) for name, values in columns.items()})
     _agree_layout(comm, local)
     if comm.size > 1:

@@ -11,8 +11,11 @@ pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the exchange
 compute counts on the rows of whole users.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
-else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 8 more for a string
-uid or a several-column key (the hash that detects collisions), nothing spare.
+else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 4 more for a string
+uid or a several-column key (the low 32 bits of the second hash, which detects
+collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
+nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
+order (:meth:`UserRowsMetric._outgoing`), so the exchange gets them without a copy.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class UserRowsMetric(Metric):
                    "tag": np.uint16}
         if self.compare is not None:
             columns["compare"] = np.float32
-        return {"rows": Rows(columns), "checks": Rows({"check": np.uint64})}
+        return {"rows": Rows(columns), "checks": Rows({"check": CHECK_DTYPE})}
 
     def reset(self) -> None:
         super().reset()
@@ -99,6 +102,13 @@ class UserRowsMetric(Metric):
         tags = self._tags.values
         return {"extra_keys": np.array(self.extra_keys, dtype=str),
                 "tag_values": np.array(tags, dtype=np.int64 if self._tags.type is int else str)}
+
+    def _load_one(self, state: Mapping[str, Any]) -> None:
+        saved = state.get("checks.check")
+        if saved is not None and np.asarray(saved).dtype == np.uint64:
+            # saved while checks were kept whole: their low 32 bits, as kept now
+            state = {**state, "checks.check": _low_bits(np.asarray(saved))}
+        super()._load_one(state)
 
     def _load_extra_state(self, state: Mapping[str, Any]) -> None:
         self.extra_keys = tuple(np.asarray(state["extra_keys"], dtype=str).tolist())
@@ -165,7 +175,7 @@ class UserRowsMetric(Metric):
         made = {"label", "tag"} | ({"key"} if check is not None else set())
         rows.append(handed_over=made, **columns)
         if check is not None:
-            self.state.rows("checks").append(handed_over={"check"}, check=check)
+            self.state.rows("checks").append(handed_over={"check"}, check=_low_bits(check))
 
     # -- compute -----------------------------------------------------------------------
 
@@ -210,9 +220,37 @@ class UserRowsMetric(Metric):
         if self.compare is not None:
             columns["compare"] = rows["compare"].astype(layout.pred_dtype, copy=False)
         if layout.tags:
-            columns["tag"] = local_to_global[rows["tag"]]
+            columns["tag"] = self._global_tag_codes(rows["tag"], layout, local_to_global)
         checks = self.state.rows("checks").columns()["check"] if layout.hashed else None
         return rows["key"], columns, checks
+
+    def _global_tag_codes(self, codes: np.ndarray, layout: UserLayout,
+                          local_to_global: np.ndarray) -> np.ndarray:
+        """The rows' tag codes as indexes among ``layout.tags`` (``len(tags)``: no tag).
+
+        The stored codes (``codes``, the stored column) are recoded in place, a slice at a
+        time, and the metric's tag values become ``layout.tags``, so the codes are those
+        indexes from now on: the column itself is returned, not a copy (2 bytes a row),
+        unless some row has no tag (:data:`NO_TAG` stays the code of those)."""
+        recode = local_to_global.copy()
+        recode[NO_TAG] = NO_TAG
+        for start in range(0, len(codes), _RECODE_ROWS):
+            part = codes[start : start + _RECODE_ROWS]
+            part[...] = recode[part]
+        self._tags = TagCodes(list(layout.tags))
+        if not (codes == NO_TAG).any():
+            return codes
+        return np.where(codes == NO_TAG, np.uint16(len(layout.tags)), codes)
+
+
+CHECK_DTYPE = np.dtype(np.uint32)
+"""How a hashed uid's check is kept: the low 32 bits of its second 64-bit hash."""
+_RECODE_ROWS = 1 << 20
+
+
+def _low_bits(check: np.ndarray) -> np.ndarray:
+    """The low 32 bits of uint64 checks (:data:`CHECK_DTYPE`)."""
+    return check.astype(CHECK_DTYPE)
 
 
 def _narrow(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:

@@ -109,9 +109,9 @@ def test_the_weighted_update_sums_are_exact(rng):
         q = min(max(p, auc.PRED_CLIP), 1.0 - auc.PRED_CLIP)
         ce = 0.0
         if y != 0.0:
-            ce -= y * math.log(q)
+            ce -= y * auc.log(q)
         if y != 1.0:
-            ce -= (1.0 - y) * math.log(1.0 - q)
+            ce -= (1.0 - y) * auc.log(1.0 - q)
         d = p - y
         for name, value in (("abserr", w * abs(d)), ("sqrerr", w * d * d), ("pred", w * p),
                             ("logloss", w * ce), ("label_sq", w * y * y),

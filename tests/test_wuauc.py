@@ -22,6 +22,7 @@ from mpieval import Evaluator, WuaucMetric, WuaucResult
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels import exact, stats
+from mpieval.keys import uid_keys_checked
 from mpieval.kinds.auc.metric import AucMetric
 from mpieval.kinds.wuauc.kernels import CHUNK, USER_SUM_FIELDS
 from mpieval.kinds.wuauc.kernels import user_auc_sums as exact_user_auc_sums
@@ -801,3 +802,62 @@ def test_many_small_tags_warn_in_one_short_line() -> None:
                     f"needs {stats.MIN_CLUSTERS} valid users")
     assert all(result[name].ci() == {"uauc": None, "wuauc": None} for name in small)
     assert result["big"].ci()["uauc"] is not None
+
+
+def test_a_string_uid_costs_four_bytes_more_its_check_the_low_half_of_the_hash() -> None:
+    """A hashed uid keeps 4 bytes of its second hash, the low 32 bits (1 in 2**32 of the
+    key collisions goes unseen), beside the 15 bytes of a row."""
+    uid = np.array([f"user-{u}" for u in range(10)])
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(uid, np.full(10, 0.5, dtype=np.float32), np.zeros(10, np.int8))
+    assert metric.nbytes == 10 * (15 + 4)
+    _, check = uid_keys_checked("uid", uid)
+    assert check is not None
+    assert metric.state.rows("checks").columns()["check"].tolist() == [
+        int(c) & 0xFFFF_FFFF for c in check]
+
+
+def test_a_state_saved_with_whole_checks_loads_and_goes_on(rng: np.random.Generator) -> None:
+    """A state whose checks are whole 64-bit hashes (saved before they were cut to 32 bits)
+    loads with its checks cut to 32 bits; later rows of the same users are no collision
+    and give the same result."""
+    rows = rows_for(rng, 3000, 200, uid_kind="str")
+    half = {name: values[:1500] for name, values in rows.items()}
+    rest = {name: values[1500:] for name, values in rows.items()}
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(**half)
+    state = dict(metric.state_dict())
+    _, whole = uid_keys_checked("uid", half["uid"])
+    assert whole is not None and (whole >> np.uint64(32)).any()
+    state["checks.check"] = whole
+    restored = WuaucMetric(comm=Comm.local())
+    restored.load_state_dict(state)
+    assert restored.state.rows("checks").dtypes["check"] == np.uint32  # 4 bytes a row again
+    restored.update(**rest)
+    once = WuaucMetric(comm=Comm.local())
+    once.update(**rows)
+    assert quiet(restored).to_dict() == quiet(once).to_dict()
+
+
+def test_compute_recodes_the_tags_in_place_and_updates_go_on(rng: np.random.Generator) -> None:
+    """compute() hands the stored tag column itself to the exchange (recoded to the sorted
+    tags, no copy) when every row has a tag; later batches with new tags, and rows without
+    a tag, still give the result of one metric fed every row."""
+    first = rows_for(rng, 2000, 100)
+    first["tag"] = rng.choice(np.array(["z", "m", "b"]), 2000)
+    second = rows_for(rng, 2000, 100)
+    second["tag"] = rng.choice(np.array(["m", "a", "q"]), 2000)
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(**first)
+    layout, local_to_global = metric._agree(Comm.local())
+    _, columns, _ = metric._outgoing(layout, local_to_global)
+    assert np.shares_memory(columns["tag"], metric.state.rows("rows").columns()["tag"])
+    quiet(metric)
+    metric.update(**second)
+    metric.update(np.arange(5), np.full(5, 0.5), np.array([0, 1, 0, 1, 1]))  # no tag
+    quiet(metric)
+    every = WuaucMetric(comm=Comm.local())
+    for batch in (first, second):
+        every.update(**batch)
+    every.update(np.arange(5), np.full(5, 0.5), np.array([0, 1, 0, 1, 1]))
+    assert quiet(metric).to_dict() == quiet(every).to_dict()

@@ -17,6 +17,7 @@
 
 #include "exact.hpp"
 #include "keys.hpp"
+#include "logloss.hpp"
 #include "sort.hpp"
 // the kinds' own kernels, in their folders
 #include "kinds/auc/delong.hpp"
@@ -82,6 +83,15 @@ NB_MODULE(_core, m) {
         Release r;
         exact::add_values(a, v, n);
     }, nb::arg("acc").noconvert(), nb::arg("values").noconvert());
+
+    // logloss: mpieval's own log (logloss.hpp), for the tests against the Python twin
+    m.def("log", [](In x, Out out) {
+        const double* v = as<double>(x, "x");
+        double* o = as<double>(out, "out");
+        const int64_t n = int64_t(x.size());
+        Release r;
+        for (int64_t i = 0; i < n; ++i) o[i] = mpieval::log(v[i]);
+    }, nb::arg("x").noconvert(), nb::arg("out").noconvert());
 
     // auc
     m.def("accumulate_binary", [](Out table, In pred, In label, Out sums) {
@@ -300,7 +310,7 @@ NB_MODULE(_core, m) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{
                 as<uint64_t>(keys_, "keys"),
-                length(checks) ? as<uint64_t>(checks, "checks") : nullptr,
+                length(checks) ? as<uint32_t>(checks, "checks") : nullptr,
                 values,
                 as<uint8_t>(label, "label"),
                 length(tag) ? as<uint16_t>(tag, "tag") : nullptr,

@@ -28,6 +28,7 @@ the order of the rows.
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -63,10 +64,42 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
 def binary_logloss(p: float, y: int) -> float:
     """A row's logloss for a 0/1 label: ``-ln q`` for a click, ``-ln(1 - q)`` otherwise,
-    ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` (``auc`` and ``wuauc``; the
-    kernels' own: ``binary_logloss`` in ``mpieval/_core/logloss.hpp``, the same operations)."""
+    ``q`` the pred clipped to ``[PRED_CLIP, 1 - PRED_CLIP]`` and ``ln`` mpieval's own
+    :func:`log` (``auc`` and ``wuauc``; the kernels' own: ``binary_logloss`` in
+    ``mpieval/_core/logloss.hpp``, the same operations)."""
     q = min(max(p, PRED_CLIP), 1.0 - PRED_CLIP)
-    return -math.log(q if y == 1 else 1.0 - q)
+    return -log(q if y == 1 else 1.0 - q)
+
+
+_LN2_HI = float.fromhex("0x1.62e42fee00000p-1")
+_LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
+_LG = [float.fromhex(h) for h in (
+    "0x1.5555555555593p-1", "0x1.999999997fa04p-2", "0x1.2492494229359p-2",
+    "0x1.c71c51d8e78afp-3", "0x1.7466496cb03dep-3", "0x1.39a09d078c69fp-3",
+    "0x1.2f112df3e5244p-3")]
+_SQRT_HALF = 0x3FE6A09E << 32
+_ONE = 0x3FF << 52
+_MANTISSA = (1 << 52) - 1
+
+
+def log(x: float) -> float:
+    """The natural log of a positive normal float64, as the kernels compute it (``log`` in
+    ``mpieval/_core/logloss.hpp``: fdlibm's algorithm in plain float64 operations, the same
+    bits on every machine, error below 1 ulp), operation for operation."""
+    (bits,) = struct.unpack("<Q", struct.pack("<d", x))
+    bits = (bits + _ONE - _SQRT_HALF) & 0xFFFF_FFFF_FFFF_FFFF
+    (m,) = struct.unpack("<d", struct.pack("<Q", (bits & _MANTISSA) + _SQRT_HALF))
+    k = float((bits >> 52) - 1023)
+    lg1, lg2, lg3, lg4, lg5, lg6, lg7 = _LG
+    f = m - 1.0
+    hfsq = 0.5 * f * f
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * (lg2 + w * (lg4 + w * lg6))
+    t2 = z * (lg1 + w * (lg3 + w * (lg5 + w * lg7)))
+    r = t2 + t1
+    return (((s * (hfsq + r) + k * _LN2_LO) - hfsq) + f) + k * _LN2_HI
 
 
 def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,

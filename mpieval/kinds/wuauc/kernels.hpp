@@ -98,10 +98,11 @@ struct Scratch {
     std::vector<P> got_pred;
     std::vector<L> got_label;
     std::vector<uint16_t> got_tag;
-    std::vector<uint64_t> got_key, got_check, key_tmp;
+    std::vector<uint64_t> got_key, key_tmp;
+    std::vector<uint32_t> got_check;
     std::vector<int64_t> order, order_tmp;
     std::vector<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
-    std::vector<uint32_t> payload0, payload1;  // their tag << 1 | label
+    std::vector<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
     std::vector<int64_t> scratch;              // (1 + n_tags, 4)
     std::vector<int64_t> seen0, seen1;         // a user's tag codes
     P work_pred[2][SHORT];
@@ -110,14 +111,14 @@ struct Scratch {
     std::vector<P> permute_p;
     std::vector<L> permute_l;
     std::vector<uint16_t> permute_t;
-    std::vector<uint64_t> permute_u;
+    std::vector<uint32_t> permute_u;
 };
 
 // Input of a pass: the rows' columns.
 template <class P, class L>
 struct Rows {
     const uint64_t* keys;
-    const uint64_t* checks;  // null: no check
+    const uint32_t* checks;  // null: no check
     const P* pred;
     const L* label;
     const uint16_t* tag;  // null: no tags
@@ -193,15 +194,25 @@ void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint
     }
 }
 
+// A long user's rows sorted by pred: the pred's bits in bits[k] >> shift (a run of equal
+// ones is a run of tied preds), the row's tag << 1 | label in payload[k] (null: in the low
+// 32 bits of bits[k]).
 template <class P, class L>
-void add_sorted_user(const uint64_t* bits, const uint32_t* payload, int64_t m, int64_t n_tags,
-                     Scratch<P, L>& s, Output& out) {
+void add_sorted_user(const uint64_t* bits, int shift, const uint32_t* payload_or_null,
+                     int64_t m, int64_t n_tags, Scratch<P, L>& s, Output& out) {
     int64_t* sc = s.scratch.data();
     int64_t* seen = s.seen0.data();
     int64_t n_seen = 0;
     int64_t i = 0;
+    struct Payloads {
+        const uint64_t* bits;
+        const uint32_t* payload;
+        uint32_t operator[](int64_t k) const {
+            return payload ? payload[k] : uint32_t(bits[k] & UINT64_C(0xFFFFFFFF));
+        }
+    } const payload{bits, payload_or_null};
     while (i < m) {
-        const int64_t j = run_end(bits, i, m, 0);
+        const int64_t j = run_end(bits, i, m, shift);
         for (int64_t k = i; k < j; ++k) {
             const int64_t code = int64_t(payload[k] >> 1);
             const int64_t negative = 1 - int64_t(payload[k] & 1u);
@@ -254,6 +265,23 @@ template <class P, class L>
 void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
                    uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, Scratch<P, L>& s,
                    Output& out) {
+    if constexpr (sizeof(P) == 4) {
+        // a float32 pred's bits (-0.0 made 0.0) above the row's tag << 1 | label, in one
+        // uint64 a row sorted in place: 8 bytes a row, and the runs of tied preds of the
+        // float64 bits, as the float32's bits order the same
+        uint64_t* keys = s.sort0.data();
+        for (int64_t k = 0; k < m; ++k) {
+            const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+            const P value = pred[row] + P(0);
+            uint32_t value_bits;
+            std::memcpy(&value_bits, &value, sizeof value_bits);
+            const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
+            keys[k] = (uint64_t(value_bits) << 32) | (code << 1) | uint32_t(label[row] ? 1 : 0);
+        }
+        std::sort(keys, keys + m);
+        add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
+        return;
+    }
     uint64_t* bits = s.sort0.data();
     uint32_t* payload = s.payload0.data();
     sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
@@ -261,7 +289,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
         bits = s.sort1.data();
         payload = s.payload1.data();
     }
-    add_sorted_user(bits, payload, m, n_tags, s, out);
+    add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
 template <class T>
@@ -349,10 +377,11 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
     s.order_tmp.resize(size);
     s.key_tmp.resize(size);
     const int64_t longs = longest > SHORT ? longest : 0;
+    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: sort0 alone (add_long_user)
     s.sort0.resize(longs);
-    s.sort1.resize(longs);
-    s.payload0.resize(longs);
-    s.payload1.resize(longs);
+    s.sort1.resize(wide);
+    s.payload0.resize(wide);
+    s.payload1.resize(wide);
     s.scratch.assign(4 * (1 + n_tags), 0);
     s.seen0.resize(std::min(n_tags, longs));
     s.seen1.resize(std::min(n_tags, longs));

@@ -14,9 +14,10 @@ tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 
 - a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
   pair's score to its tag's count too when both rows have the same tag;
-- a longer user sorts its rows by pred once (a radix sort of the pred's bits, carrying
-  tag and label), then one pass over the runs of tied preds counts ``all`` and each of
-  its tags together.
+- a longer user sorts its rows by pred once (float32 preds: the pred's bits above tag
+  and label in one uint64, sorted in place; float64 preds: a radix sort of the pred's
+  bits, carrying tag and label), then one pass over the runs of tied preds counts
+  ``all`` and each of its tags together.
 
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
@@ -24,8 +25,8 @@ Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FI
 rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
-Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 24 bytes
-a row of the longest user, per thread (:func:`user_auc_sums`).
+Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 8 bytes
+a row of the longest user (24 for float64 preds), per thread (:func:`user_auc_sums`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def user_auc_sums(
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
     (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
     :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
-    ``checks``.
+    ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
 
     With ``compare`` (model B's preds of the same rows), each block goes on with B's
     ``USER_SUM_FIELDS`` and the ``DIFF_FIELDS`` of the users paired between the models
@@ -121,8 +122,8 @@ def user_auc_sums(
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
     how often keys share a prefix; the sums do not depend on it. Holds 1 byte a row (the
-    part), 8 bytes a row of one part (the packed sort keys), and 24 bytes a row of the
-    longest user.
+    part), 8 bytes a row of one part (the packed sort keys), and 8 bytes a row of the
+    longest user (24 for float64 preds).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -141,9 +142,9 @@ def user_auc_sums(
         keys = np.ascontiguousarray(keys, np.uint64)
         label = np.ascontiguousarray(_labels(label))
         tags = np.zeros(0, np.uint16) if tag is None else np.ascontiguousarray(tag, np.uint16)
-        no_checks = np.zeros(0, np.uint64)
-        if checks is not None:
-            checks = np.ascontiguousarray(checks, np.uint64)
+        no_checks = np.zeros(0, np.uint32)
+        if checks is not None:  # compared by their low 32 bits
+            checks = np.ascontiguousarray(checks, np.uint32)
         models = [np.ascontiguousarray(model if model.dtype in (np.float32, np.float64)
                                        else model.astype(np.float64)) for model in models]
         _core.parts(keys, parts, part_bits, sizes)

@@ -12,11 +12,12 @@ user and the tags: :mod:`mpieval.user_rows`.
 Every sum is exact (:mod:`mpieval.kernels.exact`) and rounded once, so the values have the
 same bits on any number of ranks and in any order of rows.
 
-Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 8 more
+Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 4 more
 for a string uid). ``compute()`` holds for a moment, beside the rows: their chunks joined
-one column at a time, the global tag codes (2 bytes a row), what the exchange receives,
-1 byte a row (its part) and 8 bytes a row of each part being sorted, and 24 bytes a row
-of the heaviest user, per thread (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
+one column at a time, the global tag codes only when some row has no tag (2 bytes a
+row), what the exchange receives, 1 byte a row (its part) and 8 bytes a row of each part
+being sorted, and 8 bytes a row of the heaviest user (24 for float64 preds), per thread
+(:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
 """
 
 from __future__ import annotations
