@@ -30,6 +30,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
 from xml.sax.saxutils import escape, quoteattr
 
+from mpieval.kinds.auc.kernels import (
+    CALIBRATION_GROUPS,
+    expected_calibration_error,
+    merge_calibration,
+)
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -63,8 +69,9 @@ _STYLE: dict[Any, Any] = {
     "svg.fonttype": "none",
 }
 
-# Bins drawn in the calibration plot: the JSON's bins (about equal rows each) merged.
-CALIBRATION_POINTS = 20
+# Bins drawn in the calibration plot: the JSON's bins merged into groups of about equal
+# rows, the groups its ``ece`` is taken over.
+CALIBRATION_POINTS = CALIBRATION_GROUPS
 Z95 = 1.959964
 SIGNIFICANCE = 0.05  # the q-value under which a tag's difference counts as significant
 
@@ -199,31 +206,6 @@ def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) ->
 # -- calibration -----------------------------------------------------------------------
 
 
-def merge_bins(points: Sequence[Sequence[float]], count: int = CALIBRATION_POINTS
-               ) -> list[tuple[float, float, float]]:
-    """Adjacent calibration bins ``[mean_pred, actual_ctr, rows]`` merged into at most
-    ``count`` bins of about equal rows: rows-weighted means, so a merged bin's values are
-    exactly those of its rows together."""
-    usable = [(p, a, r) for p, a, r in points if r > 0 and p is not None and a is not None]
-    total = sum(r for _, _, r in usable)
-    if not usable or total <= 0:
-        return []
-    groups: list[list[float]] = []  # [pred * rows, clicks, rows]
-    below = 0.0
-    last = -1
-    for pred, actual, rows in usable:
-        index = min(int(below * count / total), count - 1)
-        if index != last:
-            groups.append([0.0, 0.0, 0.0])
-            last = index
-        group = groups[-1]
-        group[0] += pred * rows
-        group[1] += actual * rows
-        group[2] += rows
-        below += rows
-    return [(p / r, c / r, r) for p, c, r in groups]
-
-
 def wilson(ctr: float, rows: float, z: float = Z95) -> tuple[float, float]:
     """Wilson's score interval of a share ``ctr`` of ``rows`` (a weight sum counts as that
     many rows): ``(c - h, c + h)`` with ``c = (ctr + z^2 / 2n) / (1 + z^2 / n)`` and
@@ -237,15 +219,6 @@ def wilson(ctr: float, rows: float, z: float = Z95) -> tuple[float, float]:
     half = z * math.sqrt(max(ctr * (1 - ctr), 0.0) / rows + z2 / (4 * rows * rows)) / scale
     low = 0.0 if ctr <= 0 else max(centre - half, 0.0)
     return low, 1.0 if ctr >= 1 else min(centre + half, 1.0)
-
-
-def expected_calibration_error(points: Sequence[Sequence[float]]) -> float | None:
-    """The row-weighted mean of |actual CTR - mean pred| over the bins, None without rows."""
-    usable = [(p, a, r) for p, a, r in points if r > 0]
-    total = sum(r for _, _, r in usable)
-    if total <= 0:
-        return None
-    return sum(r * abs(a - p) for p, a, r in usable) / total
 
 
 @dataclass(frozen=True)
@@ -265,7 +238,7 @@ def calibration_view(curves: Sequence[Sequence[Sequence[float]]],
     values: list[float] = []
     preds: list[float] = []
     for points in curves:
-        for pred, actual, rows in merge_bins(points, count):
+        for pred, actual, rows in merge_calibration(points, count):
             preds.append(pred)
             values += [pred, actual, *wilson(actual, rows)]
         usable = [(p, r) for p, _, r in points if r > 0]
@@ -316,7 +289,7 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
     (:func:`calibration_view`), and below it the share of rows per predicted-CTR range."""
     figure = _new_figure(WIDTH, WIDTH * 1.12)
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3.2, 1])
-    merged = [(series, points, merge_bins(points)) for series, points in curves]
+    merged = [(series, points, merge_calibration(points)) for series, points in curves]
     merged = [item for item in merged if item[2]]
     view = calibration_view([points for _, points, _ in merged])
     top.plot([view.low, view.high], [view.low, view.high], color=GREY, linewidth=0.8,
@@ -329,7 +302,7 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
         below = [max(a - low, 0.0) for a, (low, _) in zip(actuals, bounds, strict=True)]
         above = [max(high - a, 0.0) for a, (_, high) in zip(actuals, bounds, strict=True)]
         ece = expected_calibration_error(points)
-        label = series.label + (f" (ECE {ece:.4f})" if ece is not None else "")
+        label = series.label + ("" if math.isnan(ece) else f" (ECE {ece:.4f})")
         top.errorbar(preds, actuals, yerr=[below, above], color=series.color,
                      linestyle=series.linestyle, linewidth=1.0, marker="o", markersize=3.5,
                      elinewidth=0.8, capsize=0, label=label)
@@ -360,10 +333,10 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
 
 
 def _calibration_summary(label: str, bins: Sequence[tuple[float, float, float]],
-                         bounds: Sequence[tuple[float, float]], ece: float | None) -> str:
+                         bounds: Sequence[tuple[float, float]], ece: float) -> str:
     """One model's line of the description: ECE and the bin furthest off the diagonal."""
     text = f"{label}: {len(bins)} bins"
-    if ece is not None:
+    if not math.isnan(ece):
         text += f", ECE {ece:.4f}"
     worst = max(range(len(bins)), key=lambda i: abs(bins[i][1] - bins[i][0]))
     pred, actual, _ = bins[worst]

@@ -18,6 +18,7 @@ pytest.importorskip("matplotlib")
 
 from mpieval import AucMetric, UndefinedMetricWarning, figures
 from mpieval.figures import Difference, Estimate, Series
+from mpieval.kinds.auc.kernels import CALIBRATION_GROUPS, merge_calibration
 
 SVG = "{http://www.w3.org/2000/svg}"
 A = Series("A", figures.PALETTE[0])
@@ -256,35 +257,27 @@ def test_wilson_interval_has_a_width_at_none_and_all_clicks():
 
 
 def test_merged_bins_hold_about_equal_rows(result):
-    bins = figures.merge_bins(result["calibration_curve"])
+    bins = merge_calibration(result["calibration_curve"])
     rows = [r for _, _, r in bins]
     total = sum(r for _, _, r in result["calibration_curve"])
-    assert 15 <= len(bins) <= figures.CALIBRATION_POINTS
+    assert 15 <= len(bins) <= CALIBRATION_GROUPS
     assert sum(rows) == pytest.approx(total)
-    assert max(rows) <= 2 * total / figures.CALIBRATION_POINTS
+    assert max(rows) <= 2 * total / CALIBRATION_GROUPS
     clicks = sum(a * r for _, a, r in result["calibration_curve"])
     assert sum(a * r for _, a, r in bins) == pytest.approx(clicks)
-
-
-def ece_oracle(points: list[list[float]]) -> float:
-    rows = np.array([r for _, _, r in points])
-    gaps = np.abs(np.array([a for _, a, _ in points]) - np.array([p for p, _, _ in points]))
-    return float((rows * gaps).sum() / rows.sum())
 
 
 def test_calibration_shows_each_models_ece(drawn, result):
     text = desc(parse(drawn["calibration"]))
     for block in (result, result["compare"]):
-        ece = ece_oracle(block["calibration_curve"])
-        assert block["ece"] == pytest.approx(ece, rel=1e-6)
-        assert f"ECE {ece:.4f}" in text
+        assert f"ECE {block['ece']:.4f}" in text
 
 
 def test_calibration_axes_are_logarithmic_and_fitted_when_preds_span_decades(drawn, result):
     root = parse(drawn["calibration"])
     assert "log scales" in desc(root)
     values = [v for block in (result, result["compare"])
-              for p, a, _ in figures.merge_bins(block["calibration_curve"]) for v in (p, a)]
+              for p, a, _ in merge_calibration(block["calibration_curve"]) for v in (p, a)]
     low, high = min(values), max(values)
     assert high / low > 10
     view = figures.calibration_view([result["calibration_curve"],
@@ -307,7 +300,7 @@ def test_calibration_axes_are_linear_and_fitted_to_a_narrow_range():
     assert "linear scales" in desc(root)
     view = figures.calibration_view([block["calibration_curve"]])
     assert not view.log
-    values = [v for p, a, _ in figures.merge_bins(block["calibration_curve"]) for v in (p, a)]
+    values = [v for p, a, _ in merge_calibration(block["calibration_curve"]) for v in (p, a)]
     assert view.low <= min(values) and view.high >= max(values)
     assert view.high - view.low <= 1.5 * (max(values) - min(values))
     assert view.low > 0.1

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -295,13 +296,45 @@ def histogram_from_table(negatives: np.ndarray, positives: np.ndarray,
     return np.column_stack([edges[:-1] / size, edges[1:] / size, sums[0], sums[1]])
 
 
-def expected_calibration_error(calibration: np.ndarray) -> float:
-    """``sum rows |actual_ctr - mean_pred| / sum rows`` over the bins of
-    :func:`calibration_from_table`; NaN without rows."""
-    if not len(calibration) or calibration[:, 2].sum() == 0:
+CALIBRATION_GROUPS = 20  # the calibration bins merged into this many for ece and the plot
+
+
+def merge_calibration(points: Sequence[Sequence[float]], count: int = CALIBRATION_GROUPS
+                      ) -> list[tuple[float, float, float]]:
+    """Adjacent calibration bins ``[mean_pred, actual_ctr, rows]`` (those of
+    :func:`calibration_from_table`, from the lowest pred up) merged into at most ``count``
+    bins of about equal rows: row-weighted means, so a merged bin's values are exactly
+    those of its rows together."""
+    usable = [(p, a, r) for p, a, r in points if r > 0 and p is not None and a is not None]
+    total = sum(r for _, _, r in usable)
+    if not usable or total <= 0:
+        return []
+    groups: list[list[float]] = []  # [pred * rows, clicks, rows]
+    below = 0.0
+    last = -1
+    for pred, actual, rows in usable:
+        index = min(int(below * count / total), count - 1)
+        if index != last:
+            groups.append([0.0, 0.0, 0.0])
+            last = index
+        group = groups[-1]
+        group[0] += pred * rows
+        group[1] += actual * rows
+        group[2] += rows
+        below += rows
+    return [(p / r, c / r, r) for p, c, r in groups]
+
+
+def expected_calibration_error(points: Sequence[Sequence[float]]) -> float:
+    """``sum rows |actual_ctr - mean_pred| / sum rows`` over the calibration bins merged
+    into :data:`CALIBRATION_GROUPS` of about equal rows (:func:`merge_calibration`); NaN
+    without rows. Merged, because the table's up to 1,000 bins hold few rows each on a
+    small run, and their sampling noise alone would read as miscalibration (about 0.02
+    for a calibrated model at a CTR of 0.06 with 90 rows a bin)."""
+    bins = merge_calibration(points)
+    if not bins:
         return math.nan
-    gaps = np.abs(calibration[:, 1] - calibration[:, 0])
-    return float(gaps @ calibration[:, 2] / calibration[:, 2].sum())
+    return sum(r * abs(a - p) for p, a, r in bins) / sum(r for _, _, r in bins)
 
 
 def warm_up() -> None:

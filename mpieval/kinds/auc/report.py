@@ -42,8 +42,8 @@ AUC_FIELDS = {
     "logloss": "LogLoss: mean cross-entropy, nats per row",
     "ne": "NE: LogLoss / entropy of the actual CTR (below 1 beats the base rate)",
     "auprc": "AUPRC: average precision",
-    "ece": "ECE: row-weighted mean |actual CTR - mean pred| over the calibration bins "
-           "(0 = calibrated in every bin)",
+    "ece": "ECE: row-weighted mean |actual CTR - mean pred| over the calibration plot's "
+           "20 bins of about equal rows (0 = calibrated in every bin)",
     "auc_tie_bound": "Tie bound: the most the table's binning can move AUC",
     "num": "Rows (sum of weights when weighted)",
 }
