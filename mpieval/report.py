@@ -627,8 +627,9 @@ def weighting_text(spec: dict[str, Any], rows: Any = None) -> str:
     meaning = spec.get("meaning", "frequency")
     what = {"frequency": "frequency weights: a row of weight w counts as w rows, in the "
                          "values and in their intervals",
-            "importance": "importance weights: each row's share in the values is its weight; "
-                          "the intervals count rows as the Statistics page says"}.get(
+            "importance": "importance weights (inverse sampling rates): a row of weight w "
+                          "stands for w rows in the values; the intervals count each class's "
+                          "effective size, (sum w)^2 / sum w^2"}.get(
         str(meaning), f"weights meaning {escape(str(meaning))}")
     total = spec.get("sum")
     counts = ", ".join(part for part in (

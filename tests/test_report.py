@@ -417,6 +417,29 @@ def test_eval_writes_the_report_at_the_end(tmp_path, capsys):
     assert loaded.provenance == written.pop("run") and loaded.metrics == written
 
 
+def test_an_importance_weighted_run_says_how_its_intervals_read_the_weights(tmp_path, capsys):
+    from test_cli import rows, write
+
+    data = rows(3000)
+    data["w"] = np.where(data["label"] == 1, 1.0, 10.0)  # negatives kept at a rate of 0.1
+    source = write(str(tmp_path / "part.tsv"), data)
+    json_path, page_path = tmp_path / "run.json", tmp_path / "run.html"
+    status, _, err = run(capsys, "eval", "--metrics", "auc", "--weight", "w", "--weights",
+                         "importance", source, "--json", str(json_path), "--report",
+                         str(page_path))
+    assert status == 0, err
+    written = json.loads(json_path.read_text())
+    assert written["auc"]["weights"] == "importance"
+    total = written["run"]["weights"]["auc"]["sum"]
+    assert total == pytest.approx(float(data["w"].sum()))
+    page = page_path.read_text()
+    header = page[page.index("<header>"):page.index("</header>") + 9]
+    text = " ".join(" ".join(parse(header).text).split())
+    for words in ("importance weights (inverse sampling rates)", "effective size",
+                  "3,000 rows", f"weights summing to {total:,.6g}"):
+        assert words in text, words
+
+
 @pytest.mark.parametrize("broken", ["matplotlib", "directory"])
 def test_eval_report_problems_stop_before_reading(tmp_path, capsys, monkeypatch, broken):
     from test_cli import rows, write
