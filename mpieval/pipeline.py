@@ -123,8 +123,8 @@ def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
     job: Job = comm.allgather(planned)[0]
     done = evaluate_job(job, comm, progress=progress or (comm.rank == 0 and _tty()),
                         warming=warming, save_state=save_state)
-    record = None if invocation is None else run_record(invocation, comm.size, done.rows,
-                                                        done.weights)
+    record = None if invocation is None else (
+        lambda: run_record(invocation, comm.size, done.rows, done.weights))
     comm.agreed(lambda: output(job.specs, done.results, json_path, report_path, run=record)
                 if comm.rank == 0 else None)
     return 0
@@ -135,9 +135,12 @@ def _tty() -> bool:
 
 
 def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
-           report_path: str | None = None, *, run: dict[str, Any] | None = None) -> None:
+           report_path: str | None = None, *,
+           run: Callable[[], dict[str, Any]] | None = None) -> None:
     """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
-    for, with ``run`` (:func:`run_record`) beside the metrics when given. A failure to
+    for, with the object ``run()`` makes (:func:`run_record`) beside the metrics when
+    given (made only when one of them is written: the version it names is read from the
+    package's metadata, an import that plain runs need not pay for). A failure to
     write one is an :class:`OutputError` (a full disk, an I/O error: exit 1) or an
     :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
     :func:`mpieval.locations.output_failure`)."""
@@ -145,9 +148,11 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         print_results(specs, results)
     except OSError as error:
         raise _stdout_failed(error) from None
+    if not (json_path or report_path):
+        return
     data = Evaluator.to_dict(results)
     if run is not None:
-        data[RUN_KEY] = run
+        data[RUN_KEY] = run()
     if json_path:
         locations.write_json(json_path, data)
     if report_path:
