@@ -69,9 +69,6 @@ _STYLE: dict[Any, Any] = {
     "svg.fonttype": "none",
 }
 
-# Bins drawn in the calibration plot: the JSON's bins merged into groups of about equal
-# rows, the groups its ``ece`` is taken over.
-CALIBRATION_POINTS = CALIBRATION_GROUPS
 Z95 = 1.959964
 SIGNIFICANCE = 0.05  # the q-value under which a tag's difference counts as significant
 
@@ -231,7 +228,7 @@ class View:
 
 
 def calibration_view(curves: Sequence[Sequence[Sequence[float]]],
-                     count: int = CALIBRATION_POINTS) -> View:
+                     count: int = CALIBRATION_GROUPS) -> View:
     """Axes that show where the rows are: logarithmic when the drawn bins' mean preds span
     a factor 10 or more, else linear; covering the drawn bins (mean pred, actual CTR and
     interval), and the preds of the JSON's bins between 0.5% and 99.5% of the rows."""
@@ -314,7 +311,7 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
         summary.append(_calibration_summary(series.label, bins, bounds, ece))
     top.set_ylabel("Actual CTR in the bin (clicks per row)")
     scale = "log scales" if view.log else "linear scales"
-    top.set_title(f"Calibration ({CALIBRATION_POINTS} bins of about equal rows, {scale})")
+    top.set_title(f"Calibration ({CALIBRATION_GROUPS} bins of about equal rows, {scale})")
     top.legend(loc="upper left", frameon=True, framealpha=0.9)
     _rows_histogram(bottom, [(series, points) for series, points, _ in merged], view)
     bottom.set_xlabel("Mean predicted CTR in the bin (clicks per row)")

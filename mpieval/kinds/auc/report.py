@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from mpieval import figures
 from mpieval.figures import Difference, Estimate
+from mpieval.kinds.auc import kernels
 from mpieval.report import (
     OLDER,
     Model,
@@ -109,7 +110,7 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
         drawn.append(page.figure(
             figures.calibration(calibrations, page.key(name, "calibration")),
             "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
-            f"into {figures.CALIBRATION_POINTS} of about equal rows, with each bin's "
+            f"into {kernels.CALIBRATION_GROUPS} of about equal rows, with each bin's "
             "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
             "the share of rows per predicted-CTR range."))
     prs = [(m, m.block["pr_curve"]) for m in models if m.block.get("pr_curve")]
