@@ -308,13 +308,6 @@ class Metric(OnComm, ABC):
 
     # -- compute ---------------------------------------------------------------------
 
-    @classmethod
-    def warm_up(cls) -> None:
-        """Load the kind's modules and run its compiled kernels once, now rather than at
-        their first call. Optional: the command line calls it on a background thread
-        while it reads."""
-        return  # a kind without compiled kernels has nothing to load
-
     @abstractmethod
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add a batch of rows (local: no communication); a bad batch changes nothing."""

@@ -34,7 +34,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from mpieval import _core
-from mpieval.kernels import exact
 
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
@@ -335,17 +334,3 @@ def expected_calibration_error(points: Sequence[Sequence[float]]) -> float:
     if not bins:
         return math.nan
     return sum(r * abs(a - p) for p, a, r in bins) / sum(r for _, _, r in bins)
-
-
-def warm_up() -> None:
-    """Run the compiled update (float64 pred and label, as files are read) and sweeps once
-    on a tiny table: the extension module is loaded ahead of time, so this only checks
-    it (:func:`mpieval.cli.main` calls it on a background thread while the first batches
-    are read)."""
-    table = np.zeros((2, 4))
-    accumulate(table, exact.accumulator(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
-    bucket_error_from_table(table[0], table[1])
-    roc_from_table(table[0], table[1])
-    calibration_from_table(table[0], table[1])
-    pr_from_table(table[0], table[1])
-    histogram_from_table(table[0], table[1])

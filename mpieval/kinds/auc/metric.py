@@ -444,11 +444,6 @@ class AucMetric(Metric):
     weights: str
     window: int | None
 
-    @classmethod
-    def warm_up(cls) -> None:
-        kernels.warm_up()
-        delong.delong_from_table(np.ones(2), np.ones(2))
-
     def __init__(
         self,
         table_size: int = DEFAULT_TABLE_SIZE,
