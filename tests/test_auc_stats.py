@@ -150,6 +150,62 @@ def test_large_curves_have_at_most_1001_points_spread_along_them(rng):
     assert compute(pred, label, 1_000_000).roc_curve == result.roc_curve  # deterministic
 
 
+_FIGURES = {"roc_curve": "roc", "calibration_curve": "calibration", "pr_curve": "precision_recall",
+            "score_histogram": "histogram"}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, monkeypatch,
+                                                                          weighted):
+    """compute() finds the table's filled buckets once (bucket error, DeLong) and draws no
+    figure; the figures are drawn once, when read (to_dict), and are those of the
+    whole table's functions."""
+    pred, label = ctr_data(rng, 4000)
+    weight = rng.exponential(1.0, 4000) if weighted else None
+    metric = AucMetric(10_000, comm=Comm.local())
+    metric.update(pred, label, weight)
+    calls: dict[str, int] = {}
+
+    def counted(name):
+        real = getattr(kernels, name)
+
+        def call(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+        return call
+
+    for name in ["filled_buckets", *_FIGURES.values()]:
+        monkeypatch.setattr(kernels, name, counted(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        result = metric.compute()
+    assert calls == {"filled_buckets": 1}
+    first = result.to_dict()
+    assert result.to_dict() == first
+    assert calls == {"filled_buckets": 1, **{name: 1 for name in _FIGURES.values()}}
+    monkeypatch.undo()
+    table = metric.state.summed("table")
+    assert first["roc_curve"] == kernels.roc_from_table(*table).tolist()
+    assert first["pr_curve"] == kernels.pr_from_table(*table).tolist()
+    calibration = kernels.calibration_from_table(*table).tolist()
+    assert result.calibration_curve == calibration and len(calibration) > 10
+    assert result.ece == kernels.expected_calibration_error(calibration)
+    histogram = kernels.histogram_from_table(*table)
+    assert np.array(result.score_histogram).tolist() == histogram.tolist()
+    assert histogram[:, 2:].sum() == pytest.approx(table.sum(), rel=1e-12)
+
+
+def test_a_result_without_its_table_has_no_figures():
+    result = compute(np.array([0.2, 0.7]), np.array([0, 1]))
+    bare = type(result)(**{name: getattr(result, name) for name in (
+        "auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc",
+        "positives", "rows", "table_size")})
+    assert result.roc_curve and result.score_histogram
+    assert (bare.roc_curve, bare.calibration_curve, bare.pr_curve, bare.score_histogram) == (
+        [], [], [], [])
+    assert math.isnan(bare.ece)
+
+
 def test_calibration_bins_of_a_small_table_are_its_buckets():
     table = np.array([[3.0, 0.0, 1.0, 2.0], [1.0, 0.0, 3.0, 0.0]])
     got = kernels.calibration_from_table(table[0], table[1]).tolist()

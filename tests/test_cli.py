@@ -720,6 +720,23 @@ assert not {{"numba", "llvmlite"}} & set(sys.modules), sorted(sys.modules)
     assert proc.returncode == 0, proc.stderr
 
 
+def test_a_plain_run_imports_no_more_than_it_needs(tmp_path, data):
+    """Start-up: a run that writes no JSON nor report imports no ``numpy.ma`` (no figure is
+    drawn, and no value can be a masked array before it is imported)."""
+    (path,) = shards(tmp_path, data, ["a.tsv"])
+    script = f"""
+import sys
+import mpieval.cli
+status = mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}])
+assert status == 0, status
+loaded = {{"numpy.ma"}} & set(sys.modules)
+assert not loaded, sorted(loaded)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "MPIEVAL_NO_MPI": "1"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_a_line_longer_than_two_blocks_reads_on_one_thread_and_two(tmp_path, capsys,
                                                                     monkeypatch):
     path = tmp_path / "wide.tsv"
