@@ -721,15 +721,16 @@ assert not {{"numba", "llvmlite"}} & set(sys.modules), sorted(sys.modules)
 
 
 def test_a_plain_run_imports_no_more_than_it_needs(tmp_path, data):
-    """Start-up: a run that writes no JSON nor report imports no ``numpy.ma`` (no figure is
-    drawn, and no value can be a masked array before it is imported)."""
+    """Start-up: a run of local files that writes no JSON nor report imports no
+    ``numpy.ma`` (no figure is drawn, and no value can be a masked array before it is
+    imported) and no ``pyarrow.fs`` (local files need no file system)."""
     (path,) = shards(tmp_path, data, ["a.tsv"])
     script = f"""
 import sys
 import mpieval.cli
 status = mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}])
 assert status == 0, status
-loaded = {{"numpy.ma"}} & set(sys.modules)
+loaded = {{"numpy.ma", "pyarrow.fs"}} & set(sys.modules)
 assert not loaded, sorted(loaded)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
