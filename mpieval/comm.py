@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
 import pickle
 import sys
@@ -541,6 +540,8 @@ class PendingSum:
 
 def _digest(layout: str) -> int:
     """A 62-bit hash of ``layout`` (the same on every rank; Python's ``hash`` is not)."""
+    import hashlib  # here: a run of one rank never needs it (it loads OpenSSL, 3-4 ms)
+
     return int.from_bytes(hashlib.blake2b(layout.encode(), digest_size=8).digest(), "big") >> 2
 
 

@@ -486,13 +486,13 @@ def test_the_example_config_runs(tmp_path, capsys):
 
 
 def test_the_documented_config_block_is_valid():
-    from mpieval.config import specs_from_config, tomllib
+    from mpieval.config import parse_toml, specs_from_config
 
     with open(os.path.join(ROOT, "docs", "cli.md")) as page:
         text = page.read()
     section = text.split("## Config", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
-    specs = specs_from_config(tomllib.loads(block), "docs/cli.md")
+    specs = specs_from_config(parse_toml(block), "docs/cli.md")
     assert [s.name for s in specs] == ["item_sim", "cvr", "item_sim_cmatch222", "user_ctr",
                                        "grade_pn"]
 
@@ -721,16 +721,17 @@ assert not {{"numba", "llvmlite"}} & set(sys.modules), sorted(sys.modules)
 
 
 def test_a_plain_run_imports_no_more_than_it_needs(tmp_path, data):
-    """Start-up: a run of local files that writes no JSON nor report imports no
-    ``numpy.ma`` (no figure is drawn, and no value can be a masked array before it is
-    imported) and no ``pyarrow.fs`` (local files need no file system)."""
+    """Start-up: a run of local files on one rank that writes no JSON nor report imports
+    no ``numpy.ma`` (no figure is drawn, and no value can be a masked array before it is
+    imported), no ``pyarrow.fs`` (local files need no file system), no ``tomllib`` (no
+    config), no ``statistics`` (no interval) and no ``hashlib`` (no layout to agree on)."""
     (path,) = shards(tmp_path, data, ["a.tsv"])
     script = f"""
 import sys
 import mpieval.cli
 status = mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}])
 assert status == 0, status
-loaded = {{"numpy.ma", "pyarrow.fs"}} & set(sys.modules)
+loaded = {{"numpy.ma", "pyarrow.fs", "tomllib", "statistics", "hashlib"}} & set(sys.modules)
 assert not loaded, sorted(loaded)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
