@@ -370,7 +370,7 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
         if recent is not None:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
-    total = comm.sum(np.concatenate([pack(p) for p in parts]) if parts else np.zeros(0))
+    total = comm.sum(pack(*parts), scratch=True)
     results: dict[str, Result] = {}
     offset = 0
     for (name, metric, is_window), part in zip(computed, parts, strict=True):
