@@ -160,7 +160,9 @@ def auc_from_table(table: np.ndarray) -> float:
     tp_total = float(tp[-1]) if len(tp) else 0.0
     if fp_total * tp_total == 0:
         return math.nan
-    area = float(neg @ (2 * tp - pos)) / 2  # tp_before + tp_after = 2 tp_after - pos
+    tp *= 2  # tp_before + tp_after = 2 tp_after - pos (in place: no other T-sized array)
+    tp -= pos
+    area = float(neg @ tp) / 2
     return area / (fp_total * tp_total)
 
 
