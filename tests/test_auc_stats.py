@@ -154,16 +154,8 @@ _FIGURES = {"roc_curve": "roc", "calibration_curve": "calibration", "pr_curve": 
             "score_histogram": "histogram"}
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, monkeypatch,
-                                                                          weighted):
-    """compute() finds the table's filled buckets once (bucket error, DeLong) and draws no
-    figure; the figures are drawn once, when read (to_dict), and are those of the
-    whole table's functions."""
-    pred, label = ctr_data(rng, 4000)
-    weight = rng.exponential(1.0, 4000) if weighted else None
-    metric = AucMetric(10_000, comm=Comm.local())
-    metric.update(pred, label, weight)
+def _counted_kernels(monkeypatch) -> dict[str, int]:
+    """Calls of the filled buckets' search and of each figure's kernel, counted."""
     calls: dict[str, int] = {}
 
     def counted(name):
@@ -176,23 +168,68 @@ def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, m
 
     for name in ["filled_buckets", *_FIGURES.values()]:
         monkeypatch.setattr(kernels, name, counted(name))
+    return calls
+
+
+def _computed(metric):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        result = metric.compute()
-    assert calls == {"filled_buckets": 1}
-    first = result.to_dict()
-    assert result.to_dict() == first
-    assert calls == {"filled_buckets": 1, **{name: 1 for name in _FIGURES.values()}}
-    monkeypatch.undo()
-    table = metric.state.summed("table")
-    assert first["roc_curve"] == kernels.roc_from_table(*table).tolist()
-    assert first["pr_curve"] == kernels.pr_from_table(*table).tolist()
+        return metric.compute()
+
+
+def _assert_figures_are_the_tables(result, table):
+    d = result.to_dict()
+    assert d["roc_curve"] == kernels.roc_from_table(*table).tolist()
+    assert d["pr_curve"] == kernels.pr_from_table(*table).tolist()
     calibration = kernels.calibration_from_table(*table).tolist()
-    assert result.calibration_curve == calibration and len(calibration) > 10
+    assert d["calibration_curve"] == calibration and len(calibration) > 10
     assert result.ece == kernels.expected_calibration_error(calibration)
     histogram = kernels.histogram_from_table(*table)
     assert np.array(result.score_histogram).tolist() == histogram.tolist()
     assert histogram[:, 2:].sum() == pytest.approx(table.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, monkeypatch,
+                                                                          weighted):
+    """compute() finds the table's filled buckets once (bucket error, DeLong) and draws no
+    figure; the figures are drawn once, when read (to_dict), and are those of the
+    whole table's functions; then the buckets are let go."""
+    pred, label = ctr_data(rng, 4000)
+    weight = rng.exponential(1.0, 4000) if weighted else None
+    metric = AucMetric(10_000, comm=Comm.local())
+    metric.update(pred, label, weight)
+    calls = _counted_kernels(monkeypatch)
+    result = _computed(metric)
+    assert calls == {"filled_buckets": 1}
+    assert result.figures is not None and result.figures.buckets is not None
+    first = result.to_dict()
+    assert result.to_dict() == first
+    assert calls == {"filled_buckets": 1, **{name: 1 for name in _FIGURES.values()}}
+    assert result.figures.buckets is None  # every figure drawn: the buckets let go
+    monkeypatch.undo()
+    _assert_figures_are_the_tables(result, metric.state.summed("table"))
+
+
+def test_a_large_tables_figures_are_drawn_at_compute_and_its_buckets_let_go(rng,
+                                                                            monkeypatch):
+    """Past ``LAZY_FIGURES_BUCKETS`` filled buckets, a result keeps the figures, not the
+    buckets (a trainer may keep its results)."""
+    from mpieval.kinds.auc import metric as auc_metric
+
+    monkeypatch.setattr(auc_metric, "LAZY_FIGURES_BUCKETS", 500)
+    pred, label = ctr_data(rng, 4000)
+    small, large = AucMetric(400, comm=Comm.local()), AucMetric(10_000, comm=Comm.local())
+    small.update(pred, label)
+    large.update(pred, label)
+    calls = _counted_kernels(monkeypatch)
+    assert _computed(small).figures.buckets is not None  # at most 400 filled: kept
+    assert calls == {"filled_buckets": 1}
+    result = _computed(large)
+    assert calls == {"filled_buckets": 2, **{name: 1 for name in _FIGURES.values()}}
+    assert result.figures is not None and result.figures.buckets is None
+    monkeypatch.undo()
+    _assert_figures_are_the_tables(result, large.state.summed("table"))
 
 
 def test_a_result_without_its_table_has_no_figures():

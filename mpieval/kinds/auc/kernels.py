@@ -203,11 +203,12 @@ def filled_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
     return np.flatnonzero((negatives != 0) | (positives != 0))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FilledBuckets:
     """A table's filled buckets (:func:`filled_buckets`), found once for every sweep that
     skips the empty ones: their ``index`` (int64, ascending), their ``negatives`` and
-    ``positives`` (float64), and the table's size ``T``. 24 bytes a filled bucket."""
+    ``positives`` (float64), and the table's size ``T``. 24 bytes a filled bucket. (Equal
+    only to itself: arrays have no one truth value.)"""
 
     index: np.ndarray
     negatives: np.ndarray

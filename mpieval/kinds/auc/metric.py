@@ -6,7 +6,6 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -87,6 +86,46 @@ class AucComparison:
                 f"auc_diff_low={v(low)} auc_diff_high={v(high)} auc_diff_p={v(self.p)}")
 
 
+FIGURES = ("roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram")
+LAZY_FIGURES_BUCKETS = 1 << 16  # filled buckets a result may keep for figures not yet drawn
+
+
+class AucFigures:
+    """The figures (:data:`FIGURES`) of a merged table, each drawn once, when first asked
+    for, from its filled buckets (``buckets``,
+    :class:`~mpieval.kinds.auc.kernels.FilledBuckets`: 24 bytes a bucket), which are let
+    go once every figure is drawn. A table of more than :data:`LAZY_FIGURES_BUCKETS`
+    filled buckets has its figures drawn at once (a large run's, where they cost little
+    beside it), so that a result kept holds at most about 1.5 MB of buckets, or the
+    figures alone."""
+
+    def __init__(self, buckets: kernels.FilledBuckets) -> None:
+        self.buckets: kernels.FilledBuckets | None = buckets
+        self._drawn: dict[str, Any] = {}
+        if len(buckets.index) > LAZY_FIGURES_BUCKETS:
+            for name in FIGURES:
+                self.drawn(name)
+
+    def drawn(self, name: str) -> Any:
+        """The figure ``name`` (one of :data:`FIGURES`), drawn now if it was not."""
+        if name not in self._drawn:
+            if name == "ece":
+                figure: Any = kernels.expected_calibration_error(
+                    self.drawn("calibration_curve"))
+            else:
+                assert self.buckets is not None  # kept until every figure is drawn
+                figure = getattr(kernels, _DRAWN_BY[name])(self.buckets).tolist()
+            self._drawn[name] = figure
+            if len(self._drawn) == len(FIGURES):
+                self.buckets = None
+        return self._drawn[name]
+
+
+# The kernel that draws each figure from the filled buckets (looked up when called).
+_DRAWN_BY = {"roc_curve": "roc", "calibration_curve": "calibration",
+             "pr_curve": "precision_recall", "score_histogram": "histogram"}
+
+
 @dataclass(frozen=True)
 class AucResult:
     """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
@@ -101,10 +140,10 @@ class AucResult:
     JSON). ``window``: the same values over the recent window (``window=``), or None. The
     log line is the Abacus one (lifetime) and has none of the statistics.
 
-    The figures (``roc_curve``, ``calibration_curve``, ``ece``, ``pr_curve``,
-    ``score_histogram``) are drawn from the merged table's filled buckets (``filled``)
-    when first read (``to_dict()`` reads them; the log line does not); empty (``ece``
-    NaN) without ``filled``."""
+    The figures (:data:`FIGURES`: ``roc_curve``, ``calibration_curve``, ``ece``,
+    ``pr_curve``, ``score_histogram``) come from ``figures`` (:class:`AucFigures`: drawn
+    from the merged table when first read; ``to_dict()`` reads them, the log line does
+    not); empty (``ece`` NaN) without it."""
 
     auc: float
     bucket_error: float
@@ -126,36 +165,36 @@ class AucResult:
     effective: importance.Effective | None = None
     compare: AucComparison | None = None
     window: AucResult | None = None
-    filled: kernels.FilledBuckets | None = field(default=None, repr=False, compare=False)
+    figures: AucFigures | None = field(default=None, repr=False, compare=False)
 
-    @cached_property
+    @property
     def roc_curve(self) -> list[list[float]]:
         """ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`)."""
-        return [] if self.filled is None else kernels.roc(self.filled).tolist()
+        return [] if self.figures is None else self.figures.drawn("roc_curve")
 
-    @cached_property
+    @property
     def calibration_curve(self) -> list[list[float]]:
         """Calibration bins ``[mean_pred, actual_ctr, rows]``
         (:func:`mpieval.kinds.auc.kernels.calibration_from_table`)."""
-        return [] if self.filled is None else kernels.calibration(self.filled).tolist()
+        return [] if self.figures is None else self.figures.drawn("calibration_curve")
 
-    @cached_property
+    @property
     def ece(self) -> float:
         """The expected calibration error of :attr:`calibration_curve`
         (:func:`mpieval.kinds.auc.kernels.expected_calibration_error`)."""
-        return kernels.expected_calibration_error(self.calibration_curve)
+        return math.nan if self.figures is None else self.figures.drawn("ece")
 
-    @cached_property
+    @property
     def pr_curve(self) -> list[list[float]]:
         """Precision-recall points ``[recall, precision]``
         (:func:`mpieval.kinds.auc.kernels.pr_from_table`)."""
-        return [] if self.filled is None else kernels.precision_recall(self.filled).tolist()
+        return [] if self.figures is None else self.figures.drawn("pr_curve")
 
-    @cached_property
+    @property
     def score_histogram(self) -> list[list[float]]:
         """Score distributions by class ``[pred_low, pred_high, negatives, positives]``
         (:func:`mpieval.kinds.auc.kernels.histogram_from_table`)."""
-        return [] if self.filled is None else kernels.histogram(self.filled).tolist()
+        return [] if self.figures is None else self.figures.drawn("score_histogram")
 
     @property
     def class_sizes(self) -> tuple[float, float]:
@@ -247,8 +286,7 @@ class AucResult:
 # The JSON block's fields, in order (then ``ci95``).
 _JSON_FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
                 "copc", "positives", "rows", "table_size", "weights", "logloss", "ne", "auprc",
-                "auc_tie_bound", "roc_curve", "calibration_curve", "ece", "pr_curve",
-                "score_histogram", "compare", "window")
+                "auc_tie_bound", *FIGURES, "compare", "window")
 
 
 def _count(value: float) -> float:
@@ -329,7 +367,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         auc_tie_bound=tie_bound,
         stderr=stderr,
         effective=effective,
-        filled=filled,
+        figures=AucFigures(filled),
     )
 
 
