@@ -316,7 +316,6 @@ def _quiet_warnings() -> None:
 
 
 def run_eval(args: argparse.Namespace, comm: Comm, *,
-             warming: threading.Thread | None = None,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``: every rank runs it; returns the exit status. ``invocation``: the
     command line, for the JSON's ``run`` object."""
@@ -324,7 +323,7 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
         comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
                                         forced_format=args.format, json_path=args.json,
                                         report_path=args.report),
-        json_path=args.json, progress=args.progress, warming=warming,
+        json_path=args.json, progress=args.progress,
         save_state=args.save_state, report_path=args.report, invocation=invocation,
     )
 
@@ -358,12 +357,10 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`);
-    the kinds' modules load on a background thread meanwhile."""
-    kinds = kinds_asked(args)
-    if own_process and any(KINDS[name].ids for name in kinds if name in KINDS):
+    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`)."""
+    if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
         pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
-    return run_eval(args, comm, warming=pipeline.warm_up(kinds), invocation=invocation)
+    return run_eval(args, comm, invocation=invocation)
 
 
 def kinds_asked(args: argparse.Namespace) -> list[str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
 import pickle
 import sys
@@ -334,11 +333,13 @@ class Comm:
         self._transport.arrive()
         return bool(self._transport.reduce(np.array([int(flag)], dtype=np.int64), "max")[0])
 
-    def sum(self, buffer: np.ndarray) -> np.ndarray:
-        """Collective: the element-wise sum over ranks, as a new array (input unchanged)."""
+    def sum(self, buffer: np.ndarray, *, scratch: bool = False) -> np.ndarray:
+        """Collective: the element-wise sum over ranks, as a new array (input unchanged).
+        ``scratch``: the buffer is the caller's to give up, and one rank returns it (a
+        contiguous one) as the sum, not a copy."""
         local = np.ascontiguousarray(buffer)
         if self._transport is None:
-            return local.copy()
+            return local if scratch else local.copy()
         self._transport.arrive()
         return self._transport.reduce(local, "sum")
 
@@ -541,6 +542,8 @@ class PendingSum:
 
 def _digest(layout: str) -> int:
     """A 62-bit hash of ``layout`` (the same on every rank; Python's ``hash`` is not)."""
+    import hashlib  # here: a run of one rank never needs it (it loads OpenSSL, 3-4 ms)
+
     return int.from_bytes(hashlib.blake2b(layout.encode(), digest_size=8).digest(), "big") >> 2
 
 

@@ -28,11 +28,6 @@ from mpieval.declaration import Kind
 from mpieval.errors import InputError
 from mpieval.kinds import KINDS, kind_named
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 FilterValue = int | float | str
 
 RUN_KEY = "run"  # the JSON's key of the run's provenance, beside the metrics: not a metric name
@@ -148,12 +143,22 @@ def load_config(path: str) -> list[MetricSpec]:
         raise InputError(path, f"cannot read the config: larger than {CONFIG_LIMIT:,} "
                          "bytes (not a config file?)")
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        parsed = parse_toml(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(path, "not valid TOML: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as error:
+    except ValueError as error:  # tomllib.TOMLDecodeError
         raise InputError(path, f"not valid TOML: {error}") from None
     return specs_from_config(parsed, path)
+
+
+def parse_toml(text: str) -> dict[str, Any]:
+    """``text`` parsed by ``tomllib`` (imported here: a run without a config needs none);
+    not valid TOML raises its ``TOMLDecodeError``, a ``ValueError``."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(text)
 
 
 def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[MetricSpec]:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from mpieval import locations, pipeline
 from mpieval.comm import Comm
-from mpieval.config import MetricSpec, specs_from_config, tomllib
+from mpieval.config import MetricSpec, parse_toml, specs_from_config
 from mpieval.errors import KindUnavailable
 from mpieval.kinds import KINDS, kind_named
 
@@ -129,7 +129,7 @@ def run(comm: Comm, *, rows: int, json_path: str | None = None, directory: str |
 
 def _available_specs() -> tuple[list[MetricSpec], list[str]]:
     """The demo's metrics whose kind this build has, and ``name (why)`` of the others."""
-    config = tomllib.loads(CONFIG)
+    config = parse_toml(CONFIG)
     skipped = []
     for name, table in list(config["metrics"].items()):
         try:

@@ -1,9 +1,12 @@
 """Where files live: local paths and URIs (``s3://``, ``hdfs://``, ``gs://``, ``file://``),
-all opened through ``pyarrow.fs``. The one module that knows about file systems.
+stores opened through ``pyarrow.fs``. The one module that knows about file systems.
 
-- :func:`locate` turns a path or URI into a :class:`Location`: a pyarrow ``FileSystem``
-  and the path inside it. A local path or ``file://`` is the ``LocalFileSystem``;
-  ``s3://`` is an ``S3FileSystem`` built here (:func:`_s3`: the endpoint from
+- :func:`locate` turns a path or URI into a :class:`Location`: a store (a pyarrow
+  ``FileSystem``) and the path inside it. A local path or ``file://`` has no store: it is
+  looked at and read with ``os`` and pyarrow's own files (:func:`file_type`,
+  :func:`open_input_file`), so that a local run does not import ``pyarrow.fs`` (about
+  25 ms of its start-up); ``Location.filesystem`` is then the ``LocalFileSystem``, made
+  when first asked for. ``s3://`` is an ``S3FileSystem`` built here (:func:`_s3`: the endpoint from
   ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``, which pyarrow's constructor ignores,
   bounded retries and connect timeout); every other scheme is pyarrow's
   ``FileSystem.from_uri`` (``hdfs://``, ``viewfs://``, ``gs://``). File systems are made
@@ -27,13 +30,14 @@ import glob
 import json
 import os
 import re
+import stat
 import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow.fs as pafs
+import pyarrow as pa
 
 from mpieval.errors import DataError, InputError, OutputError, StoreError
 
@@ -46,14 +50,18 @@ _S3_ENVIRONMENT = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS
 _URI = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
+if TYPE_CHECKING:  # imported where a store needs it (a local path never does)
+    import pyarrow.fs as pafs
+
 
 @dataclass(frozen=True)
 class Location:
-    """A file or directory: ``filesystem`` and ``path`` inside it; ``text`` is what the
-    user gave (which may hold a password: show :attr:`shown`)."""
+    """A file or directory: the ``store`` that holds it (None: the local disk) and ``path``
+    inside it; ``text`` is what the user gave (which may hold a password: show
+    :attr:`shown`)."""
 
     text: str
-    filesystem: pafs.FileSystem
+    store: pafs.FileSystem | None
     path: str
 
     @property
@@ -61,8 +69,17 @@ class Location:
         return redact(self.text)
 
     @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The store, or for the local disk pyarrow's ``LocalFileSystem``."""
+        return _local() if self.store is None else self.store
+
+    @property
     def remote(self) -> bool:
-        return not isinstance(self.filesystem, pafs.LocalFileSystem)
+        if self.store is None:
+            return False
+        import pyarrow.fs as pafs
+
+        return not isinstance(self.store, pafs.LocalFileSystem)
 
     @property
     def key(self) -> str:
@@ -73,7 +90,7 @@ class Location:
 
     def child(self, path: str) -> Location:
         """Another file of the same store, by its path in the file system."""
-        return Location(_with_path(self.text, path), self.filesystem, path)
+        return Location(_with_path(self.text, path), self.store, path)
 
 
 def is_uri(text: str) -> bool:
@@ -104,11 +121,11 @@ def locate(text: str) -> Location:
     redacted URI when the store cannot be reached or configured)."""
     match = _URI.match(text)
     if match is None:
-        return Location(text, _local(), os.path.abspath(text))
+        return Location(text, None, os.path.abspath(text))
     scheme = match.group(1).lower()
     if scheme == "file":
         path = urllib.parse.unquote(urllib.parse.urlsplit(text).path)
-        return Location(text, _local(), path)
+        return Location(text, None, path)
     root = _root(text)
     key = root + "".join(f"|{os.environ.get(name, '')}" for name in _S3_ENVIRONMENT)
     with _lock:
@@ -131,10 +148,14 @@ def stores_opened() -> bool:
 def connect(uri: str) -> tuple[pafs.FileSystem, str]:
     """pyarrow's own ``FileSystem.from_uri`` (hdfs, viewfs, gs, ...); tests replace it
     to stand a local or mock file system in for a store that cannot run here."""
+    import pyarrow.fs as pafs
+
     return pafs.FileSystem.from_uri(uri)
 
 
 def _local() -> pafs.FileSystem:
+    import pyarrow.fs as pafs
+
     with _lock:
         filesystem = _filesystems.get("")
         if filesystem is None:
@@ -180,6 +201,8 @@ def _s3(text: str) -> pafs.FileSystem:
     ``?endpoint_override=``, ``?scheme=`` from the query; else the endpoint from
     ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` and the region from ``AWS_REGION`` or
     ``AWS_DEFAULT_REGION``, or asked of AWS for the bucket."""
+    import pyarrow.fs as pafs
+
     parts = urllib.parse.urlsplit(text)
     query = dict(urllib.parse.parse_qsl(parts.query))
     options: dict[str, Any] = {
@@ -247,6 +270,8 @@ def expand(text: str) -> list[str]:
         if is_uri(text):
             found = [location.child(path).text for path in found]
     else:
+        import pyarrow.fs as pafs
+
         info = guarded(location, "list", lambda: location.filesystem.get_file_info(
             location.path))
         if info.type == pafs.FileType.File:
@@ -260,6 +285,8 @@ def expand(text: str) -> list[str]:
 def _matches(pattern: Location) -> list[str]:
     """Paths of the files of a store that match ``pattern.path`` segment by segment (a
     leading ``/`` aside: some file systems list ``dir/file`` under ``/dir``)."""
+    import pyarrow.fs as pafs
+
     lead = "/" if pattern.path.startswith("/") else ""
     segments = pattern.path.removeprefix("/").split("/")
     first = next(i for i, segment in enumerate(segments) if has_glob(segment))
@@ -306,6 +333,8 @@ def failure(location: Location, doing: str, error: OSError) -> DataError | Store
     if isinstance(error, PermissionError) or _DENIED.search(text):
         return DataError(where, f"cannot {doing}: access denied ({text})")
     if location.remote and _TRANSIENT.search(text):
+        import pyarrow.fs as pafs
+
         tries = f" after {S3_ATTEMPTS} attempts" if isinstance(
             location.filesystem, pafs.S3FileSystem) else ""
         return StoreError(f"{where}: cannot {doing}{tries}: {text}")
@@ -320,6 +349,10 @@ def _bucket_note(location: Location) -> str:
 
 def missing_bucket(location: Location) -> str | None:
     """The bucket of an object store's location when the bucket does not exist."""
+    if location.store is None:
+        return None
+    import pyarrow.fs as pafs
+
     if not isinstance(location.filesystem, (pafs.S3FileSystem, pafs.GcsFileSystem)):
         return None
     bucket = location.path.split("/", 1)[0]
@@ -335,6 +368,36 @@ def guarded(location: Location, doing: str, step: Callable[[], Any]) -> Any:
         return step()
     except OSError as error:
         raise failure(location, doing, error) from None
+
+
+def file_type(location: Location) -> tuple[str, int]:
+    """What ``location`` is: ``"file"`` (then its size in bytes), ``"directory"``,
+    ``"missing"`` or ``"other"`` (a device, a pipe; size 0). The local disk is asked with
+    ``os.stat`` (following links, as pyarrow's ``LocalFileSystem`` does), a store through
+    its file system. Raises the ``OSError`` of a store or of ``os.stat``."""
+    if location.store is None:
+        try:
+            status = os.stat(location.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing", 0
+        if stat.S_ISREG(status.st_mode):
+            return "file", status.st_size
+        return "directory" if stat.S_ISDIR(status.st_mode) else "other", 0
+    import pyarrow.fs as pafs
+
+    info = location.store.get_file_info(location.path)
+    kinds = {pafs.FileType.File: "file", pafs.FileType.Directory: "directory",
+             pafs.FileType.NotFound: "missing"}
+    kind = kinds.get(info.type, "other")
+    return kind, info.size if kind == "file" else 0
+
+
+def open_input_file(location: Location) -> pa.NativeFile:
+    """A random-access file of ``location``: a local file as ``pyarrow.OSFile`` (what the
+    ``LocalFileSystem`` opens too), a store's through its file system."""
+    if location.store is None:
+        return pa.OSFile(location.path, "rb")
+    return location.store.open_input_file(location.path)
 
 
 def _one_line(error: BaseException) -> str:
@@ -361,6 +424,8 @@ def check_writable(text: str, flag: str) -> None:
     permissions show on write)."""
     location = locate(text)
     if location.remote:
+        import pyarrow.fs as pafs
+
         info = guarded(location, "check", lambda: location.filesystem.get_file_info(
             location.path))
         if info.type == pafs.FileType.Directory:
@@ -454,6 +519,8 @@ def names_in(text: str) -> list[str]:
                           if entry.is_file())
         except FileNotFoundError:
             return []
+    import pyarrow.fs as pafs
+
     selector = pafs.FileSelector(location.path, allow_not_found=True)
     infos = guarded(location, "list", lambda: location.filesystem.get_file_info(selector))
     return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)

@@ -308,13 +308,6 @@ class Metric(OnComm, ABC):
 
     # -- compute ---------------------------------------------------------------------
 
-    @classmethod
-    def warm_up(cls) -> None:
-        """Load the kind's modules and run its compiled kernels once, now rather than at
-        their first call. Optional: the command line calls it on a background thread
-        while it reads."""
-        return  # a kind without compiled kernels has nothing to load
-
     @abstractmethod
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Add a batch of rows (local: no communication); a bad batch changes nothing."""
@@ -377,7 +370,7 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
         if recent is not None:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
-    total = comm.sum(np.concatenate([pack(p) for p in parts]) if parts else np.zeros(0))
+    total = comm.sum(pack(*parts), scratch=True)
     results: dict[str, Result] = {}
     offset = 0
     for (name, metric, is_window), part in zip(computed, parts, strict=True):

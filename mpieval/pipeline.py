@@ -4,11 +4,9 @@ Rank 0 inspects the files and plans who reads what (:func:`plan_job`, :mod:`mpie
 and the plan is shared; every rank then reads its pieces (:mod:`mpieval.readers`) in
 lockstep rounds (:func:`reading_rounds`) and feeds its metrics (:class:`Task`); after
 every round the ranks sum a few counters, so that a bad line on any rank stops every rank
-at once. Batches read while the kernels still load (:func:`warm_up`) are held
-(:class:`HeldBatches`) and fed in file order once they are in. Rank 0 prints the Abacus
-lines (:func:`print_results`), shows progress (:class:`Progress`) and writes the JSON
-atomically (:func:`mpieval.locations.write_json`). Inputs and outputs may be URIs
-(:mod:`mpieval.locations`).
+at once. Rank 0 prints the Abacus lines (:func:`print_results`), shows progress
+(:class:`Progress`) and writes the JSON atomically (:func:`mpieval.locations.write_json`).
+Inputs and outputs may be URIs (:mod:`mpieval.locations`).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ import contextlib
 import datetime
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,18 +27,13 @@ from mpieval import locations, readers, split
 from mpieval.comm import Comm
 from mpieval.config import RUN_KEY, MetricSpec, column_types, column_uses
 from mpieval.errors import DataError, InputError, OutputError, StoreError
-from mpieval.kinds import KINDS, kind_named
+from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
 from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
 _ROUND_BYTES = 8 << 20
-# Batches held back while the kernels load (see HeldBatches): at most this many file bytes.
-_HELD_BYTES = 64 << 20
-# While the warm-up thread runs Python, the main thread, back from each pyarrow call that
-# released the GIL, waits up to the switch interval for it (5 ms by default).
-_WARM_UP_SWITCH_INTERVAL = 0.5e-3
 
 
 # -- planning (rank 0) -------------------------------------------------------------------
@@ -112,8 +104,7 @@ def check_writable(path: str, flag: str = "--json") -> None:
 
 
 def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
-            progress: bool = False, warming: threading.Thread | None = None,
-            save_state: str | None = None, report_path: str | None = None,
+            progress: bool = False, save_state: str | None = None, report_path: str | None = None,
             invocation: Invocation | None = None) -> int:
     """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, write the
     outputs; with ``save_state``, also save each rank's metric state there
@@ -122,7 +113,7 @@ def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
     done = evaluate_job(job, comm, progress=progress or (comm.rank == 0 and _tty()),
-                        warming=warming, save_state=save_state)
+                        save_state=save_state)
     record = None if invocation is None else (
         lambda: run_record(invocation, comm.size, done.rows, done.weights))
     comm.agreed(lambda: output(job.specs, done.results, json_path, report_path, run=record)
@@ -164,11 +155,9 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
-             warming: threading.Thread | None = None,
              save_state: str | None = None) -> dict[str, Result]:
     """Collective: the results of :func:`evaluate_job`."""
-    return evaluate_job(job, comm, progress=progress, warming=warming,
-                        save_state=save_state).results
+    return evaluate_job(job, comm, progress=progress, save_state=save_state).results
 
 
 @dataclass(frozen=True)
@@ -182,19 +171,15 @@ class Evaluation:
 
 
 def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
-                 warming: threading.Thread | None = None,
                  save_state: str | None = None) -> Evaluation:
-    """Collective: read this rank's pieces in lockstep with the others, then compute.
-
-    ``warming``: the thread loading the kernels (:func:`warm_up`); batches read while it
-    runs are held (:class:`HeldBatches`).
-    """
+    """Collective: read this rank's pieces in lockstep with the others, feeding each
+    batch to the metrics as it comes, then compute."""
     evaluator = comm.agreed(lambda: _evaluator(job.specs, comm))
     tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
-    held = HeldBatches(lambda batch: _feed(tasks, batch), warming)
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
     rows = 0
-    for totals in reading_rounds(_batches(job, comm.rank), held, comm):
+    for totals in reading_rounds(_batches(job, comm.rank), lambda batch: _feed(tasks, batch),
+                                 comm):
         rows = totals.rows
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
@@ -334,10 +319,11 @@ class Round:
     last: bool
 
 
-def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
+def reading_rounds(batches: Iterator[Batch], feed: Callable[[Batch], None], comm: Comm
                    ) -> Iterator[Round]:
-    """Collective: read ``batches`` into ``held`` in rounds, together with the other ranks;
-    yields each round's :class:`Round`, the last one when no rank reads any more.
+    """Collective: read ``batches`` in rounds together with the other ranks, feeding each
+    to ``feed`` as it is read; yields each round's :class:`Round`, the last one when no
+    rank reads any more.
 
     A round reads about ``_ROUND_BYTES`` of file on this rank (until the batch that
     reaches it, or the end of this rank's input), then starts a small sum of four numbers
@@ -357,7 +343,7 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
     while True:
         if reading:
             try:
-                round_rows, round_bytes, reading = _read_round(batches, held)
+                round_rows, round_bytes, reading = _read_round(batches, feed)
             except (InputError, StoreError) as error:
                 failure, reading = error, False
             else:
@@ -378,80 +364,20 @@ def reading_rounds(batches: Iterator[Batch], held: HeldBatches, comm: Comm
             return
 
 
-def _read_round(batches: Iterator[Batch], held: HeldBatches) -> tuple[int, int, bool]:
+def _read_round(batches: Iterator[Batch], feed: Callable[[Batch], None]
+                ) -> tuple[int, int, bool]:
     """One round of this rank: batches until ``_ROUND_BYTES`` of file or the end of the
-    input (then everything held is fed). Returns the round's rows and bytes, and whether
-    the input goes on."""
+    input, each fed as it is read. Returns the round's rows and bytes, and whether the
+    input goes on."""
     rows = size = 0
     while size < _ROUND_BYTES:
         batch = next(batches, None)
         if batch is None:
-            held.release()
             return rows, size, False
         rows += batch.rows
         size += batch.bytes
-        held.add(batch)
+        feed(batch)
     return rows, size, True
-
-
-class HeldBatches:
-    """Batches read while the kernels load, fed in file order once they are in.
-
-    Parsing needs no kernel: while ``warming`` (:func:`warm_up`) is alive, batches are
-    held until they hold more than ``_HELD_BYTES`` of file; once the thread has ended (or
-    without one) every batch is fed as it comes, after those held before it.
-    """
-
-    def __init__(self, feed: Callable[[Batch], None],
-                 warming: threading.Thread | None = None) -> None:
-        self._feed = feed
-        self._warming = warming
-        self._limit = _HELD_BYTES
-        self._held: list[Batch] = []
-        self.bytes = 0  # of file, in the batches held
-
-    def add(self, batch: Batch) -> None:
-        """Hold ``batch``, or feed it after those held when the kernels are in or when
-        the batches held pass the limit."""
-        self._held.append(batch)
-        self.bytes += batch.bytes
-        loading = self._warming is not None and self._warming.is_alive()
-        if not loading or self.bytes > self._limit:
-            self.release()
-
-    def release(self) -> None:
-        """Feed every batch held, in the order they came."""
-        for batch in self._held:
-            self._feed(batch)
-        self._held.clear()
-        self.bytes = 0
-
-
-def warm_up(kind_names: Iterable[str]) -> threading.Thread:
-    """Load the kinds' compiled kernels on a background thread, started now.
-
-    Importing a kind's modules (numpy code and the extension module ``mpieval._core``) and
-    running its kernels once on a tiny input takes a little while in a fresh process. On
-    this thread that overlaps what the main thread does meanwhile: importing pyarrow and
-    MPI, planning, and parsing the first batches, which :func:`evaluate` holds back until
-    the kernels are in. Only a speed-up: a name that is not a kind, or a
-    failure here, is left for the real run to meet and report.
-    """
-
-    def load() -> None:
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(_WARM_UP_SWITCH_INTERVAL)
-        try:
-            for name in dict.fromkeys(kind_names):
-                if name in KINDS:
-                    with contextlib.suppress(Exception):
-                        KINDS[name].load().warm_up()
-        finally:
-            sys.setswitchinterval(interval)
-
-    thread = threading.Thread(target=load, name="mpieval-warm-up")
-    thread.start()
-    return thread
 
 
 # -- feeding one metric ------------------------------------------------------------------

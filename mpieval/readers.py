@@ -16,10 +16,10 @@ Threads: reads use pyarrow's CPU pool, whose size :func:`use_threads` sets; the 
 line gives a rank all the cores when it runs alone and one thread under ``mpiexec -n N``
 (N > 1), which is what clusters expect (:func:`mpieval.cli.threads_per_rank`).
 
-Files are opened through ``pyarrow.fs`` (:mod:`mpieval.locations`), so a file may be a
-local path or a URI (``s3://``, ``hdfs://``, ``gs://``, ``file://``): text pieces are
-ranged reads of one random-access file, gzip a stream, Parquet row groups read by
-range. ``InputFile.path`` is the location as shown (a URI's secrets redacted) and
+Files are opened through :mod:`mpieval.locations` (a store's through ``pyarrow.fs``), so a
+file may be a local path or a URI (``s3://``, ``hdfs://``, ``gs://``, ``file://``): text
+pieces are ranged reads of one random-access file, gzip a stream, Parquet row groups read
+by range. ``InputFile.path`` is the location as shown (a URI's secrets redacted) and
 ``InputFile.source`` the location itself when that differs.
 
 Nothing is coerced: no value is treated as missing (``null_values=[]``), an empty
@@ -45,7 +45,6 @@ import numpy as np
 # of text files without ids or filters does not need.
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.fs as pafs
 
 from mpieval import locations
 from mpieval.errors import DataError, InputError, StoreError
@@ -106,16 +105,14 @@ def inspect(path: str, format: str | None) -> InputFile:
     checking that the path is a regular file: a directory is named as one)."""
     location = locations.locate(path)
     shown = location.shown
-    info = locations.guarded(location, "read",
-                             lambda: location.filesystem.get_file_info(location.path))
-    if info.type == pafs.FileType.NotFound:
+    kind, size = locations.guarded(location, "read", lambda: locations.file_type(location))
+    if kind == "missing":
         raise locations.failure(location, "read", FileNotFoundError())
-    if info.type == pafs.FileType.Directory:
+    if kind == "directory":
         raise DataError(shown, "is a directory, not a regular file (give its files, or a "
                         "pattern such as DIR/*.tsv)")
-    if info.type != pafs.FileType.File:
+    if kind != "file":
         raise DataError(shown, "not a regular file")
-    size = info.size
     if size == 0 and not location.remote and _has_contents(location.path):
         raise DataError(shown, "not a regular file (its size is 0 but it reads: a /proc "
                         "or /sys file?); copy it to a file first")
@@ -143,8 +140,7 @@ def _has_contents(path: str) -> bool:
 @contextlib.contextmanager
 def _opened(location: Location) -> Iterator[pa.NativeFile]:
     """A random-access file of the location (errors as :func:`locations.failure`)."""
-    handle = locations.guarded(location, "read",
-                               lambda: location.filesystem.open_input_file(location.path))
+    handle = locations.guarded(location, "read", lambda: locations.open_input_file(location))
     try:
         yield handle
     finally:

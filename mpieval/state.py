@@ -128,11 +128,11 @@ def _concatenate(into: RowBuffer, first: RowBuffer, second: RowBuffer) -> None:
     into.append(**second.columns())
 
 
-def pack(parts: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Named float64 arrays as one flat buffer, in order (the inverse of :func:`unpack`)."""
-    if not parts:
-        return np.zeros(0, dtype=np.float64)
-    return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in parts.values()])
+def pack(*parts: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Named float64 arrays, of one or more parts, as one flat buffer in order (the inverse
+    of :func:`unpack`, part by part): one copy of each array."""
+    arrays = [np.asarray(a, dtype=np.float64).ravel() for part in parts for a in part.values()]
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float64)
 
 
 def unpack(buffer: np.ndarray, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:

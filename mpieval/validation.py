@@ -51,10 +51,12 @@ def unmasked(field: str, values: object) -> object:
     """``values``, or the data of a ``numpy.ma`` masked array that masks nothing.
 
     A masked value is refused, never dropped or read as its hidden data: say which rows
-    count by passing only those.
+    count by passing only those. A masked array exists only once ``numpy.ma`` is imported,
+    so it is looked for only then (``np.ma`` would import it, 20-40 ms of every run).
     """
-    if isinstance(values, np.ma.MaskedArray):
-        mask = np.ma.getmaskarray(values)
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(values, ma.MaskedArray):
+        mask = ma.getmaskarray(values)
         if mask.any():
             where = np.flatnonzero(mask.ravel())
             raise InputError(field, "is a masked array with masked values (numpy.ma): "

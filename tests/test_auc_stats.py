@@ -150,6 +150,99 @@ def test_large_curves_have_at_most_1001_points_spread_along_them(rng):
     assert compute(pred, label, 1_000_000).roc_curve == result.roc_curve  # deterministic
 
 
+_FIGURES = {"roc_curve": "roc", "calibration_curve": "calibration", "pr_curve": "precision_recall",
+            "score_histogram": "histogram"}
+
+
+def _counted_kernels(monkeypatch) -> dict[str, int]:
+    """Calls of the filled buckets' search and of each figure's kernel, counted."""
+    calls: dict[str, int] = {}
+
+    def counted(name):
+        real = getattr(kernels, name)
+
+        def call(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+        return call
+
+    for name in ["filled_buckets", *_FIGURES.values()]:
+        monkeypatch.setattr(kernels, name, counted(name))
+    return calls
+
+
+def _computed(metric):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+def _assert_figures_are_the_tables(result, table):
+    d = result.to_dict()
+    assert d["roc_curve"] == kernels.roc_from_table(*table).tolist()
+    assert d["pr_curve"] == kernels.pr_from_table(*table).tolist()
+    calibration = kernels.calibration_from_table(*table).tolist()
+    assert d["calibration_curve"] == calibration and len(calibration) > 10
+    assert result.ece == kernels.expected_calibration_error(calibration)
+    histogram = kernels.histogram_from_table(*table)
+    assert np.array(result.score_histogram).tolist() == histogram.tolist()
+    assert histogram[:, 2:].sum() == pytest.approx(table.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, monkeypatch,
+                                                                          weighted):
+    """compute() finds the table's filled buckets once (bucket error, DeLong) and draws no
+    figure; the figures are drawn once, when read (to_dict), and are those of the
+    whole table's functions; then the buckets are let go."""
+    pred, label = ctr_data(rng, 4000)
+    weight = rng.exponential(1.0, 4000) if weighted else None
+    metric = AucMetric(10_000, comm=Comm.local())
+    metric.update(pred, label, weight)
+    calls = _counted_kernels(monkeypatch)
+    result = _computed(metric)
+    assert calls == {"filled_buckets": 1}
+    assert result.figures is not None and result.figures.buckets is not None
+    first = result.to_dict()
+    assert result.to_dict() == first
+    assert calls == {"filled_buckets": 1, **{name: 1 for name in _FIGURES.values()}}
+    assert result.figures.buckets is None  # every figure drawn: the buckets let go
+    monkeypatch.undo()
+    _assert_figures_are_the_tables(result, metric.state.summed("table"))
+
+
+def test_a_large_tables_figures_are_drawn_at_compute_and_its_buckets_let_go(rng,
+                                                                            monkeypatch):
+    """Past ``LAZY_FIGURES_BUCKETS`` filled buckets, a result keeps the figures, not the
+    buckets (a trainer may keep its results)."""
+    from mpieval.kinds.auc import metric as auc_metric
+
+    monkeypatch.setattr(auc_metric, "LAZY_FIGURES_BUCKETS", 500)
+    pred, label = ctr_data(rng, 4000)
+    small, large = AucMetric(400, comm=Comm.local()), AucMetric(10_000, comm=Comm.local())
+    small.update(pred, label)
+    large.update(pred, label)
+    calls = _counted_kernels(monkeypatch)
+    assert _computed(small).figures.buckets is not None  # at most 400 filled: kept
+    assert calls == {"filled_buckets": 1}
+    result = _computed(large)
+    assert calls == {"filled_buckets": 2, **{name: 1 for name in _FIGURES.values()}}
+    assert result.figures is not None and result.figures.buckets is None
+    monkeypatch.undo()
+    _assert_figures_are_the_tables(result, large.state.summed("table"))
+
+
+def test_a_result_without_its_table_has_no_figures():
+    result = compute(np.array([0.2, 0.7]), np.array([0, 1]))
+    bare = type(result)(**{name: getattr(result, name) for name in (
+        "auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr", "copc",
+        "positives", "rows", "table_size")})
+    assert result.roc_curve and result.score_histogram
+    assert (bare.roc_curve, bare.calibration_curve, bare.pr_curve, bare.score_histogram) == (
+        [], [], [], [])
+    assert math.isnan(bare.ece)
+
+
 def test_calibration_bins_of_a_small_table_are_its_buckets():
     table = np.array([[3.0, 0.0, 1.0, 2.0], [1.0, 0.0, 3.0, 0.0]])
     got = kernels.calibration_from_table(table[0], table[1]).tolist()

@@ -10,7 +10,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import warnings
 
 import numpy as np
@@ -21,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from oracle_pairs import pn_totals
 
-from mpieval import cli, pipeline, readers
+from mpieval import cli, pipeline
 from mpieval.comm import Comm
 from mpieval.errors import DataError, InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
@@ -487,13 +486,13 @@ def test_the_example_config_runs(tmp_path, capsys):
 
 
 def test_the_documented_config_block_is_valid():
-    from mpieval.config import specs_from_config, tomllib
+    from mpieval.config import parse_toml, specs_from_config
 
     with open(os.path.join(ROOT, "docs", "cli.md")) as page:
         text = page.read()
     section = text.split("## Config", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
-    specs = specs_from_config(tomllib.loads(block), "docs/cli.md")
+    specs = specs_from_config(parse_toml(block), "docs/cli.md")
     assert [s.name for s in specs] == ["item_sim", "cvr", "item_sim_cmatch222", "user_ctr",
                                        "grade_pn"]
 
@@ -598,56 +597,8 @@ def test_thread_count_does_not_change_results(tmp_path, capsys, data, monkeypatc
     assert_same_lines(out.splitlines(), want)
 
 
-@pytest.mark.parametrize("held_bytes", [1 << 30, 1])
-def test_batches_read_while_kernels_load_are_fed_in_order(tmp_path, monkeypatch, data,
-                                                          held_bytes):
-    """While the warm-up runs, batches are held (up to ``_HELD_BYTES``), then fed in file
-    order; the numbers are those of a run without the warm-up."""
-    files = shards(tmp_path, data, ["a.tsv", "b.tsv"])
-    monkeypatch.setattr(readers, "DEFAULT_CHUNK_BYTES", 4096)  # many batches,
-    monkeypatch.setattr(readers, "DEFAULT_STREAM_BYTES", 4096)  # on any thread count
-    monkeypatch.setattr(pipeline, "_HELD_BYTES", held_bytes)
-    job = pipeline.plan_job(cli.specs_from_args(cli.build_parser().parse_args(
-        ["eval", "--metrics", "auc,pn", *files])), files, 1)
-    comm = Comm.local()
-    loaded = threading.Event()
-    warming = threading.Thread(target=loaded.wait, args=(30,))
-    warming.start()
-    read: list[str] = []
-    fed: list[tuple[str, bool]] = []
-    real_batches, real_feed = pipeline._batches, pipeline.Task.feed
-
-    def batches(job, rank):
-        for batch in real_batches(job, rank):
-            read.append(batch.where(0))
-            if len(read) == 5:
-                loaded.set()  # the kernels are in once five batches are read
-            yield batch
-
-    def feed(task, batch):
-        fed.append((batch.where(0), loaded.is_set()))
-        real_feed(task, batch)
-
-    monkeypatch.setattr(pipeline, "_batches", batches)
-    monkeypatch.setattr(pipeline.Task, "feed", feed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        held = pipeline.evaluate(job, comm, warming=warming)
-        monkeypatch.setattr(pipeline, "_batches", real_batches)
-        monkeypatch.setattr(pipeline.Task, "feed", real_feed)
-        plain = pipeline.evaluate(job, comm)
-    warming.join()
-    assert len(read) > 10
-    assert [where for where, _ in fed][::2] == read  # two tasks, each batch in order
-    if held_bytes > 1:
-        assert all(was_loaded for _, was_loaded in fed)  # nothing fed before the kernels
-    else:
-        assert not fed[0][1]  # no room to hold: fed at once, the kernels wait for it
-    assert Evaluator.to_dict(held) == Evaluator.to_dict(plain)
-
-
 class _FakeBatch:
-    """What the reading rounds and the held batches look at: rows and file bytes."""
+    """What the reading rounds look at: rows and file bytes."""
 
     def __init__(self, name: str, size: int, rows: int = 1) -> None:
         self.name, self.bytes, self.rows = name, size, rows
@@ -666,55 +617,6 @@ def _fake_batches(names: list[str], size: int, read: list[str] | None = None,
         yield _FakeBatch(name, size, rows=3)
 
 
-@pytest.fixture
-def loading():
-    """A stand-in for the warm-up thread: alive until its event is set (or the test ends)."""
-    loaded = threading.Event()
-    warming = threading.Thread(target=loaded.wait, args=(30,))
-    warming.start()
-    yield warming, loaded
-    loaded.set()
-    warming.join()
-
-
-def test_held_batches_wait_for_the_kernels_then_feed_in_order(monkeypatch, loading):
-    monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
-    warming, loaded = loading
-    fed: list[str] = []
-    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), warming)
-    for k in range(3):  # 30, 60, 90 bytes: held
-        held.add(_FakeBatch(f"b{k}", 30))
-    assert fed == [] and held.bytes == 90
-    held.add(_FakeBatch("b3", 30))  # 120 > 100: everything fed, in order
-    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 0
-    held.add(_FakeBatch("b4", 30))
-    assert fed[-1] == "b3" and held.bytes == 30
-    loaded.set()
-    warming.join()
-    held.add(_FakeBatch("b5", 30))  # the kernels are in: fed at once, after those held
-    assert fed == ["b0", "b1", "b2", "b3", "b4", "b5"] and held.bytes == 0
-
-
-def test_held_batches_never_hold_past_the_limit(monkeypatch, loading):
-    monkeypatch.setattr(pipeline, "_HELD_BYTES", 100)
-    fed: list[str] = []
-    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name), loading[0])
-    for k, size in enumerate([40, 70, 10, 200, 50, 30, 20]):
-        held.add(_FakeBatch(f"b{k}", size))
-        assert held.bytes <= 100
-    assert fed == ["b0", "b1", "b2", "b3"] and held.bytes == 100  # 100 is not past it
-    held.release()  # the end of the input: everything held is fed
-    assert fed == [f"b{k}" for k in range(7)] and held.bytes == 0
-
-
-def test_held_batches_without_a_warm_up_feed_at_once():
-    fed: list[str] = []
-    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name))
-    held.add(_FakeBatch("b0", 1 << 40))
-    held.add(_FakeBatch("b1", 1))
-    assert fed == ["b0", "b1"] and held.bytes == 0
-
-
 @pytest.mark.parametrize(("count", "totals", "reads", "lasts"), [
     (10, [4, 8, 10], [8, 10, 10], [False, False, True]),  # the last ends at the input's end
     (8, [4, 8, 8], [8, 8, 8], [False, False, True]),  # a round on a budget, then the end
@@ -728,9 +630,9 @@ def test_a_round_stops_at_the_byte_budget(monkeypatch, count, totals, reads, las
     read: list[str] = []
     fed: list[str] = []
     names = [f"b{k}" for k in range(count)]
-    held = pipeline.HeldBatches(lambda batch: fed.append(batch.name))
     rounds = []
-    for done in pipeline.reading_rounds(_fake_batches(names, 30, read), held, Comm.local()):
+    for done in pipeline.reading_rounds(_fake_batches(names, 30, read),
+                                        lambda batch: fed.append(batch.name), Comm.local()):
         assert fed == read
         rounds.append((len(read), done))
     assert [n for n, _ in rounds] == reads
@@ -742,9 +644,8 @@ def test_a_round_stops_at_the_byte_budget(monkeypatch, count, totals, reads, las
 def test_a_bad_batch_ends_the_rounds_with_its_error(monkeypatch):
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 100)
     names = [f"b{k}" for k in range(10)]
-    held = pipeline.HeldBatches(lambda batch: None)
-    rounds = pipeline.reading_rounds(_fake_batches(names, 30, fail_at="b5"), held,
-                                     Comm.local())
+    rounds = pipeline.reading_rounds(_fake_batches(names, 30, fail_at="b5"),
+                                     lambda batch: None, Comm.local())
     assert next(rounds).bytes == 120
     with pytest.raises(DataError, match="b5:2: column pred"):
         next(rounds)
@@ -757,8 +658,8 @@ def test_reading_rounds_are_in_lockstep_on_every_rank(comm, monkeypatch):
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 25)
     count = 2 + 5 * comm.rank
     names = [f"r{comm.rank}b{k}" for k in range(count)]
-    held = pipeline.HeldBatches(lambda batch: None)
-    rounds = list(pipeline.reading_rounds(_fake_batches(names, 10), held, comm))
+    rounds = list(pipeline.reading_rounds(_fake_batches(names, 10), lambda batch: None,
+                                          comm))
     assert comm.allgather(rounds) == [rounds] * comm.size
     assert [done.last for done in rounds] == [False] * (len(rounds) - 1) + [True]
     longest = 2 + 5 * (comm.size - 1)
@@ -772,10 +673,9 @@ def test_a_bad_batch_on_one_rank_stops_every_rank_a_round_later(comm, monkeypatc
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 25)
     last = comm.size - 1
     names = [f"r{comm.rank}b{k}" for k in range(20)]
-    held = pipeline.HeldBatches(lambda batch: None)
     rounds = pipeline.reading_rounds(
         _fake_batches(names, 10, fail_at=f"r{last}b4" if comm.rank == last else None),
-        held, comm)
+        lambda batch: None, comm)
     assert not next(rounds).last  # batches 0-2 everywhere (batch 4 of the last rank is
     with pytest.raises(InputError) as raised:  # bad: the other ranks read 6-8 meanwhile)
         next(rounds)
@@ -804,19 +704,35 @@ def test_nothing_in_mpieval_imports_the_command_line():
 
 def test_no_jit_compiler_is_loaded_the_kernels_are_an_extension_module(tmp_path, data):
     """The kernels are compiled ahead of time (``mpieval._core``, a shared library): a run
-    of every kind with their warm-ups loads neither numba nor llvmlite."""
+    of the compiled kinds loads neither numba nor llvmlite."""
     (path,) = shards(tmp_path, data, ["a.tsv"])
     script = f"""
 import sys
 import mpieval, mpieval.cli
 from mpieval import _core
-from mpieval.kinds import KINDS
 assert _core.__file__.endswith(('.so', '.pyd')), _core.__file__
 assert all(getattr(mpieval, name) for name in mpieval.__all__)
-for name in ("auc", "wuauc", "pn"):
-    KINDS[name].load().warm_up()
 assert mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}]) == 0
 assert not {{"numba", "llvmlite"}} & set(sys.modules), sorted(sys.modules)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "MPIEVAL_NO_MPI": "1"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_plain_run_imports_no_more_than_it_needs(tmp_path, data):
+    """Start-up: a run of local files on one rank that writes no JSON nor report imports
+    no ``numpy.ma`` (no figure is drawn, and no value can be a masked array before it is
+    imported), no ``pyarrow.fs`` (local files need no file system), no ``tomllib`` (no
+    config), no ``statistics`` (no interval) and no ``hashlib`` (no layout to agree on)."""
+    (path,) = shards(tmp_path, data, ["a.tsv"])
+    script = f"""
+import sys
+import mpieval.cli
+status = mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}])
+assert status == 0, status
+loaded = {{"numpy.ma", "pyarrow.fs", "tomllib", "statistics", "hashlib"}} & set(sys.modules)
+assert not loaded, sorted(loaded)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env={**os.environ, "MPIEVAL_NO_MPI": "1"}, timeout=120)

@@ -57,6 +57,20 @@ def test_sum_returns_a_new_array(comm):
 
 
 @pytest.mark.mpi
+def test_a_scratch_buffer_sums_on_any_ranks_and_is_the_sum_alone(comm):
+    """``scratch=True``: the same sum; without a transport (one rank, no MPI) the buffer
+    itself comes back, not a copy."""
+    from mpieval.comm import Comm
+
+    local = np.full(5, comm.rank + 1.0)
+    total = comm.sum(local, scratch=True)
+    assert np.all(total == comm.size * (comm.size + 1) / 2)
+    alone = np.arange(4.0)
+    assert Comm.local().sum(alone, scratch=True) is alone
+    assert Comm.local().sum(alone) is not alone
+
+
+@pytest.mark.mpi
 def test_started_sums_are_collected_later_in_order(comm):
     """Two sums in flight at once, collected after other work, then a blocking
     collective: each total is its own sum over the ranks; the inputs are unchanged."""

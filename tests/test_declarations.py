@@ -67,6 +67,11 @@ def test_pack_and_unpack_are_inverse():
         np.testing.assert_array_equal(back[name], value)
     with pytest.raises(ValueError, match="does not hold"):
         unpack(buffer, {"a": (2, 2)})
+    more = {"d": np.array([[8.0, 9.0]], np.float32)}
+    both = pack(parts, {}, more)  # several parts, one after the other, in one buffer
+    assert both.dtype == np.float64 and both.tolist() == [0, 1, 2, 3, 4, 5, 7, 8, 9]
+    assert unpack(both[7:], {"d": (1, 2)})["d"].tolist() == [[8.0, 9.0]]
+    assert pack().tolist() == []
 
 
 def test_summed_parts_share_one_buffer_and_rows_concatenate():

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpieval import readers, split
+from mpieval import locations, readers, split
 from mpieval.errors import DataError
 
 TYPES = {"id": "int", "pred": "float"}
@@ -276,6 +276,30 @@ def test_missing_and_unreadable_files(tmp_path):
             inspect(path)
     with pytest.raises(DataError, match="not a regular file"):
         readers.inspect(str(tmp_path), "tsv")
+
+
+def test_a_local_file_is_looked_at_as_pyarrows_local_file_system_sees_it(tmp_path):
+    """Local files are looked at and opened without ``pyarrow.fs``; what they are and
+    what they read is what its ``LocalFileSystem`` says."""
+    import pyarrow.fs as pafs
+
+    (tmp_path / "f.tsv").write_bytes(b"pred\tlabel\n0.5\t1\n")
+    (tmp_path / "link.tsv").symlink_to(tmp_path / "f.tsv")
+    (tmp_path / "dangling.tsv").symlink_to(tmp_path / "gone.tsv")
+    os.mkfifo(tmp_path / "pipe")
+    kinds = {pafs.FileType.File: "file", pafs.FileType.Directory: "directory",
+             pafs.FileType.NotFound: "missing", pafs.FileType.Unknown: "other"}
+    local = pafs.LocalFileSystem()
+    for name in ["f.tsv", "link.tsv", "dangling.tsv", "gone.tsv", "f.tsv/x", ".", "pipe"]:
+        path = str(tmp_path / name)
+        location = locations.locate(path)
+        assert location.store is None and not location.remote
+        info = local.get_file_info(path)
+        want = (kinds[info.type], info.size if info.type == pafs.FileType.File else 0)
+        assert locations.file_type(location) == want, name
+        assert locations.file_type(locations.locate("file://" + path)) == want, name
+    with locations.open_input_file(locations.locate(str(tmp_path / "link.tsv"))) as handle:
+        assert handle.size() == 17 and handle.read_at(3, 14) == b"\t1\n"
 
 
 def test_missing_column_names_the_header_line(tmp_path):

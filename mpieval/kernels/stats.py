@@ -21,21 +21,31 @@ from __future__ import annotations
 
 import functools
 import math
-from statistics import NormalDist
+from typing import TYPE_CHECKING
 
-_NORMAL = NormalDist()
+if TYPE_CHECKING:
+    from statistics import NormalDist
+
+
+@functools.cache
+def _normal() -> NormalDist:
+    """The standard normal distribution (``statistics`` imported when first needed: 4-5 ms
+    that a run without intervals need not pay)."""
+    from statistics import NormalDist
+
+    return NormalDist()
 
 
 def z_value(level: float) -> float:
     """The two-sided normal quantile of ``level`` (1.959964 for 0.95)."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), not {level}")
-    return _NORMAL.inv_cdf(0.5 + level / 2)
+    return _normal().inv_cdf(0.5 + level / 2)
 
 
 def normal_cdf(x: float) -> float:
     """The standard normal distribution function."""
-    return _NORMAL.cdf(x)
+    return _normal().cdf(x)
 
 
 def interval(value: float, stderr: float, level: float, low: float = -math.inf,

@@ -25,7 +25,7 @@ import numpy as np
 
 from mpieval import _core
 from mpieval.kernels import exact
-from mpieval.kinds.auc.kernels import filled_buckets
+from mpieval.kinds.auc.kernels import FilledBuckets
 
 
 def delong_from_table(negatives: np.ndarray, positives: np.ndarray,
@@ -33,8 +33,13 @@ def delong_from_table(negatives: np.ndarray, positives: np.ndarray,
                       ) -> tuple[float, float, float, float]:
     """``(auc, variance, auprc, tie_bound)`` of the histogram (:func:`_delong`, over the
     filled buckets: the sweep skips the others)."""
-    filled = filled_buckets(negatives, positives)
-    return _delong(negatives[filled], positives[filled], units)
+    return delong_sweep(FilledBuckets.of(negatives, positives), units)
+
+
+def delong_sweep(filled: FilledBuckets, units: tuple[float, float] | None = None,
+                 ) -> tuple[float, float, float, float]:
+    """:func:`delong_from_table` from the table's filled buckets."""
+    return _delong(filled.negatives, filled.positives, units)
 
 
 def _delong(negatives: np.ndarray, positives: np.ndarray,

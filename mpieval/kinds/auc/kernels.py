@@ -30,11 +30,11 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from mpieval import _core
-from mpieval.kernels import exact
 
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
@@ -160,7 +160,9 @@ def auc_from_table(table: np.ndarray) -> float:
     tp_total = float(tp[-1]) if len(tp) else 0.0
     if fp_total * tp_total == 0:
         return math.nan
-    area = float(neg @ (2 * tp - pos)) / 2  # tp_before + tp_after = 2 tp_after - pos
+    tp *= 2  # tp_before + tp_after = 2 tp_after - pos (in place: no other T-sized array)
+    tp -= pos
+    area = float(neg @ tp) / 2
     return area / (fp_total * tp_total)
 
 
@@ -177,21 +179,19 @@ def bucket_error_from_table(negatives: np.ndarray, positives: np.ndarray) -> flo
     ``sum(error * shows) / sum(shows)`` over the ranges kept; NaN when none was kept
     (the seed returns 0 there).
     """
-    filled = filled_buckets(negatives, positives)
-    return _bucket_error(filled, negatives[filled], positives[filled], len(negatives))
+    return bucket_error(FilledBuckets.of(negatives, positives))
 
 
-def _bucket_error(filled: np.ndarray, negatives: np.ndarray, positives: np.ndarray,
-                  table_size: int) -> float:
-    """:func:`bucket_error_from_table` from the filled buckets ``filled`` (ascending) and
-    their counts (``bucket_error`` in ``kernels.hpp`` beside this module). An empty bucket adds
-    nothing; what the seed's sweep does there is only to restart the range (when the CTR
-    has moved more than ``kMaxSpan`` from its start), and that is replayed there: the next
-    restart is the first bucket ``j`` where the seed's own test ``abs(j / T - last_ctr) >
-    kMaxSpan`` holds (the same expression, so the same float decisions), found from an
-    estimate and a few steps."""
-    return float(_core.bucket_error(np.ascontiguousarray(filled, np.int64), _f64(negatives),
-                                    _f64(positives), int(table_size)))
+def bucket_error(filled: FilledBuckets) -> float:
+    """:func:`bucket_error_from_table` from the table's filled buckets (``bucket_error`` in
+    ``kernels.hpp`` beside this module). An empty bucket adds nothing; what the seed's
+    sweep does there is only to restart the range (when the CTR has moved more than
+    ``kMaxSpan`` from its start), and that is replayed there: the next restart is the first
+    bucket ``j`` where the seed's own test ``abs(j / T - last_ctr) > kMaxSpan`` holds (the
+    same expression, so the same float decisions), found from an estimate and a few
+    steps."""
+    return float(_core.bucket_error(filled.index, filled.negatives, filled.positives,
+                                    filled.table_size))
 
 
 def _f64(values: np.ndarray) -> np.ndarray:
@@ -201,6 +201,33 @@ def _f64(values: np.ndarray) -> np.ndarray:
 def filled_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
     """The buckets that hold a row (weights are never negative), in order."""
     return np.flatnonzero((negatives != 0) | (positives != 0))
+
+
+@dataclass(frozen=True, eq=False)
+class FilledBuckets:
+    """A table's filled buckets (:func:`filled_buckets`), found once for every sweep that
+    skips the empty ones: their ``index`` (int64, ascending), their ``negatives`` and
+    ``positives`` (float64), and the table's size ``T``. 24 bytes a filled bucket. (Equal
+    only to itself: arrays have no one truth value.)"""
+
+    index: np.ndarray
+    negatives: np.ndarray
+    positives: np.ndarray
+    table_size: int
+
+    @classmethod
+    def of(cls, negatives: np.ndarray, positives: np.ndarray) -> FilledBuckets:
+        """The filled buckets of the table rows ``negatives`` and ``positives``."""
+        index = filled_buckets(negatives, positives)
+        return cls(np.ascontiguousarray(index, np.int64), _f64(negatives[index]),
+                   _f64(positives[index]), len(negatives))
+
+    def table(self) -> np.ndarray:
+        """The whole table again, (2, T): the filled buckets' counts, 0 elsewhere."""
+        table = np.zeros((2, self.table_size))
+        table[0, self.index] = self.negatives
+        table[1, self.index] = self.positives
+        return table
 
 
 CURVE_POINTS = 1000  # at most this many steps in each curve
@@ -214,9 +241,13 @@ def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
     each of ``points`` equal steps of its total 2 (deterministic, spread along the curve),
     and the last. Empty when a class is missing. (The sweep sees the filled buckets only:
     it skips the others.)"""
-    filled = filled_buckets(negatives, positives)
-    curve = np.zeros((min(len(filled), points + 1) + 1, 2))
-    return curve[: _core.roc(_f64(negatives[filled]), _f64(positives[filled]), points, curve)]
+    return roc(FilledBuckets.of(negatives, positives), points)
+
+
+def roc(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray:
+    """:func:`roc_from_table` from the table's filled buckets."""
+    curve = np.zeros((min(len(filled.index), points + 1) + 1, 2))
+    return curve[: _core.roc(filled.negatives, filled.positives, points, curve)]
 
 
 def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
@@ -227,10 +258,14 @@ def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
     split). ``mean_pred`` is the rows-weighted mean of the buckets' midpoints ``(b + 1/2) /
     T`` (within ``1 / 2T`` of the mean raw pred); ``rows`` is the weight sum. Empty
     without rows."""
-    filled = filled_buckets(negatives, positives)
+    return calibration(FilledBuckets.of(negatives, positives), points)
+
+
+def calibration(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray:
+    """:func:`calibration_from_table` from the table's filled buckets."""
     bins = np.zeros((points, 3))
-    count = _core.calibration(np.ascontiguousarray(filled, np.int64), _f64(negatives[filled]),
-                              _f64(positives[filled]), len(negatives), points, bins)
+    count = _core.calibration(filled.index, filled.negatives, filled.positives,
+                              filled.table_size, points, bins)
     return bins[:count]
 
 
@@ -244,9 +279,13 @@ def pr_from_table(negatives: np.ndarray, positives: np.ndarray,
     each of ``points`` equal steps of its total 2 (as :func:`roc_from_table` thins), and
     the last. The step area ``sum (recall_i - recall_(i-1)) precision_i`` of the unthinned
     curve is ``auprc``. Empty without positives."""
-    filled = filled_buckets(negatives, positives)
-    tp = np.cumsum(_f64(positives[filled])[::-1])
-    fp = np.cumsum(_f64(negatives[filled])[::-1])
+    return precision_recall(FilledBuckets.of(negatives, positives), points)
+
+
+def precision_recall(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray:
+    """:func:`pr_from_table` from the table's filled buckets."""
+    tp = np.cumsum(filled.positives[::-1])
+    fp = np.cumsum(filled.negatives[::-1])
     if not len(tp) or tp[-1] == 0:
         return np.zeros((0, 2))
     recall = tp / tp[-1]
@@ -275,11 +314,18 @@ def histogram_from_table(negatives: np.ndarray, positives: np.ndarray,
     buckets are dropped); the rows beyond, at most ``tail`` of them on each side, in an
     end bin to 0 and one to 1 (left out when the inner bins already reach 0 or 1).
     Empty without rows."""
-    size = len(negatives)
-    filled = filled_buckets(negatives, positives)
+    return histogram(FilledBuckets.of(negatives, positives), bins, tail)
+
+
+def histogram(buckets: FilledBuckets, bins: int = HISTOGRAM_BINS,
+              tail: float = HISTOGRAM_TAIL) -> np.ndarray:
+    """:func:`histogram_from_table` from the table's filled buckets (and the whole table
+    made again from them, whose bins it sums)."""
+    size = buckets.table_size
+    filled = buckets.index
     if not len(filled):
         return np.zeros((0, 4))
-    cumulative = np.cumsum(_f64(negatives[filled]) + _f64(positives[filled]))
+    cumulative = np.cumsum(buckets.negatives + buckets.positives)
     total = cumulative[-1]
     low = int(filled[min(np.searchsorted(cumulative, tail * total, side="right"),
                          len(filled) - 1)])
@@ -291,8 +337,7 @@ def histogram_from_table(negatives: np.ndarray, positives: np.ndarray,
     inner = np.rint(size / (1 + np.exp(-logits))).astype(np.int64)
     inner[0], inner[-1] = low, high
     edges = np.unique(np.concatenate([[0], np.clip(inner, low, high), [size]]))
-    table = np.vstack([_f64(negatives), _f64(positives)])
-    sums = np.add.reduceat(table, edges[:-1], axis=1)
+    sums = np.add.reduceat(buckets.table(), edges[:-1], axis=1)
     return np.column_stack([edges[:-1] / size, edges[1:] / size, sums[0], sums[1]])
 
 
@@ -335,17 +380,3 @@ def expected_calibration_error(points: Sequence[Sequence[float]]) -> float:
     if not bins:
         return math.nan
     return sum(r * abs(a - p) for p, a, r in bins) / sum(r for _, _, r in bins)
-
-
-def warm_up() -> None:
-    """Run the compiled update (float64 pred and label, as files are read) and sweeps once
-    on a tiny table: the extension module is loaded ahead of time, so this only checks
-    it (:func:`mpieval.cli.main` calls it on a background thread while the first batches
-    are read)."""
-    table = np.zeros((2, 4))
-    accumulate(table, exact.accumulator(N_SUMS), np.array([0.25, 0.75]), np.array([0.0, 1.0]))
-    bucket_error_from_table(table[0], table[1])
-    roc_from_table(table[0], table[1])
-    calibration_from_table(table[0], table[1])
-    pr_from_table(table[0], table[1])
-    histogram_from_table(table[0], table[1])

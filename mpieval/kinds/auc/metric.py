@@ -86,6 +86,46 @@ class AucComparison:
                 f"auc_diff_low={v(low)} auc_diff_high={v(high)} auc_diff_p={v(self.p)}")
 
 
+FIGURES = ("roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram")
+LAZY_FIGURES_BUCKETS = 1 << 16  # filled buckets a result may keep for figures not yet drawn
+
+
+class AucFigures:
+    """The figures (:data:`FIGURES`) of a merged table, each drawn once, when first asked
+    for, from its filled buckets (``buckets``,
+    :class:`~mpieval.kinds.auc.kernels.FilledBuckets`: 24 bytes a bucket), which are let
+    go once every figure is drawn. A table of more than :data:`LAZY_FIGURES_BUCKETS`
+    filled buckets has its figures drawn at once (a large run's, where they cost little
+    beside it), so that a result kept holds at most about 1.5 MB of buckets, or the
+    figures alone."""
+
+    def __init__(self, buckets: kernels.FilledBuckets) -> None:
+        self.buckets: kernels.FilledBuckets | None = buckets
+        self._drawn: dict[str, Any] = {}
+        if len(buckets.index) > LAZY_FIGURES_BUCKETS:
+            for name in FIGURES:
+                self.drawn(name)
+
+    def drawn(self, name: str) -> Any:
+        """The figure ``name`` (one of :data:`FIGURES`), drawn now if it was not."""
+        if name not in self._drawn:
+            if name == "ece":
+                figure: Any = kernels.expected_calibration_error(
+                    self.drawn("calibration_curve"))
+            else:
+                assert self.buckets is not None  # kept until every figure is drawn
+                figure = getattr(kernels, _DRAWN_BY[name])(self.buckets).tolist()
+            self._drawn[name] = figure
+            if len(self._drawn) == len(FIGURES):
+                self.buckets = None
+        return self._drawn[name]
+
+
+# The kernel that draws each figure from the filled buckets (looked up when called).
+_DRAWN_BY = {"roc_curve": "roc", "calibration_curve": "calibration",
+             "pr_curve": "precision_recall", "score_histogram": "histogram"}
+
+
 @dataclass(frozen=True)
 class AucResult:
     """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
@@ -98,7 +138,12 @@ class AucResult:
     ``"importance"``); under importance, ``effective`` holds the classes' effective
     sizes and the rows of the CTR's interval (:mod:`mpieval.kinds.auc.importance`; not in
     JSON). ``window``: the same values over the recent window (``window=``), or None. The
-    log line is the Abacus one (lifetime) and has none of the statistics."""
+    log line is the Abacus one (lifetime) and has none of the statistics.
+
+    The figures (:data:`FIGURES`: ``roc_curve``, ``calibration_curve``, ``ece``,
+    ``pr_curve``, ``score_histogram``) come from ``figures`` (:class:`AucFigures`: drawn
+    from the merged table when first read; ``to_dict()`` reads them, the log line does
+    not); empty (``ece`` NaN) without it."""
 
     auc: float
     bucket_error: float
@@ -116,15 +161,40 @@ class AucResult:
     ne: float = math.nan
     auprc: float = math.nan
     auc_tie_bound: float = math.nan
-    roc_curve: list[list[float]] = field(default_factory=list)
-    calibration_curve: list[list[float]] = field(default_factory=list)
-    ece: float = math.nan
-    pr_curve: list[list[float]] = field(default_factory=list)
-    score_histogram: list[list[float]] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
     effective: importance.Effective | None = None
     compare: AucComparison | None = None
     window: AucResult | None = None
+    figures: AucFigures | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def roc_curve(self) -> list[list[float]]:
+        """ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`)."""
+        return [] if self.figures is None else self.figures.drawn("roc_curve")
+
+    @property
+    def calibration_curve(self) -> list[list[float]]:
+        """Calibration bins ``[mean_pred, actual_ctr, rows]``
+        (:func:`mpieval.kinds.auc.kernels.calibration_from_table`)."""
+        return [] if self.figures is None else self.figures.drawn("calibration_curve")
+
+    @property
+    def ece(self) -> float:
+        """The expected calibration error of :attr:`calibration_curve`
+        (:func:`mpieval.kinds.auc.kernels.expected_calibration_error`)."""
+        return math.nan if self.figures is None else self.figures.drawn("ece")
+
+    @property
+    def pr_curve(self) -> list[list[float]]:
+        """Precision-recall points ``[recall, precision]``
+        (:func:`mpieval.kinds.auc.kernels.pr_from_table`)."""
+        return [] if self.figures is None else self.figures.drawn("pr_curve")
+
+    @property
+    def score_histogram(self) -> list[list[float]]:
+        """Score distributions by class ``[pred_low, pred_high, negatives, positives]``
+        (:func:`mpieval.kinds.auc.kernels.histogram_from_table`)."""
+        return [] if self.figures is None else self.figures.drawn("score_histogram")
 
     @property
     def class_sizes(self) -> tuple[float, float]:
@@ -181,7 +251,7 @@ class AucResult:
 
     def to_dict(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
-        for name in (f.name for f in dataclasses.fields(self)):
+        for name in _JSON_FIELDS:
             value = getattr(self, name)
             if name in ("num", "positives"):
                 fields[name] = logline.json_count(value)
@@ -197,7 +267,7 @@ class AucResult:
                     fields[name] = window_dict(value)
             elif name == "weights":
                 fields[name] = value
-            elif name not in ("stderr", "effective"):
+            else:
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
                           for name, pair in self.ci(0.95).items()}
@@ -211,6 +281,12 @@ class AucResult:
             f"actural_ctr={v(self.actual_ctr)} predict_ctr={v(self.predicted_ctr)} "
             f"copc={v(self.copc)}"
         ) + ("" if self.compare is None else "\n" + self.compare.to_log_line(name))
+
+
+# The JSON block's fields, in order (then ``ci95``).
+_JSON_FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
+                "copc", "positives", "rows", "table_size", "weights", "logloss", "ne", "auprc",
+                "auc_tie_bound", *FIGURES, "compare", "window")
 
 
 def _count(value: float) -> float:
@@ -233,6 +309,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
     positives = float(table[1].sum())
     num = positives + float(table[0].sum())
     _check_weight_range(positives, num - positives)
+    filled = kernels.FilledBuckets.of(table[0], table[1])
     nan = math.nan
     stderr: dict[str, float] = {}
     effective = (None if squares is None
@@ -245,7 +322,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
             reasons.append("auc is undefined with only one class")
-        bucket_error = float(kernels.bucket_error_from_table(table[0], table[1]))
+        bucket_error = kernels.bucket_error(filled)
         if math.isnan(bucket_error):
             reasons.append("bucket_error is undefined: no bucket range reached the error bound")
         rmse = math.sqrt(sums[kernels.SUM_SQRERR] / num)
@@ -266,12 +343,11 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             ne = logloss / entropy
         units = None if effective is None else (effective.positives, effective.negatives)
         _, variance, auprc, tie_bound = (
-            float(x) for x in delong.delong_from_table(table[0], table[1], units))
+            float(x) for x in delong.delong_sweep(filled, units))
         if math.isnan(auprc):
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
-    calibration = kernels.calibration_from_table(table[0], table[1])
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -289,13 +365,9 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         ne=ne,
         auprc=auprc,
         auc_tie_bound=tie_bound,
-        roc_curve=kernels.roc_from_table(table[0], table[1]).tolist(),
-        calibration_curve=calibration.tolist(),
-        ece=kernels.expected_calibration_error(calibration.tolist()),
-        pr_curve=kernels.pr_from_table(table[0], table[1]).tolist(),
-        score_histogram=kernels.histogram_from_table(table[0], table[1]).tolist(),
         stderr=stderr,
         effective=effective,
+        figures=AucFigures(filled),
     )
 
 
@@ -443,11 +515,6 @@ class AucMetric(Metric):
     compare: str | None
     weights: str
     window: int | None
-
-    @classmethod
-    def warm_up(cls) -> None:
-        kernels.warm_up()
-        delong.delong_from_table(np.ones(2), np.ones(2))
 
     def __init__(
         self,

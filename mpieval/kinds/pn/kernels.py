@@ -55,8 +55,3 @@ def pair_counts(starts: np.ndarray, pred: np.ndarray, label: np.ndarray) -> tupl
     """Total (positive, negative, tie) pair counts over the users delimited by ``starts``."""
     positive, negative, tie = pair_counts_per_user(starts, pred, label)
     return int(positive.sum()), int(negative.sum()), int(tie.sum())
-
-
-def warm_up() -> None:
-    """Run the compiled count once (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
-    pair_counts(np.array([0, 2]), np.array([0.25, 0.75]), np.array([0.0, 1.0]))

@@ -29,7 +29,6 @@ from mpieval.exchange import gather_by_user
 from mpieval.keys import uid_keys_checked
 from mpieval.kinds.pn import KIND
 from mpieval.kinds.pn.kernels import pair_counts
-from mpieval.kinds.pn.kernels import warm_up as warm_up_kernels
 from mpieval.metric import FieldsResult, Metric, warn_undefined
 from mpieval.state import Part, Rows
 from mpieval.validation import as_vector, check_finite, check_lengths
@@ -149,10 +148,6 @@ class PnMetric(Metric):
     inputs = KIND.declared_inputs
     options = KIND.declared_options
     ties: str
-
-    @classmethod
-    def warm_up(cls) -> None:
-        warm_up_kernels()
 
     def __init__(self, ties: str = "negative", comm: Comm | Any | None = None) -> None:
         super().__init__(comm, ties=ties)

@@ -190,10 +190,6 @@ class RankingMetric(UserRowsMetric):
     label_dtype = np.float64
     k: tuple[int, ...]
 
-    @classmethod
-    def warm_up(cls) -> None:
-        exact.exact_sum(np.zeros(1))  # loads the compiled exact sums
-
     def __init__(self, comm: Comm | Any | None = None, *, k: Any = DEFAULT_K) -> None:
         super().__init__(comm, k=k)
 

@@ -194,15 +194,3 @@ def paired_diff_sums(groups_a: np.ndarray, groups_b: np.ndarray, sums: np.ndarra
     5, DIGITS)``)."""
     _core.paired_diff_sums(np.ascontiguousarray(groups_a, np.float64),
                            np.ascontiguousarray(groups_b, np.float64), sums)
-
-
-def warm_up() -> None:
-    """Run the compiled pass once for float32 and float64 preds, with uid checks and tags
-    (see :func:`mpieval.kinds.auc.kernels.warm_up`)."""
-    keys = np.array([7, 7], np.uint64)
-    label = np.array([0, 1], np.uint8)
-    tag = np.zeros(2, np.uint16)
-    for pred_dtype in (np.float32, np.float64):
-        pred = np.array([0.25, 0.75], pred_dtype)
-        user_auc_sums(keys, keys, pred, label, tag, 1)
-        row_sums(pred, label, tag, np.zeros(2**16, np.uint16), exact.accumulator(2, 4))

@@ -33,7 +33,6 @@ from mpieval.exchange import OwnedRows, exchange_to_owners
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
-from mpieval.kinds.wuauc.kernels import warm_up as warm_up_kernels
 from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
 from mpieval.metric import warn_undefined
 from mpieval.tags import ALL, reasons_text
@@ -84,10 +83,6 @@ class WuaucMetric(UserRowsMetric):
     inputs = KIND.declared_inputs
     options = KIND.declared_options
     compare: str | None
-
-    @classmethod
-    def warm_up(cls) -> None:
-        warm_up_kernels()
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
                  compare: str | None = None) -> None:
