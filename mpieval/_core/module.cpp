@@ -239,7 +239,7 @@ NB_MODULE(_core, m) {
         uint32_t* p = as<uint32_t>(payload, "payload");
         uint32_t* tp = as<uint32_t>(tmp_payload, "tmp_payload");
         Release r;
-        return sort::radix_sort(k, p, tk, tp, m_);
+        sort::radix_sort(k, p, tk, tp, m_);
     }, nb::arg("keys").noconvert(), nb::arg("payload").noconvert(),
        nb::arg("tmp_keys").noconvert(), nb::arg("tmp_payload").noconvert(), nb::arg("m"));
 

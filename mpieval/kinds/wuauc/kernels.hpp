@@ -15,6 +15,9 @@
 namespace mpieval::wuauc {
 
 constexpr int64_t SHORT = 16;
+// Rows ahead that a gather in packed order asks the memory for: the rows of one user lie
+// anywhere in the columns, and each read of them would otherwise wait for memory in turn.
+constexpr int64_t AHEAD = 16;
 constexpr int64_t CHUNK = int64_t(1) << 14;
 constexpr int64_t USER_FIELDS = 11;
 constexpr int64_t DIFF_FIELDS = 5;
@@ -187,6 +190,12 @@ void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint
                   uint64_t row_mask, int64_t lo, int64_t m, uint64_t* bits, uint32_t* payload) {
     for (int64_t k = 0; k < m; ++k) {
         const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+        if (rows != nullptr && k + AHEAD < m) {
+            const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
+            __builtin_prefetch(pred + ahead);
+            __builtin_prefetch(label + ahead);
+            if (tag != nullptr) __builtin_prefetch(tag + ahead);
+        }
         const double value = double(pred[row]) + 0.0;
         std::memcpy(&bits[k], &value, sizeof value);
         const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
@@ -267,28 +276,32 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
                    Output& out) {
     if constexpr (sizeof(P) == 4) {
         // a float32 pred's bits (-0.0 made 0.0) above the row's tag << 1 | label, in one
-        // uint64 a row sorted in place: 8 bytes a row, and the runs of tied preds of the
-        // float64 bits, as the float32's bits order the same
+        // uint64 a row: no payload to carry, and the runs of tied preds of the float64
+        // bits, as the float32's bits order the same
         uint64_t* keys = s.sort0.data();
         for (int64_t k = 0; k < m; ++k) {
             const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+            if (rows != nullptr && k + AHEAD < m) {
+                const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
+                __builtin_prefetch(pred + ahead);
+                __builtin_prefetch(label + ahead);
+                if (tag != nullptr) __builtin_prefetch(tag + ahead);
+            }
             const P value = pred[row] + P(0);
             uint32_t value_bits;
             std::memcpy(&value_bits, &value, sizeof value_bits);
             const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
             keys[k] = (uint64_t(value_bits) << 32) | (code << 1) | uint32_t(label[row] ? 1 : 0);
         }
-        std::sort(keys, keys + m);
+        sort::radix_sort(keys, static_cast<sort::NoPayload*>(nullptr), s.sort1.data(),
+                         static_cast<sort::NoPayload*>(nullptr), m);
         add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
         return;
     }
     uint64_t* bits = s.sort0.data();
     uint32_t* payload = s.payload0.data();
     sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
-    if (sort::radix_sort(bits, payload, s.sort1.data(), s.payload1.data(), m)) {
-        bits = s.sort1.data();
-        payload = s.payload1.data();
-    }
+    sort::radix_sort(bits, payload, s.sort1.data(), s.payload1.data(), m);
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
@@ -309,6 +322,7 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
     bool one_key = true, collision = false;
     for (int64_t k = start + 1; k < stop; ++k) {
         const uint64_t row = packed[k] & row_mask;
+        if (k + AHEAD < stop) __builtin_prefetch(in.keys + (packed[k + AHEAD] & row_mask));
         if (in.keys[row] != key) {
             one_key = false;
             break;
@@ -377,9 +391,9 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
     s.order_tmp.resize(size);
     s.key_tmp.resize(size);
     const int64_t longs = longest > SHORT ? longest : 0;
-    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: sort0 alone (add_long_user)
+    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
     s.sort0.resize(longs);
-    s.sort1.resize(wide);
+    s.sort1.resize(longs);
     s.payload0.resize(wide);
     s.payload1.resize(wide);
     s.scratch.assign(4 * (1 + n_tags), 0);
@@ -405,6 +419,14 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
         }
         for (int64_t k = 0; k < stop - start; ++k) {
             const uint64_t row = packed[start + k] & row_mask;
+            if (start + k + AHEAD < stop) {
+                const uint64_t ahead = packed[start + k + AHEAD] & row_mask;
+                __builtin_prefetch(in.pred + ahead);
+                __builtin_prefetch(in.label + ahead);
+                __builtin_prefetch(in.keys + ahead);
+                if (in.tag) __builtin_prefetch(in.tag + ahead);
+                if (in.checks) __builtin_prefetch(in.checks + ahead);
+            }
             s.got_pred[k] = in.pred[row];
             s.got_label[k] = in.label[row];
             s.got_key[k] = in.keys[row];

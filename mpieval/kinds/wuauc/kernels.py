@@ -167,8 +167,12 @@ def user_auc_sums(
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, found
 
-        # in prefix order, as one sort would be
-        done = on_threads(one_part, [part for part in range(len(sizes)) if sizes[part]])
+        # started largest first (a part holding a heavy user must not start last: the
+        # threads would wait for it), then put in prefix order, as one sort would be
+        filled = sorted((part for part in range(len(sizes)) if sizes[part]),
+                        key=lambda part: -sizes[part])
+        by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
+        done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
             for part_sums, _, _ in done:
                 sums[k] += part_sums[k]  # digit by digit: exact
