@@ -299,9 +299,9 @@ NB_MODULE(_core, m) {
         wuauc::pack(k, n, p, has_parts, part, out, prefix_shift, row_shift);
     }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part"),
        nb::arg("packed").noconvert(), nb::arg("prefix_shift"), nb::arg("row_shift"));
-    m.def("user_sums", [](In packed, int row_bits, In keys_, In checks, In pred, In label,
-                          In tag, int64_t n_tags, Out sums, Out record) {
-        const uint64_t* p = as<uint64_t>(packed, "packed");
+    m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In keys_, In checks,
+                          In pred, In label, In tag, int64_t n_tags, Out sums, Out record) {
+        uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
                           record.size() ? as<double>(record, "record") : nullptr, 0};
@@ -316,10 +316,11 @@ NB_MODULE(_core, m) {
                 length(tag) ? as<uint16_t>(tag, "tag") : nullptr,
                 n_tags};
             Release r;
-            collision = wuauc::user_sums(p, n, row_bits, in, out);
+            collision = wuauc::user_sums(p, overwrite, n, row_bits, in, out);
         }, Floats{});
         return std::make_tuple(collision, out.cursor);
-    }, nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("keys").noconvert(),
+    }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
+       nb::arg("keys").noconvert(),
        nb::arg("checks").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
        nb::arg("tag").noconvert(), nb::arg("n_tags"), nb::arg("sums").noconvert(),
        nb::arg("record").noconvert());

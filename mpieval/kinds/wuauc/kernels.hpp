@@ -270,10 +270,12 @@ void add_sorted_user(const uint64_t* bits, int shift, const uint32_t* payload_or
     }
 }
 
+// tmp_keys: m rows of scratch for the sort, free once the rows are gathered (so possibly
+// the rows' own packed indexes).
 template <class P, class L>
 void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
-                   uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, Scratch<P, L>& s,
-                   Output& out) {
+                   uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, uint64_t* tmp_keys,
+                   Scratch<P, L>& s, Output& out) {
     if constexpr (sizeof(P) == 4) {
         // a float32 pred's bits (-0.0 made 0.0) above the row's tag << 1 | label, in one
         // uint64 a row: no payload to carry, and the runs of tied preds of the float64
@@ -293,7 +295,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
             const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
             keys[k] = (uint64_t(value_bits) << 32) | (code << 1) | uint32_t(label[row] ? 1 : 0);
         }
-        sort::radix_sort(keys, static_cast<sort::NoPayload*>(nullptr), s.sort1.data(),
+        sort::radix_sort(keys, static_cast<sort::NoPayload*>(nullptr), tmp_keys,
                          static_cast<sort::NoPayload*>(nullptr), m);
         add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
         return;
@@ -301,7 +303,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
     uint64_t* bits = s.sort0.data();
     uint32_t* payload = s.payload0.data();
     sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
-    sort::radix_sort(bits, payload, s.sort1.data(), s.payload1.data(), m);
+    sort::radix_sort(bits, payload, tmp_keys, s.payload1.data(), m);
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
@@ -314,8 +316,8 @@ void permute(T* values, const int64_t* order, int64_t m, std::vector<T>& tmp) {
 }
 
 template <class P, class L>
-bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t row_mask,
-                 const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
+bool add_big_run(uint64_t* packed, bool overwrite, int64_t start, int64_t stop,
+                 uint64_t row_mask, const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
     const int64_t n_tags = in.n_tags;
     uint64_t first_row = packed[start] & row_mask;
     const uint64_t key = in.keys[first_row];
@@ -331,7 +333,7 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
     }
     if (one_key) {
         add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start, n_tags,
-                      s, out);
+                      overwrite ? packed + start : s.sort1.data(), s, out);
         return collision;
     }
     const int64_t m = stop - start;
@@ -358,7 +360,7 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
                            out);
         } else {
             add_long_user(in.pred, in.label, in.tag, run.data(), row_mask, first, last - first,
-                          n_tags, s, out);
+                          n_tags, run.data() + first, s, out);
         }
         ++users;
         if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, (1 + n_tags) * USER_FIELDS);
@@ -367,9 +369,11 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
     return collision;
 }
 
-// Add every user of the sorted packed rows; true on a collision.
+// Add every user of the sorted packed rows; true on a collision. With overwrite, a user of
+// more than CHUNK rows is sorted in its own packed rows once they are gathered (8 bytes a
+// row of the longest user less to hold): packed is left unordered.
 template <class P, class L>
-bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>& in,
+bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
                Output& out) {
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
@@ -393,7 +397,7 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
     const int64_t longs = longest > SHORT ? longest : 0;
     const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
     s.sort0.resize(longs);
-    s.sort1.resize(longs);
+    s.sort1.resize(overwrite ? std::min(longs, CHUNK) : longs);
     s.payload0.resize(wide);
     s.payload1.resize(wide);
     s.scratch.assign(4 * (1 + n_tags), 0);
@@ -406,7 +410,7 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
         int64_t stop = run_end(packed, start, n, row_bits);
         if (stop - start > CHUNK) {
             exact::normalize(out.sums, blocks);
-            collision |= add_big_run(packed, start, stop, row_mask, in, s, out);
+            collision |= add_big_run(packed, overwrite, start, stop, row_mask, in, s, out);
             ++users;
             exact::normalize(out.sums, blocks);
             start = stop;
@@ -466,7 +470,7 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
                 else
                     add_long_user(s.got_pred.data(), s.got_label.data(),
                                   in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
-                                  last - first, n_tags, s, out);
+                                  last - first, n_tags, s.sort1.data(), s, out);
                 ++users;
                 if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
                 first = last;
