@@ -272,7 +272,7 @@ NB_MODULE(_core, m) {
         const int64_t width = constants.ndim() == 2 ? int64_t(constants.shape(1)) : 0;
         dispatch(offsets, [&](auto* o) {
             Release r;
-            keys::hash_texts(o, n, d, c, z, width, k, ch);
+            keys::hash_texts(o, n, d, length(data), c, z, width, k, ch);
         }, Types<int32_t, int64_t>{});
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),
