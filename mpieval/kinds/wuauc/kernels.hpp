@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "exact.hpp"
@@ -491,14 +492,32 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
     std::vector<exact::Wide> wide(2 * (n_tags + 1));
     for (auto& w : wide) w.clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t t = int64_t(tag_of_code[codes[i]]);
-        const int64_t y = int64_t(label[i]);
-        const double p = double(pred[i]);
-        rows[t] += 1;
-        clicks[t] += y;
-        wide[2 * t].add(p);
-        wide[2 * t + 1].add(binary_logloss(p, y));
+    // the rows in blocks: each block's logloss terms in one vectorised loop
+    auto block = std::make_unique<LoglossScratch>();
+    std::vector<double> logloss(BLOCK);
+    std::vector<P> pad_pred(BLOCK);
+    std::vector<L> pad_label(BLOCK);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
+            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
+            std::fill(pad_label.begin(), pad_label.end(), L(0));
+            std::copy(p_block, p_block + m, pad_pred.begin());
+            std::copy(y_block, y_block + m, pad_label.begin());
+            p_block = pad_pred.data();
+            y_block = pad_label.data();
+        }
+        logloss_block(p_block, y_block, *block, logloss.data());
+        for (int64_t i = 0; i < m; ++i) {
+            const int64_t t = int64_t(tag_of_code[codes[start + i]]);
+            const int64_t y = int64_t(y_block[i]);
+            rows[t] += 1;
+            clicks[t] += y;
+            wide[2 * t].add(double(p_block[i]));
+            wide[2 * t + 1].add(logloss[i]);
+        }
     }
     std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
     for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);
