@@ -10,9 +10,10 @@ The corpus (data written to ``--data``, default ``/tmp/same-bits-data``, the sam
 every time): every kind (auc, wuauc, pn, pairwise), weights, soft labels, ``--compare``,
 tags, the three pn ties modes, small tables, string and integer uids, a file of a few rows,
 and the files of ``mpieval demo --dir`` with their ``demo.toml``; each run at 1, 2 and 3
-ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON whose results (all but the
-``run`` object: when, the command line) differ, and any missing, and exits 1 then; it also checks that each run gives the same bytes at every rank
-count (but those of ``FLOAT_TABLES``).
+ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON whose results (all
+but the ``run`` object: when, the command line) differ, and any missing, and exits 1
+then; it also checks that each run gives the same results at every rank count (but those
+of ``FLOAT_TABLES``).
 """
 
 from __future__ import annotations
