@@ -10,15 +10,17 @@ The corpus (data written to ``--data``, default ``/tmp/same-bits-data``, the sam
 every time): every kind (auc, wuauc, pn, pairwise), weights, soft labels, ``--compare``,
 tags, the three pn ties modes, small tables, string and integer uids, a file of a few rows,
 and the files of ``mpieval demo --dir`` with their ``demo.toml``; each run at 1, 2 and 3
-ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON that differs (and any
-missing) and exits 1 then; it also checks that each run gives the same bytes at every rank
-count (but those of ``FLOAT_TABLES``).
+ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON whose results (all
+but the ``run`` object: when, the command line) differ, and any missing, and exits 1
+then; it also checks that each run gives the same results at every rank count (but those
+of ``FLOAT_TABLES``).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -143,6 +145,14 @@ def record(out: Path, data: Path, source: Path | None) -> None:
             print(f"{name:24} n={ranks} {status:8} {digest}", flush=True)
 
 
+def results_of(path: Path) -> str:
+    """A JSON's results: everything but its ``run`` object (when it ran, the command line
+    with its paths), every value as written."""
+    document = json.loads(path.read_bytes())
+    document.pop("run", None)
+    return json.dumps(document, sort_keys=True)
+
+
 def compare(before: Path, after: Path) -> int:
     bad = 0
     names = sorted({p.name for p in before.glob("*.json")} | {p.name for p in after.glob("*.json")})
@@ -151,14 +161,14 @@ def compare(before: Path, after: Path) -> int:
         if not a.exists() or not b.exists():
             print(f"missing {name}: {'before' if not a.exists() else 'after'}")
             bad += 1
-        elif a.read_bytes() != b.read_bytes():
+        elif results_of(a) != results_of(b):
             print(f"DIFFERS {name}")
             bad += 1
     # each run's JSON is the same at every rank count
     for folder in (before, after):
         runs = {p.name.rsplit("-n", 1)[0] for p in folder.glob("*.json")} - FLOAT_TABLES
         for run in sorted(runs):
-            blobs = {(folder / f"{run}-n{r}.json").read_bytes() for r in RANKS
+            blobs = {results_of(folder / f"{run}-n{r}.json") for r in RANKS
                      if (folder / f"{run}-n{r}.json").exists()}
             if len(blobs) > 1:
                 print(f"ranks differ: {folder}/{run}")

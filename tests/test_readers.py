@@ -431,3 +431,22 @@ def test_threads_change_neither_rows_nor_error_lines(tmp_path, pool_size, name):
             read_all([inspect(bad)], 1, block_size=16 << 20)
         assert str(caught.value) == f"{bad}:{line}: column pred: 'abc' is not a number"
     assert reads[1] == reads[2] == [list(range(rows))]
+
+
+def test_a_piece_left_early_leaves_no_read_ahead_running(tmp_path, pool_size):
+    """The chunked reader parses the next chunk on a thread of its own while the caller
+    uses this one: an iterator closed after its first batch waits for that parse, ends
+    the thread and closes the file."""
+    import threading
+
+    pool_size(2)  # the chunked reader (one thread streams instead)
+    path = str(tmp_path / "many.tsv")
+    write_text(path, list(range(3000)))
+    file = inspect(path)
+    piece = split.Piece(0, file.data_start, os.path.getsize(path))
+    batches = readers.read_piece(file, piece, TYPES, block_size=4096)
+    first = next(batches)
+    assert first.rows < 3000  # more chunks were coming
+    assert any(t.name.startswith("mpieval-read") for t in threading.enumerate())
+    batches.close()
+    assert not any(t.name.startswith("mpieval-read") for t in threading.enumerate())

@@ -1,5 +1,5 @@
-"""The merge sort of the compiled kernels (:mod:`mpieval.kernels.sort`), against numpy's
-stable sorts and a brute-force inversion count."""
+"""The sorts of the compiled kernels (:mod:`mpieval.kernels.sort`), against numpy's sorts
+and a brute-force inversion count."""
 
 from __future__ import annotations
 
@@ -79,24 +79,34 @@ def test_any_list_sorts_and_counts(values: list[int]) -> None:
     assert count == _inversions(array)
 
 
-@pytest.mark.parametrize("m", [0, 1, 2, 255, 256, 257, 5000])
-def test_radix_sort_is_a_stable_sort_carrying_its_payload(rng: np.random.Generator,
-                                                          m: int) -> None:
-    """Float bits of [0, 1] (high digits shared), whole uint64s, few distinct values (ties
-    keep their order), one value repeated; rows past ``m`` are not touched."""
+@pytest.mark.parametrize("m", [0, 1, 2, 47, 48, 49, 255, 256, 257, 5000, 300_000])
+def test_radix_sort_sorts_by_key_carrying_each_rows_payload(rng: np.random.Generator,
+                                                            m: int) -> None:
+    """Float bits of [0, 1] (high digits shared), whole uint64s (0 and the largest among
+    them), few distinct values, one value repeated, a narrow cluster beside far outliers
+    (levels that each narrow the range a little); the keys end in order, each with its
+    own row's payload; rows past ``m`` are not touched."""
+    whole = rng.integers(0, 2**64 - 1, m, dtype=np.uint64, endpoint=True)
+    whole[: min(m, 2)] = [0, 2**64 - 1][: min(m, 2)]
+    cluster = np.uint64(1 << 40) + rng.integers(0, 1000, m).astype(np.uint64)
+    cluster[: m // 100] = rng.integers(0, 2**64 - 1, m // 100, dtype=np.uint64)
     inputs = {
         "floats": (rng.random(m) + 0.0).view(np.uint64),
-        "uint64": rng.integers(0, 2**64 - 1, m, dtype=np.uint64),
+        "uint64": whole,
         "ties": rng.integers(0, 5, m).astype(np.uint64) << np.uint64(40),
         "one value": np.full(m, 12345, np.uint64),
+        "cluster and outliers": rng.permutation(cluster),
     }
     for name, keys in inputs.items():
         padded = np.r_[keys, np.array([1, 0], np.uint64)]
-        payload = np.arange(m + 2, dtype=np.uint32)
+        payload = rng.permutation(m + 2).astype(np.uint32)
+        given = payload.copy()
         tmp_keys, tmp_payload = np.empty_like(padded), np.empty_like(payload)
-        moved = radix_sort(padded, payload, tmp_keys, tmp_payload, m)
-        got_keys, got_payload = (tmp_keys, tmp_payload) if moved else (padded, payload)
-        order = np.argsort(keys, kind="stable")
-        assert np.array_equal(got_keys[:m], keys[order]), name
-        assert np.array_equal(got_payload[:m], order), name
-        assert padded[m:].tolist() == [1, 0] and payload[m:].tolist() == [m, m + 1], name
+        radix_sort(padded, payload, tmp_keys, tmp_payload, m)
+        assert np.array_equal(padded[:m], np.sort(keys)), name
+        # each row's payload came with its key: the (key, payload) pairs are the same
+        before = sorted(zip(keys.tolist(), given[:m].tolist(), strict=True))
+        after = sorted(zip(padded[:m].tolist(), payload[:m].tolist(), strict=True))
+        assert before == after, name
+        assert padded[m:].tolist() == [1, 0], name
+        assert payload[m:].tolist() == given[m:].tolist(), name

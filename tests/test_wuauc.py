@@ -314,6 +314,30 @@ def test_runs_of_one_prefix_longer_than_a_chunk(rng: np.random.Generator) -> Non
     assert user_auc_sums(keys, checks, pred, label, tag, 3, prefix_bits=1)[1]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_compared_user_longer_than_a_chunk_is_sorted_once_per_model(
+        rng: np.random.Generator, dtype) -> None:
+    """With ``compare``, the first model's pass leaves the grouped rows as they were for
+    the second (only the last pass sorts a long user in place): each model's sums equal
+    its own run without the other, for a user of more than ``CHUNK`` rows beside short
+    ones."""
+    counts = np.r_[CHUNK + 3000, rng.integers(1, 30, 300)]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    order = rng.permutation(len(keys))
+    keys = keys[order]
+    n = len(keys)
+    pred_a = (rng.integers(0, 900, n) / 899).astype(dtype)
+    pred_b = (rng.integers(0, 700, n) / 699).astype(dtype)
+    label = (rng.random(n) < 0.3).astype(np.uint8)
+    tag = rng.integers(0, 3, n).astype(np.uint16)
+    both, _ = user_auc_sums(keys, None, pred_a, label, tag, 2, compare=pred_b)
+    alone_a, _ = user_auc_sums(keys, None, pred_a, label, tag, 2)
+    alone_b, _ = user_auc_sums(keys, None, pred_b, label, tag, 2)
+    fields = len(USER_SUM_FIELDS)
+    np.testing.assert_array_equal(both[:, :fields], alone_a)
+    np.testing.assert_array_equal(both[:, fields : 2 * fields], alone_b)
+
+
 def test_a_long_user_per_tag_equals_sklearn(rng: np.random.Generator) -> None:
     """One user of 30,000 rows with ties and three tags: one sort by pred counts ``all``
     and every tag."""

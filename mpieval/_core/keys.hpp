@@ -4,8 +4,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace mpieval::keys {
+
+inline bool is_little_endian() {
+    const uint16_t one = 1;
+    uint8_t first;
+    std::memcpy(&first, &one, 1);
+    return first == 1;
+}
 
 inline uint64_t mix64(uint64_t x) {
     x ^= x >> 30;
@@ -16,20 +24,33 @@ inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
+// The little-endian word of data[start:start + count] (count 1 to 8; bytes past it 0);
+// `size` is data's length: on a little-endian machine, one 8-byte load when it stays
+// inside data (the bytes past count masked off), else byte by byte.
+inline uint64_t word_at(const uint8_t* data, int64_t size, int64_t start, int64_t count) {
+    uint64_t word = 0;
+    if (is_little_endian() && start + 8 <= size) {
+        std::memcpy(&word, data + start, 8);
+        return count == 8 ? word : word & ((uint64_t(1) << (8 * count)) - 1);
+    }
+    for (int64_t b = 0; b < count; ++b) word |= uint64_t(data[start + b]) << (8 * b);
+    return word;
+}
+
 // constants and zero_terms: (2, width) each, row-major; value i is
-// data[offsets[i]:offsets[i + 1]].
+// data[offsets[i]:offsets[i + 1]] (data holds `size` bytes).
 template <class O>
-void hash_texts(const O* offsets, int64_t n, const uint8_t* data, const uint64_t* constants,
-                const uint64_t* zero_terms, int64_t width, uint64_t* keys, uint64_t* checks) {
+void hash_texts(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
+                const uint64_t* constants, const uint64_t* zero_terms, int64_t width,
+                uint64_t* keys, uint64_t* checks) {
     for (int64_t i = 0; i < n; ++i) {
         int64_t start = int64_t(offsets[i]);
         const int64_t stop = int64_t(offsets[i + 1]);
         uint64_t key = 0, check = 0;
         int64_t j = 0;
         while (start < stop) {
-            uint64_t word = 0;
             const int64_t count = std::min<int64_t>(8, stop - start);
-            for (int64_t b = 0; b < count; ++b) word |= uint64_t(data[start + b]) << (8 * b);
+            const uint64_t word = word_at(data, size, start, count);
             key += mix64(word + constants[j]) - zero_terms[j];
             check += mix64(word + constants[width + j]) - zero_terms[width + j];
             start += 8;

@@ -73,4 +73,28 @@ inline double binary_logloss(double p, int64_t y) {
     return -log(y == 1 ? q : 1.0 - q);
 }
 
+// Rows taken together: the logloss terms of a block are computed in one loop of fixed
+// length (which the compiler vectorises: log has no branch), then the block's rows are
+// added one by one (the auc kind's table and sums, the wuauc kind's sums per tag).
+constexpr int64_t BLOCK = 1024;
+
+// A block's scratch.
+struct LoglossScratch {
+    double q[BLOCK], y[BLOCK], x[BLOCK];
+};
+
+// binary_logloss(pred[i], label[i]) of BLOCK rows (labels 0 or 1) into out, in loops over
+// float64 arrays without a branch, which the compiler vectorises: q = clip(pred), then
+// x = q y + (1 - q)(1 - y), which is q for y = 1 and 1 - q for y = 0 exactly (a product by
+// 1 or 0 and an addition of 0), and out = -log(x): binary_logloss's bits.
+template <class P, class L>
+void logloss_block(const P* __restrict pred, const L* __restrict label,
+                   LoglossScratch& __restrict s, double* __restrict out) {
+    for (int64_t i = 0; i < BLOCK; ++i) s.q[i] = clip(double(pred[i]));
+    for (int64_t i = 0; i < BLOCK; ++i) s.y[i] = double(label[i]);
+    for (int64_t i = 0; i < BLOCK; ++i)
+        s.x[i] = s.q[i] * s.y[i] + (1.0 - s.q[i]) * (1.0 - s.y[i]);
+    for (int64_t i = 0; i < BLOCK; ++i) out[i] = -log(s.x[i]);
+}
+
 }  // namespace mpieval

@@ -239,7 +239,7 @@ NB_MODULE(_core, m) {
         uint32_t* p = as<uint32_t>(payload, "payload");
         uint32_t* tp = as<uint32_t>(tmp_payload, "tmp_payload");
         Release r;
-        return sort::radix_sort(k, p, tk, tp, m_);
+        sort::radix_sort(k, p, tk, tp, m_);
     }, nb::arg("keys").noconvert(), nb::arg("payload").noconvert(),
        nb::arg("tmp_keys").noconvert(), nb::arg("tmp_payload").noconvert(), nb::arg("m"));
 
@@ -272,7 +272,7 @@ NB_MODULE(_core, m) {
         const int64_t width = constants.ndim() == 2 ? int64_t(constants.shape(1)) : 0;
         dispatch(offsets, [&](auto* o) {
             Release r;
-            keys::hash_texts(o, n, d, c, z, width, k, ch);
+            keys::hash_texts(o, n, d, length(data), c, z, width, k, ch);
         }, Types<int32_t, int64_t>{});
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),
@@ -299,9 +299,9 @@ NB_MODULE(_core, m) {
         wuauc::pack(k, n, p, has_parts, part, out, prefix_shift, row_shift);
     }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part"),
        nb::arg("packed").noconvert(), nb::arg("prefix_shift"), nb::arg("row_shift"));
-    m.def("user_sums", [](In packed, int row_bits, In keys_, In checks, In pred, In label,
-                          In tag, int64_t n_tags, Out sums, Out record) {
-        const uint64_t* p = as<uint64_t>(packed, "packed");
+    m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In keys_, In checks,
+                          In pred, In label, In tag, int64_t n_tags, Out sums, Out record) {
+        uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
                           record.size() ? as<double>(record, "record") : nullptr, 0};
@@ -316,10 +316,11 @@ NB_MODULE(_core, m) {
                 length(tag) ? as<uint16_t>(tag, "tag") : nullptr,
                 n_tags};
             Release r;
-            collision = wuauc::user_sums(p, n, row_bits, in, out);
+            collision = wuauc::user_sums(p, overwrite, n, row_bits, in, out);
         }, Floats{});
         return std::make_tuple(collision, out.cursor);
-    }, nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("keys").noconvert(),
+    }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
+       nb::arg("keys").noconvert(),
        nb::arg("checks").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
        nb::arg("tag").noconvert(), nb::arg("n_tags"), nb::arg("sums").noconvert(),
        nb::arg("record").noconvert());

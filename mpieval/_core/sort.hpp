@@ -1,10 +1,12 @@
 // The merge sort of the per-user kernels (stable, O(m log m), in scratch the caller owns)
-// and the LSD radix sort of uint64 keys (see mpieval/kernels/sort.py).
+// and the radix sort of uint64 keys (see mpieval/kernels/sort.py).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 namespace mpieval::sort {
 
@@ -72,49 +74,99 @@ int64_t merge_sort(A* first, A* tmp_first, int64_t m, S* second = nullptr,
     return inversions;
 }
 
-constexpr int DIGIT_BITS = 8;
+// A radix sort without a payload (the payload type of key-only sorts).
+struct NoPayload {};
 
-// Sort rows 0 .. m - 1 of keys and payload by key (stable); true when the sorted rows ended
-// up in tmp_keys and tmp_payload.
+// Rows this short are sorted by insertion.
+constexpr int64_t TINY = 48;
+
+namespace detail {
+
 template <class Payload>
-bool radix_sort(uint64_t* keys, Payload* payload, uint64_t* tmp_keys, Payload* tmp_payload,
-                int64_t m) {
-    constexpr int digits = 64 / DIGIT_BITS;
-    constexpr int buckets = 1 << DIGIT_BITS;
-    constexpr uint64_t mask = buckets - 1;
-    int64_t counts[digits][buckets];
-    std::memset(counts, 0, sizeof counts);
+void insertion_sort(uint64_t* keys, Payload* payload, int64_t m) {
+    constexpr bool carry = !std::is_same_v<Payload, NoPayload>;
+    for (int64_t j = 1; j < m; ++j) {
+        const uint64_t key = keys[j];
+        Payload value{};
+        if constexpr (carry) value = payload[j];
+        int64_t i = j - 1;
+        while (i >= 0 && keys[i] > key) {
+            keys[i + 1] = keys[i];
+            if constexpr (carry) payload[i + 1] = payload[i];
+            --i;
+        }
+        keys[i + 1] = key;
+        if constexpr (carry) payload[i + 1] = value;
+    }
+}
+
+// One level: the rows' own key range [lo, hi] cut into 2**bits buckets by its top bits
+// (about 16 rows a bucket, 256 to 65536 buckets), the rows moved into bucket order, then
+// each bucket sorted the same way on its own range. `counts` is a stack of the levels'
+// bucket bounds (each level pushes 2 * 2**bits + 1 and pops them).
+template <class Payload>
+void msd_level(uint64_t* keys, Payload* payload, uint64_t* tmp_keys, Payload* tmp_payload,
+               int64_t m, std::vector<int64_t>& counts) {
+    constexpr bool carry = !std::is_same_v<Payload, NoPayload>;
+    if (m <= TINY) {
+        insertion_sort(keys, payload, m);
+        return;
+    }
+    uint64_t lo = keys[0], hi = keys[0];
+    for (int64_t i = 1; i < m; ++i) {
+        lo = std::min(lo, keys[i]);
+        hi = std::max(hi, keys[i]);
+    }
+    if (lo == hi) return;
+    const int width = 64 - __builtin_clzll(hi - lo);
+    const int rows_bits = 64 - __builtin_clzll(uint64_t(m));
+    const int bits = std::min(width, std::clamp(rows_bits - 4, 8, 16));
+    const int shift = width - bits;
+    const int64_t buckets = int64_t(1) << bits;
+    const size_t base = counts.size();
+    counts.resize(base + 2 * buckets + 1);
+    int64_t* bounds = counts.data() + base;  // bucket b: rows bounds[b] .. bounds[b + 1] - 1
+    int64_t* next = bounds + buckets + 1;
+    std::fill(bounds, bounds + buckets + 1, 0);
+    for (int64_t i = 0; i < m; ++i) ++bounds[((keys[i] - lo) >> shift) + 1];
+    for (int64_t b = 0; b < buckets; ++b) bounds[b + 1] += bounds[b];
+    std::copy(bounds, bounds + buckets, next);
     for (int64_t i = 0; i < m; ++i) {
-        const uint64_t key = keys[i];
-        for (int d = 0; d < digits; ++d) ++counts[d][(key >> (d * DIGIT_BITS)) & mask];
+        const int64_t position = next[(keys[i] - lo) >> shift]++;
+        tmp_keys[position] = keys[i];
+        if constexpr (carry) tmp_payload[position] = payload[i];
     }
-    uint64_t* source_keys = keys;
-    Payload* source_payload = payload;
-    uint64_t* target_keys = tmp_keys;
-    Payload* target_payload = tmp_payload;
-    bool swapped = false;
-    for (int d = 0; d < digits; ++d) {
-        const int shift = d * DIGIT_BITS;
-        if (m == 0 || counts[d][(keys[0] >> shift) & mask] == m) continue;
-        int64_t start = 0;
-        for (int b = 0; b < buckets; ++b) {
-            const int64_t count = counts[d][b];
-            counts[d][b] = start;
-            start += count;
+    std::memcpy(keys, tmp_keys, sizeof(uint64_t) * m);
+    if constexpr (carry) std::memcpy(payload, tmp_payload, sizeof(Payload) * m);
+    for (int64_t b = 0; b < buckets; ++b) {
+        const int64_t first = counts[base + b], stop = counts[base + b + 1];  // may move
+        if (stop - first > 1) {
+            Payload* rest = nullptr;
+            Payload* tmp_rest = nullptr;
+            if constexpr (carry) {
+                rest = payload + first;
+                tmp_rest = tmp_payload + first;
+            }
+            msd_level(keys + first, rest, tmp_keys + first, tmp_rest, stop - first, counts);
         }
-        for (int64_t i = 0; i < m; ++i) {
-            const uint64_t key = source_keys[i];
-            const uint64_t b = (key >> shift) & mask;
-            const int64_t position = counts[d][b];
-            target_keys[position] = key;
-            target_payload[position] = source_payload[i];
-            counts[d][b] = position + 1;
-        }
-        std::swap(source_keys, target_keys);
-        std::swap(source_payload, target_payload);
-        swapped = !swapped;
     }
-    return swapped;
+    counts.resize(base);
+}
+
+}  // namespace detail
+
+// Sort rows 0 .. m - 1 of keys (and their payload, unless Payload is NoPayload and payload
+// null) by key, in place, through tmp_keys and tmp_payload (m rows each): a most
+// significant digit radix sort on the keys' own range, so that the high bits all keys
+// share (a float's sign and exponent) cost nothing, with buckets of a few rows sorted by
+// insertion. Not stable: rows of one key end in some order (the same for the same input).
+// Each level reads and moves the rows once; a level narrows the range by 8 bits or more, so
+// there are at most 8 levels.
+template <class Payload>
+void radix_sort(uint64_t* keys, Payload* payload, uint64_t* tmp_keys, Payload* tmp_payload,
+                int64_t m) {
+    std::vector<int64_t> counts;
+    detail::msd_level(keys, payload, tmp_keys, tmp_payload, m, counts);
 }
 
 }  // namespace mpieval::sort

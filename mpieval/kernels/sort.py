@@ -1,5 +1,6 @@
-"""The merge sort of the compiled kernels (``pn``, ``wuauc``): stable, O(m log m) whatever
-the input's order, in scratch the caller owns.
+"""The sorts of the compiled kernels (``pn``, ``wuauc``), in scratch the caller owns: a
+merge sort (stable, O(m log m) whatever the input's order) and a radix sort of uint64 keys
+(:func:`radix_sort`).
 
 Rows ``0 .. m - 1`` of ``first`` are sorted in place; given ``second`` (as long), the rows
 of both are sorted together by ``(first, second)``. Runs of ``RUN`` rows are sorted by
@@ -42,16 +43,17 @@ def merge_sort_counting_inversions(first: np.ndarray, tmp_first: np.ndarray, m: 
     return int(_core.merge_sort(first, tmp_first, m, None, None, True))
 
 
-DIGIT_BITS = 8
-"""Bits of the key sorted per pass of :func:`radix_sort`."""
-
-
 def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
-               tmp_payload: np.ndarray, m: int) -> bool:
-    """Sort rows ``0 .. m - 1`` of the uint64 ``keys`` and their uint32 ``payload`` by key
-    (LSD radix sort, stable, O(m) a pass); ``True`` when the sorted rows ended up in
-    ``tmp_keys`` and ``tmp_payload`` rather than in place.
+               tmp_payload: np.ndarray, m: int) -> None:
+    """Sort rows ``0 .. m - 1`` of the uint64 ``keys`` and their uint32 ``payload`` by key,
+    in place, through ``tmp_keys`` and ``tmp_payload`` (the compiled per-user pass sorts a
+    long user's rows by pred so).
 
-    One pass over the keys counts every digit; a digit that all ``m`` keys share is not
-    sorted on (the high bits of many floats, the low bits of float32 values as float64)."""
-    return bool(_core.radix_sort(keys, payload, tmp_keys, tmp_payload, m))
+    A most significant digit radix sort on the keys' own range: a level cuts the range
+    from the smallest key to the largest into buckets by its top bits (256 to 65536 of
+    them, about 16 rows each), moves the rows into bucket order and sorts each bucket the
+    same way on its own range; buckets of 48 rows or fewer are sorted by insertion. High
+    bits that every key shares (a float's sign and exponent) so cost no pass, and a level
+    narrows the range by 8 bits or more (8 levels at most). Not stable: rows of one key
+    end in some order, the same for the same input."""
+    _core.radix_sort(keys, payload, tmp_keys, tmp_payload, m)

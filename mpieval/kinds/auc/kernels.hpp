@@ -24,17 +24,8 @@ inline int64_t bucket(double p, int64_t size) {
 
 inline double* row(double* sums, int field) { return sums + field * exact::DIGITS; }
 
-// Rows of a batch taken together: the logloss terms of a block are computed in one loop of
-// fixed length (which the compiler vectorises: mpieval::log has no branch), then the block's
-// rows go to the table and the exact sums one by one.
-constexpr int64_t BLOCK = 1024;
-
 // The scratch of accumulate_binary: the batch's four exact sums in fixed point, a block's
-// logloss terms, and a short last block's rows padded to BLOCK.
-struct LoglossScratch {
-    double q[BLOCK], y[BLOCK], x[BLOCK];
-};
-
+// logloss terms (logloss_block), and a short last block's rows padded to BLOCK.
 template <class P, class L>
 struct BinaryScratch {
     exact::Wide wide[4];
@@ -43,20 +34,6 @@ struct BinaryScratch {
     P pred[BLOCK];
     L label[BLOCK];
 };
-
-// binary_logloss(pred[i], label[i]) of BLOCK rows (labels 0 or 1) into out, in loops over
-// float64 arrays without a branch, which the compiler vectorises: q = clip(pred), then
-// x = q y + (1 - q)(1 - y), which is q for y = 1 and 1 - q for y = 0 exactly (a product by
-// 1 or 0 and an addition of 0), and out = -log(x).
-template <class P, class L>
-void logloss_block(const P* __restrict pred, const L* __restrict label,
-                   LoglossScratch& __restrict s, double* __restrict out) {
-    for (int64_t i = 0; i < BLOCK; ++i) s.q[i] = clip(double(pred[i]));
-    for (int64_t i = 0; i < BLOCK; ++i) s.y[i] = double(label[i]);
-    for (int64_t i = 0; i < BLOCK; ++i)
-        s.x[i] = s.q[i] * s.y[i] + (1.0 - s.q[i]) * (1.0 - s.y[i]);
-    for (int64_t i = 0; i < BLOCK; ++i) out[i] = -log(s.x[i]);
-}
 
 // table (2, size), sums (N_SUMS, DIGITS).
 template <class P, class L>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "exact.hpp"
@@ -15,6 +16,9 @@
 namespace mpieval::wuauc {
 
 constexpr int64_t SHORT = 16;
+// Rows ahead that a gather in packed order asks the memory for: the rows of one user lie
+// anywhere in the columns, and each read of them would otherwise wait for memory in turn.
+constexpr int64_t AHEAD = 16;
 constexpr int64_t CHUNK = int64_t(1) << 14;
 constexpr int64_t USER_FIELDS = 11;
 constexpr int64_t DIFF_FIELDS = 5;
@@ -187,6 +191,12 @@ void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint
                   uint64_t row_mask, int64_t lo, int64_t m, uint64_t* bits, uint32_t* payload) {
     for (int64_t k = 0; k < m; ++k) {
         const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+        if (rows != nullptr && k + AHEAD < m) {
+            const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
+            __builtin_prefetch(pred + ahead);
+            __builtin_prefetch(label + ahead);
+            if (tag != nullptr) __builtin_prefetch(tag + ahead);
+        }
         const double value = double(pred[row]) + 0.0;
         std::memcpy(&bits[k], &value, sizeof value);
         const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
@@ -261,34 +271,40 @@ void add_sorted_user(const uint64_t* bits, int shift, const uint32_t* payload_or
     }
 }
 
+// tmp_keys: m rows of scratch for the sort, free once the rows are gathered (so possibly
+// the rows' own packed indexes).
 template <class P, class L>
 void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
-                   uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, Scratch<P, L>& s,
-                   Output& out) {
+                   uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, uint64_t* tmp_keys,
+                   Scratch<P, L>& s, Output& out) {
     if constexpr (sizeof(P) == 4) {
         // a float32 pred's bits (-0.0 made 0.0) above the row's tag << 1 | label, in one
-        // uint64 a row sorted in place: 8 bytes a row, and the runs of tied preds of the
-        // float64 bits, as the float32's bits order the same
+        // uint64 a row: no payload to carry, and the runs of tied preds of the float64
+        // bits, as the float32's bits order the same
         uint64_t* keys = s.sort0.data();
         for (int64_t k = 0; k < m; ++k) {
             const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
+            if (rows != nullptr && k + AHEAD < m) {
+                const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
+                __builtin_prefetch(pred + ahead);
+                __builtin_prefetch(label + ahead);
+                if (tag != nullptr) __builtin_prefetch(tag + ahead);
+            }
             const P value = pred[row] + P(0);
             uint32_t value_bits;
             std::memcpy(&value_bits, &value, sizeof value_bits);
             const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
             keys[k] = (uint64_t(value_bits) << 32) | (code << 1) | uint32_t(label[row] ? 1 : 0);
         }
-        std::sort(keys, keys + m);
+        sort::radix_sort(keys, static_cast<sort::NoPayload*>(nullptr), tmp_keys,
+                         static_cast<sort::NoPayload*>(nullptr), m);
         add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
         return;
     }
     uint64_t* bits = s.sort0.data();
     uint32_t* payload = s.payload0.data();
     sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
-    if (sort::radix_sort(bits, payload, s.sort1.data(), s.payload1.data(), m)) {
-        bits = s.sort1.data();
-        payload = s.payload1.data();
-    }
+    sort::radix_sort(bits, payload, tmp_keys, s.payload1.data(), m);
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
@@ -301,14 +317,15 @@ void permute(T* values, const int64_t* order, int64_t m, std::vector<T>& tmp) {
 }
 
 template <class P, class L>
-bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t row_mask,
-                 const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
+bool add_big_run(uint64_t* packed, bool overwrite, int64_t start, int64_t stop,
+                 uint64_t row_mask, const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
     const int64_t n_tags = in.n_tags;
     uint64_t first_row = packed[start] & row_mask;
     const uint64_t key = in.keys[first_row];
     bool one_key = true, collision = false;
     for (int64_t k = start + 1; k < stop; ++k) {
         const uint64_t row = packed[k] & row_mask;
+        if (k + AHEAD < stop) __builtin_prefetch(in.keys + (packed[k + AHEAD] & row_mask));
         if (in.keys[row] != key) {
             one_key = false;
             break;
@@ -317,7 +334,7 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
     }
     if (one_key) {
         add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start, n_tags,
-                      s, out);
+                      overwrite ? packed + start : s.sort1.data(), s, out);
         return collision;
     }
     const int64_t m = stop - start;
@@ -344,7 +361,7 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
                            out);
         } else {
             add_long_user(in.pred, in.label, in.tag, run.data(), row_mask, first, last - first,
-                          n_tags, s, out);
+                          n_tags, run.data() + first, s, out);
         }
         ++users;
         if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, (1 + n_tags) * USER_FIELDS);
@@ -353,9 +370,11 @@ bool add_big_run(const uint64_t* packed, int64_t start, int64_t stop, uint64_t r
     return collision;
 }
 
-// Add every user of the sorted packed rows; true on a collision.
+// Add every user of the sorted packed rows; true on a collision. With overwrite, a user of
+// more than CHUNK rows is sorted in its own packed rows once they are gathered (8 bytes a
+// row of the longest user less to hold): packed is left unordered.
 template <class P, class L>
-bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>& in,
+bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
                Output& out) {
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
@@ -377,9 +396,9 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
     s.order_tmp.resize(size);
     s.key_tmp.resize(size);
     const int64_t longs = longest > SHORT ? longest : 0;
-    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: sort0 alone (add_long_user)
+    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
     s.sort0.resize(longs);
-    s.sort1.resize(wide);
+    s.sort1.resize(overwrite ? std::min(longs, CHUNK) : longs);
     s.payload0.resize(wide);
     s.payload1.resize(wide);
     s.scratch.assign(4 * (1 + n_tags), 0);
@@ -392,7 +411,7 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
         int64_t stop = run_end(packed, start, n, row_bits);
         if (stop - start > CHUNK) {
             exact::normalize(out.sums, blocks);
-            collision |= add_big_run(packed, start, stop, row_mask, in, s, out);
+            collision |= add_big_run(packed, overwrite, start, stop, row_mask, in, s, out);
             ++users;
             exact::normalize(out.sums, blocks);
             start = stop;
@@ -405,6 +424,14 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
         }
         for (int64_t k = 0; k < stop - start; ++k) {
             const uint64_t row = packed[start + k] & row_mask;
+            if (start + k + AHEAD < stop) {
+                const uint64_t ahead = packed[start + k + AHEAD] & row_mask;
+                __builtin_prefetch(in.pred + ahead);
+                __builtin_prefetch(in.label + ahead);
+                __builtin_prefetch(in.keys + ahead);
+                if (in.tag) __builtin_prefetch(in.tag + ahead);
+                if (in.checks) __builtin_prefetch(in.checks + ahead);
+            }
             s.got_pred[k] = in.pred[row];
             s.got_label[k] = in.label[row];
             s.got_key[k] = in.keys[row];
@@ -444,7 +471,7 @@ bool user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>
                 else
                     add_long_user(s.got_pred.data(), s.got_label.data(),
                                   in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
-                                  last - first, n_tags, s, out);
+                                  last - first, n_tags, s.sort1.data(), s, out);
                 ++users;
                 if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
                 first = last;
@@ -465,14 +492,32 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
     std::vector<exact::Wide> wide(2 * (n_tags + 1));
     for (auto& w : wide) w.clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t t = int64_t(tag_of_code[codes[i]]);
-        const int64_t y = int64_t(label[i]);
-        const double p = double(pred[i]);
-        rows[t] += 1;
-        clicks[t] += y;
-        wide[2 * t].add(p);
-        wide[2 * t + 1].add(binary_logloss(p, y));
+    // the rows in blocks: each block's logloss terms in one vectorised loop
+    auto block = std::make_unique<LoglossScratch>();
+    std::vector<double> logloss(BLOCK);
+    std::vector<P> pad_pred(BLOCK);
+    std::vector<L> pad_label(BLOCK);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
+            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
+            std::fill(pad_label.begin(), pad_label.end(), L(0));
+            std::copy(p_block, p_block + m, pad_pred.begin());
+            std::copy(y_block, y_block + m, pad_label.begin());
+            p_block = pad_pred.data();
+            y_block = pad_label.data();
+        }
+        logloss_block(p_block, y_block, *block, logloss.data());
+        for (int64_t i = 0; i < m; ++i) {
+            const int64_t t = int64_t(tag_of_code[codes[start + i]]);
+            const int64_t y = int64_t(y_block[i]);
+            rows[t] += 1;
+            clicks[t] += y;
+            wide[2 * t].add(double(p_block[i]));
+            wide[2 * t + 1].add(logloss[i]);
+        }
     }
     std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
     for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);

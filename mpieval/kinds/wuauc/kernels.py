@@ -122,8 +122,9 @@ def user_auc_sums(
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
     how often keys share a prefix; the sums do not depend on it. Holds 1 byte a row (the
-    part), 8 bytes a row of one part (the packed sort keys), and 8 bytes a row of the
-    longest user (24 for float64 preds).
+    part), 8 bytes a row of one part (the packed sort keys, in which the last pass sorts a
+    long user), and 8 bytes a row of the longest user (16 for float64 preds; 8 more for
+    each pass but the last).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -160,15 +161,21 @@ def user_auc_sums(
                 # a valid group has two rows or more, and a row is in at most two groups
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
+                # the last pass may sort long users in their own packed rows
                 collided, cursor = _core.user_sums(
-                    packed, row_bits, keys, no_checks if checks is None or k else checks,
+                    packed, k == len(models) - 1, row_bits, keys,
+                    no_checks if checks is None or k else checks,
                     model, label, tags, n_tags, part_sums[k], part_groups[k])
                 found |= bool(collided)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, found
 
-        # in prefix order, as one sort would be
-        done = on_threads(one_part, [part for part in range(len(sizes)) if sizes[part]])
+        # started largest first (a part holding a heavy user must not start last: the
+        # threads would wait for it), then put in prefix order, as one sort would be
+        filled = sorted((part for part in range(len(sizes)) if sizes[part]),
+                        key=lambda part: -sizes[part])
+        by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
+        done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
             for part_sums, _, _ in done:
                 sums[k] += part_sums[k]  # digit by digit: exact
