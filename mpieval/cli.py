@@ -34,7 +34,7 @@ from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
-from mpieval.kernels import jit
+from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
 from mpieval.validation import check_log_word
 
@@ -245,7 +245,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
         comm_module.check_whole_job(comm, _WHOLE_JOB_HINT)
         threads = threads_per_rank(comm)
         readers.use_threads(threads)
-        jit.use_threads(threads)
+        parallel.use_threads(threads)
         if args.command == "demo":
             from mpieval import demo
 

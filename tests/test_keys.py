@@ -150,15 +150,15 @@ def test_pyarrow_text_keys_are_those_of_the_same_bytes() -> None:
         assert keys.tolist() == expected[0][3:7].tolist()
     many = pa.array([f"user{k}" for k in range(5000)])
     alone = uid_keys_checked("uid", many)
-    from mpieval.kernels import jit
+    from mpieval.kernels import parallel
 
-    threads, slice_rows = jit._threads, kernels.SLICE_ROWS
+    threads, slice_rows = parallel._threads, kernels.SLICE_ROWS
     try:  # slices of rows on threads: the same keys
-        jit.use_threads(2)
+        parallel.use_threads(2)
         kernels.SLICE_ROWS = 700
         sliced = uid_keys_checked("uid", many)
     finally:
-        jit.use_threads(threads)
+        parallel.use_threads(threads)
         kernels.SLICE_ROWS = slice_rows
     assert alone[1] is not None and sliced[1] is not None
     assert np.array_equal(sliced[0], alone[0]) and np.array_equal(sliced[1], alone[1])

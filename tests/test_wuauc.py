@@ -783,7 +783,7 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
                                             threads: int) -> None:
     """The rows passed in parts, on one or more threads: the same exact sums (and, with
     compare, the same paired groups in the same order) as one pass over every row."""
-    from mpieval.kernels import jit
+    from mpieval.kernels import parallel
     from mpieval.kinds.wuauc import kernels
 
     counts = np.r_[rng.integers(1, 40, 3000), [5000, 2000]]
@@ -797,7 +797,7 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), rows)
     monkeypatch.setattr(kernels, "PART_ROWS", 1000)
     monkeypatch.setattr(kernels, "ROW_SLICE", 1000)
-    monkeypatch.setattr(jit, "_threads", threads)
+    monkeypatch.setattr(parallel, "_threads", threads)
     parts = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
     assert np.array_equal(parts[0], whole[0]) and parts[1] == whole[1]
     assert exact.to_floats(parts[0])[0, 1] > 100  # valid users, paired

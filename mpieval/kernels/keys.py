@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpieval import _core
-from mpieval.kernels.jit import on_threads
+from mpieval.kernels.parallel import on_threads
 
 _U64 = np.uint64
 # splitmix64 constants
@@ -117,7 +117,7 @@ SLICE_ROWS = 1 << 18
 def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
     ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
-    buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.jit.threads`
+    buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.parallel.threads`
     threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
     array."""
     offsets = np.ascontiguousarray(offsets)

@@ -35,7 +35,7 @@ import numpy as np
 
 from mpieval import _core
 from mpieval.kernels import exact
-from mpieval.kernels.jit import on_threads, threads
+from mpieval.kernels.parallel import on_threads, threads
 
 # Per-block user sums, in this order (see :func:`_add_counts`).
 USER_SUM_FIELDS = (
@@ -50,7 +50,7 @@ PART_BITS = 3
 PART_ROWS = 1 << 21
 """From this many rows on, the rows are grouped and passed in ``2**PART_BITS`` parts by the
 top bits of their prefix: each part's sort array is an eighth as long, and the parts run on
-:func:`mpieval.kernels.jit.threads` threads (each with its own sums, added exactly)."""
+:func:`mpieval.kernels.parallel.threads` threads (each with its own sums, added exactly)."""
 
 
 ROW_SLICE = 1 << 20
@@ -64,7 +64,7 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
     ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
     1 - 1e-15]``). Slices of ``ROW_SLICE`` rows run on
-    :func:`~mpieval.kernels.jit.threads` threads, each into its own accumulators, added
+    :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
     digit by digit (exact: the same bits)."""
     n = len(pred)
     slices = [(start, min(start + ROW_SLICE, n)) for start in range(0, n, ROW_SLICE)]
