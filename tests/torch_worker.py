@@ -1,7 +1,8 @@
 """One process of a torch.distributed test job (started by tests/test_torch.py).
 
-``python torch_worker.py SCENARIO RANK SIZE PORT``: joins a gloo group on 127.0.0.1:PORT,
-runs the scenario and prints one JSON line of what it saw.
+``python torch_worker.py SCENARIO,... RANK SIZE PORT``: joins a gloo group on
+127.0.0.1:PORT, runs the scenarios in turn on that one group and prints one JSON line of
+what each saw.
 """
 
 from __future__ import annotations
@@ -118,11 +119,11 @@ def loop(rank: int, size: int) -> dict:
 
 
 def main() -> None:
-    scenario, rank, size, port = sys.argv[1], *map(int, sys.argv[2:])
+    scenarios, rank, size, port = sys.argv[1].split(","), *map(int, sys.argv[2:])
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=size, timeout=timedelta(seconds=60))
     try:
-        result = globals()[scenario](rank, size)
+        result = {name: globals()[name](rank, size) for name in scenarios}
         print(json.dumps({"rank": rank, "result": result,
                           "mpi_loaded": "mpi4py.MPI" in sys.modules}))
     finally:
