@@ -185,18 +185,29 @@ void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t 
     }
 }
 
-// The sort keys of m rows: lo + k, or (rows not null) the row index in rows[lo + k]'s low bits.
+// Row k of a user's m rows: lo + k, or (rows not null) the row index in rows[lo + k]'s low
+// bits, whose rows lie anywhere in the columns: the pred, label and tag of the row AHEAD
+// further on are then asked of the memory now.
+template <class P, class L>
+inline int64_t gathered_row(const P* pred, const L* label, const uint16_t* tag,
+                            const uint64_t* rows, uint64_t row_mask, int64_t lo, int64_t k,
+                            int64_t m) {
+    if (rows == nullptr) return lo + k;
+    if (k + AHEAD < m) {
+        const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
+        __builtin_prefetch(pred + ahead);
+        __builtin_prefetch(label + ahead);
+        if (tag != nullptr) __builtin_prefetch(tag + ahead);
+    }
+    return int64_t(rows[lo + k] & row_mask);
+}
+
+// The sort keys of m rows (gathered_row).
 template <class P, class L>
 void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
                   uint64_t row_mask, int64_t lo, int64_t m, uint64_t* bits, uint32_t* payload) {
     for (int64_t k = 0; k < m; ++k) {
-        const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
-        if (rows != nullptr && k + AHEAD < m) {
-            const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
-            __builtin_prefetch(pred + ahead);
-            __builtin_prefetch(label + ahead);
-            if (tag != nullptr) __builtin_prefetch(tag + ahead);
-        }
+        const int64_t row = gathered_row(pred, label, tag, rows, row_mask, lo, k, m);
         const double value = double(pred[row]) + 0.0;
         std::memcpy(&bits[k], &value, sizeof value);
         const uint32_t code = tag != nullptr ? uint32_t(tag[row]) : 0u;
@@ -283,13 +294,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
         // bits, as the float32's bits order the same
         uint64_t* keys = s.sort0.data();
         for (int64_t k = 0; k < m; ++k) {
-            const int64_t row = rows == nullptr ? lo + k : int64_t(rows[lo + k] & row_mask);
-            if (rows != nullptr && k + AHEAD < m) {
-                const uint64_t ahead = rows[lo + k + AHEAD] & row_mask;
-                __builtin_prefetch(pred + ahead);
-                __builtin_prefetch(label + ahead);
-                if (tag != nullptr) __builtin_prefetch(tag + ahead);
-            }
+            const int64_t row = gathered_row(pred, label, tag, rows, row_mask, lo, k, m);
             const P value = pred[row] + P(0);
             uint32_t value_bits;
             std::memcpy(&value_bits, &value, sizeof value_bits);
