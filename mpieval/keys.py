@@ -101,12 +101,12 @@ def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
     _, offset_buffer, data_buffer = uid.buffers()
     offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=n + 1,
                             offset=uid.offset * np.dtype(offset_type).itemsize)
-    empty = offsets[1:] == offsets[:-1]
-    if empty.any():
-        _fail_rows(field, empty, "is empty (a missing uid)", value="")
+    longest, first_empty = kernels.text_lengths(offsets)
+    if first_empty >= 0:
+        _fail_rows(field, offsets[1:] == offsets[:-1], "is empty (a missing uid)", value="")
     data = (np.zeros(0, np.uint8) if data_buffer is None
             else np.frombuffer(data_buffer, dtype=np.uint8))
-    return kernels.hash_texts(offsets, data)
+    return kernels.hash_texts(offsets, data, longest)
 
 
 def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:

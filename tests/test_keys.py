@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpieval.errors import InputError
 from mpieval.kernels import keys as kernels
@@ -182,3 +184,19 @@ def test_bad_pyarrow_uids_name_the_first_row(array, problem, first) -> None:
     assert raised.value.first_index == first and raised.value.field == "uid"
     with pytest.raises(InputError, match="arrow type"):
         uid_keys("uid", pa.array([0.5]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=60), st.sampled_from([np.int32, np.int64]))
+def test_text_lengths_give_the_longest_and_the_first_empty_text(texts, dtype) -> None:
+    offsets = np.r_[0, np.cumsum([len(text) for text in texts])].astype(dtype)
+    longest, first_empty = kernels.text_lengths(offsets)
+    assert longest == max((len(text) for text in texts), default=0)
+    assert first_empty == next((i for i, text in enumerate(texts) if not text), -1)
+
+
+def test_an_empty_arrow_uid_is_reported_at_its_row() -> None:
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(InputError, match="empty") as caught:
+        uid_keys_checked("uid", pa.array(["a", "bb", "", "c", ""]))
+    assert caught.value.first_index == 2 and caught.value.count == 2

@@ -18,10 +18,11 @@ from oracle_users import user_auc
 from oracle_users import wuauc as oracle
 from sklearn.metrics import roc_auc_score
 
-from mpieval import Evaluator, WuaucMetric, WuaucResult
+from mpieval import Evaluator, WuaucMetric, WuaucResult, _core
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels import exact, stats
+from mpieval.kernels import keys as kernel_keys
 from mpieval.keys import uid_keys_checked
 from mpieval.kinds.auc.metric import AucMetric
 from mpieval.kinds.wuauc.kernels import CHUNK, USER_SUM_FIELDS
@@ -243,26 +244,21 @@ def oracle_user_sums(keys, pred, label, tag, n_tags: int) -> np.ndarray:
 @given(
     st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3), st.integers(0, 1),
                        st.integers(0, 3)), max_size=150),
-    st.sampled_from([None, 1, 2, 5]),
     st.sampled_from([np.float32, np.float64]),
 )
-def test_user_auc_sums_match_pair_counting(rows, prefix_bits, dtype) -> None:
-    """Ties in any order, tag code 3 untagged, and keys sharing a hash prefix (few bits)."""
+def test_user_auc_sums_match_pair_counting(rows, dtype) -> None:
+    """Ties in any order, tag code 3 untagged."""
     array = np.array(rows, dtype=np.int64).reshape(-1, 4)
     keys = array[:, 0].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # spread bits
     pred = (array[:, 1] / 3).astype(dtype)
     label = array[:, 2].astype(np.uint8)
     tag = array[:, 3].astype(np.uint16)
-    bits = None if prefix_bits is None or len(keys) < 2 else prefix_bits
-    got, collision = user_auc_sums(keys, None, pred, label, tag, 3, prefix_bits=bits)
+    got, collision = user_auc_sums(keys, None, pred, label, tag, 3)
     assert not collision
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 3), rtol=1e-12)
 
 
-@pytest.mark.parametrize("prefix_bits", [None, 1, 4])
-def test_user_auc_sums_of_long_users_and_near_ties(
-    rng: np.random.Generator, prefix_bits: int | None
-) -> None:
+def test_user_auc_sums_of_long_users_and_near_ties(rng: np.random.Generator) -> None:
     """Users up to 3000 rows, float64 preds 2**-40 apart, ties; without tags and with."""
     counts = np.r_[rng.integers(1, 30, 200), rng.integers(30, 300, 10), [3000]]
     keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
@@ -272,10 +268,58 @@ def test_user_auc_sums_of_long_users_and_near_ties(
     tag = rng.integers(0, 6, n).astype(np.uint16)  # 5: untagged
     order = rng.permutation(n)
     keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
-    got, _ = user_auc_sums(keys, None, pred, label, tag, 5, prefix_bits=prefix_bits)
+    got, _ = user_auc_sums(keys, None, pred, label, tag, 5)
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 5), rtol=1e-12)
-    untagged, _ = user_auc_sums(keys, None, pred, label, None, 0, prefix_bits=prefix_bits)
+    untagged, _ = user_auc_sums(keys, None, pred, label, None, 0)
     np.testing.assert_allclose(untagged, got[:1], rtol=1e-12)
+
+
+def expected_groups(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The grouping's packed rows by a plain loop: ``user << row_bits | row``, users
+    numbered in order of their first row, each user's rows in row order."""
+    row_bits = max(len(keys) - 1, 1).bit_length()
+    users: dict[int, list[int]] = {}
+    for row in rows.tolist():
+        users.setdefault(int(keys[row]), []).append(row)
+    return np.array([number << row_bits | row for number, (_, of_user)
+                     in enumerate(users.items()) for row in of_user], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("users", [1, 300, 5000])
+def test_the_rows_group_by_user_in_order_of_first_row(
+        rng: np.random.Generator, users: int) -> None:
+    """The table of one part's users (grown from its first 4,096 slots when there are many)
+    against a plain loop; keys whose table slots coincide (the low 12 bits of their mix)
+    probe past each other."""
+    keys = rng.integers(0, 2**64 - 1, users, dtype=np.uint64)
+    pool = rng.integers(0, 2**64 - 1, 400_000, dtype=np.uint64)
+    pool = pool[kernel_keys.mix64(pool) % np.uint64(4096) == 7]
+    shared = min(len(pool), users // 2)
+    keys[:shared] = pool[:shared]
+    row_keys = keys[rng.integers(0, users, 20_000)]
+    n = len(row_keys)
+    row_bits = (n - 1).bit_length()
+    packed = np.empty(n, np.uint64)
+    none = np.zeros(0, np.uint8)
+    assert not _core.group(row_keys, np.zeros(0, np.uint32), none, 0, packed, row_bits)
+    np.testing.assert_array_equal(packed, expected_groups(row_keys, np.arange(n)))
+
+
+@pytest.mark.parametrize("n", [7, 8, 10_003])
+def test_each_part_groups_its_own_rows(rng: np.random.Generator, n: int) -> None:
+    """The rows of a part are found 8 part bytes at a time (any n, not only a multiple of
+    8), in batches: each part's grouping holds exactly its rows, by user in row order."""
+    keys = rng.integers(0, 2**64 - 1, n, dtype=np.uint64)
+    keys[::3] = keys[0]  # a heavy user: all its rows in one part
+    parts, sizes = np.empty(n, np.uint8), np.zeros(8, np.int64)
+    _core.parts(keys, parts, 3, sizes)
+    np.testing.assert_array_equal(parts, kernel_keys.mix64(keys) >> np.uint64(61))
+    row_bits = max(n - 1, 1).bit_length()
+    for part in range(8):
+        packed = np.empty(sizes[part], np.uint64)
+        _core.group(keys, np.zeros(0, np.uint32), parts, part, packed, row_bits)
+        np.testing.assert_array_equal(packed,
+                                      expected_groups(keys, np.flatnonzero(parts == part)))
 
 
 def test_user_auc_sums_with_more_tags_than_a_user_has_rows(rng: np.random.Generator) -> None:
@@ -290,14 +334,13 @@ def test_user_auc_sums_with_more_tags_than_a_user_has_rows(rng: np.random.Genera
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 150), rtol=1e-12)
 
 
-def test_runs_of_one_prefix_longer_than_a_chunk(rng: np.random.Generator) -> None:
-    """With one prefix bit, each half of 40,000 rows is one run of one prefix, longer than
-    the gathered chunk (``CHUNK``): read in place, sorted by key, short users and long
-    ones; -0.0 and 0.0 preds are one value; a collision inside such a run is reported."""
-    counts = np.r_[rng.integers(1, 17, 1500), rng.integers(17, 400, 100)]
+def test_users_longer_than_a_chunk_beside_short_ones(rng: np.random.Generator) -> None:
+    """Users of more rows than the gathered chunk (``CHUNK``), read where they lie, beside
+    short and long ones gathered a chunk at a time; -0.0 and 0.0 preds are one value; a
+    key with two checks is reported."""
+    counts = np.r_[rng.integers(1, 17, 1500), rng.integers(17, 400, 100), [CHUNK + 1, 2 * CHUNK]]
     keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
     n = len(keys)
-    assert n > 2 * CHUNK
     pred = rng.integers(0, 12, n) / 11
     pred[(pred == 0) & (rng.random(n) < 0.5)] = -0.0
     label = (rng.random(n) < 0.4).astype(np.uint8)
@@ -307,11 +350,11 @@ def test_runs_of_one_prefix_longer_than_a_chunk(rng: np.random.Generator) -> Non
     assert np.signbit(pred[pred == 0]).any()
     expected = oracle_user_sums(keys, np.abs(pred), label, tag, 3)
     checks = keys * np.uint64(3)
-    got, collision = user_auc_sums(keys, checks, pred, label, tag, 3, prefix_bits=1)
+    got, collision = user_auc_sums(keys, checks, pred, label, tag, 3)
     assert not collision
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     checks[rng.integers(0, n)] += np.uint64(1)
-    assert user_auc_sums(keys, checks, pred, label, tag, 3, prefix_bits=1)[1]
+    assert user_auc_sums(keys, checks, pred, label, tag, 3)[1]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -354,17 +397,16 @@ def test_a_long_user_per_tag_equals_sklearn(rng: np.random.Generator) -> None:
                                                     abs=1e-13)
 
 
-@pytest.mark.parametrize("prefix_bits", [None, 1])
-def test_user_auc_sums_report_a_key_with_two_checks(prefix_bits: int | None) -> None:
+def test_user_auc_sums_report_a_key_with_two_checks() -> None:
     keys = np.array([7, 3, 7, 3, 9], dtype=np.uint64)
     pred = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
     label = np.array([0, 1, 1, 0, 1], dtype=np.uint8)
     same = np.array([70, 30, 70, 30, 90], dtype=np.uint64)
-    sums, collision = user_auc_sums(keys, same, pred, label, None, 0, prefix_bits=prefix_bits)
+    sums, collision = user_auc_sums(keys, same, pred, label, None, 0)
     assert not collision and sums[0, :2].tolist() == [3, 2]
     other = same.copy()
     other[3] = 31
-    assert user_auc_sums(keys, other, pred, label, None, 0, prefix_bits=prefix_bits)[1]
+    assert user_auc_sums(keys, other, pred, label, None, 0)[1]
     empty, collision = user_auc_sums(keys[:0], None, pred[:0], label[:0], None, 2)
     assert not collision and empty.shape == (3, len(USER_SUM_FIELDS)) and not empty.any()
 

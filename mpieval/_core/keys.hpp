@@ -37,6 +37,19 @@ inline uint64_t word_at(const uint8_t* data, int64_t size, int64_t start, int64_
     return word;
 }
 
+// The longest of the n texts (offsets[i + 1] - offsets[i]) and the first empty one's row
+// (-1: none).
+template <class O>
+void text_lengths(const O* offsets, int64_t n, int64_t& longest, int64_t& first_empty) {
+    longest = 0;
+    first_empty = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t length = int64_t(offsets[i + 1]) - int64_t(offsets[i]);
+        longest = std::max(longest, length);
+        if (length == 0 && first_empty < 0) first_empty = i;
+    }
+}
+
 // constants and zero_terms: (2, width) each, row-major; value i is
 // data[offsets[i]:offsets[i + 1]] (data holds `size` bytes).
 template <class O>

@@ -261,6 +261,14 @@ NB_MODULE(_core, m) {
 
     // keys
     m.def("mix64", [](uint64_t x) { return keys::mix64(x); }, nb::arg("x"));
+    m.def("text_lengths", [](In offsets) {
+        int64_t longest = 0, first_empty = -1;
+        dispatch(offsets, [&](auto* o) {
+            Release r;
+            keys::text_lengths(o, std::max<int64_t>(length(offsets) - 1, 0), longest, first_empty);
+        }, Types<int32_t, int64_t>{});
+        return std::make_tuple(longest, first_empty);
+    }, nb::arg("offsets").noconvert());
     m.def("hash_texts", [](In offsets, In data, In constants, In zero_terms, Out keys_,
                            Out checks) {
         const uint8_t* d = as<uint8_t>(data, "data");
@@ -288,42 +296,36 @@ NB_MODULE(_core, m) {
         wuauc::parts(k, n, p, part_bits, s);
     }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part_bits"),
        nb::arg("sizes").noconvert());
-    m.def("pack", [](In keys_, In parts, int64_t part, Out packed, int prefix_shift,
-                     int row_shift) {
+    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits) {
         const uint64_t* k = as<uint64_t>(keys_, "keys");
-        const uint8_t* p = as<uint8_t>(parts, "parts");
+        const uint32_t* c = length(checks) ? as<uint32_t>(checks, "checks") : nullptr;
+        const uint8_t* p = length(parts) ? as<uint8_t>(parts, "parts") : nullptr;
         uint64_t* out = as<uint64_t>(packed, "packed");
         const int64_t n = length(keys_);
-        const bool has_parts = length(parts) > 0;
+        const int64_t m = length(packed);
+        if ((p != nullptr && length(parts) != n) || (p == nullptr && m != n) || part < 0 || part > 255)
+            throw std::invalid_argument("group: parts of every row, packed of the part's");
         Release r;
-        wuauc::pack(k, n, p, has_parts, part, out, prefix_shift, row_shift);
-    }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part"),
-       nb::arg("packed").noconvert(), nb::arg("prefix_shift"), nb::arg("row_shift"));
-    m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In keys_, In checks,
-                          In pred, In label, In tag, int64_t n_tags, Out sums, Out record) {
+        return wuauc::group(k, c, n, p, part, out, m, row_bits);
+    }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
+       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
+    m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
+                          int64_t n_tags, Out sums, Out record) {
         uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
                           record.size() ? as<double>(record, "record") : nullptr, 0};
-        bool collision = false;
         dispatch(pred, [&](auto* values) {
             using P = std::remove_pointer_t<decltype(values)>;
-            wuauc::Rows<P, uint8_t> in{
-                as<uint64_t>(keys_, "keys"),
-                length(checks) ? as<uint32_t>(checks, "checks") : nullptr,
-                values,
-                as<uint8_t>(label, "label"),
-                length(tag) ? as<uint16_t>(tag, "tag") : nullptr,
-                n_tags};
+            wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
+                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
             Release r;
-            collision = wuauc::user_sums(p, overwrite, n, row_bits, in, out);
+            wuauc::user_sums(p, overwrite, n, row_bits, in, out);
         }, Floats{});
-        return std::make_tuple(collision, out.cursor);
+        return out.cursor;
     }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
-       nb::arg("keys").noconvert(),
-       nb::arg("checks").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
-       nb::arg("tag").noconvert(), nb::arg("n_tags"), nb::arg("sums").noconvert(),
-       nb::arg("record").noconvert());
+       nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("tag").noconvert(),
+       nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert());
     m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums) {
         const uint8_t* y = as<uint8_t>(label, "label");
         const uint16_t* c = as<uint16_t>(codes, "codes");

@@ -114,19 +114,28 @@ SLICE_ROWS = 1 << 18
 """Rows a thread hashes at a time (:func:`hash_texts`)."""
 
 
-def hash_texts(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def text_lengths(offsets: np.ndarray) -> tuple[int, int]:
+    """``(longest, first_empty)`` of the byte strings of ``offsets`` (int32 or int64, as
+    :func:`hash_texts` takes them): the longest one's length and the first empty one's
+    index (-1: none), in one compiled pass."""
+    return _core.text_lengths(np.ascontiguousarray(offsets))
+
+
+def hash_texts(offsets: np.ndarray, data: np.ndarray,
+               longest: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
     ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
     buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.parallel.threads`
     threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
-    array."""
+    array. ``longest``: the longest string's length, if known (:func:`text_lengths`)."""
     offsets = np.ascontiguousarray(offsets)
     if offsets.dtype not in (np.int32, np.int64):
         offsets = offsets.astype(np.int64)
     data = np.ascontiguousarray(data).view(np.uint8)
     n = len(offsets) - 1
-    width = max(int(np.max(np.diff(offsets))) if n else 0, 1)
-    width = -(-width // 8)
+    if longest is None:
+        longest = text_lengths(offsets)[0]
+    width = -(-max(longest, 1) // 8)
     constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
     keys = np.empty(n, dtype=_U64)
     checks = np.empty(n, dtype=_U64)

@@ -1,11 +1,13 @@
 // Per-user AUC sums of the wuauc kind (see kernels.py beside this file): the grouping of rows
-// by key prefix, the pass over users, the rows' sums and the paired differences.
+// by user (a table of keys, no sort), the pass over users, the rows' sums and the paired
+// differences.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "exact.hpp"
@@ -39,17 +41,148 @@ inline void parts(const uint64_t* keys, int64_t n, uint8_t* parts, int part_bits
     }
 }
 
-// mix64(keys[i]) >> prefix_shift << row_shift | i of the rows of `part` (every row without
-// parts), in row order.
-inline void pack(const uint64_t* keys, int64_t n, const uint8_t* parts, bool has_parts,
-                 int64_t part, uint64_t* packed, int prefix_shift, int row_shift) {
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (!has_parts || parts[i] == part) {
-            packed[k] = ((keys::mix64(keys[i]) >> prefix_shift) << row_shift) | uint64_t(i);
-            ++k;
+// Calls batch(rows, count) with the rows i of `part` (parts[i] == part; every row when
+// parts is null), in row order, up to ROWS_AT_ONCE at a time. The part bytes are read 8 at
+// a time: a word's bytes equal to part found at once (no branch a row).
+constexpr int64_t ROWS_AT_ONCE = 256;
+template <class F>
+void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
+    int64_t rows[ROWS_AT_ONCE + 8];
+    int64_t count = 0;
+    int64_t i = 0;
+    if (parts != nullptr && keys::is_little_endian()) {
+        const uint64_t low7 = UINT64_C(0x7F7F7F7F7F7F7F7F);
+        const uint64_t pattern = UINT64_C(0x0101010101010101) * part;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t word;
+            std::memcpy(&word, parts + i, 8);
+            const uint64_t x = word ^ pattern;  // a zero byte: a row of the part
+            uint64_t zero = ~(((x & low7) + low7) | x | low7);  // its high bit, exactly
+            while (zero != 0) {
+                rows[count++] = i + (__builtin_ctzll(zero) >> 3);
+                zero &= zero - 1;
+            }
+            if (count >= ROWS_AT_ONCE) {
+                batch(static_cast<const int64_t*>(rows), count);
+                count = 0;
+            }
         }
     }
+    for (; i < n; ++i) {
+        if (parts == nullptr || parts[i] == part) rows[count++] = i;
+        if (count == ROWS_AT_ONCE) {
+            batch(static_cast<const int64_t*>(rows), count);
+            count = 0;
+        }
+    }
+    if (count > 0) batch(static_cast<const int64_t*>(rows), count);
+}
+
+// The users of one part: an open-addressing table from a key to its user number (in order
+// of the user's first row) and the check of that first row, and each user's rows.
+class Users {
+  public:
+    explicit Users(int64_t expected) {
+        int64_t capacity = 1024;
+        while (capacity < 2 * expected) capacity *= 2;
+        slots_.assign(capacity, Slot{0, EMPTY, 0});
+    }
+
+    // The user of key (a new one on its first row); a check other than the first row's
+    // sets collision.
+    uint32_t add(uint64_t key, uint32_t check, bool& collision) {
+        Slot* slot = find(key);
+        if (slot->user == EMPTY) {
+            if (2 * (int64_t(rows_.size()) + 1) > int64_t(slots_.size())) {
+                grow();
+                slot = find(key);
+            }
+            if (rows_.size() >= size_t(EMPTY)) throw std::length_error("too many users in a part");
+            *slot = Slot{key, uint32_t(rows_.size()), check};
+            rows_.push_back(0);
+        } else if (slot->check != check) {
+            collision = true;
+        }
+        ++rows_[slot->user];
+        return slot->user;
+    }
+
+    // Where the next slot of key's probe lies, for a prefetch.
+    const void* home(uint64_t key) const { return &slots_[keys::mix64(key) & mask()]; }
+
+    // Each user's rows (rows_[u]) become the position of its first row in user order.
+    int64_t starts() {
+        int64_t position = 0;
+        for (int64_t& count : rows_) {
+            const int64_t rows = count;
+            count = position;
+            position += rows;
+        }
+        return int64_t(rows_.size());
+    }
+
+    int64_t& next(uint32_t user) { return rows_[user]; }
+
+  private:
+    static constexpr uint32_t EMPTY = UINT32_MAX;
+    struct Slot {
+        uint64_t key;
+        uint32_t user;
+        uint32_t check;
+    };
+    std::vector<Slot> slots_;
+    std::vector<int64_t> rows_;  // per user: its rows, then (starts) its next position
+
+    uint64_t mask() const { return uint64_t(slots_.size()) - 1; }
+
+    Slot* find(uint64_t key) const {
+        const uint64_t m = mask();
+        uint64_t at = keys::mix64(key) & m;
+        Slot* slots = const_cast<Slot*>(slots_.data());
+        while (slots[at].user != EMPTY && slots[at].key != key) at = (at + 1) & m;
+        return &slots[at];
+    }
+
+    void grow() {
+        std::vector<Slot> old(2 * slots_.size(), Slot{0, EMPTY, 0});
+        old.swap(slots_);
+        for (const Slot& slot : old)
+            if (slot.user != EMPTY) *find(slot.key) = slot;
+    }
+};
+
+// The m rows of `part` (every row when parts is null) grouped by user:
+// packed[k] = user << row_bits | row, the users numbered in order of their first row, each
+// user's rows together and in row order. True when two rows of one key have different
+// checks (checks null: none). One pass looks each row's key up in the part's table of
+// users, a second puts the rows in place (a counting sort by user).
+inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
+                  int64_t part, uint64_t* packed, int64_t m, int row_bits) {
+    Users users(m / 16);
+    bool collision = false;
+    std::vector<uint32_t> user_of(m);
+    int64_t k = 0;
+    uint64_t key[ROWS_AT_ONCE + 8];
+    uint32_t check[ROWS_AT_ONCE + 8];
+    rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
+        // the batch's keys read first, then their table slots asked for, then looked up:
+        // the reads of many rows wait for the memory at once, not each in turn
+        for (int64_t j = 0; j < count; ++j) {
+            key[j] = keys[rows[j]];
+            check[j] = checks != nullptr ? checks[rows[j]] : 0u;
+        }
+        for (int64_t j = 0; j < count; ++j) __builtin_prefetch(users.home(key[j]));
+        for (int64_t j = 0; j < count; ++j) user_of[k++] = users.add(key[j], check[j], collision);
+    });
+    const int64_t count = users.starts();
+    if (count > 1 && (uint64_t(count - 1) >> (64 - row_bits)) != 0)
+        throw std::length_error("too many users beside the row bits");
+    k = 0;
+    rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
+        for (int64_t j = 0; j < count; ++j, ++k)
+            packed[users.next(user_of[k])++] = (uint64_t(user_of[k]) << row_bits) | uint64_t(rows[j]);
+    });
+    return collision;
 }
 
 // Where a pass adds its groups: the exact sums (blocks, USER_FIELDS, DIGITS) and, when
@@ -102,9 +235,6 @@ struct Scratch {
     std::vector<P> got_pred;
     std::vector<L> got_label;
     std::vector<uint16_t> got_tag;
-    std::vector<uint64_t> got_key, key_tmp;
-    std::vector<uint32_t> got_check;
-    std::vector<int64_t> order, order_tmp;
     std::vector<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
     std::vector<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
     std::vector<int64_t> scratch;              // (1 + n_tags, 4)
@@ -112,17 +242,11 @@ struct Scratch {
     P work_pred[2][SHORT];
     int64_t work_local[2][SHORT];
     int64_t tag_counts[4][SHORT];
-    std::vector<P> permute_p;
-    std::vector<L> permute_l;
-    std::vector<uint16_t> permute_t;
-    std::vector<uint32_t> permute_u;
 };
 
 // Input of a pass: the rows' columns.
 template <class P, class L>
 struct Rows {
-    const uint64_t* keys;
-    const uint32_t* checks;  // null: no check
     const P* pred;
     const L* label;
     const uint16_t* tag;  // null: no tags
@@ -313,73 +437,11 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
-template <class T>
-void permute(T* values, const int64_t* order, int64_t m, std::vector<T>& tmp) {
-    if (m == 0) return;
-    tmp.resize(m);
-    for (int64_t k = 0; k < m; ++k) tmp[k] = values[order[k]];
-    std::copy(tmp.begin(), tmp.begin() + m, values);
-}
-
+// Add every user of the grouped rows (group: a run of one packed >> row_bits is a user).
+// With overwrite, a user of more than CHUNK rows is sorted in its own packed rows once they
+// are gathered (8 bytes a row of the longest user less to hold): packed is left unordered.
 template <class P, class L>
-bool add_big_run(uint64_t* packed, bool overwrite, int64_t start, int64_t stop,
-                 uint64_t row_mask, const Rows<P, L>& in, Scratch<P, L>& s, Output& out) {
-    const int64_t n_tags = in.n_tags;
-    uint64_t first_row = packed[start] & row_mask;
-    const uint64_t key = in.keys[first_row];
-    bool one_key = true, collision = false;
-    for (int64_t k = start + 1; k < stop; ++k) {
-        const uint64_t row = packed[k] & row_mask;
-        if (k + AHEAD < stop) __builtin_prefetch(in.keys + (packed[k + AHEAD] & row_mask));
-        if (in.keys[row] != key) {
-            one_key = false;
-            break;
-        }
-        if (in.checks && in.checks[row] != in.checks[first_row]) collision = true;
-    }
-    if (one_key) {
-        add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start, n_tags,
-                      overwrite ? packed + start : s.sort1.data(), s, out);
-        return collision;
-    }
-    const int64_t m = stop - start;
-    std::vector<uint64_t> run(packed + start, packed + stop), run_keys(m), keys_tmp(m),
-        run_tmp(m);
-    for (int64_t k = 0; k < m; ++k) run_keys[k] = in.keys[run[k] & row_mask];
-    sort::merge_sort<false>(run_keys.data(), keys_tmp.data(), m, run.data(), run_tmp.data());
-    int64_t users = 0, first = 0;
-    while (first < m) {
-        const int64_t last = run_end(run_keys.data(), first, m, 0);
-        first_row = run[first] & row_mask;
-        for (int64_t k = first + 1; k < last; ++k)
-            if (in.checks && in.checks[run[k] & row_mask] != in.checks[first_row])
-                collision = true;
-        if (last - first <= SHORT) {
-            for (int64_t k = 0; k < last - first; ++k) {
-                const uint64_t row = run[first + k] & row_mask;
-                s.got_pred[k] = in.pred[row];
-                s.got_label[k] = in.label[row];
-                if (in.tag) s.got_tag[k] = in.tag[row];
-            }
-            add_short_user(s.got_pred.data(), s.got_label.data(),
-                           in.tag ? s.got_tag.data() : nullptr, 0, last - first, n_tags, s,
-                           out);
-        } else {
-            add_long_user(in.pred, in.label, in.tag, run.data(), row_mask, first, last - first,
-                          n_tags, run.data() + first, s, out);
-        }
-        ++users;
-        if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, (1 + n_tags) * USER_FIELDS);
-        first = last;
-    }
-    return collision;
-}
-
-// Add every user of the sorted packed rows; true on a collision. With overwrite, a user of
-// more than CHUNK rows is sorted in its own packed rows once they are gathered (8 bytes a
-// row of the longest user less to hold): packed is left unordered.
-template <class P, class L>
-bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
+void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
                Output& out) {
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
@@ -395,11 +457,6 @@ bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     s.got_pred.resize(size);
     s.got_label.resize(size);
     s.got_tag.resize(in.tag ? size : 0);
-    s.got_key.resize(size);
-    s.got_check.resize(in.checks ? size : 0);
-    s.order.resize(size);
-    s.order_tmp.resize(size);
-    s.key_tmp.resize(size);
     const int64_t longs = longest > SHORT ? longest : 0;
     const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
     s.sort0.resize(longs);
@@ -409,14 +466,14 @@ bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     s.scratch.assign(4 * (1 + n_tags), 0);
     s.seen0.resize(std::min(n_tags, longs));
     s.seen1.resize(std::min(n_tags, longs));
-    bool collision = false;
     int64_t users = 0;
     int64_t start = 0;
     while (start < n) {
         int64_t stop = run_end(packed, start, n, row_bits);
-        if (stop - start > CHUNK) {
+        if (stop - start > CHUNK) {  // a heavy user: its rows read where they lie
             exact::normalize(out.sums, blocks);
-            collision |= add_big_run(packed, overwrite, start, stop, row_mask, in, s, out);
+            add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start,
+                          n_tags, overwrite ? packed + start : s.sort1.data(), s, out);
             ++users;
             exact::normalize(out.sums, blocks);
             start = stop;
@@ -427,66 +484,35 @@ bool user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
             if (end - start > CHUNK) break;
             stop = end;
         }
-        for (int64_t k = 0; k < stop - start; ++k) {
+        for (int64_t k = 0; k < stop - start; ++k) {  // the users' rows, gathered
             const uint64_t row = packed[start + k] & row_mask;
             if (start + k + AHEAD < stop) {
                 const uint64_t ahead = packed[start + k + AHEAD] & row_mask;
                 __builtin_prefetch(in.pred + ahead);
                 __builtin_prefetch(in.label + ahead);
-                __builtin_prefetch(in.keys + ahead);
                 if (in.tag) __builtin_prefetch(in.tag + ahead);
-                if (in.checks) __builtin_prefetch(in.checks + ahead);
             }
             s.got_pred[k] = in.pred[row];
             s.got_label[k] = in.label[row];
-            s.got_key[k] = in.keys[row];
             if (in.tag) s.got_tag[k] = in.tag[row];
-            if (in.checks) s.got_check[k] = in.checks[row];
         }
-        int64_t lo = 0;
-        while (lo < stop - start) {
-            const int64_t hi = run_end(packed, start + lo, stop, row_bits) - start;
-            bool one_key = true;
-            for (int64_t k = lo + 1; k < hi; ++k) {
-                if (s.got_key[k] != s.got_key[lo]) {
-                    one_key = false;
-                    break;
-                }
-            }
-            if (!one_key) {  // keys sharing a prefix: sort the prefix's rows by (key, row)
-                int64_t* by_key = s.order.data();
-                for (int64_t k = 0; k < hi - lo; ++k) by_key[k] = k;
-                sort::merge_sort<false>(s.got_key.data() + lo, s.key_tmp.data(), hi - lo, by_key,
-                                        s.order_tmp.data());
-                permute(s.got_pred.data() + lo, by_key, hi - lo, s.permute_p);
-                permute(s.got_label.data() + lo, by_key, hi - lo, s.permute_l);
-                if (in.tag) permute(s.got_tag.data() + lo, by_key, hi - lo, s.permute_t);
-                if (in.checks) permute(s.got_check.data() + lo, by_key, hi - lo, s.permute_u);
-            }
-            int64_t first = lo;
-            while (first < hi) {
-                const int64_t last = run_end(s.got_key.data(), first, hi, 0);
-                if (in.checks)
-                    for (int64_t k = first + 1; k < last; ++k)
-                        if (s.got_check[k] != s.got_check[first]) collision = true;
-                if (last - first <= SHORT)
-                    add_short_user(s.got_pred.data(), s.got_label.data(),
-                                   in.tag ? s.got_tag.data() : nullptr, first, last, n_tags, s,
-                                   out);
-                else
-                    add_long_user(s.got_pred.data(), s.got_label.data(),
-                                  in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
-                                  last - first, n_tags, s.sort1.data(), s, out);
-                ++users;
-                if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
-                first = last;
-            }
-            lo = hi;
+        int64_t first = 0;
+        while (first < stop - start) {
+            const int64_t last = run_end(packed, start + first, stop, row_bits) - start;
+            if (last - first <= SHORT)
+                add_short_user(s.got_pred.data(), s.got_label.data(),
+                               in.tag ? s.got_tag.data() : nullptr, first, last, n_tags, s, out);
+            else
+                add_long_user(s.got_pred.data(), s.got_label.data(),
+                              in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
+                              last - first, n_tags, s.sort1.data(), s, out);
+            ++users;
+            if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
+            first = last;
         }
         start = stop;
     }
     exact::normalize(out.sums, blocks);
-    return collision;
 }
 
 // sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.

@@ -1,15 +1,15 @@
-"""Per-user AUC sums of the ``wuauc`` kind: one value sort, then one compiled pass over users.
+"""Per-user AUC sums of the ``wuauc`` kind: the rows grouped by user, then one compiled pass.
 
-Grouping. Each row becomes one uint64, ``prefix << row_bits | row``: ``prefix`` the top
-``64 - row_bits`` bits of ``mix64(key)`` (a bijection, so equal keys share a prefix), ``row``
-the row index. One value sort of these puts every user's rows together. Distinct keys may
-share a prefix (rarely at 40 bits; often when the bits are few): inside a run of one prefix
-the pass compares the keys themselves and, when they differ, sorts the run's rows by key, so
-the grouping is exact whatever the prefix width.
+Grouping. The rows are split into ``2**PART_BITS`` parts by the top bits of ``mix64(key)``
+(a user's rows all in one part). In each part a table of the part's keys numbers the
+users in order of their first row and counts their rows; a second pass over the part's
+rows puts each row, as one uint64 ``user << row_bits | row``, at its user's place. No
+sort: the users' rows lie together, each user's in row order. The table compares each
+row's check with the check of its key's first row: a difference is a key collision.
 
 Per user. The pass gathers rows by row index a chunk at a time (a tight loop, so the
-random reads overlap; a run of one prefix longer than a chunk, a heavy user, is read where
-it lies), then counts, for each positive, twice the negatives below it plus the negatives
+random reads overlap; a user of more rows than a chunk is read where it lies), then
+counts, for each positive, twice the negatives below it plus the negatives
 tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 
 - a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
@@ -49,8 +49,9 @@ CHUNK = 1 << 14
 PART_BITS = 3
 PART_ROWS = 1 << 21
 """From this many rows on, the rows are grouped and passed in ``2**PART_BITS`` parts by the
-top bits of their prefix: each part's sort array is an eighth as long, and the parts run on
-:func:`mpieval.kernels.parallel.threads` threads (each with its own sums, added exactly)."""
+top bits of ``mix64(key)``: each part's grouped rows and table of users are an eighth as
+large, and the parts run on :func:`mpieval.kernels.parallel.threads` threads (each with
+its own sums, added exactly)."""
 
 
 ROW_SLICE = 1 << 20
@@ -102,7 +103,6 @@ def user_auc_sums(
     label: np.ndarray,
     tag: np.ndarray | None,
     n_tags: int,
-    prefix_bits: int | None = None,
     *,
     compare: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool]:
@@ -120,11 +120,11 @@ def user_auc_sums(
     most).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
-    uint16 codes. ``prefix_bits`` (default: all that fit beside the row index) only sets
-    how often keys share a prefix; the sums do not depend on it. Holds 1 byte a row (the
-    part), 8 bytes a row of one part (the packed sort keys, in which the last pass sorts a
-    long user), and 8 bytes a row of the longest user (16 for float64 preds; 8 more for
-    each pass but the last).
+    uint16 codes. Holds 1 byte a row (its part), and per thread: 8 bytes a row of the part
+    being passed (the grouped rows, in which the last pass sorts a long user), while it is
+    grouped 4 bytes a row more and 24 to 72 bytes a user (the part's table of users), and
+    8 bytes a row of the longest user (16 for float64 preds; 8 more for each pass but the
+    last).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -133,45 +133,37 @@ def user_auc_sums(
     collision = False
     if n:
         row_bits = max(n - 1, 1).bit_length()
-        if prefix_bits is None:
-            prefix_bits = 64 - row_bits
-        if not 0 < prefix_bits <= 64 - row_bits:
-            raise ValueError(f"prefix_bits must be in 1..{64 - row_bits}, got {prefix_bits}")
-        part_bits = min(PART_BITS if n >= PART_ROWS else 0, prefix_bits)
-        parts = np.empty(n if part_bits else 0, np.uint8)
+        part_bits = PART_BITS if n >= PART_ROWS else 0
         sizes = np.zeros(1 << part_bits, np.int64)
         keys = np.ascontiguousarray(keys, np.uint64)
         label = np.ascontiguousarray(_labels(label))
         tags = np.zeros(0, np.uint16) if tag is None else np.ascontiguousarray(tag, np.uint16)
-        no_checks = np.zeros(0, np.uint32)
-        if checks is not None:  # compared by their low 32 bits
-            checks = np.ascontiguousarray(checks, np.uint32)
+        # compared by their low 32 bits
+        checks = (np.zeros(0, np.uint32) if checks is None
+                  else np.ascontiguousarray(checks, np.uint32))
         models = [np.ascontiguousarray(model if model.dtype in (np.float32, np.float64)
                                        else model.astype(np.float64)) for model in models]
+        parts = np.empty(n if part_bits else 0, np.uint8)
         _core.parts(keys, parts, part_bits, sizes)
 
         def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
             """The part's sums and (with ``compare``) valid groups, per model."""
             packed = np.empty(sizes[part], np.uint64)
-            _core.pack(keys, parts, part, packed, 64 - prefix_bits, row_bits)
-            packed.sort()
-            part_sums, part_groups, found = [], [], False
+            found = _core.group(keys, checks, parts, part, packed, row_bits)
+            part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
                 # a valid group has two rows or more, and a row is in at most two groups
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
-                collided, cursor = _core.user_sums(
-                    packed, k == len(models) - 1, row_bits, keys,
-                    no_checks if checks is None or k else checks,
-                    model, label, tags, n_tags, part_sums[k], part_groups[k])
-                found |= bool(collided)
+                cursor = _core.user_sums(packed, k == len(models) - 1, row_bits, model, label,
+                                         tags, n_tags, part_sums[k], part_groups[k])
                 part_groups[k] = part_groups[k][:cursor]
-            return part_sums, part_groups, found
+            return part_sums, part_groups, bool(found)
 
         # started largest first (a part holding a heavy user must not start last: the
-        # threads would wait for it), then put in prefix order, as one sort would be
+        # threads would wait for it), then put in part order
         filled = sorted((part for part in range(len(sizes)) if sizes[part]),
                         key=lambda part: -sizes[part])
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))

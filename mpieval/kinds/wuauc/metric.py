@@ -2,8 +2,8 @@
 
 Exact however the rows are split across ranks: :meth:`WuaucMetric.compute` moves every
 user's rows to the rank that owns the user (:func:`mpieval.exchange.exchange_to_owners`),
-each rank computes its users' AUCs (one value sort groups the rows by user, then one
-compiled pass over the users: :mod:`mpieval.kinds.wuauc.kernels`), and the per-tag sums
+each rank computes its users' AUCs (a table of the keys groups the rows by user, then
+one compiled pass over the users: :mod:`mpieval.kinds.wuauc.kernels`), and the per-tag sums
 join the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
 
 The values and their statistics: :mod:`mpieval.kinds.wuauc.result`; the rows kept per
@@ -15,8 +15,9 @@ same bits on any number of ranks and in any order of rows.
 Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 4 more
 for a string uid). ``compute()`` holds for a moment, beside the rows: their chunks joined
 one column at a time, the global tag codes only when some row has no tag (2 bytes a
-row), what the exchange receives, 1 byte a row (its part) and 8 bytes a row of each part
-being sorted, and 8 bytes a row of the heaviest user (24 for float64 preds), per thread
+row), what the exchange receives, 1 byte a row (its part), and per thread 8 bytes a row of
+the part being passed (12 while it is grouped, beside its table of users) and 8 bytes a
+row of the heaviest user (24 for float64 preds)
 (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
 """
 
@@ -151,9 +152,9 @@ class WuaucMetric(UserRowsMetric):
 
 def _user_sums(owned: OwnedRows, layout: UserLayout) -> np.ndarray:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
-    then with a compared model its ``COMPARE_FIELDS``: one value sort of a uint64 per row
-    (key hash prefix, row index) groups the rows by user, then one compiled pass (per
-    model) sorts each user's rows by pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
+    then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
+    of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
+    pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
     sums, collision = user_auc_sums(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
