@@ -33,16 +33,19 @@ def uid_keys(field: str, uid: Any) -> np.ndarray:
     return uid_keys_checked(field, uid)[0]
 
 
-def uid_keys_checked(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def uid_keys_checked(field: str, uid: Any, check_dtype: type = np.uint64
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
     """``(keys, checks)``: the uint64 keys and, for hashed (string/bytes) uids, a second
-    independent 64-bit hash to pass to :func:`mpieval.exchange.gather_by_user`; ``None``
-    for integer uids, whose keys are exact."""
+    independent 64-bit hash to pass to :func:`mpieval.exchange.gather_by_user` (with
+    ``check_dtype`` uint32, its low 32 bits); ``None`` for integer uids, whose keys are
+    exact."""
     if _is_arrow(uid):
-        return _arrow_keys(field, uid)
+        return _arrow_keys(field, uid, check_dtype)
     values = _as_ids(field, uid)
     if values.dtype.kind in "iu":
         return values.astype(KEY_DTYPE, copy=False), None
-    return kernels.hash_strings(values)
+    keys, checks = kernels.hash_strings(values)
+    return keys, checks.astype(check_dtype, copy=False)
 
 
 def group_keys(columns: Mapping[str, Any]) -> np.ndarray:
@@ -78,7 +81,8 @@ def _is_arrow(values: Any) -> bool:
     return type(values).__module__.startswith("pyarrow")
 
 
-def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def _arrow_keys(field: str, uid: Any, check_dtype: type
+                ) -> tuple[np.ndarray, np.ndarray | None]:
     """Keys of a pyarrow array: text (string or binary, as its bytes: the key of the same
     bytes as a numpy ``S`` array) hashed from its buffers in one compiled pass, without a
     Python object or a fixed-width copy per row; integers as numpy integers."""
@@ -90,7 +94,7 @@ def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
     if pa.types.is_integer(kind):
         if uid.null_count:
             _fail_rows(field, np.asarray(uid.is_null()), "is missing (null)")
-        return uid_keys_checked(field, uid.to_numpy())
+        return uid_keys_checked(field, uid.to_numpy(), check_dtype)
     wide = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
     if not (wide or pa.types.is_string(kind) or pa.types.is_binary(kind)):
         raise InputError(field, f"must be integers or strings, got the arrow type {kind}")
@@ -106,7 +110,7 @@ def _arrow_keys(field: str, uid: Any) -> tuple[np.ndarray, np.ndarray | None]:
         _fail_rows(field, offsets[1:] == offsets[:-1], "is empty (a missing uid)", value="")
     data = (np.zeros(0, np.uint8) if data_buffer is None
             else np.frombuffer(data_buffer, dtype=np.uint8))
-    return kernels.hash_texts(offsets, data, longest)
+    return kernels.hash_texts(offsets, data, longest, check_dtype)
 
 
 def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:

@@ -148,7 +148,7 @@ class UserRowsMetric(Metric):
             assert keys is not None
             user, check = group_keys_checked({"uid": uid, **{k: keys[k] for k in self.extra_keys}})
         else:
-            user, check = uid_keys_checked("uid", uid)
+            user, check = uid_keys_checked("uid", uid, CHECK_DTYPE.type)
         if len(user) and self._hashed is not None and (check is not None) != self._hashed:
             raise InputError("uid", "integer uids in one batch and strings in another")
         return user, check
@@ -249,8 +249,8 @@ _RECODE_ROWS = 1 << 20
 
 
 def _low_bits(check: np.ndarray) -> np.ndarray:
-    """The low 32 bits of uint64 checks (:data:`CHECK_DTYPE`)."""
-    return check.astype(CHECK_DTYPE)
+    """The low 32 bits of uint64 checks (:data:`CHECK_DTYPE`; already so: as they are)."""
+    return check.astype(CHECK_DTYPE, copy=False)
 
 
 def _narrow(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:

@@ -200,3 +200,15 @@ def test_an_empty_arrow_uid_is_reported_at_its_row() -> None:
     with pytest.raises(InputError, match="empty") as caught:
         uid_keys_checked("uid", pa.array(["a", "bb", "", "c", ""]))
     assert caught.value.first_index == 2 and caught.value.count == 2
+
+
+def test_short_checks_are_the_low_bits_of_the_checks() -> None:
+    """``check_dtype=np.uint32`` (how the per-user kinds keep them) gives the low 32 bits of
+    the same checks, from Arrow text and from numpy strings."""
+    pa = pytest.importorskip("pyarrow")
+    for uid in (pa.array(["a", "user-123456789012", "b"]), np.array(["a", "user-1", "b"])):
+        keys, checks = uid_keys_checked("uid", uid)
+        short_keys, short = uid_keys_checked("uid", uid, np.uint32)
+        assert short.dtype == np.uint32
+        np.testing.assert_array_equal(short_keys, keys)
+        np.testing.assert_array_equal(short, (checks & np.uint64(0xFFFFFFFF)).astype(np.uint32))

@@ -52,10 +52,11 @@ void text_lengths(const O* offsets, int64_t n, int64_t& longest, int64_t& first_
 
 // constants and zero_terms: (2, width) each, row-major; value i is
 // data[offsets[i]:offsets[i + 1]] (data holds `size` bytes).
-template <class O>
+// checks: uint64, or uint32 for their low 32 bits.
+template <class O, class C>
 void hash_texts(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
                 const uint64_t* constants, const uint64_t* zero_terms, int64_t width,
-                uint64_t* keys, uint64_t* checks) {
+                uint64_t* keys, C* checks) {
     for (int64_t i = 0; i < n; ++i) {
         int64_t start = int64_t(offsets[i]);
         const int64_t stop = int64_t(offsets[i + 1]);
@@ -70,7 +71,7 @@ void hash_texts(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
             ++j;
         }
         keys[i] = mix64(key);
-        checks[i] = mix64(check);
+        checks[i] = C(mix64(check));
     }
 }
 

@@ -275,12 +275,18 @@ NB_MODULE(_core, m) {
         const uint64_t* c = as<uint64_t>(constants, "constants");
         const uint64_t* z = as<uint64_t>(zero_terms, "zero_terms");
         uint64_t* k = as<uint64_t>(keys_, "keys");
-        uint64_t* ch = as<uint64_t>(checks, "checks");
         const int64_t n = length(keys_);
         const int64_t width = constants.ndim() == 2 ? int64_t(constants.shape(1)) : 0;
         dispatch(offsets, [&](auto* o) {
-            Release r;
-            keys::hash_texts(o, n, d, length(data), c, z, width, k, ch);
+            if (checks.dtype() == nb::dtype<uint32_t>()) {
+                uint32_t* ch = as<uint32_t>(checks, "checks");
+                Release r;
+                keys::hash_texts(o, n, d, length(data), c, z, width, k, ch);
+            } else {
+                uint64_t* ch = as<uint64_t>(checks, "checks");
+                Release r;
+                keys::hash_texts(o, n, d, length(data), c, z, width, k, ch);
+            }
         }, Types<int32_t, int64_t>{});
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),

@@ -121,13 +121,14 @@ def text_lengths(offsets: np.ndarray) -> tuple[int, int]:
     return _core.text_lengths(np.ascontiguousarray(offsets))
 
 
-def hash_texts(offsets: np.ndarray, data: np.ndarray,
-               longest: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None,
+               check_dtype: type = np.uint64) -> tuple[np.ndarray, np.ndarray]:
     """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
     ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
     buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.parallel.threads`
     threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
-    array. ``longest``: the longest string's length, if known (:func:`text_lengths`)."""
+    array. ``longest``: the longest string's length, if known (:func:`text_lengths`);
+    ``check_dtype`` uint32: the checks' low 32 bits only."""
     offsets = np.ascontiguousarray(offsets)
     if offsets.dtype not in (np.int32, np.int64):
         offsets = offsets.astype(np.int64)
@@ -138,7 +139,7 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray,
     width = -(-max(longest, 1) // 8)
     constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
     keys = np.empty(n, dtype=_U64)
-    checks = np.empty(n, dtype=_U64)
+    checks: np.ndarray = np.empty(n, dtype=check_dtype)
     zero_terms = mix64(constants)
     slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
 
