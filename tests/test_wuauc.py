@@ -301,7 +301,8 @@ def test_the_rows_group_by_user_in_order_of_first_row(
     row_bits = (n - 1).bit_length()
     packed = np.empty(n, np.uint64)
     none = np.zeros(0, np.uint8)
-    assert not _core.group(row_keys, np.zeros(0, np.uint32), none, 0, packed, row_bits)
+    assert not _core.group(row_keys, np.zeros(0, np.uint32), none, 0, packed, row_bits,
+                           _core.Workspace())
     np.testing.assert_array_equal(packed, expected_groups(row_keys, np.arange(n)))
 
 
@@ -315,9 +316,10 @@ def test_each_part_groups_its_own_rows(rng: np.random.Generator, n: int) -> None
     _core.parts(keys, parts, 3, sizes)
     np.testing.assert_array_equal(parts, kernel_keys.mix64(keys) >> np.uint64(61))
     row_bits = max(n - 1, 1).bit_length()
+    work = _core.Workspace()  # kept from one part to the next, as a thread does
     for part in range(8):
         packed = np.empty(sizes[part], np.uint64)
-        _core.group(keys, np.zeros(0, np.uint32), parts, part, packed, row_bits)
+        _core.group(keys, np.zeros(0, np.uint32), parts, part, packed, row_bits, work)
         np.testing.assert_array_equal(packed,
                                       expected_groups(keys, np.flatnonzero(parts == part)))
 

@@ -127,8 +127,8 @@ def test_a_uid_collision_fails_every_rank(comm: Comm, monkeypatch: pytest.Monkey
 
     real = keys_module.uid_keys_checked
 
-    def colliding(field, uid):
-        keys, checks = real(field, uid)
+    def colliding(field, uid, *args):
+        keys, checks = real(field, uid, *args)
         return np.zeros_like(keys), checks
 
     monkeypatch.setattr("mpieval.user_rows.uid_keys_checked", colliding)

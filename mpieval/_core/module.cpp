@@ -293,6 +293,9 @@ NB_MODULE(_core, m) {
        nb::arg("keys").noconvert(), nb::arg("checks").noconvert());
 
     // wuauc
+    nb::class_<wuauc::Workspace>(m, "Workspace",
+        "Memory a thread of the pass over users keeps from one part to the next.")
+        .def(nb::init<>());
     m.def("parts", [](In keys_, Out parts, int part_bits, Out sizes) {
         const uint64_t* k = as<uint64_t>(keys_, "keys");
         uint8_t* p = as<uint8_t>(parts, "parts");
@@ -302,7 +305,8 @@ NB_MODULE(_core, m) {
         wuauc::parts(k, n, p, part_bits, s);
     }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part_bits"),
        nb::arg("sizes").noconvert());
-    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits) {
+    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits,
+                      wuauc::Workspace& work) {
         const uint64_t* k = as<uint64_t>(keys_, "keys");
         const uint32_t* c = length(checks) ? as<uint32_t>(checks, "checks") : nullptr;
         const uint8_t* p = length(parts) ? as<uint8_t>(parts, "parts") : nullptr;
@@ -312,11 +316,11 @@ NB_MODULE(_core, m) {
         if ((p != nullptr && length(parts) != n) || (p == nullptr && m != n) || part < 0 || part > 255)
             throw std::invalid_argument("group: parts of every row, packed of the part's");
         Release r;
-        return wuauc::group(k, c, n, p, part, out, m, row_bits);
+        return wuauc::group(k, c, n, p, part, out, m, row_bits, work);
     }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
-       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
+       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("work"));
     m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
-                          int64_t n_tags, Out sums, Out record) {
+                          int64_t n_tags, Out sums, Out record, wuauc::Workspace& work) {
         uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
@@ -326,12 +330,13 @@ NB_MODULE(_core, m) {
             wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
                                        length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
             Release r;
-            wuauc::user_sums(p, overwrite, n, row_bits, in, out);
+            wuauc::user_sums(p, overwrite, n, row_bits, in, work, out);
         }, Floats{});
         return out.cursor;
     }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
        nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("tag").noconvert(),
-       nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert());
+       nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert(),
+       nb::arg("work"));
     m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums) {
         const uint8_t* y = as<uint8_t>(label, "label");
         const uint16_t* c = as<uint16_t>(codes, "codes");

@@ -78,6 +78,31 @@ void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
     if (count > 0) batch(static_cast<const int64_t*>(rows), count);
 }
 
+// Memory a thread keeps from one part to the next (a part's table of users aside): each
+// buffer grows to the largest size asked, its contents never kept.
+template <class T>
+class Buffer {
+  public:
+    T* at_least(int64_t n) {
+        if (n > size_) {
+            data_.reset();
+            data_.reset(new T[size_t(n)]);  // not zeroed: written before read
+            size_ = n;
+        }
+        return data_.get();
+    }
+
+  private:
+    std::unique_ptr<T[]> data_;
+    int64_t size_ = 0;
+};
+
+struct Workspace {
+    Buffer<uint32_t> user_of;                // a part's rows' users, while it is grouped
+    Buffer<uint64_t> sort0, sort1;           // a long user's keys and their sorting space
+    Buffer<uint32_t> payload0, payload1;     // their tag << 1 | label (float64 preds)
+};
+
 // The users of one part: an open-addressing table from a key to its user number (in order
 // of the user's first row) and the check of that first row, and each user's rows.
 class Users {
@@ -157,10 +182,10 @@ class Users {
 // checks (checks null: none). One pass looks each row's key up in the part's table of
 // users, a second puts the rows in place (a counting sort by user).
 inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
-                  int64_t part, uint64_t* packed, int64_t m, int row_bits) {
+                  int64_t part, uint64_t* packed, int64_t m, int row_bits, Workspace& work) {
     Users users(m / 16);
     bool collision = false;
-    std::vector<uint32_t> user_of(m);
+    uint32_t* user_of = work.user_of.at_least(m);
     int64_t k = 0;
     uint64_t key[ROWS_AT_ONCE + 8];
     uint32_t check[ROWS_AT_ONCE + 8];
@@ -235,8 +260,10 @@ struct Scratch {
     std::vector<P> got_pred;
     std::vector<L> got_label;
     std::vector<uint16_t> got_tag;
-    std::vector<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
-    std::vector<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
+    uint64_t* sort0;  // from the Workspace: a long user's keys and their sorting space
+    uint64_t* sort1;
+    uint32_t* payload0;  // their tag << 1 | label (float64 preds)
+    uint32_t* payload1;
     std::vector<int64_t> scratch;              // (1 + n_tags, 4)
     std::vector<int64_t> seen0, seen1;         // a user's tag codes
     P work_pred[2][SHORT];
@@ -416,7 +443,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
         // a float32 pred's bits (-0.0 made 0.0) above the row's tag << 1 | label, in one
         // uint64 a row: no payload to carry, and the runs of tied preds of the float64
         // bits, as the float32's bits order the same
-        uint64_t* keys = s.sort0.data();
+        uint64_t* keys = s.sort0;
         for (int64_t k = 0; k < m; ++k) {
             const int64_t row = gathered_row(pred, label, tag, rows, row_mask, lo, k, m);
             const P value = pred[row] + P(0);
@@ -430,10 +457,10 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
         add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
         return;
     }
-    uint64_t* bits = s.sort0.data();
-    uint32_t* payload = s.payload0.data();
+    uint64_t* bits = s.sort0;
+    uint32_t* payload = s.payload0;
     sort_keys_of(pred, label, tag, rows, row_mask, lo, m, bits, payload);
-    sort::radix_sort(bits, payload, tmp_keys, s.payload1.data(), m);
+    sort::radix_sort(bits, payload, tmp_keys, s.payload1, m);
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
@@ -442,7 +469,7 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
 // are gathered (8 bytes a row of the longest user less to hold): packed is left unordered.
 template <class P, class L>
 void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
-               Output& out) {
+               Workspace& work, Output& out) {
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
@@ -459,10 +486,10 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     s.got_tag.resize(in.tag ? size : 0);
     const int64_t longs = longest > SHORT ? longest : 0;
     const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
-    s.sort0.resize(longs);
-    s.sort1.resize(overwrite ? std::min(longs, CHUNK) : longs);
-    s.payload0.resize(wide);
-    s.payload1.resize(wide);
+    s.sort0 = work.sort0.at_least(longs);
+    s.sort1 = work.sort1.at_least(overwrite ? std::min(longs, CHUNK) : longs);
+    s.payload0 = work.payload0.at_least(wide);
+    s.payload1 = work.payload1.at_least(wide);
     s.scratch.assign(4 * (1 + n_tags), 0);
     s.seen0.resize(std::min(n_tags, longs));
     s.seen1.resize(std::min(n_tags, longs));
@@ -473,7 +500,7 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
         if (stop - start > CHUNK) {  // a heavy user: its rows read where they lie
             exact::normalize(out.sums, blocks);
             add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start,
-                          n_tags, overwrite ? packed + start : s.sort1.data(), s, out);
+                          n_tags, overwrite ? packed + start : s.sort1, s, out);
             ++users;
             exact::normalize(out.sums, blocks);
             start = stop;
@@ -505,7 +532,7 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
             else
                 add_long_user(s.got_pred.data(), s.got_label.data(),
                               in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
-                              last - first, n_tags, s.sort1.data(), s, out);
+                              last - first, n_tags, s.sort1, s, out);
             ++users;
             if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
             first = last;

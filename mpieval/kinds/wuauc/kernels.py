@@ -31,6 +31,8 @@ a row of the longest user (24 for float64 preds), per thread (:func:`user_auc_su
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from mpieval import _core
@@ -120,11 +122,11 @@ def user_auc_sums(
     most).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
-    uint16 codes. Holds 1 byte a row (its part), and per thread: 8 bytes a row of the part
-    being passed (the grouped rows, in which the last pass sorts a long user), while it is
-    grouped 4 bytes a row more and 24 to 72 bytes a user (the part's table of users), and
-    8 bytes a row of the longest user (16 for float64 preds; 8 more for each pass but the
-    last).
+    uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
+    next: 12 bytes a row of its largest part (the grouped rows, in which the last pass sorts
+    a long user, and each row's user while they are grouped), 8 bytes a row of its longest
+    user (16 for float64 preds; 8 more with ``compare``), and while a part is grouped 24
+    to 72 bytes a user of it (its table of users).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -146,10 +148,16 @@ def user_auc_sums(
         parts = np.empty(n if part_bits else 0, np.uint8)
         _core.parts(keys, parts, part_bits, sizes)
 
+        kept = threading.local()  # each thread's memory, kept from one part to the next
+
         def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
             """The part's sums and (with ``compare``) valid groups, per model."""
-            packed = np.empty(sizes[part], np.uint64)
-            found = _core.group(keys, checks, parts, part, packed, row_bits)
+            if not hasattr(kept, "work"):
+                kept.work, kept.packed = _core.Workspace(), np.empty(0, np.uint64)
+            if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
+                kept.packed = np.empty(sizes[part], np.uint64)
+            packed = kept.packed[: sizes[part]]
+            found = _core.group(keys, checks, parts, part, packed, row_bits, kept.work)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -158,7 +166,7 @@ def user_auc_sums(
                                              3)))
                 # the last pass may sort long users in their own packed rows
                 cursor = _core.user_sums(packed, k == len(models) - 1, row_bits, model, label,
-                                         tags, n_tags, part_sums[k], part_groups[k])
+                                         tags, n_tags, part_sums[k], part_groups[k], kept.work)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found)
 
