@@ -463,3 +463,27 @@ def test_a_config_or_run_that_never_ends_is_refused_without_reading_it(tmp_path,
     assert time.monotonic() - start < 10
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert "not a regular file" in err or "larger than 1,048,576 bytes" in err, err
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "float32", "float64",
+                                   "bool", "uint16", "float16"])
+def test_binary_labels_narrow_as_check_binary_checks(dtype: str) -> None:
+    """``binary_uint8``'s one pass: 0/1 labels as uint8, and for any other value the same
+    error as ``check_binary`` (the first bad row, the count), in every dtype."""
+    good = np.array([0, 1, 1, 0, 1], dtype=dtype)
+    narrowed = validation.binary_uint8("label", good)
+    assert narrowed.dtype == np.uint8 and narrowed.tolist() == [0, 1, 1, 0, 1]
+    assert validation.binary_uint8("label", good[::2]).tolist() == [0, 1, 1]  # strided
+    if dtype == "bool":
+        return
+    bad_values = [2] + ([0.5, np.nan, -np.inf] if dtype.startswith("float") else [])
+    if dtype.startswith("int"):
+        bad_values.append(-1)
+    for value in bad_values:
+        bad = np.array([0, 1, value, 1, value], dtype=dtype)
+        with pytest.raises(InputError) as expected:
+            validation.check_binary("label", bad)
+        with pytest.raises(InputError) as got:
+            validation.binary_uint8("label", bad)
+        assert str(got.value) == str(expected.value)
+        assert (got.value.first_index, got.value.count) == (2, 2)

@@ -17,6 +17,7 @@
 
 #include "exact.hpp"
 #include "keys.hpp"
+#include "labels.hpp"
 #include "logloss.hpp"
 #include "sort.hpp"
 // the kinds' own kernels, in their folders
@@ -261,6 +262,15 @@ NB_MODULE(_core, m) {
 
     // keys
     m.def("mix64", [](uint64_t x) { return keys::mix64(x); }, nb::arg("x"));
+    m.def("binary_to_u8", [](In values, Out out) {
+        uint8_t* o = as<uint8_t>(out, "out");
+        int64_t first_bad = -1;
+        dispatch(values, [&](auto* v) {
+            Release r;
+            first_bad = labels::binary_to_u8(v, length(values), o);
+        }, Labels{});
+        return first_bad;
+    }, nb::arg("values").noconvert(), nb::arg("out").noconvert());
     m.def("text_lengths", [](In offsets) {
         int64_t longest = 0, first_empty = -1;
         dispatch(offsets, [&](auto* o) {

@@ -38,7 +38,7 @@ from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
 from mpieval.metric import warn_undefined
 from mpieval.tags import ALL, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
-from mpieval.validation import as_vector, check_binary, check_interval, check_lengths
+from mpieval.validation import as_vector, binary_uint8, check_interval, check_lengths
 
 
 class WuaucMetric(UserRowsMetric):
@@ -114,11 +114,11 @@ class WuaucMetric(UserRowsMetric):
             check_interval("pred", p, 0.0, 1.0)
             if b is not None:
                 check_interval("compare", b, 0.0, 1.0)
-            check_binary("label", y, hint="")
+            labels = binary_uint8("label", y, hint="")
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return
-        self._store(user, check, p, y.astype(np.uint8), tags, b)
+        self._store(user, check, p, labels, tags, b)
 
     # -- compute -----------------------------------------------------------------------
 
