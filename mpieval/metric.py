@@ -38,6 +38,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.declaration import Input, Option, checked_options
 from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.rows import RowBuffer
 from mpieval.state import Part, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
@@ -148,6 +149,16 @@ class Metric(OnComm, ABC):
         self._error: InputError | None = None
         self.state = State(self.state_layout())
         self._recent = None if self.window is None else RecentRows(self.window)
+
+    def reserve(self, rows: int) -> None:
+        """About ``rows`` rows are coming to this empty metric (local; a hint, as a reader
+        that knows its bytes gives): a kind that keeps its rows keeps them in arrays sized
+        once (:meth:`mpieval.rows.RowBuffer.reserve`), with nothing to join at compute;
+        the others ignore it."""
+        for name in self.state:
+            part = self.state[name]
+            if isinstance(part, RowBuffer):
+                part.reserve(rows)
 
     def _add(self, **columns: np.ndarray | None) -> None:
         """Count a validated batch into the state and, with a window, keep its rows as

@@ -178,8 +178,19 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
     tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
     rows = 0
-    for totals in reading_rounds(_batches(job, comm.rank), lambda batch: _feed(tasks, batch),
-                                 comm):
+    first = True
+
+    def feed(batch: Batch) -> None:
+        nonlocal first
+        if first and batch.rows:  # the metrics that keep rows size their arrays once
+            first = False
+            expected = _expected_rows(job, comm.rank, batch)
+            for task in tasks:
+                if expected is not None:
+                    task.metric.reserve(expected)
+        _feed(tasks, batch)
+
+    for totals in reading_rounds(_batches(job, comm.rank), feed, comm):
         rows = totals.rows
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
@@ -247,6 +258,20 @@ def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:
 def _batches(job: Job, rank: int) -> Iterator[Batch]:
     for piece in job.pieces[rank]:
         yield from readers.read_piece(job.files[piece.file], piece, job.types)
+
+
+def _expected_rows(job: Job, rank: int, first: Batch) -> int | None:
+    """About how many rows this rank reads (a little more), from its first batch: its
+    Parquet row groups' rows, or its plain text bytes at the first batch's bytes a row.
+    None for gzip text (compressed bytes) or a mix of formats."""
+    pieces = [(job.files[piece.file], piece) for piece in job.pieces[rank]]
+    if all(file.format == "parquet" for file, _ in pieces):
+        return sum(file.row_groups[group][0] for file, piece in pieces
+                   for group in range(piece.start, piece.stop))
+    if not all(file.splittable for file, _ in pieces) or first.bytes <= 0:
+        return None
+    text = sum(piece.stop - piece.start for _, piece in pieces)
+    return int(text / first.bytes * first.rows * 1.03) + 1024
 
 
 def _feed(tasks: Iterable[Task], batch: Batch) -> None:

@@ -24,12 +24,20 @@ class RowBuffer:
     plus their largest column), and keeps the joined arrays for the next call.
     ``append`` accepts only values that cast to the column dtype safely (no silent
     narrowing).
+
+    :meth:`reserve` says how many rows are coming (a reader that knows its bytes): the
+    appends then fill one array a column, sized once for them all, and :meth:`columns`
+    has nothing to join. Its memory is taken as rows fill it, not at once. Rows past it
+    go to chunks again (joined as before).
     """
 
     def __init__(self, dtypes: Mapping[str, DTypeLike]) -> None:
         self.dtypes = {name: np.dtype(dtype) for name, dtype in dtypes.items()}
         self._length = 0
         self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.dtypes}
+        self._expected = 0  # rows reserve() announced, until the first append
+        self._room: dict[str, np.ndarray] | None = None  # the arrays sized by reserve()
+        self._in_room = 0  # the rows they hold (the first ones)
 
     def __len__(self) -> int:
         return self._length
@@ -42,13 +50,21 @@ class RowBuffer:
     @property
     def nbytes(self) -> int:
         """Bytes held: ``len * row_nbytes``."""
-        return sum(chunk.nbytes for chunks in self._chunks.values() for chunk in chunks)
+        return self._length * self.row_nbytes
+
+    def reserve(self, rows: int) -> None:
+        """About ``rows`` rows will be appended from now on, into an empty buffer: the
+        appends fill one array a column sized for them (a hint: nothing is allocated
+        until the first append, and a buffer that already holds rows ignores it)."""
+        if self._length == 0:
+            self._expected = max(int(rows), 0)
 
     def append(self, *, handed_over: Collection[str] = (), **columns: Any) -> None:
         """Append rows: every column of the buffer, 1-D, of one length. The arrays of
         the columns named in ``handed_over`` are the caller's to give (made for this
         call, never touched again): kept as they are when already of the column's dtype
-        (an array of its own, not a view), not copied."""
+        (an array of its own, not a view), not copied (unless the rows fill reserved
+        room)."""
         if set(columns) != set(self.dtypes):
             raise ValueError(f"append needs exactly the columns {sorted(self.dtypes)}, "
                              f"got {sorted(columns)}")
@@ -63,10 +79,22 @@ class RowBuffer:
         count = lengths.pop()
         if count == 0:
             return
-        for name, array in arrays.items():
-            keep = (name in handed_over and array.dtype == self.dtypes[name]
-                    and array.base is None and array.flags.c_contiguous)
-            self._chunks[name].append(array if keep else np.array(array, dtype=self.dtypes[name]))
+        if self._expected and self._length == 0:
+            self._room = {name: np.empty(max(self._expected, count), dtype)
+                          for name, dtype in self.dtypes.items()}
+        self._expected = 0
+        room = self._room
+        if room is not None and self._in_room == self._length and \
+                self._length + count <= len(next(iter(room.values()))):
+            for name, array in arrays.items():
+                room[name][self._length : self._length + count] = array
+            self._in_room += count
+        else:
+            for name, array in arrays.items():
+                keep = (name in handed_over and array.dtype == self.dtypes[name]
+                        and array.base is None and array.flags.c_contiguous)
+                self._chunks[name].append(
+                    array if keep else np.array(array, dtype=self.dtypes[name]))
         self._length += count
 
     def widen(self, name: str, dtype: DTypeLike) -> None:
@@ -76,10 +104,18 @@ class RowBuffer:
         if not np.can_cast(self.dtypes[name], dtype, "safe"):
             raise TypeError(f"column {name!r}: {self.dtypes[name]} does not widen to {dtype}")
         self._chunks[name] = [chunk.astype(dtype) for chunk in self._chunks[name]]
+        if self._room is not None:
+            wider = np.empty(len(self._room[name]), dtype)
+            wider[: self._in_room] = self._room[name][: self._in_room]
+            self._room[name] = wider
         self.dtypes[name] = dtype
 
     def columns(self) -> dict[str, np.ndarray]:
         """The rows so far, one array a column (valid until the next append/clear)."""
+        if self._room is not None:  # the reserved rows first, as a chunk of their own
+            for name, chunks in self._chunks.items():
+                chunks.insert(0, self._room[name][: self._in_room])
+            self._room = None  # appends from now on go to chunks
         joined = {}
         for name, chunks in self._chunks.items():
             if len(chunks) != 1:
@@ -94,3 +130,4 @@ class RowBuffer:
         """Forget every row and release the memory."""
         self._length = 0
         self._chunks = {name: [] for name in self.dtypes}
+        self._expected, self._room, self._in_room = 0, None, 0

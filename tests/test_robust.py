@@ -487,3 +487,30 @@ def test_binary_labels_narrow_as_check_binary_checks(dtype: str) -> None:
             validation.binary_uint8("label", bad)
         assert str(got.value) == str(expected.value)
         assert (got.value.first_index, got.value.count) == (2, 2)
+
+
+@pytest.mark.parametrize("name", ["rows.tsv", "rows.parquet", "rows.tsv.gz"])
+def test_a_rank_expects_about_the_rows_it_reads(tmp_path, name: str) -> None:
+    """The rows a rank's per-user metrics reserve room for, from its first batch: at
+    least the rows it reads and not many more, on 1 and 3 ranks; Parquet's exactly (its
+    row groups say), gzip's none (its bytes are compressed)."""
+    from mpieval.config import specs_from_flags
+
+    n = 5000
+    path = write(str(tmp_path / name), rows(n))
+    specs = specs_from_flags("wuauc", columns={"uid": "uid", "tag": "tag"}, options={},
+                             prefix=None)
+    for ranks in (1, 3):
+        job = pipeline.plan_job(specs, [path], ranks)
+        for rank in range(ranks):
+            read = list(pipeline._batches(job, rank))
+            if not read:  # a rank without a piece (a gzip file is one)
+                continue
+            got = sum(batch.rows for batch in read)
+            expected = pipeline._expected_rows(job, rank, read[0])
+            if name.endswith(".gz"):
+                assert expected is None
+            elif name.endswith(".parquet"):
+                assert expected == got
+            else:
+                assert got <= expected <= 1.05 * got + 1024

@@ -55,3 +55,50 @@ def test_handed_over_arrays_are_kept_and_anything_else_copied() -> None:
     rows.append(handed_over={"key"}, key=widened, pred=given)  # another dtype: cast
     assert rows.columns()["key"].tolist() == [0, 1, 2, 3, 0, 2, 4, 6, 0, 1, 2, 3]
     assert not np.shares_memory(rows.columns()["key"], view)
+
+
+@pytest.mark.parametrize("expected", [10, 25, 1000])
+def test_reserved_rows_fill_one_array_a_column(expected: int) -> None:
+    """After ``reserve``, the appends fill arrays sized once: ``columns()`` is a view of
+    them (nothing joined) while the rows fit, and the same rows when they do not (the rest
+    in chunks, joined); callers' arrays are copied in; a widened column keeps its rows."""
+    rng = np.random.default_rng(expected)
+    rows = RowBuffer({"key": np.uint64, "pred": np.float32})
+    rows.reserve(expected)
+    keys, preds = [], []
+    for size in (4, 0, 6, 5):
+        key = rng.integers(0, 1 << 40, size, dtype=np.uint64)
+        pred = rng.random(size).astype(np.float32)
+        rows.append(key=key, pred=pred, handed_over={"key"})
+        keys.append(key.copy())
+        preds.append(pred.copy())
+        pred[:] = -1  # the caller's array: its rows were copied
+    rows.widen("pred", np.float64)
+    key = rng.integers(0, 1 << 40, 7, dtype=np.uint64)
+    pred = rng.random(7)
+    rows.append(key=key, pred=pred)
+    keys.append(key)
+    preds.append(pred)
+    got = rows.columns()
+    np.testing.assert_array_equal(got["key"], np.concatenate(keys))
+    np.testing.assert_array_equal(got["pred"], np.concatenate(preds).astype(np.float64))
+    assert got["pred"].dtype == np.float64 and len(rows) == 22
+    assert rows.nbytes == 22 * 16
+    fits = expected >= 22
+    assert (got["key"].base is not None) == fits  # a view of the reserved array, not joined
+    again = rows.columns()
+    assert again["key"] is got["key"]  # kept for the next call
+    rows.append(key=key, pred=pred)  # after compute: chunks, joined with the first rows
+    np.testing.assert_array_equal(rows.columns()["key"], np.concatenate([*keys, key]))
+
+
+def test_reserve_is_a_hint_for_an_empty_buffer_only() -> None:
+    rows = RowBuffer({"key": np.uint64})
+    rows.append(key=np.arange(3, dtype=np.uint64))
+    rows.reserve(100)  # rows already held: ignored
+    rows.append(key=np.arange(3, 5, dtype=np.uint64))
+    np.testing.assert_array_equal(rows.columns()["key"], np.arange(5))
+    rows.clear()
+    rows.reserve(2)  # fewer than the first batch: the first batch sizes the arrays
+    rows.append(key=np.arange(4, dtype=np.uint64))
+    np.testing.assert_array_equal(rows.columns()["key"], np.arange(4))

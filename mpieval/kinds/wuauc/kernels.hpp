@@ -92,13 +92,18 @@ class Buffer {
         return data_.get();
     }
 
+    void release() {
+        data_.reset();
+        size_ = 0;
+    }
+
   private:
     std::unique_ptr<T[]> data_;
     int64_t size_ = 0;
 };
 
 struct Workspace {
-    Buffer<uint32_t> user_of;                // a part's rows' users, while it is grouped
+    Buffer<uint32_t> user_of;                // a part's rows' users, while it is grouped only
     Buffer<uint64_t> sort0, sort1;           // a long user's keys and their sorting space
     Buffer<uint32_t> payload0, payload1;     // their tag << 1 | label (float64 preds)
 };
@@ -207,6 +212,7 @@ inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const
         for (int64_t j = 0; j < count; ++j, ++k)
             packed[users.next(user_of[k])++] = (uint64_t(user_of[k]) << row_bits) | uint64_t(rows[j]);
     });
+    work.user_of.release();  // not held through the pass over the users
     return collision;
 }
 

@@ -123,10 +123,10 @@ def user_auc_sums(
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
-    next: 12 bytes a row of its largest part (the grouped rows, in which the last pass sorts
-    a long user, and each row's user while they are grouped), 8 bytes a row of its longest
-    user (16 for float64 preds; 8 more with ``compare``), and while a part is grouped 24
-    to 72 bytes a user of it (its table of users).
+    next: 8 bytes a row of its largest part (the grouped rows, in which the last pass sorts
+    a long user) and 8 bytes a row of its longest user (16 for float64 preds; 8 more with
+    ``compare``); while a part is grouped, 4 bytes a row of it more and 24 to 72 bytes a
+    user of it (its table of users).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]

@@ -14,10 +14,11 @@ same bits on any number of ranks and in any order of rows.
 
 Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 4 more
 for a string uid). ``compute()`` holds for a moment, beside the rows: their chunks joined
-one column at a time, the global tag codes only when some row has no tag (2 bytes a
-row), what the exchange receives, 1 byte a row (its part), and per thread 8 bytes a row of
-the part being passed (12 while it is grouped, beside its table of users) and 8 bytes a
-row of the heaviest user (24 for float64 preds)
+one column at a time (nothing to join when the rows were reserved:
+:meth:`~mpieval.metric.Metric.reserve`), the global tag codes only when some
+row has no tag (2 bytes a row), what the exchange receives, 1 byte a row (its part), and
+per thread 8 bytes a row of its largest part (4 more while a part is grouped, beside its
+table of users) and 8 bytes a row of its heaviest user (24 for float64 preds)
 (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
 """
 
