@@ -708,22 +708,31 @@ def _chunk_batches(
             )
 
 
-def _line_chunks(handle: BinaryIO, start: int, stop: int, chunk_bytes: int
+def _line_chunks(handle: pa.NativeFile, start: int, stop: int, chunk_bytes: int
                  ) -> Iterator[pa.Buffer]:
     """Bytes ``start:stop`` of the file (both line starts) in chunks that end at a line
-    end: about ``chunk_bytes`` each, longer when one line is."""
+    end: about ``chunk_bytes`` each, longer when one line is.
+
+    Every chunk is read into one buffer, reused (fresh memory for each chunk costs the
+    kernel a page fault every 4 KiB): a chunk is valid until the next is read, time enough
+    to parse it (the parse copies what it keeps)."""
+    buffer = bytearray()
     position = start
     want = chunk_bytes
     while position < stop:
+        size = min(want, stop - position)
+        if len(buffer) < size:
+            buffer = bytearray(size)
+        view = memoryview(buffer)[:size]
         handle.seek(position)
-        data = handle.read(min(want, stop - position))
-        if not data:
+        got = handle.readinto(view)
+        if not got:
             raise OSError(f"the file ended at byte {position} (it was {stop} bytes or more)")
-        end = len(data) if position + len(data) >= stop else data.rfind(b"\n") + 1
+        end = got if position + got >= stop else buffer.rfind(b"\n", 0, got) + 1
         if end == 0:  # a line longer than the chunk: read more of it
             want *= 2
             continue
-        yield pa.py_buffer(data).slice(0, end)
+        yield pa.py_buffer(view).slice(0, end)
         position += end
         want = chunk_bytes
 

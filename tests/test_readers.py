@@ -450,3 +450,24 @@ def test_a_piece_left_early_leaves_no_read_ahead_running(tmp_path, pool_size):
     assert any(t.name.startswith("mpieval-read") for t in threading.enumerate())
     batches.close()
     assert not any(t.name.startswith("mpieval-read") for t in threading.enumerate())
+
+
+def test_batches_kept_stay_whole_while_their_read_buffers_are_reused(
+        tmp_path, pool_size) -> None:
+    """Chunks of text are read into one buffer, reused: batches kept after the read (all
+    of them, here) still hold their own values, strings too, and a line longer than the
+    chunk grows the buffer."""
+    pool_size(2)
+    path = str(tmp_path / "rows.tsv")
+    ids = list(range(3000))
+    pad = [5000 if i == 1700 else i % 40 for i in ids]  # one line longer than a chunk
+    write_text(path, ids, pad=pad)
+    file = inspect(path)
+    (piece,) = split.plan([file], 1)[0]
+    types = {"id": "int", "note": "string"}
+    batches = list(readers.read_piece(file, piece, types, block_size=1024))
+    assert len(batches) > 10
+    got_ids = [i for batch in batches for i in batch.numbers("id").tolist()]
+    notes = [note for batch in batches for note in batch.keys("note").to_pylist()]
+    assert got_ids == ids
+    assert notes == ["x" * width for width in pad]
