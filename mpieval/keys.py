@@ -33,14 +33,16 @@ def uid_keys(field: str, uid: Any) -> np.ndarray:
     return uid_keys_checked(field, uid)[0]
 
 
-def uid_keys_checked(field: str, uid: Any, check_dtype: type = np.uint64
+def uid_keys_checked(field: str, uid: Any, check_dtype: type = np.uint64,
+                     out: tuple[np.ndarray, np.ndarray] | None = None
                      ) -> tuple[np.ndarray, np.ndarray | None]:
     """``(keys, checks)``: the uint64 keys and, for hashed (string/bytes) uids, a second
     independent 64-bit hash to pass to :func:`mpieval.exchange.gather_by_user` (with
     ``check_dtype`` uint32, its low 32 bits); ``None`` for integer uids, whose keys are
-    exact."""
+    exact. ``out``: where Arrow text may be hashed to (keys and checks of its length),
+    a hint."""
     if _is_arrow(uid):
-        return _arrow_keys(field, uid, check_dtype)
+        return _arrow_keys(field, uid, check_dtype, out)
     values = _as_ids(field, uid)
     if values.dtype.kind in "iu":
         return values.astype(KEY_DTYPE, copy=False), None
@@ -81,7 +83,8 @@ def _is_arrow(values: Any) -> bool:
     return type(values).__module__.startswith("pyarrow")
 
 
-def _arrow_keys(field: str, uid: Any, check_dtype: type
+def _arrow_keys(field: str, uid: Any, check_dtype: type,
+                out: tuple[np.ndarray, np.ndarray] | None = None
                 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Keys of a pyarrow array: text (string or binary, as its bytes: the key of the same
     bytes as a numpy ``S`` array) hashed from its buffers in one compiled pass, without a
@@ -110,7 +113,9 @@ def _arrow_keys(field: str, uid: Any, check_dtype: type
         _fail_rows(field, offsets[1:] == offsets[:-1], "is empty (a missing uid)", value="")
     data = (np.zeros(0, np.uint8) if data_buffer is None
             else np.frombuffer(data_buffer, dtype=np.uint8))
-    return kernels.hash_texts(offsets, data, longest, check_dtype)
+    if out is not None and any(len(array) != n for array in out):
+        out = None
+    return kernels.hash_texts(offsets, data, longest, check_dtype, out)
 
 
 def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:

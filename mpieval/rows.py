@@ -59,6 +59,17 @@ class RowBuffer:
         if self._length == 0:
             self._expected = max(int(rows), 0)
 
+    def free_rows(self, count: int) -> dict[str, np.ndarray] | None:
+        """Where the next ``count`` rows go when they fit the reserved room: a view a
+        column, for a caller to compute them in place; :meth:`append` then finds them
+        there and copies nothing. None when they would not go there (no room yet, or no
+        more room)."""
+        room = self._room
+        if room is None or self._in_room != self._length or count == 0 or \
+                self._length + count > len(next(iter(room.values()))):
+            return None
+        return {name: array[self._length : self._length + count] for name, array in room.items()}
+
     def append(self, *, handed_over: Collection[str] = (), **columns: Any) -> None:
         """Append rows: every column of the buffer, 1-D, of one length. The arrays of
         the columns named in ``handed_over`` are the caller's to give (made for this
@@ -87,7 +98,9 @@ class RowBuffer:
         if room is not None and self._in_room == self._length and \
                 self._length + count <= len(next(iter(room.values()))):
             for name, array in arrays.items():
-                room[name][self._length : self._length + count] = array
+                into = room[name][self._length : self._length + count]
+                if not _same_memory(array, into):  # else computed there (free_rows)
+                    into[...] = array
             self._in_room += count
         else:
             for name, array in arrays.items():
@@ -131,3 +144,9 @@ class RowBuffer:
         self._length = 0
         self._chunks = {name: [] for name in self.dtypes}
         self._expected, self._room, self._in_room = 0, None, 0
+
+
+def _same_memory(array: np.ndarray, into: np.ndarray) -> bool:
+    """Whether ``array`` is ``into`` itself (the same first byte, dtype and length)."""
+    return (array.dtype == into.dtype and array.shape == into.shape
+            and array.__array_interface__["data"][0] == into.__array_interface__["data"][0])

@@ -138,8 +138,22 @@ class UserRowsMetric(Metric):
 
     # -- update ------------------------------------------------------------------------
 
-    def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None) -> tuple[np.ndarray, Any]:
-        """Each row's user key and, for hashed uids, its check (the second hash)."""
+    def _free_rows(self, count: int) -> dict[str, np.ndarray]:
+        """Where the next ``count`` rows go when they fit the rows' reserved room
+        (:meth:`mpieval.rows.RowBuffer.free_rows`), a view a column, the check's too, for
+        the update to compute them in place; empty when they would not go there."""
+        free = self._stored.free_rows(count)
+        if free is None:
+            return {}
+        checks = self.state.rows("checks").free_rows(count)
+        if checks is not None:
+            free["check"] = checks["check"]
+        return free
+
+    def _user_keys(self, uid: Any, keys: Mapping[str, Any] | None,
+                   into: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, Any]:
+        """Each row's user key and, for hashed uids, its check (the second hash); a text
+        uid's hashed into ``into``'s key and check (:meth:`_free_rows`) when given."""
         given = tuple(keys or ())
         if set(given) != set(self.extra_keys):
             raise InputError("keys", f"expected the key columns {list(self.extra_keys)}, "
@@ -148,7 +162,8 @@ class UserRowsMetric(Metric):
             assert keys is not None
             user, check = group_keys_checked({"uid": uid, **{k: keys[k] for k in self.extra_keys}})
         else:
-            user, check = uid_keys_checked("uid", uid, CHECK_DTYPE.type)
+            out = (into["key"], into["check"]) if into and "check" in into else None
+            user, check = uid_keys_checked("uid", uid, CHECK_DTYPE.type, out)
         if len(user) and self._hashed is not None and (check is not None) != self._hashed:
             raise InputError("uid", "integer uids in one batch and strings in another")
         return user, check

@@ -151,15 +151,19 @@ _NARROWED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, n
                                         np.float64, np.bool_))  # binary_uint8's one pass
 
 
-def binary_uint8(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT) -> np.ndarray:
-    """``values`` checked as by :func:`check_binary`, as a new uint8 array of 0 and 1: one
-    compiled pass for the usual dtypes (no temporary arrays), numpy for the others."""
-    out = np.empty(len(values), np.uint8)
+def binary_uint8(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """``values`` checked as by :func:`check_binary`, as a uint8 array of 0 and 1 (``out``
+    if given, a uint8 array of their length, else a new one): one compiled pass for the
+    usual dtypes (no temporary arrays), numpy for the others."""
+    if out is None or len(out) != len(values) or out.dtype != np.uint8:
+        out = np.empty(len(values), np.uint8)
     if values.dtype in _NARROWED and values.flags.c_contiguous:
         if _core.binary_to_u8(values, out) < 0:
             return out
     check_binary(field, values, hint)  # raises, naming the first bad value
-    return values.astype(np.uint8)
+    out[...] = values
+    return out
 
 
 EXACT_FLOAT_LIMIT = 2**53  # integers beyond this are not exact as float64

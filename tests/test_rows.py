@@ -102,3 +102,20 @@ def test_reserve_is_a_hint_for_an_empty_buffer_only() -> None:
     rows.reserve(2)  # fewer than the first batch: the first batch sizes the arrays
     rows.append(key=np.arange(4, dtype=np.uint64))
     np.testing.assert_array_equal(rows.columns()["key"], np.arange(4))
+
+
+def test_rows_computed_in_their_free_room_are_not_copied_again() -> None:
+    """``free_rows`` gives where the next rows go in the reserved room; rows computed
+    there are kept as they are, the other columns copied in; no room: None."""
+    rows = RowBuffer({"key": np.uint64, "label": np.uint8})
+    assert rows.free_rows(3) is None  # nothing reserved
+    rows.reserve(10)
+    rows.append(key=np.arange(2, dtype=np.uint64), label=np.ones(2, np.uint8))
+    free = rows.free_rows(3)
+    assert free is not None and {len(view) for view in free.values()} == {3}
+    free["key"][:] = [7, 8, 9]  # computed in place
+    rows.append(key=free["key"], label=np.zeros(3, np.uint8))
+    assert rows.free_rows(6) is None  # 5 + 6 rows do not fit 10
+    got = rows.columns()
+    assert got["key"].tolist() == [0, 1, 7, 8, 9]
+    assert got["label"].tolist() == [1, 1, 0, 0, 0]

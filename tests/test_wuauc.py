@@ -929,3 +929,27 @@ def test_compute_recodes_the_tags_in_place_and_updates_go_on(rng: np.random.Gene
         every.update(**batch)
     every.update(np.arange(5), np.full(5, 0.5), np.array([0, 1, 0, 1, 1]))
     assert quiet(metric).to_dict() == quiet(every).to_dict()
+
+
+@pytest.mark.parametrize("expected", [0, 700, 5000])
+def test_reserved_rows_computed_in_place_give_the_same_sums(expected: int) -> None:
+    """Text uids hashed and labels narrowed straight into the reserved room (too small,
+    fitting, or none at all) give the same exact sums as one update of every row."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    uid = np.char.add("u", rng.integers(0, 300, n).astype(str))
+    pred = rng.integers(0, 40, n) / 39
+    label = (rng.random(n) < pred).astype(np.float64)
+    tag = rng.choice(np.array(["a", "b"]), n)
+    whole = WuaucMetric()
+    whole.update(pa.array(uid), pred, label, tag)
+    metric = WuaucMetric()
+    metric.reserve(expected)
+    for start in range(0, n, 500):
+        rows = slice(start, start + 500)
+        metric.update(pa.array(uid[rows]), pred[rows], label[rows], tag[rows])
+    assert metric.rows == n
+    got, want = metric.compute(), whole.compute()
+    assert got.all == want.all and got["a"] == want["a"] and got["b"] == want["b"]

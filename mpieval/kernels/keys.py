@@ -122,13 +122,15 @@ def text_lengths(offsets: np.ndarray) -> tuple[int, int]:
 
 
 def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None,
-               check_dtype: type = np.uint64) -> tuple[np.ndarray, np.ndarray]:
+               check_dtype: type = np.uint64,
+               out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Two independent 64-bit hashes (key, check) of variable-length byte strings, value
     ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an Arrow string or binary array's
     buffers): in one compiled pass (slices of rows on :func:`~mpieval.kernels.parallel.threads`
     threads), the same hashes as :func:`hash_strings` of the same bytes as an ``S``
     array. ``longest``: the longest string's length, if known (:func:`text_lengths`);
-    ``check_dtype`` uint32: the checks' low 32 bits only."""
+    ``check_dtype`` uint32: the checks' low 32 bits only. ``out``: the (keys, checks)
+    arrays to write (uint64 and ``check_dtype``, one a value), returned."""
     offsets = np.ascontiguousarray(offsets)
     if offsets.dtype not in (np.int32, np.int64):
         offsets = offsets.astype(np.int64)
@@ -138,8 +140,13 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
         longest = text_lengths(offsets)[0]
     width = -(-max(longest, 1) // 8)
     constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
-    keys = np.empty(n, dtype=_U64)
-    checks: np.ndarray = np.empty(n, dtype=check_dtype)
+    if out is not None:
+        keys, checks = out
+        if len(keys) != n or len(checks) != n or keys.dtype != _U64 or \
+                checks.dtype != np.dtype(check_dtype):
+            raise ValueError("hash_texts: out must be uint64 keys and checks of the texts' length")
+    else:
+        keys, checks = np.empty(n, dtype=_U64), np.empty(n, dtype=check_dtype)
     zero_terms = mix64(constants)
     slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
 

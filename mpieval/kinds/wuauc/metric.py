@@ -110,12 +110,13 @@ class WuaucMetric(UserRowsMetric):
             if (b is None) != (self.compare is None):
                 raise InputError("compare", "is needed: the metric compares two models"
                                  if b is None else "is given but the metric has compare=None")
-            user, check = self._user_keys(uid, keys)
+            into = self._free_rows(len(p))  # keys and labels computed where they are kept
+            user, check = self._user_keys(uid, keys, into)
             check_lengths(uid=user, pred=p, label=y, compare=b)
             check_interval("pred", p, 0.0, 1.0)
             if b is not None:
                 check_interval("compare", b, 0.0, 1.0)
-            labels = binary_uint8("label", y, hint="")
+            labels = binary_uint8("label", y, hint="", out=into.get("label"))
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return
