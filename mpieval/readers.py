@@ -61,12 +61,13 @@ PARQUET_BATCH_ROWS = 1 << 16
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
 # (a filter on whole numbers); "string": UTF-8 text (ids, text filters); "name": UTF-8
-# text of a few values (tags), dictionary-encoded by the parser itself.
+# text of a few values (tags), coded in one compiled pass over the text
+# (:meth:`Batch.names`), cheaper than the parser's dictionary encoding of each block.
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "float": pa.float64(),
     "int": pa.int64(),
     "string": pa.string(),
-    "name": pa.dictionary(pa.int32(), pa.string()),
+    "name": pa.string(),
 }
 _TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 text",
                "name": "valid UTF-8 text"}
@@ -319,24 +320,35 @@ class Batch:
         return _as_text(self.columns[column])
 
     def names(self, column: str) -> Coded:
-        """A column of a few distinct values (a tag) as its text, dictionary-encoded
-        (:class:`~mpieval.validation.Coded`); a value that would break the log line
+        """A column of a few distinct values (a tag) as its text, coded
+        (:class:`~mpieval.validation.Coded`): text in one compiled pass, uint16 codes in
+        order of first appearance (:func:`~mpieval.kernels.codes.first_appearance`); a
+        dictionary column, or text of more distinct values than the codes hold, by its
+        dictionary. A value that would break the log line
         (:func:`~mpieval.validation.check_log_word`) is an error."""
         key = f"names:{column}"
         coded = self._numbers.get(key)
         if coded is None:
-            encoded = self.columns[column]
-            if not pa.types.is_dictionary(encoded.type):
-                encoded = _as_text(encoded).dictionary_encode()
-            indices = as_numpy(encoded.indices)
-            values = encoded.dictionary.to_pylist()
+            array = self.columns[column]
+            dictionary = pa.types.is_dictionary(array.type)
+            text = array if dictionary else _as_text(array)
+            first = None if dictionary else _first_appearance(text)
+            if first is not None:
+                codes, first_rows = first
+                # (a list: pa.array of a numpy array imports numpy.ma, start-up time)
+                values = text.take(pa.array(first_rows.tolist(), pa.int64())).to_pylist()
+            else:
+                encoded = text if dictionary else text.dictionary_encode()
+                codes = as_numpy(encoded.indices)
+                values = encoded.dictionary.to_pylist()
             for index, value in enumerate(values):
                 try:
                     check_log_word(column, value, empty=True)
                 except InputError as error:
-                    row = int(np.flatnonzero(indices == index)[0])
+                    row = (int(first[1][index]) if first is not None
+                           else int(np.flatnonzero(codes == index)[0]))
                     raise DataError(self.where(row), error.problem, column) from None
-            coded = Coded(tuple(values), indices)
+            coded = Coded(tuple(values), codes, _dense=first is not None)
             self._numbers[key] = coded
         return coded
 
@@ -402,6 +414,24 @@ def as_numpy(array: pa.Array) -> np.ndarray:
     dtype = np.dtype(_NUMPY_TYPES[array.type])
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
                          offset=array.offset * dtype.itemsize)
+
+
+def _first_appearance(text: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's code (uint16) in order of first appearance and the first row of each
+    distinct value, of a string array, from its buffers in one compiled pass; None when
+    it holds nulls or more distinct values than the codes
+    (:data:`~mpieval.kernels.codes.CODE_SPACE`)."""
+    from mpieval.kernels.codes import CODE_SPACE, first_appearance
+
+    if text.null_count:
+        return None
+    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    _, offset_buffer, data_buffer = text.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(text) + 1,
+                            offset=text.offset * np.dtype(offset_type).itemsize)
+    data = (np.zeros(0, np.uint8) if data_buffer is None
+            else np.frombuffer(data_buffer, dtype=np.uint8))
+    return first_appearance(offsets, data, CODE_SPACE)
 
 
 def _as_text(values: pa.Array) -> pa.Array:
