@@ -57,6 +57,9 @@ def test_first_appearance_is_the_plain_python_one(values, offset_type, lead) -> 
     codes, first_rows = got
     want_codes, want_first = reference(values)
     assert codes.dtype == np.uint16 and first_rows.dtype == np.int64
+    into = np.full(len(values) + 2, 7, dtype=np.uint16)  # into part of a larger array
+    assert kernels.first_appearance(offsets, data, kernels.CODE_SPACE, out=into[1:-1])
+    assert into[1:-1].tolist() == want_codes and into[[0, -1]].tolist() == [7, 7]
     assert codes.tolist() == want_codes
     assert first_rows.tolist() == want_first
 
@@ -116,10 +119,12 @@ def test_no_rows() -> None:
 def test_remap_is_numpys_lookup(lookup, picks) -> None:
     table = np.array(lookup, dtype=np.uint16)
     codes = np.array([p % len(lookup) for p in picks], dtype=np.uint16)
+    want = [lookup[c] for c in codes.tolist()]
     got = kernels.remap(codes, table)
-    assert got.dtype == np.uint16
-    assert got.tolist() == [lookup[c] for c in codes.tolist()]
+    assert got.dtype == np.uint16 and got.tolist() == want
     assert got is not codes
+    in_place = kernels.remap(codes, table, out=codes)  # into the codes themselves
+    assert in_place is codes and codes.tolist() == want
 
 
 def test_a_code_past_the_lookup_is_an_error() -> None:

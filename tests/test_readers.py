@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 import re
 
@@ -498,10 +499,11 @@ def whole(file: split.InputFile) -> split.Piece:
 
 
 @pytest.mark.parametrize("name", ["t.tsv", "t.parquet"])
-def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name):
+def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name, monkeypatch):
     """Each batch's tag codes (uint16, into values in order of first appearance, which
     differs from batch to batch) stand for the file's tags, and so do the metric's codes
-    (:class:`TagCodes`) over the batches, cut small or not."""
+    (:class:`TagCodes`) over the batches, cut small or not, a chunk of text parsed in
+    one block or several (each coded, then their codes merged)."""
     import numpy as np
 
     from mpieval.tags import TagCodes
@@ -511,7 +513,8 @@ def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name):
     write_tagged(path, tags)
     file = inspect(path)
     orders = set()
-    for block_size in (2048, None):
+    monkeypatch.setattr(readers, "PARALLEL_BLOCK_BYTES", 4096)  # 1 to 5 blocks a chunk
+    for block_size in (2048, 20000, None):
         seen = TagCodes()
         read = []
         for batch in readers.read_piece(file, whole(file), TAG_TYPES, block_size=block_size):
@@ -525,6 +528,28 @@ def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name):
             read += [seen.values[c] for c in codes.tolist()]
         assert read == tags
     assert len(orders) > 2  # the batches met the tags in different orders
+
+
+@pytest.mark.parametrize("sizes", [[], [5], [1, 2, 3, 0, 4], [0, 2, 7]])
+def test_a_chunked_tag_column_is_coded_as_its_chunks_together(sizes):
+    """Text parsed in blocks (a chunked column of chunks of ``sizes`` rows, and the
+    rest): the codes, first rows and values of the whole column, whatever the order of
+    first appearance in each chunk."""
+    import numpy as np
+
+    tags = ["b", "a", "b", "", "c", "a", "dd", "c", "b", "e", "a", "", "f", "b"]
+    cuts = [*np.cumsum([0, *sizes]).tolist(), len(tags)]
+    chunked = pa.chunked_array([pa.array(tags[a:b], pa.string())
+                                for a, b in itertools.pairwise(cuts)],
+                               pa.string())
+    assert chunked.num_chunks == len(sizes) + 1
+    found = readers._first_appearance(chunked)
+    assert found is not None
+    codes, first_rows, values = found
+    want = list(dict.fromkeys(tags))
+    assert values == want
+    assert first_rows.tolist() == [tags.index(value) for value in want]
+    assert codes.dtype == np.uint16 and codes.tolist() == [want.index(t) for t in tags]
 
 
 def test_tag_results_do_not_depend_on_the_batches(tmp_path, threads):

@@ -92,13 +92,14 @@ inline uint64_t text_hash(uint64_t first, int64_t length, const uint8_t* data, i
 
 // Row i's value is data[offsets[i]:offsets[i + 1]] (data holds `size` bytes). codes[i] gets
 // the index of row i's value among the distinct values in order of first appearance, and
-// first_rows (room for `limit` entries) the first row of each. Returns the number of
-// distinct values, or -1 when there are more than `limit` (codes and first_rows then hold
-// only part of the answer). `limit` is at most 65536, the uint16 codes.
+// first_rows the first row of each. False when there are more than `limit` distinct
+// values (codes and first_rows then hold only part of the answer). `limit` is at most
+// 65536, the uint16 codes.
 template <class O>
-int64_t first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
-                         int64_t limit, uint16_t* codes, int64_t* first_rows) {
+bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
+                      int64_t limit, uint16_t* codes, std::vector<int64_t>& first_rows) {
     Seen seen(limit < 1024 ? limit : 1024);
+    bool fits = true;
     for (int64_t i = 0; i < n; ++i) {
         const int64_t start = int64_t(offsets[i]), stop = int64_t(offsets[i + 1]);
         const int64_t length = stop - start;
@@ -107,7 +108,10 @@ int64_t first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64
         const uint64_t h = text_hash(word, length, data, size, start, stop);
         Slot* slot = seen.find(h, word, data, start, length);
         if (slot->code < 0) {
-            if (seen.size() >= limit) return -1;
+            if (seen.size() >= limit) {
+                fits = false;
+                break;
+            }
             const int64_t code = seen.size();
             seen.add(slot, h, word, length, i, start);  // (slot is stale after this)
             codes[i] = uint16_t(code);
@@ -115,13 +119,19 @@ int64_t first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64
             codes[i] = uint16_t(slot->code);
         }
     }
-    std::memcpy(first_rows, seen.first_rows.data(), size_t(seen.size()) * sizeof(int64_t));
-    return seen.size();
+    first_rows.swap(seen.first_rows);
+    return fits;
 }
 
-// out[i] = lookup[codes[i]]; lookup has an entry for every uint16 (65536).
-inline void remap(const uint16_t* codes, int64_t n, const uint16_t* lookup, uint16_t* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] = lookup[codes[i]];
+// out[i] = lookup[codes[i]] (lookup holds `size` entries). Returns the first i whose code
+// is past the end of lookup (out then holds only part of the answer), or -1.
+inline int64_t remap(const uint16_t* codes, int64_t n, const uint16_t* lookup, int64_t size,
+                     uint16_t* out) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (codes[i] >= size) return i;
+        out[i] = lookup[codes[i]];
+    }
+    return -1;
 }
 
 }  // namespace mpieval::codes

@@ -280,34 +280,38 @@ NB_MODULE(_core, m) {
        nb::arg("keys").noconvert(), nb::arg("checks").noconvert());
 
     // codes
-    m.def("first_appearance", [](In offsets, In data, int64_t limit, Out codes_,
-                                 Out first_rows) {
+    m.def("first_appearance", [](In offsets, In data, int64_t limit, Out codes_)
+                                    -> std::optional<nb::ndarray<nb::numpy, int64_t>> {
         const uint8_t* d = as<uint8_t>(data, "data");
         uint16_t* c = as<uint16_t>(codes_, "codes");
-        int64_t* f = as<int64_t>(first_rows, "first_rows");
         const int64_t n = length(codes_);
         if (length(offsets) != n + 1)
             throw nb::value_error("mpieval._core: offsets must have len(codes) + 1 entries");
-        if (limit < 0 || limit > 65536 || length(first_rows) < limit)
-            throw nb::value_error("mpieval._core: limit must be in [0, 65536] and fit first_rows");
-        int64_t distinct = 0;
+        if (limit < 0 || limit > 65536)
+            throw nb::value_error("mpieval._core: limit must be in [0, 65536]");
+        auto* first_rows = new std::vector<int64_t>();
+        nb::capsule owner(first_rows, [](void* p) noexcept {
+            delete static_cast<std::vector<int64_t>*>(p);
+        });
+        bool fits = true;
         dispatch(offsets, [&](auto* o) {
             Release r;
-            distinct = codes::first_appearance(o, n, d, length(data), limit, c, f);
+            fits = codes::first_appearance(o, n, d, length(data), limit, c, *first_rows);
         }, Types<int32_t, int64_t>{});
-        return distinct;
+        if (!fits) return std::nullopt;
+        const size_t shape[1] = {first_rows->size()};
+        return nb::ndarray<nb::numpy, int64_t>(first_rows->data(), 1, shape, owner);
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(), nb::arg("limit"),
-       nb::arg("codes").noconvert(), nb::arg("first_rows").noconvert());
+       nb::arg("codes").noconvert());
     m.def("remap", [](In codes_, In lookup, Out out) {
         const uint16_t* c = as<uint16_t>(codes_, "codes");
         const uint16_t* l = as<uint16_t>(lookup, "lookup");
         uint16_t* o = as<uint16_t>(out, "out");
-        const int64_t n = length(codes_);
-        if (length(lookup) != 65536 || length(out) != n)
-            throw nb::value_error("mpieval._core: remap takes a lookup of 65536 entries and "
-                                  "an out as long as codes");
+        const int64_t n = length(codes_), size = length(lookup);
+        if (length(out) != n)
+            throw nb::value_error("mpieval._core: remap's out must be as long as codes");
         Release r;
-        codes::remap(c, n, l, o);
+        return codes::remap(c, n, l, size, o);
     }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert());
 
     // wuauc
