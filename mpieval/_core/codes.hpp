@@ -98,7 +98,7 @@ inline uint64_t text_hash(uint64_t first, int64_t length, const uint8_t* data, i
 template <class O>
 bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
                       int64_t limit, uint16_t* codes, std::vector<int64_t>& first_rows) {
-    Seen seen(limit < 1024 ? limit : 1024);
+    Seen seen(limit < 64 ? limit : 64);  // room for a few values (the vectors grow)
     bool fits = true;
     for (int64_t i = 0; i < n; ++i) {
         const int64_t start = int64_t(offsets[i]), stop = int64_t(offsets[i + 1]);
