@@ -61,12 +61,13 @@ PARQUET_BATCH_ROWS = 1 << 16
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
 # (a filter on whole numbers); "string": UTF-8 text (ids, text filters); "name": UTF-8
-# text of a few values (tags), dictionary-encoded by the parser itself.
+# text of a few values (tags), coded in one compiled pass over the text
+# (:meth:`Batch.names`), cheaper than the parser's dictionary encoding of each block.
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "float": pa.float64(),
     "int": pa.int64(),
     "string": pa.string(),
-    "name": pa.dictionary(pa.int32(), pa.string()),
+    "name": pa.string(),
 }
 _TYPE_WORDS = {"float": "a number", "int": "an integer", "string": "valid UTF-8 text",
                "name": "valid UTF-8 text"}
@@ -296,6 +297,9 @@ class Batch:
     bytes: int  # bytes of the file consumed with this batch (for progress)
     _locate: Any = field(repr=False)  # row of the batch -> "path:line"
     _numbers: dict[str, Any] = field(default_factory=dict, repr=False)
+    # "name" columns coded as they were read (:func:`_first_appearance`; text in chunks:
+    # on the read-ahead thread), not in ``columns``: checked by :meth:`names`
+    _coded: dict[str, _FirstAppearance] = field(default_factory=dict, repr=False)
 
     def where(self, row: int) -> str:
         """``path:line`` (or ``path: row N``) of a row of this batch."""
@@ -319,24 +323,36 @@ class Batch:
         return _as_text(self.columns[column])
 
     def names(self, column: str) -> Coded:
-        """A column of a few distinct values (a tag) as its text, dictionary-encoded
-        (:class:`~mpieval.validation.Coded`); a value that would break the log line
-        (:func:`~mpieval.validation.check_log_word`) is an error."""
+        """A column of a few distinct values (a tag) as its text, coded
+        (:class:`~mpieval.validation.Coded`): text in one compiled pass, uint16 codes in
+        order of first appearance (:func:`_first_appearance`); a dictionary column, or
+        text of more distinct values than the codes hold, by its dictionary. A value
+        that would break the log line (:func:`~mpieval.validation.check_log_word`) is an
+        error."""
         key = f"names:{column}"
         coded = self._numbers.get(key)
         if coded is None:
-            encoded = self.columns[column]
-            if not pa.types.is_dictionary(encoded.type):
-                encoded = _as_text(encoded).dictionary_encode()
-            indices = as_numpy(encoded.indices)
-            values = encoded.dictionary.to_pylist()
+            first = self._coded.get(column)
+            if first is None and column in self.columns:
+                array = self.columns[column]
+                dictionary = pa.types.is_dictionary(array.type)
+                first = None if dictionary else _first_appearance(_as_text(array))
+            if first is not None:
+                codes, first_rows, values = first
+            else:
+                array = self.columns[column]
+                encoded = (array if pa.types.is_dictionary(array.type)
+                           else _as_text(array).dictionary_encode())
+                codes = as_numpy(encoded.indices)
+                values = encoded.dictionary.to_pylist()
             for index, value in enumerate(values):
                 try:
                     check_log_word(column, value, empty=True)
                 except InputError as error:
-                    row = int(np.flatnonzero(indices == index)[0])
+                    row = (int(first_rows[index]) if first is not None
+                           else int(np.flatnonzero(codes == index)[0]))
                     raise DataError(self.where(row), error.problem, column) from None
-            coded = Coded(tuple(values), indices)
+            coded = Coded(tuple(values), codes, _dense=first is not None)
             self._numbers[key] = coded
         return coded
 
@@ -402,6 +418,57 @@ def as_numpy(array: pa.Array) -> np.ndarray:
     dtype = np.dtype(_NUMPY_TYPES[array.type])
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
                          offset=array.offset * dtype.itemsize)
+
+
+_FirstAppearance = tuple[np.ndarray, np.ndarray, list[Any]]
+
+
+def _first_appearance(text: pa.Array | pa.ChunkedArray) -> _FirstAppearance | None:
+    """A string column coded: each row's code (uint16) in order of first appearance, the
+    first row of each distinct value and the values; each chunk from its buffers in one
+    compiled pass (:func:`~mpieval.kernels.codes.first_appearance`), the chunks' codes
+    remapped to the column's. None when it is not of a string type, or holds nulls or more
+    distinct values than the codes (:data:`~mpieval.kernels.codes.CODE_SPACE`)."""
+    from mpieval.kernels.codes import CODE_SPACE, first_appearance, remap
+
+    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+        return None
+    chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
+    codes = np.empty(len(text) if len(chunks) > 1 else 0, dtype=np.uint16)
+    code_of: dict[Any, int] = {}  # value -> its code, in order of first appearance
+    first_rows: list[int] = []
+    start = 0
+    for chunk in chunks:
+        if chunk.null_count:
+            return None
+        wide = pa.types.is_large_string(chunk.type)
+        offset_type = np.int64 if wide else np.int32
+        _, offset_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(chunk) + 1,
+                                offset=chunk.offset * np.dtype(offset_type).itemsize)
+        data = (np.zeros(0, np.uint8) if data_buffer is None
+                else np.frombuffer(data_buffer, dtype=np.uint8))
+        part = None if len(chunks) == 1 else codes[start : start + len(chunk)]
+        found = first_appearance(offsets, data, CODE_SPACE, out=part)
+        if found is None:
+            return None
+        local, local_first = found
+        # (a list: pa.array of a numpy array imports numpy.ma, start-up time)
+        values = chunk.take(pa.array(local_first.tolist(), pa.int64())).to_pylist()
+        lookup = np.empty(len(values), dtype=np.uint16)
+        for index, value in enumerate(values):
+            code = code_of.setdefault(value, len(code_of))
+            if code == len(first_rows):  # new
+                if code >= CODE_SPACE:
+                    return None
+                first_rows.append(start + int(local_first[index]))
+            lookup[index] = code
+        if len(chunks) == 1:  # its codes are the column's
+            codes = local
+        elif lookup.tolist() != list(range(len(lookup))):
+            remap(local, lookup, out=local)  # local: codes[start:...], in place
+        start += len(chunk)
+    return codes, np.array(first_rows, dtype=np.int64), list(code_of)
 
 
 def _as_text(values: pa.Array) -> pa.Array:
@@ -682,29 +749,39 @@ def _chunk_batches(
         options = _text_options(file, types, PARALLEL_BLOCK_BYTES, threads=True)
         chunks = _line_chunks(handle, start, stop, chunk_bytes)
 
-        def read_next(offset: int) -> tuple[pa.Buffer, pa.Table] | None:
-            """The next chunk and its table (rows numbered from ``offset``); None at the
-            end of the piece."""
+        def read_next(offset: int) -> tuple[int, int, dict[str, pa.Array],
+                                             dict[str, _FirstAppearance]] | None:
+            """The next chunk's size, rows, columns and "name" columns coded (rows
+            numbered from ``offset``); None at the end of the piece. The columns are
+            copies: neither the chunk's bytes nor its parsed blocks are kept, and a
+            "name" column is kept as its codes only."""
             chunk = next(chunks, None)
             if chunk is None:
                 return None
-            return chunk, _parse_chunk(file, chunk, options,
-                                       lambda row: lines.of(offset + row))
+            table = _parse_chunk(file, chunk, options, lambda row: lines.of(offset + row))
+            columns, coded = {}, {}
+            for name in table.column_names:
+                found = _first_appearance(table.column(name)) if types[name] == "name" else None
+                if found is not None:
+                    coded[name] = found
+                else:
+                    columns[name] = table.column(name).combine_chunks()
+            return chunk.size, table.num_rows, columns, coded
 
         done_rows = 0
         coming = ahead.submit(read_next, done_rows)
         while (got := coming.result()) is not None:
-            chunk, table = got
+            size, rows, columns, coded = got
             offset = done_rows
-            done_rows += table.num_rows
+            done_rows += rows
             coming = ahead.submit(read_next, done_rows)
             yield Batch(
                 path=file.path,
-                columns={name: table.column(name).combine_chunks()
-                         for name in table.column_names},
-                rows=table.num_rows,
-                bytes=chunk.size,
+                columns=columns,
+                rows=rows,
+                bytes=size,
                 _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
+                _coded=coded,
             )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from mpieval.errors import InputError
+from mpieval.kernels.codes import remap
 from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
 
 ALL = "all"
@@ -113,7 +114,9 @@ class TagCodes:
         return distinct_values, inverse
 
     def codes(self, distinct: list[Any], inverse: np.ndarray) -> np.ndarray:
-        """Local uint16 codes of checked tags (new values get the next codes)."""
+        """Local uint16 codes of checked tags (new values get the next codes); a new
+        array. uint16 ``inverse`` (a column the file reader coded) is remapped compiled,
+        without numpy's intp copy of the indexes."""
         lookup = np.empty(len(distinct), dtype=np.uint16)
         for i, value in enumerate(distinct):
             if value not in self.index:
@@ -121,6 +124,8 @@ class TagCodes:
                 self.values.append(value)
                 self.type = type(value)
             lookup[i] = self.index[value]
+        if inverse.dtype == np.uint16:
+            return remap(inverse, lookup)
         return lookup[inverse]
 
 
@@ -154,14 +159,18 @@ def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
 def _distinct_coded(tag: Coded) -> tuple[list[Any], np.ndarray]:
     """:func:`_distinct` of a :class:`Coded` column: its values that some row uses, in
     their order, and each row's index among them; every value a non-empty string, or
-    every value an integer."""
+    every value an integer. The codes of a column the file reader coded (``_dense``) use
+    every value and index them by construction: they are not scanned."""
     codes = np.asarray(tag.codes)
-    if codes.ndim != 1 or codes.dtype.kind not in "iu":
-        raise InputError("tag", "Coded codes must be a 1-D integer array")
-    if len(codes) and (codes.min() < 0 or codes.max() >= len(tag.values)):
-        raise InputError("tag", f"Coded codes must index its {len(tag.values)} values")
-    used = np.bincount(codes, minlength=len(tag.values)) > 0
-    if used.all():  # the usual case: a batch's own dictionary
+    if tag._dense:
+        used = None
+    else:
+        if codes.ndim != 1 or codes.dtype.kind not in "iu":
+            raise InputError("tag", "Coded codes must be a 1-D integer array")
+        if len(codes) and (codes.min() < 0 or codes.max() >= len(tag.values)):
+            raise InputError("tag", f"Coded codes must index its {len(tag.values)} values")
+        used = np.bincount(codes, minlength=len(tag.values)) > 0
+    if used is None or used.all():  # the usual case: a batch's own dictionary
         distinct, inverse = list(tag.values), codes
     else:
         distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,10 @@ class Coded:
 
     values: tuple[Any, ...]
     codes: np.ndarray
+    # Set only by the file reader, which makes the codes (uint16, in order of first
+    # appearance): every value is used by some row and every code indexes ``values``, so
+    # the tag checks skip scanning the codes for that. Rows taken from it drop the flag.
+    _dense: bool = field(default=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.codes)

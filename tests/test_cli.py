@@ -548,9 +548,17 @@ def test_invalid_utf8_names_file_line_and_column(tmp_path, capsys):
     ("uid\tpred\tlabel\na\t0.5\t1\n\t0.5\t1\n", [],
      ":3: column uid: value '' is empty (a missing uid)"),
     ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\t\n", ["--tag", "tag"],
-     ":3: column tag: value '' is empty (a missing tag)"),  # tags are read dictionary-encoded
+     ":3: column tag: value '' is empty (a missing tag)"),  # tags are coded a batch at a time
     ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\t\udcff\n", ["--tag", "tag"],
      ":3: column tag: invalid UTF-8 text"),
+    ("uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\tx=y\nc\t0.5\t1\tx=y\n", ["--tag", "tag"],
+     ":3: column tag: 'x=y' holds '=', which would break the space-separated key=value log line"),
+    ('uid\tpred\tlabel\ttag\na\t0.5\t1\tfeed\nb\t0.5\t1\tfeed\nc\t0.5\t1\t"a b"\n',
+     ["--tag", "tag"],
+     ":4: column tag: 'a b' holds ' ', which would break the space-separated key=value log line"),
+    ('uid\tpred\tlabel\ttag\na\t0.5\t1\t"a\tb"\n', ["--tag", "tag"],
+     ":2: column tag: 'a\\tb' holds '\\t', which would break the space-separated key=value log "
+     "line"),
 ])
 def test_bad_ids_read_well(tmp_path, capsys, text, argv, message):
     bad = tmp_path / "ids.tsv"

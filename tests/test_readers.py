@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 import re
 
@@ -471,3 +472,167 @@ def test_batches_kept_stay_whole_while_their_read_buffers_are_reused(
     notes = [note for batch in batches for note in batch.keys("note").to_pylist()]
     assert got_ids == ids
     assert notes == ["x" * width for width in pad]
+
+
+# -- tags: a column of few values, coded from its text ------------------------------------
+
+TAGS = ("feed", "search", "video", "a-tag-longer-than-a-word", "é漢字", "feed2")
+
+
+def tag_rows(n: int, segment: int, seed: int = 3) -> list[str]:
+    """``n`` tags in segments of ``segment`` rows, each segment opening with the tags in
+    another order (so batches meet them in different orders of first appearance)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tags = []
+    for start in range(0, n, segment):
+        order = [TAGS[k] for k in rng.permutation(len(TAGS))]
+        rest = [TAGS[k] for k in rng.integers(0, len(TAGS), segment)]
+        tags += (order + rest)[: min(segment, n - start)]
+    return tags
+
+
+def write_tagged(path: str, tags: list[str]) -> None:
+    """Columns id, uid, pred, label, tag (text, or a Parquet string column)."""
+    n = len(tags)
+    columns = {
+        "id": list(range(n)),
+        "uid": [f"u{(i * 7) % 97}" for i in range(n)],
+        "pred": [((i * 37) % 1000) / 1000 for i in range(n)],
+        "label": [float((i * 11) % 3 == 0) for i in range(n)],
+        "tag": tags,
+    }
+    if path.endswith(".parquet"):
+        pq.write_table(pa.table(columns), path, row_group_size=700)
+        return
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("\t".join(columns) + "\n")
+        for row in zip(*columns.values(), strict=True):
+            out.write("\t".join(str(value) for value in row) + "\n")
+
+
+TAG_TYPES = {"id": "int", "uid": "string", "pred": "float", "label": "float", "tag": "name"}
+
+
+def whole(file: split.InputFile) -> split.Piece:
+    return split.Piece(0, 0, len(file.row_groups) if file.format == "parquet" else file.size)
+
+
+@pytest.mark.parametrize("name", ["t.tsv", "t.parquet"])
+def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name, monkeypatch):
+    """Each batch's tag codes (uint16, into values in order of first appearance, which
+    differs from batch to batch) stand for the file's tags, and so do the metric's codes
+    (:class:`TagCodes`) over the batches, cut small or not, a chunk of text parsed in
+    one block or several (each coded, then their codes merged)."""
+    import numpy as np
+
+    from mpieval.tags import TagCodes
+
+    tags = tag_rows(6000, 400)
+    path = str(tmp_path / name)
+    write_tagged(path, tags)
+    file = inspect(path)
+    orders = set()
+    monkeypatch.setattr(readers, "PARALLEL_BLOCK_BYTES", 4096)  # 1 to 5 blocks a chunk
+    for block_size in (2048, 20000, None):
+        seen = TagCodes()
+        read = []
+        for batch in readers.read_piece(file, whole(file), TAG_TYPES, block_size=block_size):
+            ids = batch.numbers("id")
+            coded = batch.names("tag")
+            assert coded.codes.dtype == np.uint16
+            assert [coded.values[c] for c in coded.codes.tolist()] == [tags[i] for i in ids]
+            assert list(coded.values) == list(dict.fromkeys(tags[i] for i in ids))
+            orders.add(coded.values)
+            codes = seen.codes(*seen.check(coded, batch.rows))
+            read += [seen.values[c] for c in codes.tolist()]
+        assert read == tags
+    assert len(orders) > 2  # the batches met the tags in different orders
+
+
+@pytest.mark.parametrize("sizes", [[], [5], [1, 2, 3, 0, 4], [0, 2, 7]])
+def test_a_chunked_tag_column_is_coded_as_its_chunks_together(sizes):
+    """Text parsed in blocks (a chunked column of chunks of ``sizes`` rows, and the
+    rest): the codes, first rows and values of the whole column, whatever the order of
+    first appearance in each chunk."""
+    import numpy as np
+
+    tags = ["b", "a", "b", "", "c", "a", "dd", "c", "b", "e", "a", "", "f", "b"]
+    cuts = [*np.cumsum([0, *sizes]).tolist(), len(tags)]
+    chunked = pa.chunked_array([pa.array(tags[a:b], pa.string())
+                                for a, b in itertools.pairwise(cuts)],
+                               pa.string())
+    assert chunked.num_chunks == len(sizes) + 1
+    found = readers._first_appearance(chunked)
+    assert found is not None
+    codes, first_rows, values = found
+    want = list(dict.fromkeys(tags))
+    assert values == want
+    assert first_rows.tolist() == [tags.index(value) for value in want]
+    assert codes.dtype == np.uint16 and codes.tolist() == [want.index(t) for t in tags]
+
+
+def test_tag_results_do_not_depend_on_the_batches(tmp_path, threads):
+    """wuauc fed a file's batches (tags coded a batch at a time) gives the result of the
+    whole columns in one update."""
+    import numpy as np
+
+    from mpieval.comm import Comm
+    from mpieval.kinds.wuauc.metric import WuaucMetric
+
+    tags = tag_rows(5000, 300, seed=4)
+    path = str(tmp_path / "t.tsv")
+    write_tagged(path, tags)
+    file = inspect(path)
+    results = []
+    for block_size in (1024, 4096, None):
+        metric = WuaucMetric(comm=Comm.local())
+        for batch in readers.read_piece(file, whole(file), TAG_TYPES, block_size=block_size):
+            metric.update(batch.keys("uid"), batch.numbers("pred"), batch.numbers("label"),
+                          batch.names("tag"))
+        results.append(metric.compute().to_dict())
+    n = len(tags)
+    plain = WuaucMetric(comm=Comm.local())
+    plain.update(np.array([f"u{(i * 7) % 97}" for i in range(n)]),
+                 np.array([((i * 37) % 1000) / 1000 for i in range(n)]),
+                 np.array([float((i * 11) % 3 == 0) for i in range(n)]), np.array(tags))
+    assert results[0] == results[1] == results[2] == plain.compute().to_dict()
+
+
+def test_rows_taken_from_coded_tags_drop_the_values_they_do_not_use(tmp_path):
+    """A filter's rows of a batch's tags (``Coded[rows]``) are checked as a user's codes:
+    a value no kept row holds is no tag."""
+    import numpy as np
+
+    from mpieval.tags import TagCodes
+
+    tags = tag_rows(500, 500)
+    path = str(tmp_path / "t.tsv")
+    write_tagged(path, tags)
+    file = inspect(path)
+    (batch,) = readers.read_piece(file, whole(file), TAG_TYPES)
+    coded = batch.names("tag")
+    keep = np.array([tag != "video" for tag in tags])
+    distinct, inverse = TagCodes().check(coded[keep], int(keep.sum()))
+    assert "video" not in distinct
+    assert [distinct[i] for i in inverse.tolist()] == [t for t in tags if t != "video"]
+
+
+@pytest.mark.parametrize("count", [65535, 70000])
+def test_more_distinct_tags_than_codes_is_the_clear_error(tmp_path, count):
+    """More distinct tags in a batch than the metric's codes hold: the error that says so,
+    whether the reader's uint16 codes hold them (65535) or not (70000: coded by a
+    dictionary instead), never codes wrapped round."""
+    from mpieval.errors import InputError
+    from mpieval.tags import MAX_TAGS, TagCodes
+
+    tags = [f"t{k}" for k in range(count)]
+    path = str(tmp_path / "many.tsv")
+    write_tagged(path, tags)
+    file = inspect(path)
+    (batch,) = readers.read_piece(file, whole(file), TAG_TYPES, block_size=64 << 20)
+    coded = batch.names("tag")
+    assert list(coded.values) == tags
+    with pytest.raises(InputError, match=f"more than {MAX_TAGS} distinct tag values"):
+        TagCodes().check(coded, batch.rows)

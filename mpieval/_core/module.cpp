@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "codes.hpp"
 #include "exact.hpp"
 #include "keys.hpp"
 #include "labels.hpp"
@@ -301,6 +302,41 @@ NB_MODULE(_core, m) {
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),
        nb::arg("keys").noconvert(), nb::arg("checks").noconvert());
+
+    // codes
+    m.def("first_appearance", [](In offsets, In data, int64_t limit, Out codes_)
+                                    -> std::optional<nb::ndarray<nb::numpy, int64_t>> {
+        const uint8_t* d = as<uint8_t>(data, "data");
+        uint16_t* c = as<uint16_t>(codes_, "codes");
+        const int64_t n = length(codes_);
+        if (length(offsets) != n + 1)
+            throw nb::value_error("mpieval._core: offsets must have len(codes) + 1 entries");
+        if (limit < 0 || limit > 65536)
+            throw nb::value_error("mpieval._core: limit must be in [0, 65536]");
+        auto* first_rows = new std::vector<int64_t>();
+        nb::capsule owner(first_rows, [](void* p) noexcept {
+            delete static_cast<std::vector<int64_t>*>(p);
+        });
+        bool fits = true;
+        dispatch(offsets, [&](auto* o) {
+            Release r;
+            fits = codes::first_appearance(o, n, d, length(data), limit, c, *first_rows);
+        }, Types<int32_t, int64_t>{});
+        if (!fits) return std::nullopt;
+        const size_t shape[1] = {first_rows->size()};
+        return nb::ndarray<nb::numpy, int64_t>(first_rows->data(), 1, shape, owner);
+    }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(), nb::arg("limit"),
+       nb::arg("codes").noconvert());
+    m.def("remap", [](In codes_, In lookup, Out out) {
+        const uint16_t* c = as<uint16_t>(codes_, "codes");
+        const uint16_t* l = as<uint16_t>(lookup, "lookup");
+        uint16_t* o = as<uint16_t>(out, "out");
+        const int64_t n = length(codes_), size = length(lookup);
+        if (length(out) != n)
+            throw nb::value_error("mpieval._core: remap's out must be as long as codes");
+        Release r;
+        return codes::remap(c, n, l, size, o);
+    }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert());
 
     // wuauc
     nb::class_<wuauc::Workspace>(m, "Workspace",

@@ -1,0 +1,137 @@
+// Coding of a column of a few distinct byte strings (a tag column; see
+// mpieval/kernels/codes.py): each row's code in order of first appearance, in one pass
+// over an Arrow string array's buffers, and the remap of small codes through a lookup.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "keys.hpp"
+
+namespace mpieval::codes {
+
+// A distinct value in the table: its length, first word (its first 8 bytes, little-endian,
+// 0 past its end) and code; code -1: an empty slot. Values of 8 bytes or fewer are equal
+// when their lengths and first words are; longer ones are compared byte by byte.
+struct Slot {
+    uint64_t word;
+    int64_t length;
+    int64_t code;
+};
+
+// The distinct values seen so far: an open-addressing table (linear probing from the top
+// bits of a value's hash) and, by code, each value's hash, first row and the start of its
+// bytes (data[starts[code]:starts[code] + length]).
+struct Seen {
+    std::vector<Slot> slots;
+    std::vector<uint64_t> hashes;
+    std::vector<int64_t> first_rows, starts;
+    int shift = 64 - 6;  // a hash's slot: its top (64 - shift) bits
+
+    explicit Seen(int64_t room) : slots(64, Slot{0, 0, -1}) {
+        hashes.reserve(size_t(room));
+        first_rows.reserve(size_t(room));
+        starts.reserve(size_t(room));
+    }
+
+    int64_t size() const { return int64_t(hashes.size()); }
+
+    // The slot of the value data[start:start + length] (hash h, first word `word`): its
+    // own, or the empty one where it goes.
+    Slot* find(uint64_t h, uint64_t word, const uint8_t* data, int64_t start, int64_t length) {
+        const uint64_t mask = slots.size() - 1;
+        for (uint64_t i = h >> shift;; i = (i + 1) & mask) {
+            Slot* slot = &slots[i];
+            if (slot->code < 0) return slot;
+            if (slot->word == word && slot->length == length &&
+                (length <= 8 || std::memcmp(data + starts[size_t(slot->code)] + 8,
+                                            data + start + 8, size_t(length - 8)) == 0))
+                return slot;
+        }
+    }
+
+    // A new value in its (empty) slot, code size(); the slots doubled once half full.
+    void add(Slot* slot, uint64_t h, uint64_t word, int64_t length, int64_t row, int64_t start) {
+        *slot = Slot{word, length, size()};
+        hashes.push_back(h);
+        first_rows.push_back(row);
+        starts.push_back(start);
+        if (2 * size() > int64_t(slots.size())) grow();
+    }
+
+    // Twice the slots (every value is told apart already: each goes to the first empty
+    // slot of its probe sequence).
+    void grow() {
+        std::vector<Slot> old(slots.size() * 2, Slot{0, 0, -1});
+        old.swap(slots);
+        --shift;
+        const uint64_t mask = slots.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.code < 0) continue;
+            uint64_t i = hashes[size_t(slot.code)] >> shift;
+            while (slots[i].code >= 0) i = (i + 1) & mask;
+            slots[i] = slot;
+        }
+    }
+};
+
+// The table hash of a value of `length` bytes whose first word is `first`, the rest
+// data[start + 8:stop]: the words folded by multiplication (the top bits, on which every
+// bit of the words bears, are the slot).
+inline uint64_t text_hash(uint64_t first, int64_t length, const uint8_t* data, int64_t size,
+                          int64_t start, int64_t stop) {
+    uint64_t h = (first ^ uint64_t(length)) * UINT64_C(0x9E3779B97F4A7C15);
+    for (start += 8; start < stop; start += 8) {
+        const int64_t count = stop - start < 8 ? stop - start : 8;
+        h = (h ^ (h >> 29) ^ keys::word_at(data, size, start, count)) *
+            UINT64_C(0xBF58476D1CE4E5B9);
+    }
+    return h;
+}
+
+// Row i's value is data[offsets[i]:offsets[i + 1]] (data holds `size` bytes). codes[i] gets
+// the index of row i's value among the distinct values in order of first appearance, and
+// first_rows the first row of each. False when there are more than `limit` distinct
+// values (codes and first_rows then hold only part of the answer). `limit` is at most
+// 65536, the uint16 codes.
+template <class O>
+bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
+                      int64_t limit, uint16_t* codes, std::vector<int64_t>& first_rows) {
+    Seen seen(limit < 64 ? limit : 64);  // room for a few values (the vectors grow)
+    bool fits = true;
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t start = int64_t(offsets[i]), stop = int64_t(offsets[i + 1]);
+        const int64_t length = stop - start;
+        const uint64_t word = length ? keys::word_at(data, size, start, length < 8 ? length : 8)
+                                     : 0;
+        const uint64_t h = text_hash(word, length, data, size, start, stop);
+        Slot* slot = seen.find(h, word, data, start, length);
+        if (slot->code < 0) {
+            if (seen.size() >= limit) {
+                fits = false;
+                break;
+            }
+            const int64_t code = seen.size();
+            seen.add(slot, h, word, length, i, start);  // (slot is stale after this)
+            codes[i] = uint16_t(code);
+        } else {
+            codes[i] = uint16_t(slot->code);
+        }
+    }
+    first_rows.swap(seen.first_rows);
+    return fits;
+}
+
+// out[i] = lookup[codes[i]] (lookup holds `size` entries). Returns the first i whose code
+// is past the end of lookup (out then holds only part of the answer), or -1.
+inline int64_t remap(const uint16_t* codes, int64_t n, const uint16_t* lookup, int64_t size,
+                     uint16_t* out) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (codes[i] >= size) return i;
+        out[i] = lookup[codes[i]];
+    }
+    return -1;
+}
+
+}  // namespace mpieval::codes

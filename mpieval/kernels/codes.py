@@ -1,0 +1,52 @@
+"""Kernels of columns of a few distinct values (tags): codes in order of first appearance,
+and the remap of small codes, compiled (``mpieval/_core/codes.hpp``).
+
+Pure: arrays in, arrays out, no MPI, no I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpieval import _core
+
+CODE_SPACE = 1 << 16
+"""The uint16 codes: at most this many distinct values."""
+
+
+def first_appearance(offsets: np.ndarray, data: np.ndarray, limit: int,
+                     out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's code, the index of its value among the distinct values in order of
+    first appearance (``uint16``, into ``out`` if given), and the first row of each
+    distinct value (``int64``); value ``i`` being ``data[offsets[i]:offsets[i + 1]]`` (an
+    Arrow string or binary array's buffers), compared as bytes. None when there are more
+    than ``limit`` distinct values (``limit`` at most :data:`CODE_SPACE`).
+
+    As ``np.unique(values, return_index=True, return_inverse=True)`` with the distinct
+    values reordered by their first row, in one pass over the bytes."""
+    if not 0 <= limit <= CODE_SPACE:
+        raise ValueError(f"limit must be in [0, {CODE_SPACE}], got {limit}")
+    offsets = np.ascontiguousarray(offsets)
+    if offsets.dtype not in (np.int32, np.int64):
+        offsets = offsets.astype(np.int64)
+    data = np.ascontiguousarray(data).view(np.uint8)
+    codes = np.empty(len(offsets) - 1, dtype=np.uint16) if out is None else out
+    first_rows = _core.first_appearance(offsets, data, limit, codes)
+    if first_rows is None:
+        return None
+    return codes, first_rows
+
+
+def remap(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray | None = None
+          ) -> np.ndarray:
+    """``lookup[codes]`` of uint16 ``codes`` and a uint16 ``lookup``, into ``out`` if given
+    (may be ``codes``: in place), else a new uint16 array; without numpy's intp copy of
+    the indexes. A code past the end of ``lookup`` is an IndexError, as numpy's."""
+    codes = np.ascontiguousarray(codes, dtype=np.uint16)
+    lookup = np.ascontiguousarray(lookup, dtype=np.uint16)
+    out = np.empty(len(codes), dtype=np.uint16) if out is None else out
+    bad = _core.remap(codes, lookup, out)
+    if bad >= 0:
+        raise IndexError(f"code {int(codes[bad])} (row {bad}) is past the {len(lookup)} "
+                         "entries of the lookup")
+    return out
