@@ -28,6 +28,7 @@ import numpy as np
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError
+from mpieval.kernels.codes import remap
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
 from mpieval.rows import RowBuffer
@@ -243,24 +244,21 @@ class UserRowsMetric(Metric):
                           local_to_global: np.ndarray) -> np.ndarray:
         """The rows' tag codes as indexes among ``layout.tags`` (``len(tags)``: no tag).
 
-        The stored codes (``codes``, the stored column) are recoded in place, a slice at a
-        time, and the metric's tag values become ``layout.tags``, so the codes are those
+        The stored codes (``codes``, the stored column) are recoded in place (one
+        compiled pass), and the metric's tag values become ``layout.tags``, so the codes are those
         indexes from now on: the column itself is returned, not a copy (2 bytes a row),
         unless some row has no tag (:data:`NO_TAG` stays the code of those)."""
         recode = local_to_global.copy()
         recode[NO_TAG] = NO_TAG
-        for start in range(0, len(codes), _RECODE_ROWS):
-            part = codes[start : start + _RECODE_ROWS]
-            part[...] = recode[part]
+        remap(codes, recode, out=codes)  # in place, compiled
         self._tags = TagCodes(list(layout.tags))
-        if not (codes == NO_TAG).any():
+        if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest uint16
             return codes
         return np.where(codes == NO_TAG, np.uint16(len(layout.tags)), codes)
 
 
 CHECK_DTYPE = np.dtype(np.uint32)
 """How a hashed uid's check is kept: the low 32 bits of its second 64-bit hash."""
-_RECODE_ROWS = 1 << 20
 
 
 def _low_bits(check: np.ndarray) -> np.ndarray:
