@@ -113,10 +113,11 @@ class TagCodes:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
         return distinct_values, inverse
 
-    def codes(self, distinct: list[Any], inverse: np.ndarray) -> np.ndarray:
+    def codes(self, distinct: list[Any], inverse: np.ndarray,
+              out: np.ndarray | None = None) -> np.ndarray:
         """Local uint16 codes of checked tags (new values get the next codes); a new
-        array. uint16 ``inverse`` (a column the file reader coded) is remapped compiled,
-        without numpy's intp copy of the indexes."""
+        array, or ``out`` (uint16, one a row) for a uint16 ``inverse`` (a column the file
+        reader coded), remapped compiled, without numpy's intp copy of the indexes."""
         lookup = np.empty(len(distinct), dtype=np.uint16)
         for i, value in enumerate(distinct):
             if value not in self.index:
@@ -125,7 +126,9 @@ class TagCodes:
                 self.type = type(value)
             lookup[i] = self.index[value]
         if inverse.dtype == np.uint16:
-            return remap(inverse, lookup)
+            if out is not None and (len(out) != len(inverse) or out.dtype != np.uint16):
+                out = None
+            return remap(inverse, lookup, out=out)
         return lookup[inverse]
 
 

@@ -177,12 +177,14 @@ class UserRowsMetric(Metric):
         label: np.ndarray,
         tags: tuple[list[Any], np.ndarray] | None,
         compare: np.ndarray | None = None,
+        into: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         """Keep a checked batch: ``label`` in the kind's ``label_dtype``, ``tags`` as
-        :meth:`TagCodes.check` returned them (None: rows without a tag)."""
+        :meth:`TagCodes.check` returned them (None: rows without a tag); the tag codes
+        computed in ``into``'s (:meth:`_free_rows`) when given."""
         rows = self._stored
         codes = (np.full(len(user), NO_TAG, dtype=np.uint16) if tags is None
-                 else self._tags.codes(*tags))
+                 else self._tags.codes(*tags, out=(into or {}).get("tag")))
         columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label,
                    "tag": codes}
         if compare is not None:

@@ -120,7 +120,7 @@ class WuaucMetric(UserRowsMetric):
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return
-        self._store(user, check, p, labels, tags, b)
+        self._store(user, check, p, labels, tags, b, into)
 
     # -- compute -----------------------------------------------------------------------
 
