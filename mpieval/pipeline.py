@@ -185,8 +185,8 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
         if first and batch.rows:  # the metrics that keep rows size their arrays once
             first = False
             expected = _expected_rows(job, comm.rank, batch)
-            for task in tasks:
-                if expected is not None:
+            if expected is not None:
+                for task in tasks:
                     task.metric.reserve(expected)
         _feed(tasks, batch)
 

@@ -147,6 +147,8 @@ class RowBuffer:
 
 
 def _same_memory(array: np.ndarray, into: np.ndarray) -> bool:
-    """Whether ``array`` is ``into`` itself (the same first byte, dtype and length)."""
+    """Whether ``array`` is ``into`` itself (contiguous ``into``: the same first byte,
+    dtype and length, contiguous)."""
     return (array.dtype == into.dtype and array.shape == into.shape
+            and array.flags.c_contiguous
             and array.__array_interface__["data"][0] == into.__array_interface__["data"][0])

@@ -246,10 +246,11 @@ class UserRowsMetric(Metric):
                           local_to_global: np.ndarray) -> np.ndarray:
         """The rows' tag codes as indexes among ``layout.tags`` (``len(tags)``: no tag).
 
-        The stored codes (``codes``, the stored column) are recoded in place (one
-        compiled pass), and the metric's tag values become ``layout.tags``, so the codes are those
-        indexes from now on: the column itself is returned, not a copy (2 bytes a row),
-        unless some row has no tag (:data:`NO_TAG` stays the code of those)."""
+        The stored codes (``codes``, the stored column) are recoded in place, in one
+        compiled pass, and the metric's tag values become ``layout.tags``, so the codes
+        are those indexes from now on: the column itself is returned, not a copy (2
+        bytes a row), unless some row has no tag (:data:`NO_TAG` stays the code of
+        those)."""
         recode = local_to_global.copy()
         recode[NO_TAG] = NO_TAG
         remap(codes, recode, out=codes)  # in place, compiled
