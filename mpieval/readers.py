@@ -749,40 +749,40 @@ def _chunk_batches(
         options = _text_options(file, types, PARALLEL_BLOCK_BYTES, threads=True)
         chunks = _line_chunks(handle, start, stop, chunk_bytes)
 
-        def read_next(offset: int) -> tuple[int, int, dict[str, pa.Array],
-                                             dict[str, _FirstAppearance]] | None:
-            """The next chunk's size, rows, columns and "name" columns coded (rows
-            numbered from ``offset``); None at the end of the piece. The columns are
-            copies: neither the chunk's bytes nor its parsed blocks are kept, and a
-            "name" column is kept as its codes only."""
+        def read_next(offset: int) -> tuple[int, pa.Table, dict[str, _FirstAppearance]
+                                            ] | None:
+            """The next chunk's size, its table (rows numbered from ``offset``) and its
+            "name" columns coded, which the table then no longer holds (their text is
+            never joined); None at the end of the piece."""
             chunk = next(chunks, None)
             if chunk is None:
                 return None
             table = _parse_chunk(file, chunk, options, lambda row: lines.of(offset + row))
-            columns, coded = {}, {}
+            coded = {}
             for name in table.column_names:
                 found = _first_appearance(table.column(name)) if types[name] == "name" else None
                 if found is not None:
                     coded[name] = found
-                else:
-                    columns[name] = table.column(name).combine_chunks()
-            return chunk.size, table.num_rows, columns, coded
+            return chunk.size, table.drop_columns(list(coded)), coded
 
         done_rows = 0
         coming = ahead.submit(read_next, done_rows)
         while (got := coming.result()) is not None:
-            size, rows, columns, coded = got
+            size, table, coded = got
             offset = done_rows
-            done_rows += rows
+            done_rows += table.num_rows
             coming = ahead.submit(read_next, done_rows)
-            yield Batch(
+            batch = Batch(
                 path=file.path,
-                columns=columns,
-                rows=rows,
+                columns={name: table.column(name).combine_chunks()
+                         for name in table.column_names},
+                rows=table.num_rows,
                 bytes=size,
                 _locate=lambda row, offset=offset: f"{file.path}:{lines.of(offset + row + 1)}",
                 _coded=coded,
             )
+            del got, table  # the columns are copies: the parsed blocks are not kept
+            yield batch
 
 
 def _line_chunks(handle: pa.NativeFile, start: int, stop: int, chunk_bytes: int
