@@ -453,8 +453,8 @@ def _first_appearance(text: pa.Array | pa.ChunkedArray) -> _FirstAppearance | No
         if found is None:
             return None
         local, local_first = found
-        # (a list: pa.array of a numpy array imports numpy.ma, start-up time)
-        values = chunk.take(pa.array(local_first.tolist(), pa.int64())).to_pylist()
+        # each value from its first row (Array.take would import pyarrow.compute: start-up)
+        values = [chunk[row].as_py() for row in local_first.tolist()]
         lookup = np.empty(len(values), dtype=np.uint16)
         for index, value in enumerate(values):
             code = code_of.setdefault(value, len(code_of))

@@ -732,14 +732,16 @@ def test_a_plain_run_imports_no_more_than_it_needs(tmp_path, data):
     """Start-up: a run of local files on one rank that writes no JSON nor report imports
     no ``numpy.ma`` (no figure is drawn, and no value can be a masked array before it is
     imported), no ``pyarrow.fs`` (local files need no file system), no ``tomllib`` (no
-    config), no ``statistics`` (no interval) and no ``hashlib`` (no layout to agree on)."""
+    config), no ``statistics`` (no interval), no ``hashlib`` (no layout to agree on) and
+    no ``pyarrow.compute`` (no filter; the tags are coded without it)."""
     (path,) = shards(tmp_path, data, ["a.tsv"])
     script = f"""
 import sys
 import mpieval.cli
 status = mpieval.cli.main(["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", {path!r}])
 assert status == 0, status
-loaded = {{"numpy.ma", "pyarrow.fs", "tomllib", "statistics", "hashlib"}} & set(sys.modules)
+loaded = {{"numpy.ma", "pyarrow.fs", "tomllib", "statistics", "hashlib",
+           "pyarrow.compute"}} & set(sys.modules)
 assert not loaded, sorted(loaded)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
