@@ -43,7 +43,7 @@ inline void parts(const uint64_t* keys, int64_t n, uint8_t* parts, int part_bits
 
 // Calls batch(rows, count) with the rows i of `part` (parts[i] == part; every row when
 // parts is null), in row order, up to ROWS_AT_ONCE at a time. The part bytes are read 8 at
-// a time: a word's bytes equal to part found at once (no branch a row).
+// a time, a word's bytes equal to part found at once, and kept without a branch a row.
 constexpr int64_t ROWS_AT_ONCE = 256;
 template <class F>
 void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
@@ -57,10 +57,10 @@ void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
             uint64_t word;
             std::memcpy(&word, parts + i, 8);
             const uint64_t x = word ^ pattern;  // a zero byte: a row of the part
-            uint64_t zero = ~(((x & low7) + low7) | x | low7);  // its high bit, exactly
-            while (zero != 0) {
-                rows[count++] = i + (__builtin_ctzll(zero) >> 3);
-                zero &= zero - 1;
+            const uint64_t zero = ~(((x & low7) + low7) | x | low7);  // its high bit, exactly
+            for (int b = 0; b < 8; ++b) {  // every byte written, kept when it is the part's
+                rows[count] = i + b;
+                count += int64_t((zero >> (8 * b + 7)) & 1u);
             }
             if (count >= ROWS_AT_ONCE) {
                 batch(static_cast<const int64_t*>(rows), count);
