@@ -25,8 +25,9 @@ Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FI
 rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
-Scratch: 1 byte a row (its part), 8 bytes a row of each part being sorted, and 8 bytes
-a row of the longest user (24 for float64 preds), per thread (:func:`user_auc_sums`).
+Scratch: 1 byte a row (its part), and per thread 8 bytes a row of its largest part (4
+more while a part is grouped) and 8 bytes a row of its longest user (24 for float64
+preds) (:func:`user_auc_sums`).
 """
 
 from __future__ import annotations
