@@ -792,26 +792,44 @@ def _line_chunks(handle: pa.NativeFile, start: int, stop: int, chunk_bytes: int
 
     Every chunk is read into one buffer, reused (fresh memory for each chunk costs the
     kernel a page fault every 4 KiB): a chunk is valid until the next is read, time enough
-    to parse it (the parse copies what it keeps)."""
-    buffer = bytearray()
+    to parse it (the parse copies what it keeps). The buffer is pyarrow's own, not a
+    Python object's: the parse's threads may drop their last reference to it after the
+    read returned, even while the interpreter exits, and a Python buffer would need the
+    GIL then."""
+    buffer: pa.Buffer | None = None
     position = start
     want = chunk_bytes
     while position < stop:
         size = min(want, stop - position)
-        if len(buffer) < size:
-            buffer = bytearray(size)
-        view = memoryview(buffer)[:size]
-        handle.seek(position)
-        got = handle.readinto(view)
+        if buffer is None or buffer.size < size:
+            buffer = pa.allocate_buffer(size)
+        with memoryview(buffer) as view:
+            handle.seek(position)
+            got = handle.readinto(view[:size])
         if not got:
             raise OSError(f"the file ended at byte {position} (it was {stop} bytes or more)")
-        end = got if position + got >= stop else buffer.rfind(b"\n", 0, got) + 1
+        end = got if position + got >= stop else _last_line_end(buffer, got)
         if end == 0:  # a line longer than the chunk: read more of it
             want *= 2
             continue
-        yield pa.py_buffer(view).slice(0, end)
+        yield buffer.slice(0, end)
         position += end
         want = chunk_bytes
+
+
+def _last_line_end(buffer: pa.Buffer, size: int) -> int:
+    """Just past the last ``\n`` of the buffer's first ``size`` bytes (0: none), looked
+    for from the end in growing windows (a line is short, the buffer long)."""
+    window = 1 << 16
+    while True:
+        low = max(size - window, 0)
+        with memoryview(buffer) as view:
+            found = view[low:size].tobytes().rfind(b"\n")
+        if found >= 0:
+            return low + found + 1
+        if low == 0:
+            return 0
+        window *= 4
 
 
 def _parse_chunk(file: InputFile, chunk: pa.Buffer, options: _TextOptions, line_of: Any

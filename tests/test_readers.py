@@ -636,3 +636,14 @@ def test_more_distinct_tags_than_codes_is_the_clear_error(tmp_path, count):
     assert list(coded.values) == tags
     with pytest.raises(InputError, match=f"more than {MAX_TAGS} distinct tag values"):
         TagCodes().check(coded, batch.rows)
+
+
+@pytest.mark.parametrize("newline_at", [None, 10, 200_000, 299_999])
+def test_the_last_line_end_is_found_from_the_end(newline_at) -> None:
+    """In growing windows from the end: a line end far before it, just before it, or none."""
+    data = bytearray(b"x" * 300_000)
+    if newline_at is not None:
+        data[newline_at] = ord("\n")
+    buffer = pa.py_buffer(bytes(data) + b"\n" * 10)  # past the size looked at: not seen
+    expected = 0 if newline_at is None else newline_at + 1
+    assert readers._last_line_end(buffer, 300_000) == expected
