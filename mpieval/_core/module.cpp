@@ -351,8 +351,7 @@ NB_MODULE(_core, m) {
         wuauc::parts(k, n, p, part_bits, s);
     }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part_bits"),
        nb::arg("sizes").noconvert());
-    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits,
-                      wuauc::Workspace& work) {
+    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits) {
         const uint64_t* k = as<uint64_t>(keys_, "keys");
         const uint32_t* c = length(checks) ? as<uint32_t>(checks, "checks") : nullptr;
         const uint8_t* p = length(parts) ? as<uint8_t>(parts, "parts") : nullptr;
@@ -362,9 +361,9 @@ NB_MODULE(_core, m) {
         if ((p != nullptr && length(parts) != n) || (p == nullptr && m != n) || part < 0 || part > 255)
             throw std::invalid_argument("group: parts of every row, packed of the part's");
         Release r;
-        return wuauc::group(k, c, n, p, part, out, m, row_bits, work);
+        return wuauc::group(k, c, n, p, part, out, m, row_bits);
     }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
-       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("work"));
+       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
     m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
                           int64_t n_tags, Out sums, Out record, wuauc::Workspace& work) {
         uint64_t* p = as<uint64_t>(packed, "packed");

@@ -78,7 +78,7 @@ void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
     if (count > 0) batch(static_cast<const int64_t*>(rows), count);
 }
 
-// Memory a thread keeps from one part to the next (a part's table of users aside): each
+// Memory a thread keeps from one part to the next (not what grouping a part takes): each
 // buffer grows to the largest size asked, its contents never kept.
 template <class T>
 class Buffer {
@@ -92,20 +92,14 @@ class Buffer {
         return data_.get();
     }
 
-    void release() {
-        data_.reset();
-        size_ = 0;
-    }
-
   private:
     std::unique_ptr<T[]> data_;
     int64_t size_ = 0;
 };
 
 struct Workspace {
-    Buffer<uint32_t> user_of;                // a part's rows' users, while it is grouped only
-    Buffer<uint64_t> sort0, sort1;           // a long user's keys and their sorting space
-    Buffer<uint32_t> payload0, payload1;     // their tag << 1 | label (float64 preds)
+    Buffer<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
+    Buffer<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
 };
 
 // The users of one part: an open-addressing table from a key to its user number (in order
@@ -187,14 +181,16 @@ class Users {
 // checks (checks null: none). One pass looks each row's key up in the part's table of
 // users, a second puts the rows in place (a counting sort by user).
 inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
-                  int64_t part, uint64_t* packed, int64_t m, int row_bits, Workspace& work) {
+                  int64_t part, uint64_t* packed, int64_t m, int row_bits) {
     Users users(m / 16);
     bool collision = false;
-    uint32_t* user_of = work.user_of.at_least(m);
+    // each row's user, while the rows are grouped (not kept through the pass over users)
+    const std::unique_ptr<uint32_t[]> user_of(new uint32_t[size_t(m)]);
     int64_t k = 0;
     uint64_t key[ROWS_AT_ONCE + 8];
     uint32_t check[ROWS_AT_ONCE + 8];
     rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
+        if (k + count > m) throw std::length_error("group: the part has more rows than packed");
         // the batch's keys read first, then their table slots asked for, then looked up:
         // the reads of many rows wait for the memory at once, not each in turn
         for (int64_t j = 0; j < count; ++j) {
@@ -204,15 +200,15 @@ inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const
         for (int64_t j = 0; j < count; ++j) __builtin_prefetch(users.home(key[j]));
         for (int64_t j = 0; j < count; ++j) user_of[k++] = users.add(key[j], check[j], collision);
     });
-    const int64_t count = users.starts();
-    if (count > 1 && (uint64_t(count - 1) >> (64 - row_bits)) != 0)
+    if (k != m) throw std::length_error("group: the part has fewer rows than packed");
+    const int64_t n_users = users.starts();
+    if (n_users > 1 && (uint64_t(n_users - 1) >> (64 - row_bits)) != 0)
         throw std::length_error("too many users beside the row bits");
     k = 0;
     rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
         for (int64_t j = 0; j < count; ++j, ++k)
             packed[users.next(user_of[k])++] = (uint64_t(user_of[k]) << row_bits) | uint64_t(rows[j]);
     });
-    work.user_of.release();  // not held through the pass over the users
     return collision;
 }
 

@@ -158,7 +158,7 @@ def user_auc_sums(
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
-            found = _core.group(keys, checks, parts, part, packed, row_bits, kept.work)
+            found = _core.group(keys, checks, parts, part, packed, row_bits)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
