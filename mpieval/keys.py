@@ -104,18 +104,29 @@ def _arrow_keys(field: str, uid: Any, check_dtype: type,
     if uid.null_count:
         _fail_rows(field, np.asarray(uid.is_null()), "is missing (null)")
     n = len(uid)
-    offset_type = np.int64 if wide else np.int32
-    _, offset_buffer, data_buffer = uid.buffers()
-    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=n + 1,
-                            offset=uid.offset * np.dtype(offset_type).itemsize)
+    offsets, data = text_buffers(uid)
     longest, first_empty = kernels.text_lengths(offsets)
     if first_empty >= 0:
         _fail_rows(field, offsets[1:] == offsets[:-1], "is empty (a missing uid)", value="")
-    data = (np.zeros(0, np.uint8) if data_buffer is None
-            else np.frombuffer(data_buffer, dtype=np.uint8))
     if out is not None and any(len(array) != n for array in out):
         out = None
     return kernels.hash_texts(offsets, data, longest, check_dtype, out)
+
+
+def text_buffers(text: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, data)`` of a pyarrow string or binary array (without nulls), views of
+    its buffers: value ``i`` is ``data[offsets[i]:offsets[i + 1]]``; int32 offsets, int64
+    for the large types."""
+    import pyarrow as pa
+
+    wide = pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type)
+    offset_type = np.dtype(np.int64 if wide else np.int32)
+    _, offset_buffer, data_buffer = text.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(text) + 1,
+                            offset=text.offset * offset_type.itemsize)
+    data = (np.zeros(0, np.uint8) if data_buffer is None
+            else np.frombuffer(data_buffer, dtype=np.uint8))
+    return offsets, data
 
 
 def _fail_rows(field: str, bad: np.ndarray, problem: str, value: Any = None) -> None:

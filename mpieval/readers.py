@@ -49,6 +49,7 @@ import pyarrow.csv as pacsv
 
 from mpieval import locations
 from mpieval.errors import DataError, InputError, StoreError
+from mpieval.keys import text_buffers
 from mpieval.locations import Location
 from mpieval.split import InputFile, Piece
 from mpieval.validation import Coded, check_log_word
@@ -441,13 +442,7 @@ def _first_appearance(text: pa.Array | pa.ChunkedArray) -> _FirstAppearance | No
     for chunk in chunks:
         if chunk.null_count:
             return None
-        wide = pa.types.is_large_string(chunk.type)
-        offset_type = np.int64 if wide else np.int32
-        _, offset_buffer, data_buffer = chunk.buffers()
-        offsets = np.frombuffer(offset_buffer, dtype=offset_type, count=len(chunk) + 1,
-                                offset=chunk.offset * np.dtype(offset_type).itemsize)
-        data = (np.zeros(0, np.uint8) if data_buffer is None
-                else np.frombuffer(data_buffer, dtype=np.uint8))
+        offsets, data = text_buffers(chunk)
         part = None if len(chunks) == 1 else codes[start : start + len(chunk)]
         found = first_appearance(offsets, data, CODE_SPACE, out=part)
         if found is None:
