@@ -514,3 +514,12 @@ def test_a_rank_expects_about_the_rows_it_reads(tmp_path, name: str) -> None:
                 assert expected == got
             else:
                 assert got <= expected <= 1.05 * got + 1024
+
+
+def test_binary_labels_refuse_an_out_of_another_length() -> None:
+    from mpieval import _core
+
+    with pytest.raises(ValueError, match="as long as values"):
+        _core.binary_to_u8(np.zeros(5), np.empty(3, np.uint8))
+    short = np.empty(3, np.uint8)  # validation's own wrapper makes its own instead
+    assert validation.binary_uint8("label", np.ones(5), out=short).tolist() == [1] * 5

@@ -263,15 +263,6 @@ NB_MODULE(_core, m) {
 
     // keys
     m.def("mix64", [](uint64_t x) { return keys::mix64(x); }, nb::arg("x"));
-    m.def("binary_to_u8", [](In values, Out out) {
-        uint8_t* o = as<uint8_t>(out, "out");
-        int64_t first_bad = -1;
-        dispatch(values, [&](auto* v) {
-            Release r;
-            first_bad = labels::binary_to_u8(v, length(values), o);
-        }, Labels{});
-        return first_bad;
-    }, nb::arg("values").noconvert(), nb::arg("out").noconvert());
     m.def("text_lengths", [](In offsets) {
         int64_t longest = 0, first_empty = -1;
         dispatch(offsets, [&](auto* o) {
@@ -302,6 +293,19 @@ NB_MODULE(_core, m) {
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),
        nb::arg("keys").noconvert(), nb::arg("checks").noconvert());
+
+    // labels
+    m.def("binary_to_u8", [](In values, Out out) {
+        uint8_t* o = as<uint8_t>(out, "out");
+        if (length(out) != length(values))
+            throw nb::value_error("mpieval._core: binary_to_u8's out must be as long as values");
+        int64_t first_bad = -1;
+        dispatch(values, [&](auto* v) {
+            Release r;
+            first_bad = labels::binary_to_u8(v, length(values), o);
+        }, Labels{});
+        return first_bad;
+    }, nb::arg("values").noconvert(), nb::arg("out").noconvert());
 
     // codes
     m.def("first_appearance", [](In offsets, In data, int64_t limit, Out codes_)
