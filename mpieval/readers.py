@@ -333,15 +333,14 @@ class Batch:
         key = f"names:{column}"
         coded = self._numbers.get(key)
         if coded is None:
-            first = self._coded.get(column)
-            if first is None and column in self.columns:
+            first = self._coded.get(column)  # coded as read, else from the column
+            if first is None:
                 array = self.columns[column]
-                dictionary = pa.types.is_dictionary(array.type)
-                first = None if dictionary else _first_appearance(_as_text(array))
+                if not pa.types.is_dictionary(array.type):
+                    first = _first_appearance(_as_text(array))
             if first is not None:
                 codes, first_rows, values = first
             else:
-                array = self.columns[column]
                 encoded = (array if pa.types.is_dictionary(array.type)
                            else _as_text(array).dictionary_encode())
                 codes = as_numpy(encoded.indices)
