@@ -115,7 +115,10 @@ class _PrintVersion(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         import mpieval
 
-        print(f"mpieval {mpieval.__version__}")
+        try:
+            print(f"mpieval {mpieval.__version__}", flush=True)
+        except BrokenPipeError:  # `mpieval --version | true`: nobody reads it
+            pipeline.stdout_to_devnull()
         parser.exit()
 
 

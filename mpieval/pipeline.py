@@ -137,6 +137,8 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
     :func:`mpieval.locations.output_failure`)."""
     try:
         print_results(specs, results)
+    except BrokenPipeError:  # `mpieval eval ... | head -1`: the reader has what it wanted
+        stdout_to_devnull()
     except OSError as error:
         raise _stdout_failed(error) from None
     if not (json_path or report_path):
@@ -502,13 +504,18 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
     out.flush()
 
 
-def _stdout_failed(error: OSError) -> OutputError:
-    """The error of log lines that could not be written (stdout on a full disk, a closed
-    pipe). What is left in stdout's buffer then goes to ``/dev/null``, so that the
+def stdout_to_devnull() -> None:
+    """Send what is left in stdout's buffer, and anything printed later, to ``/dev/null``:
+    after stdout failed (a full disk) or its reader left (a closed pipe), so that the
     interpreter's last flush at exit does not fail again with a traceback."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         sink = os.open(os.devnull, os.O_WRONLY)
         os.dup2(sink, sys.stdout.fileno())
         os.close(sink)
+
+
+def _stdout_failed(error: OSError) -> OutputError:
+    """The error of log lines that could not be written (stdout on a full disk)."""
+    stdout_to_devnull()
     reason = getattr(error, "strerror", None) or str(error)
     return OutputError(f"stdout: cannot write the log lines: {reason}")
