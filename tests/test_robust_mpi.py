@@ -189,3 +189,29 @@ def test_bad_input_is_exit_2_with_one_message_on_any_rank_count(tmp_path, ranks)
         messages[name] = lines[0]
     for name in ("cr-only", "gzip-mid", "gzip-head"):
         assert str(tmp_path) in messages[name]
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_a_usage_error_is_one_line_exit_2(tmp_path, ranks):
+    """Every kind of usage error argparse finds (a value of the wrong type, a missing
+    argument, an unknown flag or command, a value not among the choices) is one line
+    ``mpieval: error: ...`` naming the flag and where to find help: no usage block."""
+    good = tmp_path / "good.tsv"
+    good.write_text("pred\tlabel\n0.5\t1\n0.25\t0\n")
+    cases = {
+        "--table-size abc": (["eval", "--table-size", "abc", good], "--table-size"),
+        "--table-size 1e6, no FILE": (["eval", "--table-size", "1e6"], "--table-size"),
+        "no FILE": (["eval"], "FILE"),
+        "unknown flag": (["eval", "--tabel-size", "10", good], "--tabel-size"),
+        "a choice": (["eval", "--pn-ties", "sometimes", good], "--pn-ties"),
+        "unknown command": (["evaluate", good], "evaluate"),
+        "merge, no DIR": (["merge"], "DIR"),
+        "report, no -o": (["report", good], "--output"),
+    }
+    for name, (argv, text) in cases.items():
+        proc, _ = launch(ranks, *argv)
+        assert proc.returncode == 2, (name, proc.returncode, proc.stderr[-2000:])
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, (name, proc.stderr[-2000:])
+        assert lines[0].startswith("mpieval: error: ") and text in lines[0], (name, lines)
+        assert "--help" in lines[0], (name, lines)
