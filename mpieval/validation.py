@@ -94,10 +94,12 @@ def as_vector(field: str, values: object) -> np.ndarray:
     masked: :func:`unmasked`)."""
     check_given(field, values)
     array = np.asarray(unmasked(field, from_tensor(values)))
+    if array.dtype.kind not in "biuf":  # before the shape: "abc" is text, not a 0-d array
+        got = f"the text {values!r}" if isinstance(values, (str, bytes)) else (
+            f"dtype {array.dtype}")
+        raise InputError(field, f"must be numeric, got {got}")
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
-    if array.dtype.kind not in "biuf":
-        raise InputError(field, f"must be numeric, got dtype {array.dtype}")
     return array
 
 

@@ -270,6 +270,10 @@ def test_soft_label_out_of_range():
         (np.zeros(3), np.zeros(2), "length mismatch: pred=3, label=2"),
         (np.zeros(2), np.array([None, 1], dtype=object), "label: must be numeric"),
         (np.zeros(2, dtype=complex), np.zeros(2), "pred: must be numeric"),
+        ("abc", [1, 0], "pred: must be numeric, got the text 'abc'"),
+        ([0.1, 0.2], "ab", "label: must be numeric, got the text 'ab'"),
+        (object(), [1], "pred: must be numeric, got dtype object"),
+        (0.5, 1, "pred: must be 1-D, got an array of shape ()"),
     ],
 )
 def test_bad_shapes_and_types(pred, label, match):
