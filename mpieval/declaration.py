@@ -59,6 +59,9 @@ class Option:
     On the command line: ``flag`` (default ``--`` and the name with dashes), ``parse``
     (the flag's text to the value the check takes; None: a switch, present means True),
     ``metavar`` and ``help``. ``config=False``: an argument of the class only.
+    ``about``: the optional input the option is about (``weights``: how the ``weight``
+    column is read); giving the option without that input's column is an error, on the
+    command line and in a config, rather than an option silently without effect.
     """
 
     name: str
@@ -70,6 +73,7 @@ class Option:
     parse: Callable[[str], Any] | None = str
     metavar: str | None = None
     help: str = ""
+    about: str | None = None
 
     @property
     def flag(self) -> str:
@@ -193,6 +197,17 @@ class Kind:
     def check_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Every option of the kind, given or default, checked (:func:`checked_options`)."""
         return checked_options(self.name, self.declared_options, given)
+
+    def unread_option(self, options: Mapping[str, Any],
+                      columns: Mapping[str, Any]) -> tuple[Option, Input] | None:
+        """An option among ``options`` (those given) that is ``about`` an input whose
+        column is not among ``columns`` (those given), with that input; or None."""
+        inputs = {spec.name: spec for spec in self.declared_inputs}
+        for name in options:
+            about = self.options[name].about if name in self.options else None
+            if about is not None and columns.get(about) is None:
+                return self.options[name], inputs[about]
+        return None
 
     def build(self, options: Mapping[str, Any], comm: Any) -> Metric:
         """A fresh metric on ``comm`` with ``options`` (checked by its constructor)."""

@@ -34,7 +34,7 @@ KIND = Kind(
         Option("compare", None, column_name, help=COMPARE.help),
         Option("weights", "frequency", one_of(*WEIGHT_MEANINGS), choices=WEIGHT_MEANINGS,
                help="how the intervals read the --weight column: frequency (a weight of 2 "
-                    "is two rows) or importance (inverse sampling rates)"),
+                    "is two rows) or importance (inverse sampling rates)", about="weight"),
         WINDOW,
     ),
     report="mpieval.kinds.auc.report:section",
