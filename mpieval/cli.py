@@ -358,9 +358,10 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 
     comm.agreed(lambda: check_outputs() if comm.rank == 0 else None)
     merged = merge_runs(args.directories, comm)
-    record = None if invocation is None else (lambda: pipeline.run_record(
+    record = None if invocation is None else (lambda: {**pipeline.run_record(
         invocation, comm.size, merged.rows, pipeline.weight_entries(merged.weights,
-                                                                    merged.results)))
+                                                                    merged.results)),
+        "merged": merged.runs})
     comm.agreed(lambda: pipeline.output(merged.specs, merged.results, args.json, args.report,
                                         run=record)
                 if comm.rank == 0 else None)
