@@ -103,5 +103,11 @@ class UidCollisionError(RuntimeError):
     """Two different uids hashed to the same 64-bit key (about n**2 / 2**65 likely)."""
 
 
+class StateFormatError(ValueError):
+    """A saved state (a checkpoint, a ``--save-state`` run) of a layout this version
+    cannot read: written by a newer mpieval, or missing a part; the message names the
+    formats."""
+
+
 class UndefinedMetricWarning(RuntimeWarning):
     """A metric is undefined for the data seen (one class only, no rows, ...): it is NaN."""

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from mpieval import checkpoint, locations
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec
-from mpieval.errors import InputError, OutputError, RemoteError, StoreError
+from mpieval.errors import InputError, OutputError, RemoteError, StateFormatError, StoreError
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Result
 
@@ -168,6 +168,8 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
         evaluator = Evaluator(metrics, comm)
         try:
             evaluator.load_state_dicts(mine)
+        except StateFormatError as error:
+            raise InputError("merge", str(error)) from None
         except ValueError as error:
             raise InputError("merge", f"the saved runs differ: {error}") from None
         return evaluator
