@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,9 +152,12 @@ class Run:
 
 
 def run(df: Any, specs: list[MetricSpec], *, partitions: int | None = None,
-        save_state: str | None = None, source: str = "DataFrame") -> Run:
+        save_state: str | None = None, source: str = "DataFrame",
+        record: Callable[[int, int, dict[str, Result]], dict[str, Any] | None] | None = None
+        ) -> Run:
     """The metrics ``specs`` over ``df``: the tags' pass when a per-user metric has tags,
-    then a round per sum (:mod:`mpieval.spark.rounds`)."""
+    then a round per sum (:mod:`mpieval.spark.rounds`). ``record(partitions, rows,
+    results)``: the ``run`` object a saved state keeps."""
     types = column_types(specs)
     _check_columns(df, types)
     users = {rounds.user_column(spec) for spec in specs if rounds.has_rows(spec)}
@@ -184,7 +187,8 @@ def run(df: Any, specs: list[MetricSpec], *, partitions: int | None = None,
         plan = rounds.Plan(**{**plan.__dict__, "answers": [*plan.answers,
                                                             rounds.total(own, answer)]})
     if save_state is not None:
-        _finish_save(save_state, specs, count, rows or 0)
+        _finish_save(save_state, specs, count, rows or 0,
+                     None if record is None else record(count, rows or 0, own))
     prefixes = {spec.name: spec.log_prefix for spec in specs}
     return Run(SparkResults(own, rows or 0, count, prefixes), rows or 0)
 
