@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def write_rows(path: Path, rows: int, seed: int = 35) -> None:
     writer.close()
 
 
-def session():  # noqa: ANN201
+def session() -> Any:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

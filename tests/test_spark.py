@@ -124,7 +124,8 @@ def frame(spark, data: pa.Table, partitions: int):
 def partitioned(spark, data: pa.Table, partition_of_row: list[int]):
     """``data`` in the partitions given row by row (uneven, or empty ones)."""
     count = max(partition_of_row) + 1
-    rows = spark.sparkContext.parallelize(list(zip(partition_of_row, data.to_pylist())))
+    placed_rows = list(zip(partition_of_row, data.to_pylist(), strict=True))
+    rows = spark.sparkContext.parallelize(placed_rows)
     placed = rows.partitionBy(count, lambda index: index).values()
     return spark.createDataFrame(placed.map(lambda row: tuple(row.values())),
                                  spark.createDataFrame(data.slice(0, 1)).schema)
@@ -173,11 +174,10 @@ def test_bad_input_is_the_command_lines_error(spark, tmp_path) -> None:
     bad = data.set_column(1, "pred", pa.array(np.r_[data["pred"].to_numpy()[:-1], 1.5]))
     path = tmp_path / "bad.parquet"
     pq.write_table(bad, path)
-    with pytest.raises(InputError) as cli_error:
-        cli.specs_from_args  # the command line reports it as one line: compare the parts
-        from mpieval import pipeline
-        from mpieval.comm import Comm
+    from mpieval import pipeline
+    from mpieval.comm import Comm
 
+    with pytest.raises(InputError) as cli_error:  # the command line's, before its one line
         specs = cli.specs_from_args(cli.build_parser().parse_args(
             ["eval", str(path), "--metrics", "wuauc"]))
         pipeline.evaluate(pipeline.plan_job(specs, [str(path)], 1), Comm.local())

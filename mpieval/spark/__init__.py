@@ -160,8 +160,8 @@ def run(df: Any, specs: list[MetricSpec], *, partitions: int | None = None,
     results)``: the ``run`` object a saved state keeps."""
     types = column_types(specs)
     _check_columns(df, types)
-    users = {rounds.user_column(spec) for spec in specs if rounds.has_rows(spec)}
-    users.discard(None)
+    users = {column for spec in specs if rounds.has_rows(spec)
+             for column in [rounds.user_column(spec)] if column is not None}
     if len(users) > 1:
         raise InputError("uid", f"a Spark run groups its rows by one uid column; these "
                          f"metrics read {sorted(users)}: evaluate them in separate runs")

@@ -44,13 +44,13 @@ def run_eval(args: argparse.Namespace, comm: Comm,
     session = spark_session(args.spark_master)
     df, source = read(session, args.files, args.format, specs)
 
-    def record(ranks: int, rows: int, results: Any) -> dict[str, Any] | None:
-        if invocation is None:
-            return None
+    def record(ranks: int, rows: int, results: Any) -> dict[str, Any]:
+        assert invocation is not None
         return pipeline.run_record(invocation, ranks, rows, pipeline.weight_entries(
             weighted(specs), results))
 
-    ran = spark.run(df, specs, save_state=args.save_state, source=source, record=record)
+    ran = spark.run(df, specs, save_state=args.save_state, source=source,
+                    record=None if invocation is None else record)
     pipeline.output(specs, dict(ran.results), args.json, args.report,
                     run=None if invocation is None else
                     lambda: record(ran.results.partitions, ran.rows, ran.results))
@@ -69,7 +69,8 @@ def spark_session(master: str | None) -> Any:
     else a local one (``local[*]``), whose Python workers run this interpreter."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName("mpieval")
+    builder = (SparkSession.builder.appName("mpieval")
+               .config("spark.ui.showConsoleProgress", "false"))  # stderr: mpieval's lines
     if master is not None:
         builder = builder.master(master)
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not started by spark-submit

@@ -159,7 +159,7 @@ def batches(record_batches: Iterable[pa.RecordBatch], types: Mapping[str, str],
             if pa.types.is_large_string(array.type):
                 array = array.cast(pa.string())
             columns[name] = array
-        file = SimpleNamespace(path=where)
+        file: Any = SimpleNamespace(path=where)  # what the check reads of a file
         for column, kind in types.items():
             _check_parquet_column(file, column, kind, columns[column], first)
         yield Batch(path=where, columns=columns, rows=record_batch.num_rows, bytes=0,
