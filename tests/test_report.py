@@ -904,3 +904,55 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
     assert set(seen) == set(colours.items())  # one colour per label
     assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
     assert len(set(colours.values())) == 3
+
+
+# -- the recorded pages: the corpus renders byte for byte as recorded ---------------------
+
+PAGES = os.path.join(ROOT, "tests", "report_pages")
+
+
+def _recorded_cases() -> dict[str, Any]:
+    with open(os.path.join(PAGES, "cases.json")) as cases:
+        return json.load(cases)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The corpus's result files unpacked, and scripts/report_pages.py (which renders)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_pages", os.path.join(ROOT, "scripts", "report_pages.py"))
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    directory = tmp_path_factory.mktemp("corpus")
+    script.unpack(script.CORPUS / "runs", directory)
+    return script, directory
+
+
+@pytest.mark.parametrize("name", sorted(_recorded_cases()))
+def test_the_corpus_renders_the_recorded_pages(corpus, name):
+    """Each case's page is the recorded one, byte for byte (``scripts/report_pages.py``
+    records them anew when a change means to change the page)."""
+    import gzip
+
+    import matplotlib
+
+    script, directory = corpus
+    with open(os.path.join(PAGES, "matplotlib.txt")) as recorded:
+        version = recorded.read().strip()
+    if matplotlib.__version__ != version:
+        pytest.skip(f"the pages were drawn by matplotlib {version}, this is "
+                    f"{matplotlib.__version__}: its SVG bytes differ")
+    assert script.CASES == _recorded_cases()
+    with gzip.open(os.path.join(PAGES, "pages", f"{name}.html.gz"), "rt",
+                   encoding="utf-8", newline="") as page:
+        expected = page.read()
+    rendered = script.render(script.CASES[name], directory)
+    if rendered != expected:
+        at = next((i for i, (a, b) in enumerate(zip(rendered, expected, strict=False))
+                   if a != b), min(len(rendered), len(expected)))
+        pytest.fail(f"{name}: the page differs from the recorded one at character {at}: "
+                    f"{rendered[max(at - 80, 0):at + 80]!r} against "
+                    f"{expected[max(at - 80, 0):at + 80]!r}")
