@@ -318,12 +318,13 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
 
 
 def test_the_same_input_gives_the_same_figure():
-    from mpieval import figures
+    from mpieval.kinds.auc import figures as auc_figures
+    from mpieval.report import figures
 
     curve = simulated_run(11, rows=3000)["ctr"]["roc_curve"]
     series = figures.Series("A", figures.PALETTE[0])
-    first = figures.roc([(series, curve)], "same")
-    assert first == figures.roc([(series, curve)], "same")
+    first = auc_figures.roc([(series, curve)], "same")
+    assert first == auc_figures.roc([(series, curve)], "same")
     assert 'id="same-' in first and "<?xml" not in first
 
 
@@ -748,7 +749,7 @@ def test_value_tables_have_a_b_minus_a_column(compared_json):
 
 
 def test_tags_with_too_few_users_are_said_so_and_not_drawn(compared_json, monkeypatch):
-    from mpieval import figures
+    from mpieval.report import figures
 
     data = json.load(open(compared_json))
     small = [tag for tag, values in data["wuauc"]["tags"].items()
@@ -835,7 +836,7 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
 
 
 def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):
-    from mpieval import figures
+    from mpieval.report import figures
 
     path = eval_json(tmp_path, "tags300", ab_rows(30_000, 300, seed=4), "--metrics",
                      "auc,wuauc", "--tag", "tag", "--compare", "pred_b")
@@ -878,12 +879,14 @@ def test_tables_stack_on_narrow_screens(compared_json):
 def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
     """The same label is drawn in the same colour in every figure of the page (ctr's
     curves and user_ctr's dots), and different models in different colours."""
-    from mpieval import figures
+    from mpieval.kinds.auc import figures as auc_figures
+    from mpieval.report import figures
 
     seen: list[tuple[str, str]] = []
 
     def spy(name: str) -> None:
-        real = getattr(figures, name)
+        module = figures if name == "intervals" else auc_figures
+        real = getattr(module, name)
 
         def draw(*args: Any, **kwargs: Any) -> str:
             first = args[0] if name != "intervals" else [series for series, _ in args[1][0][1]]
@@ -892,7 +895,7 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
                 seen.append((series.label, series.color))
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(figures, name, draw)
+        monkeypatch.setattr(module, name, draw)
 
     for name in ("roc", "calibration", "intervals"):
         spy(name)
