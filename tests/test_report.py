@@ -959,3 +959,58 @@ def test_the_corpus_renders_the_recorded_pages(corpus, name):
         pytest.fail(f"{name}: the page differs from the recorded one at character {at}: "
                     f"{rendered[max(at - 80, 0):at + 80]!r} against "
                     f"{expected[max(at - 80, 0):at + 80]!r}")
+
+
+# -- to a store: --report and -o take a URI, as --json does -------------------------------
+
+
+@pytest.fixture(scope="module")
+def store():
+    """A moto S3 server (as tests/test_remote.py starts it) with an empty bucket, and the
+    environment that points at it."""
+    pytest.importorskip("moto", reason="the S3 tests need moto[server] (the test extra)")
+    import pyarrow.fs as pafs
+    from test_remote import BUCKET, moto_server, s3_environment
+
+    with moto_server() as port, pytest.MonkeyPatch.context() as patch:
+        for name, value in s3_environment(port).items():
+            patch.setenv(name, value)
+        bucket = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                                   allow_bucket_creation=True)
+        bucket.create_dir(BUCKET)
+        yield bucket, BUCKET
+
+
+def test_the_report_is_written_to_a_store(store, tmp_path, capsys):
+    from test_cli import rows, write
+
+    bucket, name = store
+    data = write(str(tmp_path / "part.tsv"), rows(2000))
+    uri = f"s3://{name}/pages/run.html"
+    status, _, err = run(capsys, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                         "--json", f"s3://{name}/pages/run.json", "--report", uri)
+    assert status == 0, err
+    assert f"mpieval: report written to {uri}\n" in err
+    page = bucket.open_input_file(f"{name}/pages/run.html").read().decode()
+    assert 'id="m-auc"' in page and 'id="m-wuauc"' in page
+    parse(page)
+    # `mpieval report -o URI`: the page of a local file, the same bytes as rendered here
+    local = str(tmp_path / "run.json")
+    with open(local, "wb") as out:
+        out.write(bucket.open_input_file(f"{name}/pages/run.json").read())
+    status, _, err = run(capsys, "report", local, "-o", f"s3://{name}/pages/again.html")
+    assert status == 0, err
+    assert bucket.open_input_file(f"{name}/pages/again.html").read().decode() == \
+        report.render(report.load_runs([local]))
+
+
+def test_a_report_to_a_missing_bucket_is_an_error_before_reading(store, tmp_path, capsys,
+                                                                  ab_json):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(500))
+    status, out, err = run(capsys, "eval", data, "--report", "s3://no-such-bucket/run.html")
+    assert status == 2 and out == ""
+    assert "--report: cannot write s3://no-such-bucket/run.html: no bucket" in err, err
+    status, out, err = run(capsys, "report", ab_json, "-o", "s3://no-such-bucket/page.html")
+    assert status == 2 and "-o: cannot write s3://no-such-bucket/page.html: no bucket" in err
