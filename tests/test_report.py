@@ -1014,3 +1014,66 @@ def test_a_report_to_a_missing_bucket_is_an_error_before_reading(store, tmp_path
     assert "--report: cannot write s3://no-such-bucket/run.html: no bucket" in err, err
     status, out, err = run(capsys, "report", ab_json, "-o", "s3://no-such-bucket/page.html")
     assert status == 2 and "-o: cannot write s3://no-such-bucket/page.html: no bucket" in err
+
+
+# -- the shared presentation modules know no kind ------------------------------------------
+
+SHARED = sorted(os.path.join(ROOT, "mpieval", "report", name)
+                for name in os.listdir(os.path.join(ROOT, "mpieval", "report"))
+                if name.endswith(".py"))
+
+
+def _declared_words() -> tuple[set[str], set[str]]:
+    """Every registered kind's name, and the fields its declaration and section name."""
+    names, fields = set(), set()
+    for name, section in report.sections().items():
+        kind = section.declaration
+        names.add(name)
+        fields |= {*kind.required, *(kind.tag_required or ()), *kind.counts, *section.curves,
+                   *(field for flag in section.flags for field in flag.fields)}
+        fields |= {section.rows} if section.rows else set()
+    return names, fields
+
+
+def _run_fields() -> set[str]:
+    """The fields of the JSON's ``run`` object (the header reads them: not a kind's)."""
+    from mpieval import pipeline
+
+    return set(pipeline.run_record(pipeline.invocation([], []), 1, 0, {}))
+
+
+@pytest.mark.parametrize("path", SHARED, ids=os.path.basename)
+def test_a_shared_presentation_module_names_no_kind_and_no_kinds_field(path):
+    """No kind's name in the text of a module of mpieval/report (any case, as a word), no
+    string in its code that is a kind's declared field (how a block's field is read), and
+    no import of a kind: the entry (``__init__``) alone imports the registry, the
+    declarations, to hand their sections to the page."""
+    import ast
+
+    names, fields = _declared_words()
+    assert names and "rows" in fields  # the registry and its sections were read
+    with open(path, encoding="utf-8") as source:
+        text = source.read()
+    for name in names:
+        assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I), name
+    tree = ast.parse(text)
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert not strings & (fields - _run_fields()), strings & fields
+    imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names]
+    kinds = [module for module in imported if module.startswith("mpieval.kinds")]
+    assert kinds == (["mpieval.kinds"] if path.endswith("__init__.py") else []), kinds
+    assert "importlib" not in imported
+
+
+def test_a_kinds_field_in_a_shared_module_would_be_found(tmp_path):
+    """The check above finds a kind's field read by a shared module."""
+    import ast
+
+    _, fields = _declared_words()
+    tree = ast.parse('value = block.get("valid_user_count")')
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert strings & fields == {"valid_user_count"}

@@ -187,7 +187,7 @@ def difference_digits(low: float | None, high: float | None) -> int:
 
 def headline(block: dict[str, Any], field: str, name: str, *,
              counts: Collection[str] = ()) -> str:
-    """``AUC 0.6845 (95% 0.6802 to 0.6887)``, as the summary says a value."""
+    """``NAME 0.6845 (95% 0.6802 to 0.6887)``, as the summary says a value."""
     if field not in block:
         return ""
     value = block[field]
@@ -204,7 +204,7 @@ def headline(block: dict[str, Any], field: str, name: str, *,
 
 
 def verdict(compare: dict[str, Any], field: str, name: str) -> str:
-    """``AUC +0.0040 (95% +0.0017 to +0.0063, p = 0.0006)``: B - A with its paired interval
+    """``NAME +0.0040 (95% +0.0017 to +0.0063, p = 0.0006)``: B - A with its paired interval
     and p-value, the digits set by the interval's width; with the direction in words."""
     value = compare.get(f"{field}_diff")
     if not is_number(value):
