@@ -10,6 +10,7 @@ JSON uses (roc_curve, calibration_curve, ci95, compare with *_diff, *_diff_ci95,
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -644,21 +645,10 @@ MINUS = "\u2212"
 
 def ab_rows(rows: int, tags: int, seed: int = 3, small_tags: int = 0) -> dict[str, np.ndarray]:
     """Rows of an A/B test: users in ``tags`` tags of falling size (the first the largest),
-    a model B better than A; the last ``small_tags`` tags hold 3 users each."""
-    rng = np.random.default_rng(seed)
-    users = max(rows // 12, 1)
-    uid = rng.integers(0, users, rows)
-    sizes = 1.0 / np.arange(1, tags + 1) ** 0.7
-    user_tag = rng.choice(tags, users, p=sizes / sizes.sum())
-    for k in range(small_tags):  # users 0..3k+2 go to the small tags, 3 each
-        user_tag[3 * k:3 * k + 3] = tags + k
-    names = np.array([f"t{t:03d}" for t in range(tags + small_tags)])
-    logit = -2.2 + rng.normal(0, 0.8, users)[uid] + rng.normal(0, 0.9, rows)
-    label = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    pred = 1 / (1 + np.exp(-(0.6 * logit - 0.9 + rng.normal(0, 0.9, rows))))
-    pred_b = 1 / (1 + np.exp(-(0.7 * logit - 0.7 + rng.normal(0, 0.7, rows))))
-    return {"uid": uid, "tag": names[user_tag[uid]], "pred": np.round(pred, 5),
-            "pred_b": np.round(pred_b, 5), "label": label}
+    a model B better than A; the last ``small_tags`` tags hold 3 users each (the recorded
+    pages' maker, :func:`report_pages.ab_rows`, without its other columns)."""
+    data = _pages_script().ab_rows(rows, tags, seed, small_tags)
+    return {name: data[name] for name in ("uid", "tag", "pred", "pred_b", "label")}
 
 
 def eval_json(tmp_path, name: str, data: dict[str, np.ndarray], *flags: str) -> str:
@@ -914,6 +904,19 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
 PAGES = os.path.join(ROOT, "tests", "report_pages")
 
 
+@functools.cache
+def _pages_script() -> Any:
+    """scripts/report_pages.py, which makes the recorded pages, as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_pages", os.path.join(ROOT, "scripts", "report_pages.py"))
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
 def _recorded_cases() -> dict[str, Any]:
     with open(os.path.join(PAGES, "cases.json")) as cases:
         return json.load(cases)
@@ -922,13 +925,7 @@ def _recorded_cases() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The corpus's result files unpacked, and scripts/report_pages.py (which renders)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "report_pages", os.path.join(ROOT, "scripts", "report_pages.py"))
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _pages_script()
     directory = tmp_path_factory.mktemp("corpus")
     script.unpack(script.CORPUS / "runs", directory)
     return script, directory

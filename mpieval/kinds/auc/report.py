@@ -6,11 +6,11 @@ plot. Its sane ranges: NE below 1, COPC in [0.8, 1.25], AUC above 0.5, some clic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mpieval.kinds.auc import KIND, figures, kernels
-from mpieval.report.figures import Difference, Estimate
+from mpieval.report.figures import Difference, Estimate, Series
 from mpieval.report.html import (
     OLDER,
     escape,
@@ -134,16 +134,11 @@ def _roc(page: Page, name: str, models: Sequence[Model]) -> str:
 
 
 def _calibration(page: Page, name: str, models: Sequence[Model]) -> str:
-    curves = [(m.series, m.block["calibration_curve"]) for m in models
-              if m.block.get("calibration_curve")]
-    if not curves:
-        return ""
-    return page.figure(
-        figures.calibration(curves, page.key(name, "calibration")),
-        "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
-        f"into {kernels.CALIBRATION_GROUPS} of about equal rows, with each bin's "
-        "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
-        "the share of rows per predicted-CTR range.")
+    return _figure(page, name, models, "calibration_curve", figures.calibration, "calibration",
+                   "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
+                   f"into {kernels.CALIBRATION_GROUPS} of about equal rows, with each bin's "
+                   "95% binomial interval; points on the dotted diagonal are calibrated. "
+                   "Below: the share of rows per predicted-CTR range.")
 
 
 def _precision_recall(page: Page, name: str, models: Sequence[Model]) -> str:
@@ -161,14 +156,19 @@ def _precision_recall(page: Page, name: str, models: Sequence[Model]) -> str:
 
 
 def _scores(page: Page, name: str, models: Sequence[Model]) -> str:
-    histograms = [(m.series, m.block["score_histogram"]) for m in models
-                  if m.block.get("score_histogram")]
-    if not histograms:
+    return _figure(page, name, models, "score_histogram", figures.score_distributions,
+                   "scores", "Distribution of pred among clicks and among non-clicks: the "
+                   "further apart, the better the ranking.")
+
+
+def _figure(page: Page, name: str, models: Sequence[Model], field: str,
+            draw: Callable[[list[tuple[Series, Any]], str], str], what: str,
+            caption: str) -> str:
+    """The figure ``draw`` makes of ``field`` of the models that have it ('' when none)."""
+    curves = [(m.series, m.block[field]) for m in models if m.block.get(field)]
+    if not curves:
         return ""
-    return page.figure(
-        figures.score_distributions(histograms, page.key(name, "scores")),
-        "Distribution of pred among clicks and among non-clicks: the further apart, "
-        "the better the ranking.")
+    return page.figure(draw(curves, page.key(name, what)), caption)
 
 
 def _differences(page: Page, models: Sequence[Model]) -> list[Difference]:
