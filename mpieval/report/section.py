@@ -94,18 +94,21 @@ class Section:
                              f"no {missing[0]!r}")
         if declared.tag_required is None:
             self._check_values(block, declared.required, where)
-            return
-        tags = block["tags"]
+        else:
+            self._check_tags(block["tags"], declared.tag_required, where)
+
+    def _check_tags(self, tags: Any, required: tuple[str, ...], where: str) -> None:
+        """Each tag's block has the ``required`` fields, each a number or null."""
         if not isinstance(tags, dict) or not tags:
             raise ValueError(f"has an older or unknown layout: {where} has no tag blocks")
         for tag, values in tags.items():
             if not isinstance(values, dict):
                 raise ValueError(f"{where}, tag {tag!r}: not an object")
-            missing = [field for field in declared.tag_required if field not in values]
+            missing = [field for field in required if field not in values]
             if missing:
                 raise ValueError(f"has an older or unknown layout: {where}, tag {tag!r} "
                                  f"has no {missing[0]!r}")
-            self._check_values(values, declared.tag_required, f"{where}, tag {tag!r}")
+            self._check_values(values, required, f"{where}, tag {tag!r}")
 
     def _check_values(self, block: dict[str, Any], fields: Iterable[str], where: str) -> None:
         for field in fields:

@@ -31,8 +31,7 @@ def drawn_tags(tags: Sequence[str], blocks: Sequence[Blocks], fields: Sequence[s
     """At most :data:`DRAWN_TAGS` of ``tags`` (in their order) to draw: ``all``, the
     most significant by q (up to half), then the largest. A tag with too few users for
     an interval (``too_few(its block)``) is never drawn (in the table, it says so)."""
-    drawable = [tag for tag in tags
-                if not all(too_few(tb.get(tag) or {}) for tb in blocks if tag in tb)]
+    drawable = [tag for tag in tags if not _too_few_everywhere(tag, blocks, too_few)]
     chosen = ["all"] if "all" in drawable else []
     qs = {tag: best_q(tag, blocks, fields) for tag in drawable}
     significant = sorted((tag for tag in drawable if tag != "all" and qs[tag] < Q_LEVEL),
@@ -44,6 +43,12 @@ def drawn_tags(tags: Sequence[str], blocks: Sequence[Blocks], fields: Sequence[s
         if tag not in chosen:
             chosen.append(tag)
     return [tag for tag in tags if tag in chosen]
+
+
+def _too_few_everywhere(tag: str, blocks: Sequence[Blocks],
+                        too_few: Callable[[dict[str, Any]], bool]) -> bool:
+    """The tag has too few users for an interval in every run that has it."""
+    return all(too_few(tb.get(tag) or {}) for tb in blocks if tag in tb)
 
 
 def best_q(tag: str, blocks: Sequence[Blocks], fields: Sequence[str]) -> float:
