@@ -136,24 +136,8 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
     view = calibration_view([points for _, points, _ in merged])
     top.plot([view.low, view.high], [view.low, view.high], color=GREY, linewidth=0.8,
              linestyle=":", label="perfect calibration")
-    summary = []
-    for series, points, bins in merged:
-        bounds = [wilson(a, r) for _, a, r in bins]
-        preds = [p for p, _, _ in bins]
-        actuals = [a for _, a, _ in bins]
-        below = [max(a - low, 0.0) for a, (low, _) in zip(actuals, bounds, strict=True)]
-        above = [max(high - a, 0.0) for a, (_, high) in zip(actuals, bounds, strict=True)]
-        ece = expected_calibration_error(points)
-        label = series.label + ("" if math.isnan(ece) else f" (ECE {ece:.4f})")
-        top.errorbar(preds, actuals, yerr=[below, above], color=series.color,
-                     linestyle=series.linestyle, linewidth=1.0, marker="o", markersize=3.5,
-                     elinewidth=0.8, capsize=0, label=label)
-        if view.log:  # a bin without clicks: its point sits below the axis, marked at its foot
-            zeros = [p for p, a in zip(preds, actuals, strict=True) if a <= 0]
-            if zeros:
-                top.plot(zeros, [view.low] * len(zeros), linestyle="none", marker="v",
-                         markersize=4.5, color=series.color, clip_on=False)
-        summary.append(_calibration_summary(series.label, bins, bounds, ece))
+    summary = [_calibration_points(top, series, points, bins, view)
+               for series, points, bins in merged]
     top.set_ylabel("Actual CTR in the bin (clicks per row)")
     scale = "log scales" if view.log else "linear scales"
     top.set_title(f"Calibration ({CALIBRATION_GROUPS} bins of about equal rows, {scale})")
@@ -161,17 +145,44 @@ def calibration(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key:
     _rows_histogram(bottom, [(series, points) for series, points, _ in merged], view)
     bottom.set_xlabel("Mean predicted CTR in the bin (clicks per row)")
     if view.log:
-        for ax in (top, bottom):
-            ax.set_xscale("log", nonpositive="clip")
-        top.set_yscale("log", nonpositive="clip")
-        _log_ticks(top, "x", view)
-        _log_ticks(top, "y", view)
+        _log_scales(top, bottom, view)
     top.set_xlim(view.low, view.high)
     top.set_ylim(view.low, view.high)
     desc = (f"Calibration: actual CTR against mean predicted CTR in bins of about equal rows "
             f"with Wilson 95% intervals, {scale} from {plain(view.low)} to "
             f"{plain(view.high)}. " + " ".join(summary))
     return svg(figure, key, "Calibration", desc)
+
+
+def _calibration_points(ax: Any, series: Series, points: Sequence[Sequence[float]],
+                        bins: Sequence[tuple[float, float, float]], view: View) -> str:
+    """One model's merged bins with their Wilson intervals (a bin without clicks on log
+    scales marked at the axis' foot); its line of the description."""
+    bounds = [wilson(a, r) for _, a, r in bins]
+    preds = [p for p, _, _ in bins]
+    actuals = [a for _, a, _ in bins]
+    below = [max(a - low, 0.0) for a, (low, _) in zip(actuals, bounds, strict=True)]
+    above = [max(high - a, 0.0) for a, (_, high) in zip(actuals, bounds, strict=True)]
+    ece = expected_calibration_error(points)
+    label = series.label + ("" if math.isnan(ece) else f" (ECE {ece:.4f})")
+    ax.errorbar(preds, actuals, yerr=[below, above], color=series.color,
+                linestyle=series.linestyle, linewidth=1.0, marker="o", markersize=3.5,
+                elinewidth=0.8, capsize=0, label=label)
+    if view.log:  # a bin without clicks: its point sits below the axis, marked at its foot
+        zeros = [p for p, a in zip(preds, actuals, strict=True) if a <= 0]
+        if zeros:
+            ax.plot(zeros, [view.low] * len(zeros), linestyle="none", marker="v",
+                    markersize=4.5, color=series.color, clip_on=False)
+    return _calibration_summary(series.label, bins, bounds, ece)
+
+
+def _log_scales(top: Any, bottom: Any, view: View) -> None:
+    """Both plots' x axis and the top's y axis logarithmic, with plain ticks."""
+    for ax in (top, bottom):
+        ax.set_xscale("log", nonpositive="clip")
+    top.set_yscale("log", nonpositive="clip")
+    _log_ticks(top, "x", view)
+    _log_ticks(top, "y", view)
 
 
 def _calibration_summary(label: str, bins: Sequence[tuple[float, float, float]],
@@ -275,37 +286,15 @@ def score_distributions(curves: Sequence[tuple[Series, Sequence[Sequence[float]]
     # Per model: its bins' typical width on the logit scale (the end bins, reaching 0 and
     # 1, are drawn that wide), and the view: one such width beyond the inner edges.
     steps = [_typical_width(bins) for _, bins in curves]
-    logit = all(step is not None for step in steps) and bool(curves)
-    if logit:
-        start = min(_logit(_inner(bins)[0]) - (step or 0.0)
-                    for (_, bins), step in zip(curves, steps, strict=True))
-        stop = max(_logit(_inner(bins)[-1]) + (step or 0.0)
-                   for (_, bins), step in zip(curves, steps, strict=True))
-    else:
-        start, stop = 0.0, 1.0
-
-    def place(pred: float) -> float:
-        if not logit:
-            return pred
-        return start if pred <= 0 else stop if pred >= 1 else min(max(_logit(pred), start), stop)
-
+    axis = _pred_axis(curves, steps)
     summary = []
     for ax, column, what in ((axes[0], 3, "clicks"), (axes[1], 2, "non-clicks")):
-        for (series, bins), step in zip(curves, steps, strict=True):
-            total = sum(b[column] for b in bins)
-            if total <= 0:
-                summary.append(f"{series.label}: no {what}")
-                continue
-            edges = [place(bins[0][0])] + [place(b[1]) for b in bins]
-            shares = [100.0 * b[column] / total
-                      * ((step or 0.0) / max(high - low, 1e-12) if logit else 1.0)
-                      for b, (low, high) in zip(bins, itertools.pairwise(edges), strict=True)]
-            ax.stairs(shares, edges, color=series.color, linestyle=series.linestyle,
-                      linewidth=1.2, label=series.label)
-            summary.append(f"{series.label}: median pred of {what} in {_median_bin(bins, column)}")
+        summary += [_class_shares(ax, series, bins, step, axis, column, what)
+                    for (series, bins), step in zip(curves, steps, strict=True)]
         ax.set_ylim(bottom=0)
         ax.set_ylabel(f"% of {what} per bin")
         ax.set_title(f"{what[0].upper()}{what[1:]}", fontsize=9.0, loc="left")
+    logit, start, stop = axis.logit, axis.start, axis.stop
     if logit:
         _logit_ticks(axes[1], start, stop)
     axes[1].set_xlim(start, stop)
@@ -316,6 +305,53 @@ def score_distributions(curves: Sequence[tuple[Series, Sequence[Sequence[float]]
     return svg(figure, key, "Predicted CTR by class",
                 f"Distributions of predicted CTR among clicks and non-clicks: "
                 f"{'; '.join(summary)}.")
+
+
+@dataclass(frozen=True)
+class PredAxis:
+    """The x axis of the scores by class: logit of pred from ``start`` to ``stop``, or
+    (``logit`` False) pred itself from 0 to 1."""
+
+    logit: bool
+    start: float
+    stop: float
+
+    def place(self, pred: float) -> float:
+        """Where a pred (a bin's edge) sits on the axis; 0 and 1 at its ends."""
+        if not self.logit:
+            return pred
+        if pred <= 0 or pred >= 1:
+            return self.start if pred <= 0 else self.stop
+        return min(max(_logit(pred), self.start), self.stop)
+
+
+def _pred_axis(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
+               steps: Sequence[float | None]) -> PredAxis:
+    """Logit of pred when every model's bins have a typical width (``steps``), one such
+    width beyond the inner edges; else pred from 0 to 1."""
+    if not curves or any(step is None for step in steps):
+        return PredAxis(False, 0.0, 1.0)
+    return PredAxis(True,
+                    min(_logit(_inner(bins)[0]) - (step or 0.0)
+                        for (_, bins), step in zip(curves, steps, strict=True)),
+                    max(_logit(_inner(bins)[-1]) + (step or 0.0)
+                        for (_, bins), step in zip(curves, steps, strict=True)))
+
+
+def _class_shares(ax: Any, series: Series, bins: Sequence[Sequence[float]],
+                  step: float | None, axis: PredAxis, column: int, what: str) -> str:
+    """One model's share of a class's rows (``column`` of the bins) per bin, as steps
+    (a bin's share spread over the width it is drawn); its line of the description."""
+    total = sum(b[column] for b in bins)
+    if total <= 0:
+        return f"{series.label}: no {what}"
+    edges = [axis.place(bins[0][0])] + [axis.place(b[1]) for b in bins]
+    shares = [100.0 * b[column] / total
+              * ((step or 0.0) / max(high - low, 1e-12) if axis.logit else 1.0)
+              for b, (low, high) in zip(bins, itertools.pairwise(edges), strict=True)]
+    ax.stairs(shares, edges, color=series.color, linestyle=series.linestyle,
+              linewidth=1.2, label=series.label)
+    return f"{series.label}: median pred of {what} in {_median_bin(bins, column)}"
 
 
 def _inner(bins: Sequence[Sequence[float]]) -> list[float]:
