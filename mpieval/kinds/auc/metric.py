@@ -468,6 +468,9 @@ class AucMetric(Metric):
 
     Parameters
     ----------
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use
+        (:meth:`mpieval.comm.Comm.resolve`).
     table_size : int, default 1,000,000
         Buckets of the histogram, at most 2**27.
     soft_labels : bool, default False
@@ -483,9 +486,6 @@ class AucMetric(Metric):
         States of the two do not merge.
     window : int, optional
         Rows of this rank's recent window (values over them in ``result.window``).
-    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
-        Where ``compute()`` communicates; None: resolved on first use
-        (:meth:`mpieval.comm.Comm.resolve`).
 
     Raises
     ------
@@ -518,13 +518,13 @@ class AucMetric(Metric):
 
     def __init__(
         self,
-        table_size: int = DEFAULT_TABLE_SIZE,
+        comm: Comm | Any | None = None,
         *,
+        table_size: int = DEFAULT_TABLE_SIZE,
         soft_labels: bool = False,
         compare: str | None = None,
         weights: str = "frequency",
         window: int | None = None,
-        comm: Comm | Any | None = None,
     ) -> None:
         super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare,
                          weights=weights, window=window)

@@ -84,6 +84,7 @@ class WuaucMetric(UserRowsMetric):
     kind = KIND.name
     inputs = KIND.declared_inputs
     options = KIND.declared_options
+    arguments = ("extra_keys",)
     compare: str | None
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
