@@ -80,6 +80,11 @@ class Option:
     def flag(self) -> str:
         return self.flag_name or "--" + self.name.replace("_", "-")
 
+    def setting(self, value: Any) -> str:
+        """How the command line sets the option to ``value``: the flag of a switch
+        (``--soft-labels``), else the flag and the value (``--pn-ties half``)."""
+        return self.flag if self.parse is None else f"{self.flag} {value}"
+
 
 WINDOW = Option("window", None, window_rows, config=False)
 """The recent window of a kind that has one (``auc``, ``pairwise``): ``window=N`` keeps a
@@ -262,6 +267,9 @@ def signature_problem(signature: inspect.Signature, declared: tuple[Option, ...]
     if parameters[0].kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
         return "must take comm as its one positional argument"
     rest = parameters[1:]
+    spread = [p for p in rest if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if spread:
+        return f"must name each option, not take {str(spread[0]).split(':')[0]}"
     loose = [p.name for p in rest if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     if loose:
         return f"must take {loose[0]} as a keyword-only argument (after *)"

@@ -117,7 +117,7 @@ class WuaucMetric(UserRowsMetric):
             check_interval("pred", p, 0.0, 1.0)
             if b is not None:
                 check_interval("compare", b, 0.0, 1.0)
-            labels = binary_uint8("label", y, hint="", out=into.get("label"))
+            labels = binary_uint8("label", y, out=into.get("label"))
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return
