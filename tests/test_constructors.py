@@ -31,6 +31,12 @@ from mpieval.validation import auc_table_size, one_of
 CLASSES = [KINDS[name].load() for name in KINDS if available(name)]
 
 
+@pytest.mark.parametrize("name", [name for name in KINDS if available(name)])
+def test_every_class_is_checked_against_its_kinds_declaration(name):
+    cls = KINDS[name].load()
+    assert (cls.kind, cls.options) == (name, KINDS[name].declared_options)
+
+
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.__name__)
 def test_every_class_takes_comm_first_then_its_declared_options_by_keyword(cls):
     parameters = list(inspect.signature(cls).parameters.values())
