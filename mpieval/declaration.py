@@ -269,7 +269,8 @@ def signature_problem(signature: inspect.Signature, declared: tuple[Option, ...]
     rest = parameters[1:]
     spread = [p for p in rest if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if spread:
-        return f"must name each option, not take {str(spread[0]).split(':')[0]}"
+        stars = "*" if spread[0].kind is inspect.Parameter.VAR_POSITIONAL else "**"
+        return f"must name each option, not take {stars}{spread[0].name}"
     loose = [p.name for p in rest if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     if loose:
         return f"must take {loose[0]} as a keyword-only argument (after *)"
@@ -286,5 +287,6 @@ def signature_problem(signature: inspect.Signature, declared: tuple[Option, ...]
 
 
 def _same_default(given: Any, declared: Any) -> bool:
-    return given is not inspect.Parameter.empty and type(given) is type(declared) \
-        and given == declared
+    """The same value of the same type (``0`` is not ``False``)."""
+    return (given is not inspect.Parameter.empty and type(given) is type(declared)
+            and given == declared)
