@@ -57,7 +57,7 @@ def test_an_option_given_by_position_is_a_type_error_that_says_how(cls):
 
 def test_two_positional_arguments_are_pythons_type_error():
     with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments"):
-        AucMetric(None, 1000)  # type: ignore[misc]
+        AucMetric(None, 1000)
 
 
 def _subclass(init: Any) -> type:
@@ -67,6 +67,11 @@ def _subclass(init: Any) -> type:
 
 def _table_first(self, table_size=AUC.declared_options[0].default, *, soft_labels=False,
                  compare=None, weights="frequency", window=None, comm=None):
+    pass
+
+
+def _comm_by_keyword(self, *, comm=None, table_size=1_000_000, soft_labels=False,
+                     compare=None, weights="frequency", window=None):
     pass
 
 
@@ -101,6 +106,7 @@ def _true_for_false(self, comm=None, *, table_size=1_000_000, soft_labels=0, com
 
 @pytest.mark.parametrize(("init", "problem"), [
     (_table_first, "must take comm=None first"),
+    (_comm_by_keyword, "must take comm as its one positional argument"),
     (_other_default, "has table_size=1000, its kind declares table_size=1000000"),
     (_positional_option, "must take table_size as a keyword-only argument (after *)"),
     (_missing_option, "takes options (table_size, soft_labels, compare, window), its kind "
