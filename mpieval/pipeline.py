@@ -469,7 +469,10 @@ class Task:
 
     def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
         column = self.spec.columns.get(error.field, error.field)
-        problem = error.problem.replace("pass soft_labels=True", "pass --soft-labels")
+        problem = error.problem  # an option it names, named by its flag (--soft-labels)
+        if error.hint is not None and error.hint.option in self.kind.options:
+            option = self.kind.options[error.hint.option]
+            problem = error.problem_setting(option.setting(error.hint.value))
         if error.first_index is None:
             return DataError(batch.path, problem, column)
         row = error.first_index if keep is None else int(np.flatnonzero(keep)[error.first_index])
