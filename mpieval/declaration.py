@@ -22,6 +22,7 @@ from mpieval.validation import column_name, window_rows
 
 if TYPE_CHECKING:
     from mpieval.metric import Metric
+    from mpieval.report.section import Section
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,9 @@ class Kind:
     ``tag_required`` instead. ``counts`` names fields that are counts (printed with
     thousands separators). ``demo`` is the TOML of the kind's metrics in ``mpieval demo``
     (over the demo's columns), or empty.
+
+    ``report``: the kind's :class:`~mpieval.report.section.Section`, what ``mpieval
+    report`` shows of it.
     """
 
     name: str
@@ -154,13 +158,12 @@ class Kind:
         cls: type[Metric] = getattr(self.load_module(), self.metric.split(":")[1])
         return cls
 
-    def report_section(self) -> Callable[..., tuple[str, list[str]]] | None:
-        """The function that draws the kind's section of a report page, or None."""
+    def report_section(self) -> Section | None:
+        """The kind's section of a report page (imported now), or None."""
         if self.report is None:
             return None
         module_name, attribute = self.report.split(":")
-        section: Callable[..., tuple[str, list[str]]] = getattr(
-            importlib.import_module(module_name), attribute)
+        section: Section = getattr(importlib.import_module(module_name), attribute)
         return section
 
     @property

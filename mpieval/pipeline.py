@@ -153,8 +153,9 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         from mpieval import report
 
         report.write_run_report(data, report_path, json_path=json_path)
-        print(f"mpieval: report written to {os.path.abspath(report_path)}", file=sys.stderr,
-              flush=True)
+        shown = (locations.redact(report_path) if locations.is_uri(report_path)
+                 else os.path.abspath(report_path))
+        print(f"mpieval: report written to {shown}", file=sys.stderr, flush=True)
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,

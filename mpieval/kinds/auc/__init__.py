@@ -37,7 +37,7 @@ KIND = Kind(
                     "is two rows) or importance (inverse sampling rates)", about="weight"),
         WINDOW,
     ),
-    report="mpieval.kinds.auc.report:section",
+    report="mpieval.kinds.auc.report:SECTION",
     required=("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
               "copc"),
     counts=frozenset({"num", "rows", "positives"}),

@@ -20,7 +20,7 @@ KIND = Kind(
     metric="mpieval.kinds.wuauc.metric:WuaucMetric",
     declared_inputs=(UID, PRED, LABEL, TAG, COMPARE),
     declared_options=(COMPARED,),
-    report="mpieval.kinds.wuauc.report:section",
+    report="mpieval.kinds.wuauc.report:SECTION",
     tag_required=TAG_REQUIRED,
     counts=frozenset({"real_user_count", "real_ins_num", "valid_user_count",
                       "valid_ins_num", "valid_click_num"}),
