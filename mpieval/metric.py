@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
+import numbers
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,7 +38,7 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.declaration import Input, Option, checked_options
+from mpieval.declaration import Input, Option, checked_options, signature_problem
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, State, Summed, pack, unpack
@@ -113,6 +115,10 @@ class OnComm:
         return copied
 
 
+_PLAIN_VALUES = (numbers.Number, str, bytes, list, tuple, dict, set, frozenset, np.ndarray)
+"""Values that are no communicator (an option's value: ``AucMetric(1000)``)."""
+
+
 class Metric(OnComm, ABC):
     """Base of the metric kinds: a declaration, local updates, a collective compute.
 
@@ -125,13 +131,31 @@ class Metric(OnComm, ABC):
     kind: ClassVar[str]
     inputs: ClassVar[tuple[Input, ...]]
     options: ClassVar[tuple[Option, ...]] = ()
+    arguments: ClassVar[tuple[str, ...]] = ()  # the class's keywords that are not options
     window: int | None = None  # rows of the recent window (kinds that declare WINDOW)
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
+        if isinstance(comm, _PLAIN_VALUES):  # an option given by position
+            raise TypeError(
+                f"{type(self).__name__}() takes a communicator or None first, got {comm!r}: "
+                f"options are keyword arguments ({type(self).__name__}"
+                f"({self.options[0].name if self.options else 'option'}={comm!r}))")
         super().__init__(comm)
         for name, value in self.check_options(options).items():
             setattr(self, name, value)
         self.reset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind's class (one that sets ``kind``) takes ``comm=None`` first, then its
+        kind's options as keyword-only arguments with their declared defaults
+        (``AucMetric(comm=None, *, table_size=1_000_000, ...)``), and any of its own
+        ``arguments``: a constructor that says otherwise is a :class:`TypeError` here, when
+        the class is defined."""
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "kind"):
+            problem = signature_problem(inspect.signature(cls), cls.options, cls.arguments)
+            if problem is not None:
+                raise TypeError(f"{cls.__name__}() {problem}")
 
     # -- the declaration -------------------------------------------------------------
 

@@ -153,8 +153,9 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         from mpieval import report
 
         report.write_run_report(data, report_path, json_path=json_path)
-        print(f"mpieval: report written to {os.path.abspath(report_path)}", file=sys.stderr,
-              flush=True)
+        shown = (locations.redact(report_path) if locations.is_uri(report_path)
+                 else os.path.abspath(report_path))
+        print(f"mpieval: report written to {shown}", file=sys.stderr, flush=True)
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
@@ -469,7 +470,10 @@ class Task:
 
     def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
         column = self.spec.columns.get(error.field, error.field)
-        problem = error.problem.replace("pass soft_labels=True", "pass --soft-labels")
+        problem = error.problem  # an option it names, named by its flag (--soft-labels)
+        if error.hint is not None and error.hint.option in self.kind.options:
+            option = self.kind.options[error.hint.option]
+            problem = error.problem_setting(option.setting(error.hint.value))
         if error.first_index is None:
             return DataError(batch.path, problem, column)
         row = error.first_index if keep is None else int(np.flatnonzero(keep)[error.first_index])
