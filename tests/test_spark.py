@@ -261,3 +261,8 @@ def test_engine_flags() -> None:
     assert arguments(["eval", "f.tsv"]) == ["eval", "f.tsv", "--engine", "spark"]
     assert arguments(["merge", "d"]) == ["merge", "d"]
     assert cli.main(["eval", "f.tsv", "--spark-master", "local[1]"]) == 2
+
+
+def test_a_missing_table_is_bad_input(spark, capsys) -> None:
+    assert cli.main(["eval", "table:no_such_dumps", "--engine", "spark"]) == 2
+    assert "mpieval: error: table:no_such_dumps: " in capsys.readouterr().err

@@ -42,7 +42,12 @@ def run_eval(args: argparse.Namespace, comm: Comm,
         report.require_plotting()
         report.check_output(args.report, "--report")
     session = spark_session(args.spark_master)
-    df, source = read(session, args.files, args.format, specs)
+    from pyspark.errors import AnalysisException
+
+    try:
+        df, source = read(session, args.files, args.format, specs)
+    except AnalysisException as error:  # no such table, file or column
+        raise InputError(", ".join(args.files), _first_line(error)) from None
 
     def record(ranks: int, rows: int, results: Any) -> dict[str, Any]:
         assert invocation is not None
@@ -55,6 +60,11 @@ def run_eval(args: argparse.Namespace, comm: Comm,
                     run=None if invocation is None else
                     lambda: record(ran.results.partitions, ran.rows, ran.results))
     return 0
+
+
+def _first_line(error: BaseException) -> str:
+    """Spark's message without its query plan and stack."""
+    return str(error).strip().splitlines()[0]
 
 
 def weighted(specs: Sequence[MetricSpec]) -> dict[str, dict[str, str]]:
