@@ -6,6 +6,7 @@ installed module (``scripts/stubs.py`` regenerates them)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import types
@@ -32,6 +33,16 @@ def test_the_shared_bindings_name_no_kind():
     for kind in COMPILED_KINDS:
         assert f"bind_{kind}" not in shared
         assert f'"{kind}"' not in shared
+
+
+def test_no_kind_is_named_as_a_shared_submodule():
+    """The two would be one module (its import fails: ``submodule`` in bindings.hpp)."""
+    shared = re.findall(r'submodule\(core, "(\w+)"\)',
+                        (PACKAGE / "_core" / "module.cpp").read_text())
+    assert "exact" in shared
+    assert not set(shared) & set(COMPILED_KINDS)
+    assert set(shared) | set(COMPILED_KINDS) == {
+        name for name in dir(_core) if isinstance(getattr(_core, name), types.ModuleType)}
 
 
 def test_committed_stubs_are_stubgens(tmp_path):
