@@ -432,7 +432,7 @@ def test_huge_weights_that_fit_give_the_scaled_values_and_a_short_num(tmp_path, 
 
     data = rows(3000)
     scale = 1e100
-    small, large = AucMetric(1000), AucMetric(1000)
+    small, large = AucMetric(table_size=1000), AucMetric(table_size=1000)
     small.update(data["pred"], data["label"], data["w"] + 1)
     large.update(data["pred"], data["label"], (data["w"] + 1) * scale)
     with warnings.catch_warnings():
