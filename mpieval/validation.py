@@ -164,7 +164,7 @@ def binary_uint8(field: str, values: np.ndarray, hint: OptionHint | None = None,
     if out is None or len(out) != len(values) or out.dtype != np.uint8:
         out = np.empty(len(values), np.uint8)
     if values.dtype in _NARROWED and values.flags.c_contiguous:
-        if _core.binary_to_u8(values, out) < 0:
+        if _core.labels.binary_to_u8(values, out) < 0:
             return out
     check_binary(field, values, hint)  # raises, naming the first bad value
     out[...] = values

@@ -520,6 +520,6 @@ def test_binary_labels_refuse_an_out_of_another_length() -> None:
     from mpieval import _core
 
     with pytest.raises(ValueError, match="as long as values"):
-        _core.binary_to_u8(np.zeros(5), np.empty(3, np.uint8))
+        _core.labels.binary_to_u8(np.zeros(5), np.empty(3, np.uint8))
     short = np.empty(3, np.uint8)  # validation's own wrapper makes its own instead
     assert validation.binary_uint8("label", np.ones(5), out=short).tolist() == [1] * 5
