@@ -381,7 +381,7 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
     if args.engine == "spark":
         from mpieval.spark.command import run_eval as run_on_spark
 
-        return run_on_spark(args, comm, invocation)
+        return run_on_spark(args, comm, specs_from_args(args), invocation)
     if args.spark_master is not None:
         raise InputError("--spark-master", "is for --engine spark")
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):

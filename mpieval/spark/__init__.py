@@ -122,13 +122,13 @@ def metric_specs(metrics: str | None, config: str | None, name: str | None,
         if extra:
             raise InputError(extra[0], "cannot be used with config (say it in the config)")
         return load_config(config)
-    from mpieval.cli import kind_flags
     from mpieval.declaration import Input
+    from mpieval.kinds import KINDS
 
     inputs: dict[str, str | None] = {}
     options: dict[str, Any] = {}
-    for uses in kind_flags().values():  # as the command line's flags set them
-        for _, spec in uses:
+    for kind in KINDS.values():  # as the command line's flags set them
+        for spec in kind.flagged:
             value = columns.get(spec.name)
             if isinstance(spec, Input):
                 inputs[spec.name] = value

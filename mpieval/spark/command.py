@@ -24,16 +24,15 @@ from mpieval.errors import InputError
 TABLE = "table:"
 
 
-def run_eval(args: argparse.Namespace, comm: Comm,
+def run_eval(args: argparse.Namespace, comm: Comm, specs: list[MetricSpec],
              invocation: pipeline.Invocation | None = None) -> int:
-    """``mpieval eval --engine spark``: returns the exit status."""
+    """``mpieval eval --engine spark`` of the metrics ``specs`` (its flags'): returns the
+    exit status."""
     from mpieval import spark
-    from mpieval.cli import specs_from_args
 
     if comm.size > 1:
         raise InputError("--engine spark", "runs in one process (Spark's executors do the "
                          "work): start it without mpiexec")
-    specs = specs_from_args(args)
     if args.json:
         pipeline.check_writable(args.json)
     if args.report:

@@ -12,9 +12,8 @@ given), in the session spark-submit set up.
 
 from __future__ import annotations
 
+import runpy
 import sys
-
-from mpieval.cli import main
 
 
 def arguments(argv: list[str]) -> list[str]:
@@ -26,4 +25,5 @@ def arguments(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(arguments(sys.argv[1:])))
+    sys.argv[1:] = arguments(sys.argv[1:])
+    runpy.run_module("mpieval", run_name="__main__")  # the mpieval command
