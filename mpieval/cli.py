@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
 from mpieval import comm as comm_module
-from mpieval import locations, pipeline, readers, split
+from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
@@ -371,9 +371,9 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`)."""
+    per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
-        pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
+        memory.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, invocation=invocation)
 
 
