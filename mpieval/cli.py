@@ -36,6 +36,7 @@ from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
+from mpieval.transport import waiting
 from mpieval.validation import check_log_word
 
 
@@ -221,14 +222,15 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int
 
 @contextlib.contextmanager
 def _interrupts_noted() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt as usual and also sets :mod:`mpieval.comm`'s flag,
-    which a wait in a collective checks (the old handler is back afterwards)."""
+    """SIGINT raises KeyboardInterrupt as usual and also sets the flag that a wait in a
+    collective checks (:func:`mpieval.transport.waiting.note_interrupt`); the old handler
+    is back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupted(signum: int, frame: Any) -> None:
-        comm_module.note_interrupt()
+        waiting.note_interrupt()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupted)
