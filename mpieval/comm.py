@@ -385,16 +385,16 @@ _ABORT_GRACE = 0.25  # seconds
 def abort(code: int = 1) -> None:
     """End every rank of the world now (after an unhandled error or an interrupt on one
     rank): ``MPI_Abort(code)`` when there are other ranks, else ``SystemExit(code)``."""
-    mpi = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
+    loaded = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
     with contextlib.suppress(Exception):  # a closed stream must not stop the abort
         sys.stdout.flush()
         sys.stderr.flush()
-    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() \
-            and mpi.COMM_WORLD.Get_size() > 1:
+    if loaded is not None and loaded.Is_initialized() and not loaded.Is_finalized() \
+            and loaded.COMM_WORLD.Get_size() > 1:
         # The launcher forwards a rank's output through a pipe; MPI_Abort kills the job
         # at once, so give it a moment to pass on what was just written (the traceback).
         time.sleep(_ABORT_GRACE)
-        mpi.COMM_WORLD.Abort(code)
+        loaded.COMM_WORLD.Abort(code)
     raise SystemExit(code)
 
 
