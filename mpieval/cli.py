@@ -29,13 +29,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
 from mpieval import comm as comm_module
-from mpieval import locations, pipeline, readers, split
+from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
+from mpieval.transport import waiting
 from mpieval.validation import check_log_word
 
 
@@ -221,14 +222,15 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int
 
 @contextlib.contextmanager
 def _interrupts_noted() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt as usual and also sets :mod:`mpieval.comm`'s flag,
-    which a wait in a collective checks (the old handler is back afterwards)."""
+    """SIGINT raises KeyboardInterrupt as usual and also sets the flag that a wait in a
+    collective checks (:func:`mpieval.transport.waiting.note_interrupt`); the old handler
+    is back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupted(signum: int, frame: Any) -> None:
-        comm_module.note_interrupt()
+        waiting.note_interrupt()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupted)
@@ -371,9 +373,9 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`)."""
+    per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
-        pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
+        memory.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, invocation=invocation)
 
 
