@@ -356,7 +356,7 @@ def _mismatch_message(layouts: list[str | None]) -> str:
     return "ranks compute different metrics: " + "; ".join(parts)
 
 
-def _summarize(error: BaseException) -> tuple:
+def _summarize(error: BaseException) -> tuple[Any, ...]:
     """Plain fields of an error, for the other ranks (an InputError pickles its fields)."""
     if isinstance(error, InputError):
         try:
@@ -368,10 +368,10 @@ def _summarize(error: BaseException) -> tuple:
     return ("other", type(error).__name__, str(error))
 
 
-def _rebuild(summary: tuple, origin: int) -> BaseException:
+def _rebuild(summary: tuple[Any, ...], origin: int) -> BaseException:
     """The error another rank raised, naming that rank."""
     if summary[0] == "input":
-        error = summary[1]
+        error: InputError = summary[1]
         error.rank = origin
         error.args = (f"rank {origin}: {error.args[0] if error.args else ''}",)
         return error

@@ -151,7 +151,8 @@ def connect(uri: str) -> tuple[pafs.FileSystem, str]:
     to stand a local or mock file system in for a store that cannot run here."""
     import pyarrow.fs as pafs
 
-    return pafs.FileSystem.from_uri(uri)
+    found: tuple[Any, str] = pafs.FileSystem.from_uri(uri)
+    return found
 
 
 def _local() -> pafs.FileSystem:
@@ -585,7 +586,8 @@ def read_bytes(text: str) -> bytes:
     location = locate(text)
     with guarded(location, "read", lambda: location.filesystem.open_input_stream(
             location.path, compression=None)) as stream:
-        return guarded(location, "read", stream.read)
+        data: bytes = guarded(location, "read", stream.read)
+        return data
 
 
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:

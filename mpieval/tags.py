@@ -163,7 +163,8 @@ class TagCodes:
             if out is not None and (len(out) != len(inverse) or out.dtype != np.uint16):
                 out = None
             return remap(inverse, lookup, out=out)
-        return lookup[inverse]
+        coded: np.ndarray = lookup[inverse]
+        return coded
 
 
 _FEW_TAGS = 8

@@ -5,6 +5,7 @@ columns (:func:`as_numpy`), a tag column coded in order of first appearance
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ def use_threads(count: int) -> None:
 
 def threaded() -> bool:
     """Whether reads may use more than the calling thread (:func:`use_threads`)."""
-    return pa.cpu_count() > 1
+    return bool(pa.cpu_count() > 1)
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Batch:
     columns: dict[str, pa.Array]
     rows: int
     bytes: int  # bytes of the file consumed with this batch (for progress)
-    _locate: Any = field(repr=False)  # row of the batch -> "path:line"
+    _locate: Callable[..., str] = field(repr=False)  # row of the batch -> "path:line"
     _numbers: dict[str, Any] = field(default_factory=dict, repr=False)
     # "name" columns coded as they were read (:func:`names_coded`; text in chunks:
     # on the read-ahead thread), not in ``columns``: checked by :meth:`names`
@@ -56,7 +57,7 @@ class Batch:
 
     def where(self, row: int) -> str:
         """``path:line`` (or ``path: row N``) of a row of this batch."""
-        return self._locate(row)
+        return str(self._locate(row))
 
     def numbers(self, column: str) -> np.ndarray:
         """The column as a numpy array (no copy for numeric columns)."""

@@ -84,7 +84,8 @@ class MpiTransport:
         return incoming
 
     def allgather(self, obj: Any) -> list[Any]:
-        return self.comm.allgather(obj)
+        gathered: list[Any] = self.comm.allgather(obj)
+        return gathered
 
 
 # The duplicate of each base communicator, kept on the base as an MPI attribute: MPI frees
