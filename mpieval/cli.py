@@ -80,9 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kind_flags(ev)
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
-    ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
-    ev.add_argument("--report", metavar="PATH",
-                    help="also write the run's HTML report (rank 0; the 'report' extra)")
+    _add_outputs(ev)
     ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
     ev.add_argument("--save-state", metavar="DIR",
                     help="also write each rank's metric state (for `mpieval merge`)")
@@ -94,17 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "together, without reading their files again.",
     )
     merge.add_argument("directories", nargs="+", metavar="DIR")
-    merge.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
-    merge.add_argument("--report", metavar="PATH",
-                       help="also write the HTML report (rank 0; the 'report' extra)")
+    _add_outputs(merge)
     demo = commands.add_parser(
         "demo", help="the main job on built-in synthetic data",
         description="Write synthetic prediction files like a training run's dumps and "
         "evaluate every metric kind over them.",
     )
     demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
-    demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    demo.add_argument("--report", metavar="PATH", help="also write the HTML report")
+    _add_outputs(demo)
     demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
                       "and keep them (default: a temporary directory, removed)")
     page = commands.add_parser(
@@ -116,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("runs", nargs="+", metavar="RUN.json")
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
+
+
+def _add_outputs(command: argparse.ArgumentParser) -> None:
+    """The outputs beside the log lines, the same for eval, merge and demo."""
+    command.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    command.add_argument("--report", metavar="PATH",
+                         help="also write the run's HTML report (rank 0; the 'report' extra)")
 
 
 class _PrintVersion(argparse.Action):
