@@ -10,12 +10,10 @@ the saved states :func:`shares` gives it and merges them
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -47,7 +45,9 @@ def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) 
     """Write an Evaluator's state to ``path`` (``.npz``) atomically and durably: a reader
     sees the old file or the whole new one, never part of it, and after a crash (power
     lost) the new one once ``save`` has returned: the file is flushed to disk before it
-    is renamed into place, and the directory after.
+    is renamed into place, and the directory after
+    (:func:`mpieval.locations.write_atomically`, as every output of mpieval). The file
+    has the mode the umask gives (0644 under umask 022).
 
     Parameters
     ----------
@@ -75,42 +75,20 @@ def save(path: str | os.PathLike[str], states: Mapping[str, Mapping[str, Any]]) 
     >>> resumed.compute()["ctr"].auc
     1.0
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".npz")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
-            np.savez(file, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    sync_directory(directory)
+    from mpieval import locations  # pyarrow's, loaded when a checkpoint is saved
+
+    locations.write_atomically(os.fspath(path), lambda file: _write_npz(file, states))
 
 
-def sync_directory(directory: str) -> None:
-    """Flush a directory's entries to disk (a rename in it survives a crash); where a
-    directory cannot be opened for this (not POSIX), nothing."""
-    try:
-        handle = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:  # some file systems refuse fsync on a directory: nothing to do
-        pass
-    finally:
-        os.close(handle)
+def _write_npz(file: BinaryIO, states: Mapping[str, Mapping[str, Any]]) -> None:
+    arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
+    np.savez(file, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
 
 
 def to_bytes(states: Mapping[str, Mapping[str, Any]]) -> bytes:
     """An Evaluator's state as the bytes of a ``.npz`` file (for a store: one write)."""
     out = io.BytesIO()
-    arrays = {key: np.asarray(value) for key, value in flatten(states).items()}
-    np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
+    _write_npz(out, states)
     return out.getvalue()
 
 

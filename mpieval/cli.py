@@ -29,13 +29,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
 from mpieval import comm as comm_module
-from mpieval import locations, pipeline, readers, split
+from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
+from mpieval.transport import waiting
 from mpieval.validation import check_log_word
 
 
@@ -79,9 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kind_flags(ev)
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
-    ev.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
-    ev.add_argument("--report", metavar="PATH",
-                    help="also write the run's HTML report (rank 0; the 'report' extra)")
+    _add_outputs(ev)
     ev.add_argument("--format", choices=split.FORMATS, help="default: from the file name")
     ev.add_argument("--save-state", metavar="DIR",
                     help="also write each rank's metric state (for `mpieval merge`)")
@@ -99,17 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
         "together, without reading their files again.",
     )
     merge.add_argument("directories", nargs="+", metavar="DIR")
-    merge.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
-    merge.add_argument("--report", metavar="PATH",
-                       help="also write the HTML report (rank 0; the 'report' extra)")
+    _add_outputs(merge)
     demo = commands.add_parser(
         "demo", help="the main job on built-in synthetic data",
         description="Write synthetic prediction files like a training run's dumps and "
         "evaluate every metric kind over them.",
     )
     demo.add_argument("--rows", type=_positive_int, default=300_000, help="rows (default 300000)")
-    demo.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    demo.add_argument("--report", metavar="PATH", help="also write the HTML report")
+    _add_outputs(demo)
     demo.add_argument("--dir", metavar="DIR", help="write the demo files (and demo.toml) here "
                       "and keep them (default: a temporary directory, removed)")
     page = commands.add_parser(
@@ -121,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("runs", nargs="+", metavar="RUN.json")
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     return parser
+
+
+def _add_outputs(command: argparse.ArgumentParser) -> None:
+    """The outputs beside the log lines, the same for eval, merge and demo."""
+    command.add_argument("--json", metavar="PATH", help="write the results as JSON (rank 0)")
+    command.add_argument("--report", metavar="PATH",
+                         help="also write the run's HTML report (rank 0; the 'report' extra)")
 
 
 class _PrintVersion(argparse.Action):
@@ -227,14 +230,15 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int
 
 @contextlib.contextmanager
 def _interrupts_noted() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt as usual and also sets :mod:`mpieval.comm`'s flag,
-    which a wait in a collective checks (the old handler is back afterwards)."""
+    """SIGINT raises KeyboardInterrupt as usual and also sets the flag that a wait in a
+    collective checks (:func:`mpieval.transport.waiting.note_interrupt`); the old handler
+    is back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupted(signum: int, frame: Any) -> None:
-        comm_module.note_interrupt()
+        waiting.note_interrupt()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupted)
@@ -377,7 +381,7 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    per-user kind has glibc map large blocks (:func:`mpieval.pipeline.map_large_blocks`)."""
+    per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
     if args.engine == "spark":
         from mpieval.spark.command import run_eval as run_on_spark
 
@@ -385,7 +389,7 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
     if args.spark_master is not None:
         raise InputError("--spark-master", "is for --engine spark")
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
-        pipeline.map_large_blocks()  # a per-user kind keeps its rows until compute
+        memory.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, invocation=invocation)
 
 

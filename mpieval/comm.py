@@ -1,9 +1,10 @@
-"""Every collective mpieval makes, and the only module that imports mpi4py.
+"""Every collective mpieval makes.
 
-:class:`Comm` runs mpieval's collectives over a *transport*: an MPI communicator
-(:class:`MpiTransport`, here), a ``torch.distributed`` process group
-(:mod:`mpieval.transport_torch`, loaded only when a group is given), a Paddle process group
-(:mod:`mpieval.transport_paddle`, the same), or none (one rank).
+:class:`Comm` runs mpieval's collectives over a *transport* (:mod:`mpieval.transport`): an
+MPI communicator (:mod:`mpieval.transport.mpi`, the only module that imports mpi4py), a
+``torch.distributed`` process group (:mod:`mpieval.transport.torch`, loaded only when a
+group is given), a Paddle process group (:mod:`mpieval.transport.paddle`, the same), or
+none (one rank).
 The collectives, each built on the transport's few primitives:
 
 - :meth:`Comm.agree` — small ``max`` reduction of an error flag and a hash of what the
@@ -21,13 +22,12 @@ The collectives, each built on the transport's few primitives:
 
 Lifecycle: an MPI communicator given to mpieval is duplicated once, so that mpieval's
 messages never mix with the trainer's; every :class:`Comm` on the same base communicator
-shares that duplicate (cached on the base as an MPI attribute, freed when the base is
-freed; the world's at exit), so creating a metric per pass costs no communicator.
+shares that duplicate (:mod:`mpieval.transport.mpi`), so creating a metric per pass costs
+no communicator.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import pickle
@@ -35,7 +35,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,19 +46,10 @@ from mpieval.errors import (
     RemoteError,
     StoreError,
 )
+from mpieval.transport import Transport, initialised_group, mpi, of_group
+from mpieval.transport.waiting import wait_until
 
 T = TypeVar("T")
-
-
-def _mpi() -> Any | None:
-    """The ``mpi4py.MPI`` module, or None when MPI is absent or switched off."""
-    if os.environ.get("MPIEVAL_NO_MPI") == "1":
-        return None
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        return None
-    return MPI
 
 
 # Set in a process that an MPI launcher started (mpiexec/mpirun of MPICH, Intel MPI,
@@ -73,29 +64,6 @@ def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
     """Whether an MPI launcher seems to have started this process (from its environment)."""
     names = os.environ if environ is None else environ
     return any(name.startswith(_LAUNCHER_VARIABLES) for name in names)
-
-
-def _torch_distributed_initialized() -> bool:
-    """Whether this process initialised ``torch.distributed`` (without importing torch)."""
-    dist = sys.modules.get("torch.distributed")
-    return dist is not None and dist.is_available() and dist.is_initialized()
-
-
-def _is_torch_group(obj: Any) -> bool:
-    """Whether ``obj`` is a ``torch.distributed`` process group (torch not imported here)."""
-    return "torch" in sys.modules and type(obj).__module__.startswith("torch")
-
-
-def _paddle_initialized() -> bool:
-    """Whether this process initialised Paddle's parallel environment (without importing
-    paddle)."""
-    dist = sys.modules.get("paddle.distributed")
-    return dist is not None and dist.is_initialized()
-
-
-def _is_paddle_group(obj: Any) -> bool:
-    """Whether ``obj`` is a Paddle process group (paddle not imported here)."""
-    return "paddle" in sys.modules and type(obj).__module__.startswith("paddle")
 
 
 # Set by a launcher to the number of processes of the job (torchrun, Paddle's launcher,
@@ -129,38 +97,6 @@ def check_whole_job(comm: Comm, hint: str, environ: Mapping[str, str] | None = N
         raise InputError(name, f"is {size}: this process is one of {size}, but the "
                          f"communicator found has {found}, so results would cover part "
                          f"of the job; {hint}")
-
-
-class Transport(Protocol):
-    """The primitives a communication library gives :class:`Comm` (every one collective)."""
-
-    rank: int
-    size: int
-
-    def arrive(self) -> None:
-        """Before each collective: wait for every rank without spinning, where the
-        library's own wait would spin (or nothing)."""
-
-    def barrier(self) -> None:
-        """Return once every rank has arrived."""
-
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
-        """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array."""
-
-    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
-        """Start the element-wise sum over ranks without waiting: the array it will be
-        written to, and a poll that returns True once it is complete."""
-
-    def alltoall(self, counts: np.ndarray) -> np.ndarray:
-        """``counts[j]`` (int64) sent to rank ``j``; returns what each rank sent here."""
-
-    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
-                  recv_counts: np.ndarray) -> np.ndarray:
-        """Rows ``outgoing`` grouped by destination (``send_counts`` per rank) sent; the
-        rows received (``recv_counts`` per source rank, in rank order) returned."""
-
-    def allgather(self, obj: Any) -> list[Any]:
-        """Every rank's small (pickled) object, in rank order."""
 
 
 _TRAINER_HINT = (
@@ -199,14 +135,12 @@ class Comm:
     """
 
     def __init__(self, mpi_comm: Any | None = None) -> None:
-        mpi = _mpi()
-        if mpi is None:
+        if mpi.mpi() is None:
             if mpi_comm is not None:
                 raise RuntimeError("a communicator was given but mpi4py is unavailable")
             self._transport: Transport | None = None
         else:
-            self._transport = MpiTransport(_duplicate_of(mpi.COMM_WORLD if mpi_comm is None
-                                                         else mpi_comm))
+            self._transport = mpi.MpiTransport.of(mpi_comm)
         self._set_size()
 
     def _set_size(self) -> None:
@@ -246,26 +180,16 @@ class Comm:
             found = cls._found()
             check_whole_job(found, _TRAINER_HINT)
             return found
-        if _is_torch_group(comm):
-            from mpieval.transport_torch import TorchTransport
-
-            return cls.over(TorchTransport.of(comm))
-        if _is_paddle_group(comm):
-            from mpieval.transport_paddle import PaddleTransport
-
-            return cls.over(PaddleTransport.of(comm))
-        return cls(comm)
+        transport = of_group(comm)
+        return cls(comm) if transport is None else cls.over(transport)
 
     @classmethod
     def _found(cls) -> Comm:
         """What ``comm=None`` stands for (:meth:`resolve`)."""
         if launched_by_mpi():
             return cls()
-        if _torch_distributed_initialized():
-            return cls.resolve(sys.modules["torch.distributed"].group.WORLD)
-        if _paddle_initialized():
-            return cls.resolve(sys.modules["paddle.distributed"].get_group())
-        return cls.local()
+        group = initialised_group()
+        return cls.local() if group is None else cls.resolve(group)
 
     def close(self) -> None:
         """Stop using the communicator (the shared duplicate stays for other metrics)."""
@@ -385,143 +309,6 @@ class Comm:
             self._transport.barrier()
 
 
-# -- MPI -------------------------------------------------------------------------------
-
-
-class MpiTransport:
-    """The primitives over an mpi4py communicator (upper-case buffer calls for arrays)."""
-
-    def __init__(self, comm: Any) -> None:
-        self.comm = comm
-        self.rank, self.size = comm.Get_rank(), comm.Get_size()
-
-    def arrive(self) -> None:
-        _arrive(self.comm)
-
-    def barrier(self) -> None:
-        _arrive(self.comm)
-
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
-        mpi = _mpi()
-        assert mpi is not None  # a communicator exists, so MPI was loaded
-        total = np.empty_like(local)
-        self.comm.Allreduce(local, total, op=mpi.SUM if op == "sum" else mpi.MAX)
-        return total
-
-    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
-        mpi = _mpi()
-        assert mpi is not None
-        total = np.empty_like(local)
-        request = self.comm.Iallreduce(local, total, op=mpi.SUM)
-        return total, request.Test
-
-    def alltoall(self, counts: np.ndarray) -> np.ndarray:
-        received = np.empty_like(counts)
-        self.comm.Alltoall(counts, received)
-        return received
-
-    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
-                  recv_counts: np.ndarray) -> np.ndarray:
-        mpi = _mpi()
-        assert mpi is not None
-        incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
-        send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
-        recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
-        typed = [mpi.BYTE] if outgoing.dtype.kind == "b" else []
-        self.comm.Alltoallv([outgoing, (send_counts, send_displ), *typed],
-                            [incoming, (recv_counts, recv_displ), *typed])
-        return incoming
-
-    def allgather(self, obj: Any) -> list[Any]:
-        return self.comm.allgather(obj)
-
-
-# The duplicate of each base communicator, kept on the base as an MPI attribute: MPI frees
-# it (the delete callback) when the base is freed. Created with the first duplicate.
-_duplicate_key: int | None = None
-_live_duplicates: list[Any] = []
-
-
-def _duplicate_of(base: Any) -> Any:
-    """The one duplicate of ``base`` that every :class:`Comm` on it shares (collective the
-    first time: ``Dup``)."""
-    global _duplicate_key
-    mpi = _mpi()
-    assert mpi is not None
-    if _duplicate_key is None:
-        _duplicate_key = mpi.Comm.Create_keyval(delete_fn=_free_duplicate)
-        atexit.register(_free_every_duplicate)  # runs before mpi4py's finalize (LIFO)
-    duplicate = base.Get_attr(_duplicate_key)
-    if duplicate is None:
-        _arrive(base)
-        duplicate = base.Dup()
-        base.Set_attr(_duplicate_key, duplicate)
-        _live_duplicates.append(duplicate)
-    return duplicate
-
-
-def _free_duplicate(base: Any, key: int, duplicate: Any) -> None:
-    """MPI's delete callback: the base is being freed, so is its duplicate."""
-    if duplicate in _live_duplicates:
-        _live_duplicates.remove(duplicate)
-    duplicate.Free()
-
-
-def _free_every_duplicate() -> None:
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None or mpi.Is_finalized():
-        return
-    for duplicate in list(_live_duplicates):
-        if duplicate != mpi.COMM_NULL:
-            duplicate.Free()
-    _live_duplicates.clear()
-
-
-def live_duplicates() -> int:
-    """How many duplicated communicators mpieval holds (one per base communicator used)."""
-    return len(_live_duplicates)
-
-
-# Waiting for the other ranks: poll a non-blocking barrier, sleeping between polls.
-_FIRST_NAP, _LONGEST_NAP = 20e-6, 2e-3
-
-
-# Set when this process was interrupted (SIGINT, noted by the command line's handler): a
-# rank waiting for the others stops waiting, so that the interrupt ends it (see abort).
-_interrupted = False
-
-
-def note_interrupt() -> None:
-    """Record an interrupt (called from a SIGINT handler): :func:`_arrive` then raises
-    KeyboardInterrupt instead of waiting on."""
-    global _interrupted
-    _interrupted = True
-
-
-def _arrive(comm: Any) -> None:
-    """Return once every rank of ``comm`` has arrived here, sleeping while waiting.
-
-    MPI implementations busy-poll inside a blocking collective; with more ranks than free
-    cores (a laptop, a shared CI machine) a rank spinning in a collective steals the CPU
-    from the rank it waits for (docs/design.md, Layers: communication).
-    Every collective of this module first meets the others here, so the blocking call
-    that follows finds everyone present and hardly waits.
-    """
-    _wait_until(comm.Ibarrier().Test)
-
-
-def _wait_until(complete: Callable[[], Any]) -> None:
-    """Poll ``complete`` until it is true, sleeping between polls (longer and longer, up
-    to ``_LONGEST_NAP``). An interrupt (:func:`note_interrupt`) ends the wait with
-    KeyboardInterrupt."""
-    nap = _FIRST_NAP
-    while not complete():
-        if _interrupted:
-            raise KeyboardInterrupt
-        time.sleep(nap)
-        nap = min(2 * nap, _LONGEST_NAP)
-
-
 class PendingSum:
     """A sum started by :meth:`Comm.start_sum`."""
 
@@ -533,7 +320,7 @@ class PendingSum:
 
     def result(self) -> np.ndarray:
         """The sum over ranks, once every rank has started it (waits without spinning)."""
-        _wait_until(self._complete)
+        wait_until(self._complete)
         return self._total
 
 
@@ -569,7 +356,7 @@ def _mismatch_message(layouts: list[str | None]) -> str:
     return "ranks compute different metrics: " + "; ".join(parts)
 
 
-def _summarize(error: BaseException) -> tuple:
+def _summarize(error: BaseException) -> tuple[Any, ...]:
     """Plain fields of an error, for the other ranks (an InputError pickles its fields)."""
     if isinstance(error, InputError):
         try:
@@ -581,10 +368,10 @@ def _summarize(error: BaseException) -> tuple:
     return ("other", type(error).__name__, str(error))
 
 
-def _rebuild(summary: tuple, origin: int) -> BaseException:
+def _rebuild(summary: tuple[Any, ...], origin: int) -> BaseException:
     """The error another rank raised, naming that rank."""
     if summary[0] == "input":
-        error = summary[1]
+        error: InputError = summary[1]
         error.rank = origin
         error.args = (f"rank {origin}: {error.args[0] if error.args else ''}",)
         return error
@@ -598,16 +385,16 @@ _ABORT_GRACE = 0.25  # seconds
 def abort(code: int = 1) -> None:
     """End every rank of the world now (after an unhandled error or an interrupt on one
     rank): ``MPI_Abort(code)`` when there are other ranks, else ``SystemExit(code)``."""
-    mpi = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
+    loaded = sys.modules.get("mpi4py.MPI")  # None: this process never loaded MPI
     with contextlib.suppress(Exception):  # a closed stream must not stop the abort
         sys.stdout.flush()
         sys.stderr.flush()
-    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() \
-            and mpi.COMM_WORLD.Get_size() > 1:
+    if loaded is not None and loaded.Is_initialized() and not loaded.Is_finalized() \
+            and loaded.COMM_WORLD.Get_size() > 1:
         # The launcher forwards a rank's output through a pipe; MPI_Abort kills the job
         # at once, so give it a moment to pass on what was just written (the traceback).
         time.sleep(_ABORT_GRACE)
-        mpi.COMM_WORLD.Abort(code)
+        loaded.COMM_WORLD.Abort(code)
     raise SystemExit(code)
 
 

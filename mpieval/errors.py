@@ -41,8 +41,11 @@ class InputError(ValueError):
     Carries the field (column) name, how many values are bad and the first bad
     index, so that the command line can turn it into ``file:line: column ...``, and the
     option that would accept the values (``hint``, ending ``problem``), so that it can
-    name the option's flag.
+    name the option's flag. ``rank``: the rank that raised it, when it was raised on another
+    rank and is raised here too (:class:`mpieval.comm.Comm`'s agreement), else None.
     """
+
+    rank: int | None = None
 
     def __init__(
         self,
@@ -79,14 +82,15 @@ class InputError(ValueError):
             text += ")"
         return text
 
-    def __reduce__(self):  # keep the structured fields when pickled across ranks
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # the fields, pickled across ranks
         return _rebuild_input_error, (
             type(self), self.field, self._bare_problem, self.count, self.first_index,
             self.value, self.hint,
         )
 
 
-def _rebuild_input_error(cls, field, problem, count, first_index, value, hint):
+def _rebuild_input_error(cls: type[InputError], field: str, problem: str, count: int | None,
+                         first_index: int | None, value: Any, hint: Any) -> InputError:
     return cls(field, problem, count=count, first_index=first_index, value=value, hint=hint)
 
 

@@ -57,7 +57,8 @@ class UserRows:
     @property
     def user_keys(self) -> np.ndarray:
         """The key of each user (sorted, distinct)."""
-        return self.keys[self.starts[:-1]]
+        keys: np.ndarray = self.keys[self.starts[:-1]]
+        return keys
 
 
 def gather_by_user(

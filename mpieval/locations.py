@@ -17,8 +17,9 @@ stores opened through ``pyarrow.fs``. The one module that knows about file syste
   reports: an :class:`~mpieval.errors.InputError` (exit 2: missing, denied, bad
   configuration) or a :class:`~mpieval.errors.StoreError` (exit 1: a transient fault that
   outlived the retries).
-- :func:`write_atomically`, :func:`read_bytes`, :func:`join`: outputs (``--json``,
-  ``--save-state``) and saved runs at a path or URI.
+- :func:`write_atomically`: every output (``--json``, ``--save-state``, a checkpoint),
+  whole or not at all, with the umask's mode; :func:`read_bytes`, :func:`join`: saved
+  runs at a path or URI.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 
@@ -150,7 +151,8 @@ def connect(uri: str) -> tuple[pafs.FileSystem, str]:
     to stand a local or mock file system in for a store that cannot run here."""
     import pyarrow.fs as pafs
 
-    return pafs.FileSystem.from_uri(uri)
+    found: tuple[Any, str] = pafs.FileSystem.from_uri(uri)
+    return found
 
 
 def _local() -> pafs.FileSystem:
@@ -461,42 +463,72 @@ def output_failure(flag: str, shown: str, error: OSError) -> InputError | Output
     return OutputError(f"{flag}: cannot write {shown}: {reason}")
 
 
-def write_atomically(text: str, data: bytes, *, flag: str) -> None:
-    """Write ``data`` to a path or URI so that a reader sees the old file or the whole
-    new one: locally a temporary file beside it (fsynced), then a rename (the directory
-    fsynced after it, as :func:`mpieval.checkpoint.save` does); on a store
-    one stream whose object appears whole when it is closed (S3: one PUT, or a multipart
-    upload completed on close) and never when writing fails. Errors: locally
-    :func:`output_failure`, on a store :func:`failure`, as errors of ``flag``."""
+def write_atomically(text: str, data: bytes | Callable[[BinaryIO], object], *,
+                     flag: str | None = None) -> None:
+    """Write an output (``--json``, ``--save-state``, a checkpoint, the report) to a path
+    or URI so that a reader sees the old file or the whole new one: locally a temporary
+    file beside it (fsynced), then a rename, the directory fsynced after it (after a
+    crash the new file is there once this returned); on a store one stream whose object
+    appears whole when it is closed (S3: one PUT, or a multipart upload completed on
+    close) and never when writing fails. Nothing is left behind when writing fails.
+
+    ``data``: the bytes, or a function that writes them to the file it is given (a large
+    output written as it is made, not held whole in memory). A local file has the mode
+    the umask gives a new file (0644 under umask 022), whoever writes it.
+
+    Errors: with ``flag``, locally :func:`output_failure`, on a store :func:`failure`, as
+    errors of ``flag``; without, the ``OSError`` as raised."""
     location = locate(text)
+
+    def put(out: BinaryIO) -> None:
+        if isinstance(data, bytes):
+            out.write(data)
+        else:
+            data(out)
+
     if not location.remote:
         path = location.path
         directory, name = os.path.split(path)
         temporary = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
         try:
-            with open(temporary, "wb") as out:
-                out.write(data)
+            with open(temporary, "wb") as out:  # mode 0666 less the umask, as open gives
+                put(out)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temporary, path)
         except BaseException as error:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            if isinstance(error, OSError):
+            if isinstance(error, OSError) and flag is not None:
                 raise output_failure(flag, location.shown, error) from None
             raise
-        from mpieval.checkpoint import sync_directory
-
         sync_directory(directory or ".")
         return
     try:
         with location.filesystem.open_output_stream(location.path, compression=None) as out:
-            out.write(data)
+            put(out)
     except OSError as error:
+        if flag is None:
+            raise
         reported = failure(location, "write", error)
         if isinstance(reported, InputError):
             raise InputError(flag, f"{reported.field}: {reported.problem}") from None
         raise reported from None
+
+
+def sync_directory(directory: str) -> None:
+    """Flush a directory's entries to disk (a rename in it survives a crash); where a
+    directory cannot be opened for this (not POSIX), nothing."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:  # some file systems refuse fsync on a directory: nothing to do
+        pass
+    finally:
+        os.close(handle)
 
 
 def make_directory(text: str) -> bool:
@@ -554,7 +586,8 @@ def read_bytes(text: str) -> bytes:
     location = locate(text)
     with guarded(location, "read", lambda: location.filesystem.open_input_stream(
             location.path, compression=None)) as stream:
-        return guarded(location, "read", stream.read)
+        data: bytes = guarded(location, "read", stream.read)
+        return data
 
 
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import numpy as np
 import pyarrow as pa
 
-from mpieval import locations, readers, split
+from mpieval import locations, memory, readers, split
 from mpieval.comm import Comm
 from mpieval.config import RUN_KEY, MetricSpec, column_types, column_uses
 from mpieval.errors import DataError, InputError, OutputError, StoreError
@@ -229,33 +229,10 @@ def _with_column(specs: Sequence[MetricSpec], error: InputError) -> InputError:
 
 
 def _return_freed_memory() -> None:
-    """Before ``compute()``: give back what the read freed (pyarrow's pool, glibc's heap
-    with ``malloc_trim``) before compute allocates its own. glibc only; elsewhere
-    nothing."""
+    """Before ``compute()``: give back what the read freed (pyarrow's pool, glibc's heap:
+    :func:`mpieval.memory.trim_heap`) before compute allocates its own."""
     pa.default_memory_pool().release_unused()
-    _glibc("malloc_trim", 0)
-
-
-def map_large_blocks() -> None:
-    """Have glibc map every block of 1 MiB or more on its own (``M_MMAP_THRESHOLD``), so
-    that a large array, freed, leaves the process at once. By default glibc raises that
-    threshold after the first large frees and serves such arrays from heaps that stay
-    resident (one per thread), which a per-user run, whose rows are kept as batch-sized
-    chunks then joined, pays in peak memory. Not for a run that keeps no rows: mapping
-    each batch's arrays anew costs it time (the benchmarks page has both figures). For
-    the command's own process (:func:`mpieval.cli.main`); glibc only, elsewhere nothing."""
-    _glibc("mallopt", _M_MMAP_THRESHOLD, 1 << 20)
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
-
-
-def _glibc(function: str, *args: int) -> None:
-    """Call glibc's ``function`` if this process has it (nothing elsewhere)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        getattr(ctypes.CDLL(None), function)(*args)
+    memory.trim_heap()
 
 
 def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:

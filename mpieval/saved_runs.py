@@ -122,7 +122,8 @@ def read_run(directory: str) -> dict[str, Any]:
     :class:`InputError` naming the directory."""
     path = locations.join(directory, RUN_FILE)
     try:
-        return json.loads(locations.read_bytes(path))
+        run: dict[str, Any] = json.loads(locations.read_bytes(path))
+        return run
     except (OSError, ValueError) as error:  # InputError is a ValueError
         problem = error.problem if isinstance(error, InputError) else str(error)
         raise InputError(locations.redact(directory), "is not a saved run (mpieval eval "

@@ -8,7 +8,7 @@ block of every row; a string tag is one word of the log line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -79,13 +79,47 @@ class TagCodes:
     """The tag values this metric has seen, in order of arrival; a value's code is its
     index (``uint16``; :data:`NO_TAG` for a row without a tag)."""
 
-    def __init__(self, values: list[Any] | None = None) -> None:
-        self.values: list[Any] = list(values or [])
-        self.index: dict[Any, int] = {value: code for code, value in enumerate(self.values)}
-        self.type: type | None = type(self.values[0]) if self.values else None
+    def __init__(self, values: Sequence[Any] = ()) -> None:
+        self._values: list[Any] = list(values)
+        self._index: dict[Any, int] = {value: code for code, value in enumerate(self._values)}
+        self._type: type | None = type(self._values[0]) if self._values else None
+
+    @property
+    def values(self) -> Sequence[Any]:
+        """The values by code (not to be changed: :meth:`codes` adds new ones)."""
+        return self._values
+
+    @property
+    def type(self) -> type | None:
+        """``int`` or ``str``; None before the first value."""
+        return self._type
 
     def copy(self) -> TagCodes:
-        return TagCodes(self.values)
+        return TagCodes(self._values)
+
+    def as_array(self) -> np.ndarray:
+        """The values by code, as a state's array (int64 or str)."""
+        return np.array(self._values, dtype=np.int64 if self._type is int else str)
+
+    def add(self, other: TagCodes) -> np.ndarray:
+        """Take in ``other``'s values (the new ones get the next codes): the lookup from
+        ``other``'s codes to these (uint16, :data:`NO_TAG` + 1 long; :data:`NO_TAG` and
+        the codes ``other`` does not use map to themselves)."""
+        lookup = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
+        if other._values:
+            lookup[: len(other._values)] = self.codes(other._values,
+                                                      np.arange(len(other._values)))
+        return lookup
+
+    def positions(self, tags: Sequence[Any]) -> np.ndarray:
+        """Each code's index among ``tags``, which hold every value (uint16,
+        :data:`NO_TAG` + 1 long; the codes of no value, :data:`NO_TAG` among them, map to
+        ``len(tags)``)."""
+        position = {value: i for i, value in enumerate(tags)}
+        lookup = np.full(int(NO_TAG) + 1, len(tags), dtype=np.uint16)
+        for code, value in enumerate(self._values):
+            lookup[code] = position[value]
+        return lookup
 
     def check(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
         """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
@@ -106,10 +140,10 @@ class TagCodes:
         if kind is str:  # a tag is a word of the space-separated log line
             for value in distinct_values:
                 check_log_word("tag", value)
-        if distinct_values and self.type is not None and kind is not self.type:
+        if distinct_values and self._type is not None and kind is not self._type:
             raise InputError("tag", "integer tags in one batch and strings in another")
-        new = sum(value not in self.index for value in distinct_values)
-        if len(self.values) + new > MAX_TAGS:
+        new = sum(value not in self._index for value in distinct_values)
+        if len(self._values) + new > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
         return distinct_values, inverse
 
@@ -120,16 +154,17 @@ class TagCodes:
         reader coded), remapped compiled, without numpy's intp copy of the indexes."""
         lookup = np.empty(len(distinct), dtype=np.uint16)
         for i, value in enumerate(distinct):
-            if value not in self.index:
-                self.index[value] = len(self.values)
-                self.values.append(value)
-                self.type = type(value)
-            lookup[i] = self.index[value]
+            if value not in self._index:
+                self._index[value] = len(self._values)
+                self._values.append(value)
+                self._type = type(value)
+            lookup[i] = self._index[value]
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != np.uint16):
                 out = None
             return remap(inverse, lookup, out=out)
-        return lookup[inverse]
+        coded: np.ndarray = lookup[inverse]
+        return coded
 
 
 _FEW_TAGS = 8

@@ -88,9 +88,7 @@ class UserRowsMetric(Metric):
         assert isinstance(merged, UserRowsMetric)
         merged._tags = self._tags.copy()
         if other._tags.values:
-            lookup = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
-            lookup[: len(other._tags.values)] = merged._tags.codes(
-                other._tags.values, np.arange(len(other._tags.values)))
+            lookup = merged._tags.add(other._tags)
             tags = merged._stored.columns()["tag"]
             tags[len(self._stored) :] = lookup[tags[len(self._stored) :]]
         return merged
@@ -100,9 +98,8 @@ class UserRowsMetric(Metric):
 
     def _extra_state(self) -> dict[str, Any]:
         """The key columns and the tag values the stored tag codes stand for."""
-        tags = self._tags.values
         return {"extra_keys": np.array(self.extra_keys, dtype=str),
-                "tag_values": np.array(tags, dtype=np.int64 if self._tags.type is int else str)}
+                "tag_values": self._tags.as_array()}
 
     def _load_one(self, state: Mapping[str, Any]) -> None:
         saved = state.get("checks.check")
@@ -220,11 +217,7 @@ class UserRowsMetric(Metric):
             hashed=any(v[0] for v in views) or bool(self.extra_keys),
             pred_dtype=np.dtype(np.float32 if all(v[2] for v in views) else np.float64),
         )
-        position = {value: i for i, value in enumerate(tags)}
-        local_to_global = np.full(int(NO_TAG) + 1, len(tags), dtype=np.uint16)
-        for code, value in enumerate(self._tags.values):
-            local_to_global[code] = position[value]
-        return layout, local_to_global
+        return layout, self._tags.positions(tags)
 
     def _outgoing(
         self, layout: UserLayout, local_to_global: np.ndarray
@@ -254,7 +247,7 @@ class UserRowsMetric(Metric):
         recode = local_to_global.copy()
         recode[NO_TAG] = NO_TAG
         remap(codes, recode, out=codes)  # in place, compiled
-        self._tags = TagCodes(list(layout.tags))
+        self._tags = TagCodes(layout.tags)
         if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest uint16
             return codes
         return np.where(codes == NO_TAG, np.uint16(len(layout.tags)), codes)

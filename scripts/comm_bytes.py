@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mpieval import AucMetric, Comm, Evaluator, PairwiseMetric, PnMetric, WuaucMetric
-from mpieval.comm import MpiTransport
+from mpieval.transport.mpi import MpiTransport
 
 counted: Counter[str] = Counter()
 calls: Counter[str] = Counter()

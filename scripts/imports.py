@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernels", (r"mpieval\.kernels(\..*)?", r"mpieval\.kinds\.\w+\.(kernels|delong|importance)",)),
     ("state", (r"mpieval\.(state|rows|window|keys|tags|memory)",)),
     ("communication", (r"mpieval\.(comm|exchange)", r"mpieval\.transport.*")),
-    ("api", (r"mpieval", r"mpieval\.(declaration|metric|user_rows|checkpoint|kinds)",
+    ("api", (r"mpieval", r"mpieval\.(declaration|metric|user_rows|checkpoint|locations|kinds)",
              r"mpieval\.kinds\.\w+", r"mpieval\.kinds\.\w+\.(metric|result)")),
     ("command line", (r".*",)),
 )

@@ -141,7 +141,7 @@ def loop(rank: int, size: int) -> dict:
         if step % 100 == 0:
             metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
             metric.compute()
-    from mpieval.transport_paddle import PaddleTransport
+    from mpieval.transport.paddle import PaddleTransport
 
     live = len(PaddleTransport._of_group)
     del metric

@@ -267,3 +267,31 @@ def test_under_mpiexec_the_world_is_the_whole_job(comm):
     said = job_size_said()
     assert said is None or said[1] == comm.size
     assert Comm.resolve(None).size == comm.size
+
+
+def test_each_library_is_imported_by_its_transport_only_and_no_transport_imports_comm():
+    """mpi4py, torch and paddle each in one module of mpieval.transport; nothing there
+    imports mpieval.comm back (no import circle)."""
+    import ast
+    from pathlib import Path
+
+    import mpieval
+
+    package = Path(mpieval.__file__).parent
+    importers: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        name = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found = [node.module or ""]
+            else:
+                continue
+            for module in found:
+                importers.setdefault(module.split(".")[0], set()).add(name)
+                if module.startswith("mpieval.comm"):
+                    assert not name.startswith("transport/"), name
+    assert importers["mpi4py"] == {"transport/mpi.py"}
+    assert importers["torch"] == {"transport/torch.py"}
+    assert importers["paddle"] == {"transport/paddle.py"}

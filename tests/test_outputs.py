@@ -313,3 +313,35 @@ def test_demo_files_on_a_full_disk_are_exit_1_and_leave_nothing(tmp_path, capsys
     assert line.startswith(f"mpieval: error: demo: cannot write the demo files in {tmp_path}")
     assert line.endswith(": No space left on device"), line
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_every_file_written_has_the_mode_the_umask_gives(tmp_path, capsys, data_file, umask,
+                                                         mode):
+    """Every file mpieval writes (``--json``, ``--report``, ``--save-state``'s states and
+    description, ``merge``'s outputs, the demo's files, a checkpoint) is one ``open`` would
+    create: the umask's mode, not a private 0600 (a temporary file's, renamed)."""
+    from mpieval import AucMetric, Evaluator, checkpoint
+
+    out = tmp_path / "out"
+    out.mkdir()
+    before = os.umask(umask)
+    try:
+        assert cli.main(["eval", "--json", str(out / "run.json"), "--report",
+                         str(out / "run.html"), "--save-state", str(out / "state"),
+                         data_file]) == 0
+        assert cli.main(["merge", str(out / "state"), "--json", str(out / "merged.json"),
+                         "--report", str(out / "merged.html")]) == 0
+        assert cli.main(["demo", "--rows", "1000", "--dir", str(out / "demo"), "--json",
+                         str(out / "demo.json")]) == 0
+        checkpoint.save(out / "metrics-0.npz",
+                        Evaluator({"ctr": AucMetric(table_size=10)}).state_dict())
+    finally:
+        os.umask(before)
+    capsys.readouterr()
+    written = {str(path.relative_to(out)): oct(path.stat().st_mode & 0o777)
+               for path in out.rglob("*") if path.is_file()}
+    assert {"run.json", "run.html", "state/run.json", "state/state-00000.npz", "merged.json",
+            "merged.html", "demo.json", "metrics-0.npz"} <= set(written), written
+    assert any(name.startswith("demo/") for name in written), written
+    assert written == dict.fromkeys(written, oct(mode))

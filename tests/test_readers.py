@@ -534,7 +534,7 @@ def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name, m
     write_tagged(path, tags)
     file = inspect(path)
     orders = set()
-    monkeypatch.setattr(readers, "PARALLEL_BLOCK_BYTES", 4096)  # 1 to 5 blocks a chunk
+    monkeypatch.setattr(readers.text, "PARALLEL_BLOCK_BYTES", 4096)  # 1 to 5 blocks a chunk
     for block_size in (2048, 20000, None):
         seen = TagCodes()
         read = []
@@ -564,7 +564,7 @@ def test_a_chunked_tag_column_is_coded_as_its_chunks_together(sizes):
                                 for a, b in itertools.pairwise(cuts)],
                                pa.string())
     assert chunked.num_chunks == len(sizes) + 1
-    found = readers._first_appearance(chunked)
+    found = readers.batches.names_coded(chunked)
     assert found is not None
     codes, first_rows, values = found
     want = list(dict.fromkeys(tags))
@@ -646,4 +646,4 @@ def test_the_last_line_end_is_found_from_the_end(newline_at) -> None:
         data[newline_at] = ord("\n")
     buffer = pa.py_buffer(bytes(data) + b"\n" * 10)  # past the size looked at: not seen
     expected = 0 if newline_at is None else newline_at + 1
-    assert readers._last_line_end(buffer, 300_000) == expected
+    assert readers.text._last_line_end(buffer, 300_000) == expected

@@ -26,10 +26,11 @@ from mpieval import (
     WuaucMetric,
     checkpoint,
 )
-from mpieval.comm import Comm, live_duplicates
+from mpieval.comm import Comm
 from mpieval.errors import LayoutMismatchError
 from mpieval.metric import Metric
 from mpieval.state import Summed
+from mpieval.transport.mpi import live_duplicates
 
 N_ROWS = 3000
 

@@ -110,7 +110,7 @@ def loop(rank: int, size: int) -> dict:
         if step % 50 == 0:
             metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
             metric.compute()
-    from mpieval.transport_torch import TorchTransport
+    from mpieval.transport.torch import TorchTransport
 
     live = len(TorchTransport._of_group)
     del metric  # the last metric gone, mpieval holds nothing of the group

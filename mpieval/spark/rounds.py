@@ -43,7 +43,8 @@ from mpieval.errors import InputError, OutputError, StoreError, UidCollisionErro
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Metric, Result, compute_all
 from mpieval.pipeline import Task
-from mpieval.readers import Batch, _check_parquet_column
+from mpieval.readers import Batch
+from mpieval.readers.parquet import _check_parquet_column
 from mpieval.saved_runs import state_file
 from mpieval.state import Rows
 from mpieval.tags import TagCodes
@@ -277,4 +278,5 @@ def total(own: np.ndarray, parts: Part) -> np.ndarray:
     """The round's sum: the driver's part and the partitions' (combined)."""
     if parts.part is None:  # pragma: no cover - every partition sums as often
         raise RuntimeError("the partitions ended their compute before the driver")
-    return own + parts.part
+    summed: np.ndarray = own + parts.part
+    return summed

@@ -58,7 +58,7 @@ def buckets(pred: np.ndarray, table_size: int) -> np.ndarray:
 
     ``pred`` must already lie in ``[0, 1]``, so truncation equals floor.
     """
-    index = np.multiply(pred, float(table_size), dtype=np.float64).astype(np.intp)
+    index: np.ndarray = np.multiply(pred, float(table_size), dtype=np.float64).astype(np.intp)
     np.minimum(index, table_size - 1, out=index)
     return index
 
@@ -100,7 +100,7 @@ def log(x: float) -> float:
     t1 = w * (lg2 + w * (lg4 + w * lg6))
     t2 = z * (lg1 + w * (lg3 + w * (lg5 + w * lg7)))
     r = t2 + t1
-    return (((s * (hfsq + r) + k * _LN2_LO) - hfsq) + f) + k * _LN2_HI
+    return float((((s * (hfsq + r) + k * _LN2_LO) - hfsq) + f) + k * _LN2_HI)
 
 
 def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,

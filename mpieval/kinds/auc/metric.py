@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from mpieval.validation import (
     check_weight,
     is_binary,
 )
+
+F = TypeVar("F")
 
 INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc")
 _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
@@ -126,6 +128,24 @@ _DRAWN_BY = {"roc_curve": "roc", "calibration_curve": "calibration",
              "pr_curve": "precision_recall", "score_histogram": "histogram"}
 
 
+class _Figure(Generic[F]):
+    """A figure of :class:`AucResult`, read like an attribute: drawn by its ``figures``
+    when first read, ``empty`` without them."""
+
+    def __init__(self, empty: F, doc: str) -> None:
+        self.empty = empty
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, result: AucResult | None, owner: type | None = None) -> F:
+        if result is None:  # the class's attribute: for help() and the docs
+            return self  # type: ignore[return-value]
+        drawn: F = self.empty if result.figures is None else result.figures.drawn(self.name)
+        return drawn
+
+
 @dataclass(frozen=True)
 class AucResult:
     """Result of the ``auc`` kind. ``num`` is the sum of weights (the row count unweighted;
@@ -167,34 +187,20 @@ class AucResult:
     window: AucResult | None = None
     figures: AucFigures | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def roc_curve(self) -> list[list[float]]:
-        """ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`)."""
-        return [] if self.figures is None else self.figures.drawn("roc_curve")
-
-    @property
-    def calibration_curve(self) -> list[list[float]]:
-        """Calibration bins ``[mean_pred, actual_ctr, rows]``
-        (:func:`mpieval.kinds.auc.kernels.calibration_from_table`)."""
-        return [] if self.figures is None else self.figures.drawn("calibration_curve")
-
-    @property
-    def ece(self) -> float:
-        """The expected calibration error of :attr:`calibration_curve`
-        (:func:`mpieval.kinds.auc.kernels.expected_calibration_error`)."""
-        return math.nan if self.figures is None else self.figures.drawn("ece")
-
-    @property
-    def pr_curve(self) -> list[list[float]]:
-        """Precision-recall points ``[recall, precision]``
-        (:func:`mpieval.kinds.auc.kernels.pr_from_table`)."""
-        return [] if self.figures is None else self.figures.drawn("pr_curve")
-
-    @property
-    def score_histogram(self) -> list[list[float]]:
-        """Score distributions by class ``[pred_low, pred_high, negatives, positives]``
-        (:func:`mpieval.kinds.auc.kernels.histogram_from_table`)."""
-        return [] if self.figures is None else self.figures.drawn("score_histogram")
+    roc_curve = _Figure[list[list[float]]](
+        [], "ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`).")
+    calibration_curve = _Figure[list[list[float]]](
+        [], "Calibration bins ``[mean_pred, actual_ctr, rows]`` "
+        "(:func:`mpieval.kinds.auc.kernels.calibration_from_table`).")
+    ece = _Figure[float](
+        math.nan, "The expected calibration error of :attr:`calibration_curve` "
+        "(:func:`mpieval.kinds.auc.kernels.expected_calibration_error`).")
+    pr_curve = _Figure[list[list[float]]](
+        [], "Precision-recall points ``[recall, precision]`` "
+        "(:func:`mpieval.kinds.auc.kernels.pr_from_table`).")
+    score_histogram = _Figure[list[list[float]]](
+        [], "Score distributions by class ``[pred_low, pred_high, negatives, positives]`` "
+        "(:func:`mpieval.kinds.auc.kernels.histogram_from_table`).")
 
     @property
     def class_sizes(self) -> tuple[float, float]:

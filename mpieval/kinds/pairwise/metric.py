@@ -26,7 +26,7 @@ from mpieval.validation import as_vector, check_binary, check_lengths
 
 def pairwise_cell(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Each row's cell ``2 left + right`` (uint8, 0 to 3) of validated 0/1 labels."""
-    cell = (left != 0).view(np.uint8) << 1
+    cell: np.ndarray = (left != 0).view(np.uint8) << 1
     cell |= (right != 0).view(np.uint8)
     return cell
 

@@ -19,7 +19,7 @@ def cutoffs(name: str, value: object) -> tuple[int, ...]:
     repeats."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise InputError(name, f"must be a list of positive integers, got {value!r}")
-    items = list(value)  # type: ignore[call-overload]
+    items = list(value)
     if not items:
         raise InputError(name, "must list at least one cutoff")
     for item in items:

@@ -180,4 +180,5 @@ def _group_index(keys: np.ndarray, block: np.ndarray) -> np.ndarray:
     else:  # the exchange hands the rows over sorted by key
         user = np.cumsum(np.concatenate(([False], keys[1:] != keys[:-1])))
     blocks = int(block.max()) + 1 if len(block) else 1
-    return user.astype(np.int64) * blocks + block
+    groups: np.ndarray = user.astype(np.int64) * blocks + block
+    return groups

@@ -35,7 +35,7 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
 
 
 def _overall(metric: dict[str, Any]) -> dict[str, Any]:
-    tags = metric["tags"]
+    tags: dict[str, dict[str, Any]] = metric["tags"]
     return tags.get("all") or next(iter(tags.values()))
 
 

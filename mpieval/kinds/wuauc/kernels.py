@@ -96,7 +96,8 @@ def _labels(label: np.ndarray) -> np.ndarray:
         return label
     if label.dtype == np.bool_:
         return label.view(np.uint8)
-    return (label != 0).view(np.uint8)
+    narrowed: np.ndarray = (label != 0).view(np.uint8)
+    return narrowed
 
 
 def user_auc_sums(

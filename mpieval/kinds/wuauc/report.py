@@ -67,7 +67,7 @@ def _overall(run: Run, name: str) -> dict[str, Any]:
 
 def _overall_block(metric: dict[str, Any]) -> dict[str, Any]:
     """The block of every row (``all``), else the first tag's."""
-    tags = metric["tags"]
+    tags: dict[str, dict[str, Any]] = metric["tags"]
     return tags.get("all") or next(iter(tags.values()))
 
 

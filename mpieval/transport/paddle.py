@@ -3,9 +3,10 @@ imports paddle, loaded only when a group is given (or, with ``comm=None``, when 
 program initialised Paddle's parallel environment, and neither an MPI launcher started it
 nor ``torch.distributed`` is initialised).
 
-A separate module, as :mod:`mpieval.transport_torch` is: Paddle is an optional, large
+A module of its own, as :mod:`mpieval.transport.torch` is: Paddle is an optional, large
 dependency that an MPI or torch job must never load. :class:`mpieval.comm.Comm` builds
-every collective on the few primitives here.
+every collective on the few primitives here; what it shares with torch's transport is
+:mod:`mpieval.transport.group`'s.
 
 Buffers are CPU tensors sharing memory with the numpy arrays (DLPack), so the group must
 have a CPU backend: gloo (what ``paddle.distributed.launch`` gives on a CPU build). For a
@@ -28,7 +29,6 @@ non-blocking barrier before each.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -38,7 +38,8 @@ import paddle.distributed as dist
 from paddle.base import core
 from paddle.utils.dlpack import from_dlpack
 
-from mpieval.comm import _wait_until
+from mpieval.transport.group import GroupTransport
+from mpieval.transport.waiting import wait_until
 
 _OPS: dict[str, Any] = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
 
@@ -48,26 +49,12 @@ def _tensor(array: np.ndarray) -> paddle.Tensor:
     return from_dlpack(np.ascontiguousarray(array))
 
 
-class PaddleTransport:
-    """The primitives over one Paddle process group (CPU tensors).
+class PaddleTransport(GroupTransport):
+    """The primitives over one Paddle process group (CPU tensors). A non-gloo group's
+    gloo twin is kept by the group's id (Paddle keeps every group)."""
 
-    One transport per group while metrics use it (none kept beyond them); a non-gloo
-    group's gloo twin is created once and kept as long as the group lives.
-    """
-
-    _of_group: ClassVar[weakref.WeakValueDictionary[int, PaddleTransport]] = (
-        weakref.WeakValueDictionary())  # by id(group): each transport holds its group
-    _twins: ClassVar[dict[int, Any]] = {}  # by the group's id (Paddle keeps every group)
+    _twins: ClassVar[dict[int, Any]] = {}
     _arrivals: ClassVar[dict[int, int]] = {}  # collectives met so far, by the group's id
-
-    @classmethod
-    def of(cls, group: Any) -> PaddleTransport:
-        """The transport of ``group``, shared by every metric on it."""
-        transport = cls._of_group.get(id(group))
-        if transport is None:
-            transport = cls(group)
-            cls._of_group[id(group)] = transport
-        return transport
 
     def __init__(self, group: Any) -> None:
         if not dist.is_initialized():
@@ -76,17 +63,19 @@ class PaddleTransport:
         if group.rank < 0:
             raise RuntimeError(f"this process (global rank {dist.get_rank()}) is not a "
                                f"member of the Paddle group given (ranks {group.ranks})")
-        self.base = group  # keeps id(group) from being reused while this transport lives
-        if str(dist.get_backend(group)).lower() != "gloo":  # NCCL, XCCL: device tensors
-            twin = self._twins.get(group.id)
-            if twin is None:
-                twin = dist.new_group(ranks=list(group.ranks),
-                                      backend="gloo")  # type: ignore[arg-type]  # typed: nccl
-                self._twins[group.id] = twin
-            group = twin
-        self.group = group
-        self.rank, self.size = group.rank, group.nranks
+        super().__init__(group)
+        self.rank, self.size = self.group.rank, self.group.nranks
         self.store = core.create_or_get_global_tcp_store()
+
+    def _on_host(self, group: Any) -> bool:
+        return str(dist.get_backend(group)).lower() == "gloo"  # not NCCL, XCCL
+
+    def _twin_key(self, group: Any) -> Any:
+        return group.id
+
+    def _gloo_group(self, group: Any) -> Any:
+        return dist.new_group(ranks=list(group.ranks),
+                              backend="gloo")  # type: ignore[arg-type]  # typed: nccl
 
     def arrive(self) -> None:
         return  # met on the store where ranks may come apart (_meet), not before each one
@@ -102,7 +91,7 @@ class PaddleTransport:
         self._arrivals[self.group.id] = number
         key = f"mpieval/{self.group.id}/{number}"
         self.store.add(key, 1)
-        _wait_until(lambda: self.store.add(key, 0) >= self.size)
+        wait_until(lambda: self.store.add(key, 0) >= self.size)
 
     def barrier(self) -> None:
         self._meet()

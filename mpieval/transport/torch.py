@@ -2,10 +2,11 @@
 only module that imports torch, loaded only when a group is given (or, with ``comm=None``,
 when the program initialised ``torch.distributed`` and no MPI launcher started it).
 
-A separate module rather than a class in :mod:`mpieval.comm`: torch is an optional, large
-dependency that an MPI job must never load, and :mod:`mpieval.comm` is imported by every
-metric. :class:`mpieval.comm.Comm` builds every collective on the few primitives here, as
-on MPI's; a reader of ``comm`` still sees every collective mpieval makes.
+A module of its own: torch is an optional, large dependency that an MPI job must never
+load, and :mod:`mpieval.comm` is imported by every metric. :class:`mpieval.comm.Comm`
+builds every collective on the few primitives here, as on MPI's
+(:mod:`mpieval.transport.mpi`); a reader of ``comm`` still sees every collective mpieval
+makes. What it shares with Paddle's transport is :mod:`mpieval.transport.group`'s.
 
 Buffers are CPU tensors sharing memory with the numpy arrays (``torch.from_numpy``), so
 the group must have a CPU backend: gloo (``init_process_group("gloo")``, or
@@ -27,46 +28,37 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from mpieval.transport.group import GroupTransport
+
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
 
 
-class TorchTransport:
+class TorchTransport(GroupTransport):
     """The primitives over one ``torch.distributed`` process group (CPU tensors).
 
-    One transport per group while metrics use it; none is kept beyond them, so mpieval
-    never holds a group alive after the program drops it (a gloo group still alive when
-    the interpreter exits can end the process in ``terminate()``). An NCCL group's gloo
-    twin is created once and kept as long as the NCCL group lives.
+    A gloo group still alive when the interpreter exits can end the process in
+    ``terminate()``: none is kept beyond the metrics that use it. An NCCL group's gloo
+    twin is kept as long as the NCCL group lives.
     """
 
-    _of_group: ClassVar[weakref.WeakValueDictionary[int, TorchTransport]] = (
-        weakref.WeakValueDictionary())  # by id(group): each transport holds its group
     _twins: ClassVar[weakref.WeakKeyDictionary[Any, Any]] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def of(cls, group: Any) -> TorchTransport:
-        """The transport of ``group``, shared by every metric on it."""
-        transport = cls._of_group.get(id(group))
-        if transport is None:
-            transport = cls(group)
-            cls._of_group[id(group)] = transport
-        return transport
 
     def __init__(self, group: Any) -> None:
         if not dist.is_initialized():
             raise RuntimeError("a torch process group was given but torch.distributed "
                                "is not initialised")
-        self.base = group  # keeps id(group) from being reused while this transport lives
+        super().__init__(group)
+        self.rank, self.size = dist.get_rank(self.group), dist.get_world_size(self.group)
+
+    def _on_host(self, group: Any) -> bool:
         backend = str(dist.get_backend(group)).lower()
-        if "gloo" not in backend and "mpi" not in backend:  # NCCL (or another device-only)
-            twin = self._twins.get(group)
-            if twin is None:
-                twin = dist.new_group(ranks=dist.get_process_group_ranks(group),
-                                      backend="gloo")
-                self._twins[group] = twin
-            group = twin
-        self.group = group
-        self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
+        return "gloo" in backend or "mpi" in backend  # not NCCL (or another device-only)
+
+    def _twin_key(self, group: Any) -> Any:
+        return group
+
+    def _gloo_group(self, group: Any) -> Any:
+        return dist.new_group(ranks=dist.get_process_group_ranks(group), backend="gloo")
 
     def arrive(self) -> None:
         return  # gloo waits without spinning: nothing to meet before a collective

@@ -1,0 +1,33 @@
+"""glibc's allocator tuned for a run of the command: large blocks mapped on their own, the
+heap given back before compute. glibc only (found in the process through ``ctypes``);
+elsewhere every function here does nothing."""
+
+from __future__ import annotations
+
+import contextlib
+
+_M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+
+
+def map_large_blocks() -> None:
+    """Have glibc map every block of 1 MiB or more on its own (``M_MMAP_THRESHOLD``), so
+    that a large array, freed, leaves the process at once. By default glibc raises that
+    threshold after the first large frees and serves such arrays from heaps that stay
+    resident (one per thread), which a per-user run, whose rows are kept as batch-sized
+    chunks then joined, pays in peak memory. Not for a run that keeps no rows: mapping
+    each batch's arrays anew costs it time (the benchmarks page has both figures). For
+    the command's own process (:func:`mpieval.cli.main`)."""
+    _glibc("mallopt", _M_MMAP_THRESHOLD, 1 << 20)
+
+
+def trim_heap() -> None:
+    """Give back to the system what glibc's heap holds free (``malloc_trim``)."""
+    _glibc("malloc_trim", 0)
+
+
+def _glibc(function: str, *args: int) -> None:
+    """Call glibc's ``function`` if this process has it (nothing elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        getattr(ctypes.CDLL(None), function)(*args)

@@ -1,0 +1,142 @@
+"""The primitives of mpieval's collectives over an MPI communicator: the only module that
+imports mpi4py (when a :class:`~mpieval.comm.Comm` is made over MPI, not before).
+
+An MPI communicator given to mpieval is duplicated once, so that mpieval's messages never
+mix with the trainer's; every transport on the same base communicator shares that
+duplicate (cached on the base as an MPI attribute, freed when the base is freed; the
+world's at exit), so creating a metric per pass costs no communicator.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mpieval.transport.waiting import wait_until
+
+
+def mpi() -> Any | None:
+    """The ``mpi4py.MPI`` module, or None when MPI is absent or switched off
+    (``MPIEVAL_NO_MPI=1``)."""
+    if os.environ.get("MPIEVAL_NO_MPI") == "1":
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return MPI
+
+
+class MpiTransport:
+    """The primitives over an mpi4py communicator (upper-case buffer calls for arrays)."""
+
+    def __init__(self, comm: Any) -> None:
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+
+    @classmethod
+    def of(cls, base: Any | None) -> MpiTransport:
+        """The transport over the shared duplicate of ``base`` (None: the world)."""
+        module = mpi()
+        assert module is not None
+        return cls(_duplicate_of(module.COMM_WORLD if base is None else base))
+
+    def arrive(self) -> None:
+        _arrive(self.comm)
+
+    def barrier(self) -> None:
+        _arrive(self.comm)
+
+    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+        module = mpi()
+        assert module is not None  # a communicator exists, so MPI was loaded
+        total = np.empty_like(local)
+        self.comm.Allreduce(local, total, op=module.SUM if op == "sum" else module.MAX)
+        return total
+
+    def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
+        module = mpi()
+        assert module is not None
+        total = np.empty_like(local)
+        request = self.comm.Iallreduce(local, total, op=module.SUM)
+        return total, request.Test
+
+    def alltoall(self, counts: np.ndarray) -> np.ndarray:
+        received = np.empty_like(counts)
+        self.comm.Alltoall(counts, received)
+        return received
+
+    def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
+                  recv_counts: np.ndarray) -> np.ndarray:
+        module = mpi()
+        assert module is not None
+        incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
+        send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
+        recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+        typed = [module.BYTE] if outgoing.dtype.kind == "b" else []
+        self.comm.Alltoallv([outgoing, (send_counts, send_displ), *typed],
+                            [incoming, (recv_counts, recv_displ), *typed])
+        return incoming
+
+    def allgather(self, obj: Any) -> list[Any]:
+        gathered: list[Any] = self.comm.allgather(obj)
+        return gathered
+
+
+# The duplicate of each base communicator, kept on the base as an MPI attribute: MPI frees
+# it (the delete callback) when the base is freed. Created with the first duplicate.
+_duplicate_key: int | None = None
+_live_duplicates: list[Any] = []
+
+
+def _duplicate_of(base: Any) -> Any:
+    """The one duplicate of ``base`` that every transport on it shares (collective the
+    first time: ``Dup``)."""
+    global _duplicate_key
+    module = mpi()
+    assert module is not None
+    if _duplicate_key is None:
+        _duplicate_key = module.Comm.Create_keyval(delete_fn=_free_duplicate)
+        atexit.register(_free_every_duplicate)  # runs before mpi4py's finalize (LIFO)
+    duplicate = base.Get_attr(_duplicate_key)
+    if duplicate is None:
+        _arrive(base)
+        duplicate = base.Dup()
+        base.Set_attr(_duplicate_key, duplicate)
+        _live_duplicates.append(duplicate)
+    return duplicate
+
+
+def _free_duplicate(base: Any, key: int, duplicate: Any) -> None:
+    """MPI's delete callback: the base is being freed, so is its duplicate."""
+    if duplicate in _live_duplicates:
+        _live_duplicates.remove(duplicate)
+    duplicate.Free()
+
+
+def _free_every_duplicate() -> None:
+    module = sys.modules.get("mpi4py.MPI")
+    if module is None or module.Is_finalized():
+        return
+    for duplicate in list(_live_duplicates):
+        if duplicate != module.COMM_NULL:
+            duplicate.Free()
+    _live_duplicates.clear()
+
+
+def live_duplicates() -> int:
+    """How many duplicated communicators mpieval holds (one per base communicator used)."""
+    return len(_live_duplicates)
+
+
+def _arrive(comm: Any) -> None:
+    """Return once every rank of ``comm`` has arrived here, sleeping while waiting
+    (:mod:`mpieval.transport.waiting`): every collective of this transport first meets
+    the others here, so the blocking call that follows finds everyone present and hardly
+    waits."""
+    wait_until(comm.Ibarrier().Test)

@@ -1,0 +1,46 @@
+"""TagCodes: a metric's tag values and their codes, kept behind its methods."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+import mpieval
+from mpieval.tags import NO_TAG, TagCodes
+
+
+def test_add_maps_the_other_codes_to_these_and_appends_the_new_values():
+    mine, theirs = TagCodes(["x", "y"]), TagCodes(["z", "y"])
+    lookup = mine.add(theirs)
+    assert list(mine.values) == ["x", "y", "z"] and list(theirs.values) == ["z", "y"]
+    assert lookup.dtype == np.uint16 and len(lookup) == int(NO_TAG) + 1
+    assert lookup[:2].tolist() == [2, 1] and lookup[NO_TAG] == NO_TAG
+
+
+def test_positions_index_every_code_among_the_agreed_tags():
+    codes = TagCodes([7, 3])
+    lookup = codes.positions((1, 3, 7))
+    assert lookup[:2].tolist() == [2, 1]
+    assert lookup[2] == 3 and lookup[NO_TAG] == 3  # no value: len(tags)
+
+
+def test_as_array_keeps_the_type_of_the_values():
+    assert TagCodes([5, 2]).as_array().dtype == np.int64
+    assert TagCodes(["a"]).as_array().tolist() == ["a"] and TagCodes().as_array().size == 0
+    assert TagCodes(TagCodes([5, 2]).as_array().tolist()).type is int
+
+
+def test_no_module_but_tags_touches_the_state_of_a_tag_coding():
+    """``TagCodes``' underscore attributes are read and written in ``tags.py`` only."""
+    tags = Path(mpieval.__file__).parent / "tags.py"
+    privates = {node.attr for node in ast.walk(ast.parse(tags.read_text()))
+                if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    assert {"_values", "_index", "_type"} <= privates
+    for path in Path(mpieval.__file__).parent.rglob("*.py"):
+        if path != tags:
+            found = {node.attr for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.Attribute)} & privates
+            assert not found, (path, found)
