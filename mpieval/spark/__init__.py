@@ -94,7 +94,7 @@ def evaluate(df: Any, metrics: str | None = None, *, config: str | None = None,
     **columns
         The kinds' columns and options by their flags' names: ``pred="ctr"``,
         ``uid="user"``, ``tag="slot"``, ``weight="w"``, ``weights="importance"``,
-        ``compare="pred_b"``, ``table_size=1000``, ``pn_ties="half"``, ``k="5,10"``...
+        ``compare="pred_b"``, ``table_size=1000``, ``ties="half"``, ``k="5,10"``...
 
     Returns
     -------
