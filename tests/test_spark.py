@@ -160,6 +160,8 @@ def test_uneven_and_empty_partitions_and_a_heavy_user(spark, tmp_path, config_pa
 
 
 def test_flags_as_keywords(spark, tmp_path) -> None:
+    """... and the session's Arrow batch size is its own again afterwards."""
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "777")
     data = table(np.random.default_rng(3), 1500)
     want = cli_json(tmp_path, data, "--metrics", "auc,wuauc,ranking", "--tag", "slot",
                     "--k", "2,4", "--table-size", "300", "--name", "job")
@@ -167,6 +169,8 @@ def test_flags_as_keywords(spark, tmp_path) -> None:
                    table_size=300, name="job")
     assert got.to_dict() == want
     assert got.log_lines()[0].startswith("job: auc=")
+    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "777"
+    spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
 
 
 def test_bad_input_is_the_command_lines_error(spark, tmp_path) -> None:
