@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_trainer import FACTORIES, KINDS, _rows  # noqa: E402
+from test_trainer import KINDS, _make, _rows  # noqa: E402
 
 from mpieval.comm import Comm  # noqa: E402
 from mpieval.errors import UndefinedMetricWarning  # noqa: E402
@@ -66,7 +66,7 @@ def run(scenarios: str, size: int) -> list[dict]:
 def test_every_kind_over_gloo_gives_the_one_rank_numbers(size):
     results = [r["kinds"] for r in run(scenarios(size), size)]
     for kind in KINDS:
-        reference = FACTORIES[kind](Comm.local())
+        reference = _make(kind, Comm.local())
         reference.update(**_rows(kind, np.random.default_rng(7)))
         expected = reference.compute().to_dict()
         for got in results:
