@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpieval.comm import Comm
-from mpieval.errors import InputError, RemoteError, UndefinedMetricWarning
+from mpieval.errors import InputError, RemoteError, StateFormatError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 from mpieval.metric import Evaluator, Metric, compute_all
 
@@ -32,6 +32,7 @@ __all__ = [
     "InputError",
     "Metric",
     "RemoteError",
+    "StateFormatError",
     "UndefinedMetricWarning",
     "compute_all",
 ]

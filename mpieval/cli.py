@@ -26,7 +26,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from mpieval import comm as comm_module
 from mpieval import locations, pipeline, readers, split
@@ -49,8 +49,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error said as every other error is: one line, ``mpieval:
+    error: ...`` with the command to ask for help, status 2 (not the usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("mpieval").strip()
+        hint = f"mpieval {command} --help" if command else "mpieval --help"
+        self.exit(2, f"mpieval: error: {message} (see {hint})\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mpieval",
         description="Abacus/Paddle CTR metrics over prediction files, on any number of "
         "MPI ranks (run under mpiexec -n N, or alone).",
@@ -115,7 +125,10 @@ class _PrintVersion(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         import mpieval
 
-        print(f"mpieval {mpieval.__version__}")
+        try:
+            print(f"mpieval {mpieval.__version__}", flush=True)
+        except BrokenPipeError:  # `mpieval --version | true`: nobody reads it
+            pipeline.stdout_to_devnull()
         parser.exit()
 
 
@@ -345,9 +358,10 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 
     comm.agreed(lambda: check_outputs() if comm.rank == 0 else None)
     merged = merge_runs(args.directories, comm)
-    record = None if invocation is None else (lambda: pipeline.run_record(
+    record = None if invocation is None else (lambda: {**pipeline.run_record(
         invocation, comm.size, merged.rows, pipeline.weight_entries(merged.weights,
-                                                                    merged.results)))
+                                                                    merged.results)),
+        "merged": merged.runs})
     comm.agreed(lambda: pipeline.output(merged.specs, merged.results, args.json, args.report,
                                         run=record)
                 if comm.rank == 0 else None)

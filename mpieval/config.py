@@ -105,6 +105,11 @@ def specs_from_flags(
         except InputError as error:
             raise InputError("--metrics", error.problem) from None
         chosen = {k: v for k, v in options.items() if k in kind.options and v is not None}
+        unread = kind.unread_option(chosen, columns)
+        if unread is not None:
+            option, about = unread
+            raise InputError(option.flag, f"is about the {about.flag} column, which is not "
+                             f"given (add {about.flag} COL)")
         try:
             checked = kind.check_options(chosen)
         except InputError as error:  # named by its flag
@@ -209,7 +214,13 @@ def _spec(name: str, table: Mapping[str, Any]) -> MetricSpec:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise InputError(f"filters.{column}",
                              f"must be a number or a string, got {value!r}")
-    options = kind.check_options({k: v for k, v in table.items() if k in kind.options})
+    chosen = {k: v for k, v in table.items() if k in kind.options}
+    unread = kind.unread_option(chosen, given)
+    if unread is not None:
+        option, about = unread
+        raise InputError(option.name, f"is about the {about.name} column, which is not given "
+                         f"(add {about.name} = \"COL\")")
+    options = kind.check_options(chosen)
     return MetricSpec(
         name=name, kind=kind.name, columns=_columns(kind, given), mask=mask,
         filters=dict(filters), options=options,

@@ -12,17 +12,19 @@ report section are imported when first used (:meth:`Kind.load`, :meth:`Kind.repo
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 
 from mpieval.errors import InputError, KindUnavailable
-from mpieval.validation import window_rows
+from mpieval.validation import column_name, window_rows
 
 if TYPE_CHECKING:
     from mpieval.metric import Metric
+    from mpieval.report.section import Section
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class Option:
     On the command line: ``flag`` (default ``--`` and the name with dashes), ``parse``
     (the flag's text to the value the check takes; None: a switch, present means True),
     ``metavar`` and ``help``. ``config=False``: an argument of the class only.
+    ``about``: the optional input the option is about (``weights``: how the ``weight``
+    column is read); giving the option without that input's column is an error, on the
+    command line and in a config, rather than an option silently without effect.
     """
 
     name: str
@@ -72,10 +77,16 @@ class Option:
     parse: Callable[[str], Any] | None = str
     metavar: str | None = None
     help: str = ""
+    about: str | None = None
 
     @property
     def flag(self) -> str:
         return self.flag_name or "--" + self.name.replace("_", "-")
+
+    def setting(self, value: Any) -> str:
+        """How the command line sets the option to ``value``: the flag of a switch
+        (``--soft-labels``), else the flag and the value (``--pn-ties half``)."""
+        return self.flag if self.parse is None else f"{self.flag} {value}"
 
 
 WINDOW = Option("window", None, window_rows, config=False)
@@ -96,6 +107,11 @@ TAG = Input("tag", role="name", optional=True,
 COMPARE = Input("compare", optional=True,
                 help="a second pred column (model B) on the same rows: paired A/B values")
 
+COMPARED = Option("compare", None, column_name, help=COMPARE.help)
+"""The name of model B's pred (``auc``, ``wuauc``): ``update()`` then takes ``compare=``,
+and the result gains the paired A/B values; on the command line ``--compare`` names B's
+column and the result's name for it."""
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -108,6 +124,9 @@ class Kind:
     ``tag_required`` instead. ``counts`` names fields that are counts (printed with
     thousands separators). ``demo`` is the TOML of the kind's metrics in ``mpieval demo``
     (over the demo's columns), or empty.
+
+    ``report``: the kind's :class:`~mpieval.report.section.Section`, what ``mpieval
+    report`` shows of it.
     """
 
     name: str
@@ -154,13 +173,12 @@ class Kind:
         fragment: dict[str, Any] = json.loads(text)
         return fragment
 
-    def report_section(self) -> Callable[..., tuple[str, list[str]]] | None:
-        """The function that draws the kind's section of a report page, or None."""
+    def report_section(self) -> Section | None:
+        """The kind's section of a report page (imported now), or None."""
         if self.report is None:
             return None
         module_name, attribute = self.report.split(":")
-        section: Callable[..., tuple[str, list[str]]] = getattr(
-            importlib.import_module(module_name), attribute)
+        section: Section = getattr(importlib.import_module(module_name), attribute)
         return section
 
     @property
@@ -209,6 +227,17 @@ class Kind:
         """Every option of the kind, given or default, checked (:func:`checked_options`)."""
         return checked_options(self.name, self.declared_options, given)
 
+    def unread_option(self, options: Mapping[str, Any],
+                      columns: Mapping[str, Any]) -> tuple[Option, Input] | None:
+        """An option among ``options`` (those given) that is ``about`` an input whose
+        column is not among ``columns`` (those given), with that input; or None."""
+        inputs = {spec.name: spec for spec in self.declared_inputs}
+        for name in options:
+            about = self.options[name].about if name in self.options else None
+            if about is not None and columns.get(about) is None:
+                return self.options[name], inputs[about]
+        return None
+
     def build(self, options: Mapping[str, Any], comm: Any) -> Metric:
         """A fresh metric on ``comm`` with ``options`` (checked by its constructor)."""
         return self.load()(**options, comm=comm)
@@ -224,3 +253,58 @@ def checked_options(kind: str, declared: tuple[Option, ...],
         raise InputError(unknown[0], f"is not an option of kind {kind}")
     return {name: option.check(name, given.get(name, option.default))
             for name, option in known.items()}
+
+
+def check_shared_options(kinds: Iterable[Kind]) -> None:
+    """Options of several kinds that share a name or a flag are one declaration
+    (:data:`WINDOW`, :data:`COMPARED`): the command line has one flag per name, parsed
+    once, and sets every kind's option of that name with it. Two different declarations
+    are a :class:`ValueError` naming both kinds."""
+    seen: dict[str, tuple[str, Option]] = {}
+    for kind in kinds:
+        for option in kind.declared_options:
+            for key in dict.fromkeys((option.name, option.flag)):
+                first_kind, first = seen.setdefault(key, (kind.name, option))
+                if first is not option:
+                    what = "flag" if key == option.flag else "option"
+                    raise ValueError(
+                        f"kinds {first_kind} and {kind.name} declare the {what} {key} "
+                        "each its own way: declare the option once and give both kinds "
+                        "that one Option (as WINDOW)")
+
+
+def signature_problem(signature: inspect.Signature, declared: tuple[Option, ...],
+                      arguments: tuple[str, ...] = ()) -> str | None:
+    """What is wrong with a metric class's constructor ``signature`` against its kind's
+    ``declared`` options, or None: ``comm`` first (default None), then keyword-only
+    arguments, the declared options in their order with their declared defaults, and the
+    class's own ``arguments`` (not options of the kind) anywhere among them."""
+    parameters = list(signature.parameters.values())
+    if not parameters or parameters[0].name != "comm" or parameters[0].default is not None:
+        return "must take comm=None first"
+    if parameters[0].kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+        return "must take comm as its one positional argument"
+    rest = parameters[1:]
+    spread = [p for p in rest if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if spread:
+        stars = "*" if spread[0].kind is inspect.Parameter.VAR_POSITIONAL else "**"
+        return f"must name each option, not take {stars}{spread[0].name}"
+    loose = [p.name for p in rest if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    if loose:
+        return f"must take {loose[0]} as a keyword-only argument (after *)"
+    names = tuple(p.name for p in rest if p.name not in arguments)
+    wanted = tuple(option.name for option in declared)
+    if names != wanted:
+        return f"takes options ({', '.join(names)}), its kind declares ({', '.join(wanted)})"
+    defaults = {p.name: p.default for p in rest}
+    for option in declared:
+        if not _same_default(defaults[option.name], option.default):
+            return (f"has {option.name}={defaults[option.name]!r}, its kind declares "
+                    f"{option.name}={option.default!r}")
+    return None
+
+
+def _same_default(given: Any, declared: Any) -> bool:
+    """The same value of the same type (``0`` is not ``False``)."""
+    return (given is not inspect.Parameter.empty and type(given) is type(declared)
+            and given == declared)

@@ -14,14 +14,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class OptionHint:
+    """The option whose setting would accept what an :class:`InputError` refused, named
+    at the end of its problem: `` (pass soft_labels=True for labels in [0, 1])``. The
+    command line spells the setting as its flag (``--soft-labels``) from the option's
+    declaration."""
+
+    option: str
+    value: Any
+    purpose: str
+
+    def text(self, setting: str | None = None) -> str:
+        """`` (pass SETTING PURPOSE)``; the setting by default as in Python
+        (``soft_labels=True``)."""
+        return f" (pass {setting or f'{self.option}={self.value!r}'} {self.purpose})"
 
 
 class InputError(ValueError):
     """Bad input data or usage.
 
     Carries the field (column) name, how many values are bad and the first bad
-    index, so that the command line can turn it into ``file:line: column ...``.
+    index, so that the command line can turn it into ``file:line: column ...``, and the
+    option that would accept the values (``hint``, ending ``problem``), so that it can
+    name the option's flag.
     """
 
     def __init__(
@@ -32,13 +52,21 @@ class InputError(ValueError):
         count: int | None = None,
         first_index: int | None = None,
         value: object = None,
+        hint: OptionHint | None = None,
     ) -> None:
         self.field = field
-        self.problem = problem
+        self._bare_problem = problem
+        self.problem = problem if hint is None else problem + hint.text()
         self.count = count
         self.first_index = first_index
         self.value = value
+        self.hint = hint
         super().__init__(self._message())
+
+    def problem_setting(self, setting: str) -> str:
+        """The problem with the hint's option set as ``setting`` (the command line's
+        ``--soft-labels``) instead of as in Python."""
+        return self.problem if self.hint is None else self._bare_problem + self.hint.text(setting)
 
     def _message(self) -> str:
         text = f"{self.field}: {self.problem}"
@@ -53,12 +81,13 @@ class InputError(ValueError):
 
     def __reduce__(self):  # keep the structured fields when pickled across ranks
         return _rebuild_input_error, (
-            type(self), self.field, self.problem, self.count, self.first_index, self.value
+            type(self), self.field, self._bare_problem, self.count, self.first_index,
+            self.value, self.hint,
         )
 
 
-def _rebuild_input_error(cls, field, problem, count, first_index, value):
-    return cls(field, problem, count=count, first_index=first_index, value=value)
+def _rebuild_input_error(cls, field, problem, count, first_index, value, hint):
+    return cls(field, problem, count=count, first_index=first_index, value=value, hint=hint)
 
 
 class DataError(InputError):
@@ -101,6 +130,12 @@ class LayoutMismatchError(RuntimeError):
 
 class UidCollisionError(RuntimeError):
     """Two different uids hashed to the same 64-bit key (about n**2 / 2**65 likely)."""
+
+
+class StateFormatError(ValueError):
+    """A saved state (a checkpoint, a ``--save-state`` run) of a layout this version
+    cannot read: written by a newer mpieval, or missing a part; the message names the
+    formats."""
 
 
 class UndefinedMetricWarning(RuntimeWarning):

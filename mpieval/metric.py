@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
+import numbers
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,12 +38,19 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.declaration import Input, Option, checked_options
-from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.declaration import Input, Option, checked_options, signature_problem
+from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
+
+STATE_FORMAT = 1
+"""The layout of a metric's :meth:`~Metric.state_dict` (its keys and their meaning), saved
+in it as ``format``: raised when a change would make an older version misread a state
+(a part renamed, reshaped or meaning something else), so that such a state is refused by
+name. States saved before the field existed are format 1. tests/data/states keeps a
+saved run of every format, which each version must still read."""
 
 
 class Result(Protocol):
@@ -106,6 +115,10 @@ class OnComm:
         return copied
 
 
+_PLAIN_VALUES = (numbers.Number, str, bytes, list, tuple, dict, set, frozenset, np.ndarray)
+"""Values that are no communicator (an option's value: ``AucMetric(1000)``)."""
+
+
 class Metric(OnComm, ABC):
     """Base of the metric kinds: a declaration, local updates, a collective compute.
 
@@ -118,13 +131,31 @@ class Metric(OnComm, ABC):
     kind: ClassVar[str]
     inputs: ClassVar[tuple[Input, ...]]
     options: ClassVar[tuple[Option, ...]] = ()
+    arguments: ClassVar[tuple[str, ...]] = ()  # the class's keywords that are not options
     window: int | None = None  # rows of the recent window (kinds that declare WINDOW)
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
+        if isinstance(comm, _PLAIN_VALUES):  # an option given by position
+            raise TypeError(
+                f"{type(self).__name__}() takes a communicator or None first, got {comm!r}: "
+                f"options are keyword arguments ({type(self).__name__}"
+                f"({self.options[0].name if self.options else 'option'}={comm!r}))")
         super().__init__(comm)
         for name, value in self.check_options(options).items():
             setattr(self, name, value)
         self.reset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind's class (one that sets ``kind``) takes ``comm=None`` first, then its
+        kind's options as keyword-only arguments with their declared defaults
+        (``AucMetric(comm=None, *, table_size=1_000_000, ...)``), and any of its own
+        ``arguments``: a constructor that says otherwise is a :class:`TypeError` here, when
+        the class is defined."""
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "kind"):
+            problem = signature_problem(inspect.signature(cls), cls.options, cls.arguments)
+            if problem is not None:
+                raise TypeError(f"{cls.__name__}() {problem}")
 
     # -- the declaration -------------------------------------------------------------
 
@@ -213,12 +244,13 @@ class Metric(OnComm, ABC):
     # -- checkpoints -----------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """This rank's state as plain values: ``kind``, ``options.NAME`` for each option,
+        """This rank's state as plain values: ``kind``, ``format`` (:data:`STATE_FORMAT`),
+        ``options.NAME`` for each option,
         each summed part as a float64 array, each rows part's columns as ``PART.COLUMN``
         arrays (copies), the window's kept rows as ``window.*`` arrays
         (:meth:`RecentRows.state_dict`), and the kind's own extras; no communicator.
         Every value saves in an ``.npz`` file (:mod:`mpieval.checkpoint`)."""
-        state: dict[str, Any] = {"kind": self.kind}
+        state: dict[str, Any] = {"kind": self.kind, "format": STATE_FORMAT}
         state.update({f"options.{o.name}": getattr(self, o.name) for o in self.options
                       if getattr(self, o.name) is not None})  # an absent option is None
         for name, part in self.state.layout.items():
@@ -258,6 +290,16 @@ class Metric(OnComm, ABC):
         kind = _plain(state.get("kind"))
         if kind != self.kind:
             raise ValueError(f"a saved {kind} state cannot load into a {self.kind} metric")
+        saved_format = _plain(state.get("format", 1))  # states from before it was saved: 1
+        if saved_format > STATE_FORMAT:
+            raise StateFormatError(
+                f"a {kind} state of format {saved_format}, written by a newer mpieval: "
+                f"this version reads state formats up to {STATE_FORMAT}")
+        missing = [name for name in self._saved_names() if name not in state]
+        if missing:
+            raise StateFormatError(
+                f"a {kind} state of format {saved_format} without {', '.join(missing)}: "
+                f"not a state this version (format {STATE_FORMAT}) wrote, or damaged")
         self._load_extra_state(state)
         # an option absent from a saved state is its default: an option whose value is
         # None is not saved, and a state saved before an option existed has its default
@@ -283,6 +325,16 @@ class Metric(OnComm, ABC):
         if self.window is not None:
             self._recent = RecentRows.from_state_dict(self.window, state)
         self._error = _saved_error(state)
+
+    def _saved_names(self) -> list[str]:
+        """The keys of :meth:`state_dict` that every saved state of this metric holds."""
+        names = []
+        for name, part in self.state.layout.items():
+            if isinstance(part, Summed):
+                names.append(name)
+            else:
+                names += [f"{name}.{column}" for column in self.state.rows(name).dtypes]
+        return names
 
     def _extra_state(self) -> dict[str, Any]:
         """State kept outside the declared parts (a kind's own; saved beside them)."""

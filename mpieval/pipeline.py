@@ -16,8 +16,9 @@ import datetime
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import numpy as np
@@ -113,7 +114,7 @@ def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
     done = evaluate_job(job, comm, progress=progress or (comm.rank == 0 and _tty()),
-                        save_state=save_state)
+                        save_state=save_state, invocation=invocation)
     record = None if invocation is None else (
         lambda: run_record(invocation, comm.size, done.rows, done.weights))
     comm.agreed(lambda: output(job.specs, done.results, json_path, report_path, run=record)
@@ -137,6 +138,8 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
     :func:`mpieval.locations.output_failure`)."""
     try:
         print_results(specs, results)
+    except BrokenPipeError:  # `mpieval eval ... | head -1`: the reader has what it wanted
+        stdout_to_devnull()
     except OSError as error:
         raise _stdout_failed(error) from None
     if not (json_path or report_path):
@@ -150,8 +153,9 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         from mpieval import report
 
         report.write_run_report(data, report_path, json_path=json_path)
-        print(f"mpieval: report written to {os.path.abspath(report_path)}", file=sys.stderr,
-              flush=True)
+        shown = (locations.redact(report_path) if locations.is_uri(report_path)
+                 else os.path.abspath(report_path))
+        print(f"mpieval: report written to {shown}", file=sys.stderr, flush=True)
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,
@@ -171,9 +175,11 @@ class Evaluation:
 
 
 def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
-                 save_state: str | None = None) -> Evaluation:
+                 save_state: str | None = None,
+                 invocation: Invocation | None = None) -> Evaluation:
     """Collective: read this rank's pieces in lockstep with the others, feeding each
-    batch to the metrics as it comes, then compute."""
+    batch to the metrics as it comes, then compute; with ``save_state``, save the states
+    there, with the run's ``run`` object when ``invocation`` is given."""
     evaluator = comm.agreed(lambda: _evaluator(job.specs, comm))
     tasks = [Task(spec, evaluator[spec.name]) for spec in job.specs]
     meter = Progress(job.total_bytes) if progress and comm.rank == 0 else None
@@ -207,7 +213,9 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
     if save_state is not None:
         from mpieval.saved_runs import save_run
 
-        save_run(save_state, job.specs, evaluator, comm, rows=rows, weights=weighted)
+        run = None if invocation is None else run_record(
+            invocation, comm.size, rows, weight_entries(weighted, results))
+        save_run(save_state, job.specs, evaluator, comm, rows=rows, weights=weighted, run=run)
     return Evaluation(results, rows, weight_entries(weighted, results))
 
 
@@ -285,11 +293,14 @@ def _feed(tasks: Iterable[Task], batch: Batch) -> None:
 class Invocation:
     """How a run was started, for its ``run`` object (:func:`run_record`): the command
     line and the inputs as given, secrets redacted (:func:`mpieval.locations.redact`),
-    and when (UTC, ISO 8601 to the second)."""
+    when (UTC, ISO 8601 to the second), and the run's identity (a random UUID: two saved
+    runs of the same id are one run, which ``mpieval merge`` would count twice). Each rank
+    makes its own; rank 0's, which writes every output, is the run's."""
 
     command: list[str]
     inputs: list[str]
     started: str
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 def invocation(argv: Sequence[str], inputs: Sequence[str]) -> Invocation:
@@ -311,15 +322,16 @@ def _redacted_argument(text: str) -> str:
 
 def run_record(invocation: Invocation, ranks: int, rows: int | None,
                weights: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    """The JSON's ``run`` object: ``mpieval_version``, ``command``, ``started``,
+    """The JSON's ``run`` object: ``id``, ``mpieval_version``, ``command``, ``started``,
     ``inputs``, ``ranks``, ``rows`` (rows read over every rank; null when unknown) and
     ``weights`` (per weighted metric its column, what a weight means and the sum; null
     when no metric is weighted)."""
     import mpieval
 
-    return {"mpieval_version": mpieval.__version__, "command": invocation.command,
-            "started": invocation.started, "inputs": invocation.inputs, "ranks": ranks,
-            "rows": rows, "weights": dict(weights) or None}
+    return {"id": invocation.id, "mpieval_version": mpieval.__version__,
+            "command": invocation.command, "started": invocation.started,
+            "inputs": invocation.inputs, "ranks": ranks, "rows": rows,
+            "weights": dict(weights) or None}
 
 
 def weight_entries(weighted: Mapping[str, Mapping[str, str]], results: Mapping[str, Result]
@@ -458,7 +470,10 @@ class Task:
 
     def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
         column = self.spec.columns.get(error.field, error.field)
-        problem = error.problem.replace("pass soft_labels=True", "pass --soft-labels")
+        problem = error.problem  # an option it names, named by its flag (--soft-labels)
+        if error.hint is not None and error.hint.option in self.kind.options:
+            option = self.kind.options[error.hint.option]
+            problem = error.problem_setting(option.setting(error.hint.value))
         if error.first_index is None:
             return DataError(batch.path, problem, column)
         row = error.first_index if keep is None else int(np.flatnonzero(keep)[error.first_index])
@@ -502,13 +517,18 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
     out.flush()
 
 
-def _stdout_failed(error: OSError) -> OutputError:
-    """The error of log lines that could not be written (stdout on a full disk, a closed
-    pipe). What is left in stdout's buffer then goes to ``/dev/null``, so that the
+def stdout_to_devnull() -> None:
+    """Send what is left in stdout's buffer, and anything printed later, to ``/dev/null``:
+    after stdout failed (a full disk) or its reader left (a closed pipe), so that the
     interpreter's last flush at exit does not fail again with a traceback."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         sink = os.open(os.devnull, os.O_WRONLY)
         os.dup2(sink, sys.stdout.fileno())
         os.close(sink)
+
+
+def _stdout_failed(error: OSError) -> OutputError:
+    """The error of log lines that could not be written (stdout on a full disk)."""
+    stdout_to_devnull()
     reason = getattr(error, "strerror", None) or str(error)
     return OutputError(f"stdout: cannot write the log lines: {reason}")

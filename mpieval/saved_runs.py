@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from mpieval import checkpoint, locations
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec
-from mpieval.errors import InputError, OutputError, RemoteError, StoreError
+from mpieval.errors import InputError, OutputError, RemoteError, StateFormatError, StoreError
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Result
 
@@ -38,11 +38,13 @@ def state_file(directory: str, rank: int) -> str:
 
 def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
              comm: Comm, *, rows: int | None = None,
-             weights: Mapping[str, Mapping[str, str]] | None = None) -> None:
+             weights: Mapping[str, Mapping[str, str]] | None = None,
+             run: Mapping[str, Any] | None = None) -> None:
     """Collective: every rank writes its state, then rank 0 the run's description (a
     directory without ``run.json`` is an unfinished save): the ranks, the rows read
-    (``rows``, every rank's), and each metric's name, kind, log prefix and, for a
-    weighted one, its ``weight`` (``weights``: the column and what a weight means).
+    (``rows``, every rank's), each metric's name, kind, log prefix and, for a
+    weighted one, its ``weight`` (``weights``: the column and what a weight means), and
+    rank 0's ``run`` object of the JSON (its ``id`` and ``inputs``: what ``merge`` keeps).
 
     The directory then holds this run only: a run saved there before loses its
     ``run.json`` first (while the new states are written, the directory is an
@@ -63,7 +65,7 @@ def save_run(directory: str, specs: Sequence[MetricSpec], evaluator: Evaluator,
     description = {"ranks": comm.size, "rows": rows, "metrics": [
         {"name": spec.name, "kind": spec.kind, "prefix": spec.log_prefix,
          **({"weight": dict(weights[spec.name])} if spec.name in weights else {})}
-        for spec in specs]}
+        for spec in specs], **({"run": dict(run)} if run is not None else {})}
 
     def write_state() -> None:
         _writing(shown, lambda: locations.make_directory(directory))
@@ -137,6 +139,7 @@ class Merged:
     results: dict[str, Result]
     rows: int | None
     weights: dict[str, dict[str, str]]
+    runs: list[dict[str, Any]]  # each saved run's ``run`` object and its ``state`` directory
 
 
 def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
@@ -165,6 +168,8 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
         evaluator = Evaluator(metrics, comm)
         try:
             evaluator.load_state_dicts(mine)
+        except StateFormatError as error:
+            raise InputError("merge", str(error)) from None
         except ValueError as error:
             raise InputError("merge", f"the saved runs differ: {error}") from None
         return evaluator
@@ -173,7 +178,9 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
         evaluator = comm.agreed(load, catch=(InputError, StoreError, OSError))
     except OSError as error:
         raise InputError("merge", f"cannot read a saved state: {error}") from None
-    return Merged(specs, evaluator.compute(), rows, weights)
+    merged = [{**run.get("run", {}), "state": locations.redact(directory)}
+              for directory, run in runs]
+    return Merged(specs, evaluator.compute(), rows, weights, merged)
 
 
 def _load(path: str) -> dict[str, dict[str, Any]]:
@@ -189,6 +196,14 @@ def _runs(directories: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
                              f"{seen[key]}): its runs would count twice")
         seen[key] = locations.redact(directory)
     runs = [(directory, read_run(directory)) for directory in directories]
+    ids: dict[str, str] = {}
+    for directory, run in runs:  # a copy of a saved run is the same run
+        run_id = run.get("run", {}).get("id")
+        if run_id in ids:
+            raise InputError(locations.redact(directory), f"holds the same run as "
+                             f"{ids[run_id]} (run.id {run_id}): its rows would count twice")
+        if run_id is not None:
+            ids[run_id] = locations.redact(directory)
     names = [(m["name"], m["kind"]) for m in runs[0][1]["metrics"]]
     for directory, run in runs[1:]:
         other = [(m["name"], m["kind"]) for m in run["metrics"]]

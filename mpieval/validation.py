@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mpieval import _core
-from mpieval.errors import InputError
+from mpieval.errors import InputError, OptionHint
 
 
 def from_tensor(values: object) -> object:
@@ -94,10 +94,12 @@ def as_vector(field: str, values: object) -> np.ndarray:
     masked: :func:`unmasked`)."""
     check_given(field, values)
     array = np.asarray(unmasked(field, from_tensor(values)))
+    if array.dtype.kind not in "biuf":  # before the shape: "abc" is text, not a 0-d array
+        got = f"the text {values!r}" if isinstance(values, (str, bytes)) else (
+            f"dtype {array.dtype}")
+        raise InputError(field, f"must be numeric, got {got}")
     if array.ndim != 1:
         raise InputError(field, f"must be 1-D, got an array of shape {array.shape}")
-    if array.dtype.kind not in "biuf":
-        raise InputError(field, f"must be numeric, got dtype {array.dtype}")
     return array
 
 
@@ -117,11 +119,13 @@ def check_lengths(**arrays: np.ndarray | None) -> int:
     return next(iter(lengths.values()), 0)
 
 
-def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str) -> None:
+def _fail(field: str, bad: np.ndarray, values: np.ndarray, problem: str,
+          hint: OptionHint | None = None) -> None:
     where = np.flatnonzero(bad)
     first = int(where[0])
     raise InputError(
-        field, problem, count=len(where), first_index=first, value=values[first].item()
+        field, problem, count=len(where), first_index=first, value=values[first].item(),
+        hint=hint,
     )
 
 
@@ -139,23 +143,20 @@ def check_interval(field: str, values: np.ndarray, low: float, high: float) -> N
     _fail(field, (values < low) | (values > high), values, f"must be in [{low:g}, {high:g}]")
 
 
-SOFT_LABEL_HINT = " (pass soft_labels=True for labels in [0, 1])"
-
-
-def check_binary(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT) -> None:
-    """Every value is 0 or 1; ``hint`` ends the message."""
+def check_binary(field: str, values: np.ndarray, hint: OptionHint | None = None) -> None:
+    """Every value is 0 or 1; ``hint``: the option that would accept other values."""
     check_interval(field, values, 0, 1)
     if values.dtype.kind == "f":
         bad = (values != 0) & (values != 1)
         if bad.any():
-            _fail(field, bad, values, "must be 0 or 1" + hint)
+            _fail(field, bad, values, "must be 0 or 1", hint)
 
 
 _NARROWED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, np.float32,
                                         np.float64, np.bool_))  # binary_uint8's one pass
 
 
-def binary_uint8(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT,
+def binary_uint8(field: str, values: np.ndarray, hint: OptionHint | None = None,
                  out: np.ndarray | None = None) -> np.ndarray:
     """``values`` checked as by :func:`check_binary`, as a uint8 array of 0 and 1 (``out``
     if given, a uint8 array of their length, else a new one): one compiled pass for the
@@ -163,7 +164,7 @@ def binary_uint8(field: str, values: np.ndarray, hint: str = SOFT_LABEL_HINT,
     if out is None or len(out) != len(values) or out.dtype != np.uint8:
         out = np.empty(len(values), np.uint8)
     if values.dtype in _NARROWED and values.flags.c_contiguous:
-        if _core.binary_to_u8(values, out) < 0:
+        if _core.labels.binary_to_u8(values, out) < 0:
             return out
     check_binary(field, values, hint)  # raises, naming the first bad value
     out[...] = values

@@ -50,7 +50,7 @@ def single_rank(repeat: int) -> None:
     pred, label = ctr_data(N_ROWS)
 
     def update() -> None:
-        metric = AucMetric(T, comm=Comm.local())
+        metric = AucMetric(table_size=T, comm=Comm.local())
         metric.update(pred, label)
 
     def plain_bincount() -> None:
@@ -94,7 +94,7 @@ def single_rank(repeat: int) -> None:
     print(f"  sklearn roc_auc_score:             {t_sklearn * 1e3:.0f} ms "
           f"-> update() is {t_sklearn / t_update:.1f}x faster")
 
-    metric = AucMetric(T, comm=Comm.local())
+    metric = AucMetric(table_size=T, comm=Comm.local())
     before = metric.state.buffer.nbytes
     metric.update(pred, label)
     print(f"state: {before / 2**20:.1f} MiB before, {metric.state.buffer.nbytes / 2**20:.1f} MiB "
@@ -112,7 +112,7 @@ def compute_part(repeat: int) -> None:
     pred, label = ctr_data(N_ROWS)
     lo = comm.rank * N_ROWS // comm.size
     hi = (comm.rank + 1) * N_ROWS // comm.size
-    metric = AucMetric(T, comm=comm)
+    metric = AucMetric(table_size=T, comm=comm)
     metric.update(pred[lo:hi], label[lo:hi])
     metric.compute()  # warm-up (compiles or loads the cached kernel)
     times = []

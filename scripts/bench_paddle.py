@@ -6,7 +6,7 @@ Repeat with:
 
 Starts a 2-process Paddle job (the environment ``paddle.distributed.launch`` gives) and a
 2-process torch gloo job, in turn, ``--rounds`` times. In each, every process feeds
-``--rows`` rows to an ``AucMetric(--table-size)`` and times ``--computes`` of its
+``--rows`` rows to an ``AucMetric`` of ``--table-size`` buckets and times ``--computes`` of its
 ``compute()`` (after a barrier; the median kept); then a ``WuaucMetric`` with uids over
 every process computes once, with the per-user exchange's primitives wrapped to count the
 bytes this process sends: over Paddle the counts' ``all_gather`` and the slots of its
@@ -48,7 +48,7 @@ def worker(transport: str, rank: int, size: int, args: argparse.Namespace) -> di
     rng = np.random.default_rng([11, rank])
     pred = rng.random(args.rows).astype(np.float32)
     label = (rng.random(args.rows) < pred).astype(np.int8)
-    metric = AucMetric(args.table_size, comm=comm)
+    metric = AucMetric(table_size=args.table_size, comm=comm)
     metric.update(pred, label)
     seconds = []
     for _ in range(args.computes):

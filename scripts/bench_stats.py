@@ -42,7 +42,7 @@ def child(repeat: int) -> None:
     rng = np.random.default_rng(0)
     pred = rng.beta(2, 9, N_ROWS).astype(np.float32)
     label = (rng.random(N_ROWS) < pred).astype(np.int8)
-    metric = AucMetric(T, comm=Comm.local())
+    metric = AucMetric(table_size=T, comm=Comm.local())
     metric.update(pred[:10], label[:10])  # loads the compiled kernels
 
     def update() -> None:
@@ -53,7 +53,7 @@ def child(repeat: int) -> None:
     metric.compute()
     figures["compute"] = median_time(metric.compute, repeat)
     try:
-        paired = AucMetric(T, compare="b", comm=Comm.local())
+        paired = AucMetric(table_size=T, compare="b", comm=Comm.local())
     except Exception:  # a tree without compare
         print(json.dumps(figures))
         return

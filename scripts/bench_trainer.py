@@ -35,7 +35,7 @@ def update_throughput(repeat: int) -> None:
     tensors = [(torch.from_numpy(p), torch.from_numpy(y)) for p, y in batches]
 
     def feed(data) -> None:
-        metric = AucMetric(T)
+        metric = AucMetric(table_size=T)
         for p, y in data:
             metric.update(p, y)
 
@@ -58,7 +58,7 @@ def compute_time(repeat: int) -> None:
         import torch.distributed as dist
 
         dist.init_process_group("gloo")
-    metric = AucMetric(T)
+    metric = AucMetric(table_size=T)
     rng = np.random.default_rng(metric.comm.rank)
     metric.update(rng.random(1_000_000), (rng.random(1_000_000) < 0.2).astype(np.int64))
     metric.compute()

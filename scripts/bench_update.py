@@ -100,7 +100,7 @@ def main() -> None:
         plain = plain_loop(Path(folder))
 
         def run_update() -> tuple[float, float]:
-            metric = AucMetric(size, comm=Comm.local())
+            metric = AucMetric(table_size=size, comm=Comm.local())
             start, cpu = time.perf_counter(), time.process_time()
             for p, y in batches:
                 metric.update(p, y)

@@ -74,7 +74,7 @@ def main() -> None:
 
     def auc(window: int | None) -> Callable[[], None]:
         def run() -> None:
-            metric = AucMetric(T, window=window, comm=Comm.local())
+            metric = AucMetric(table_size=T, window=window, comm=Comm.local())
             for s in starts:
                 metric.update(pred[s : s + BATCH], label[s : s + BATCH])
             kept[f"auc {window}"] = metric
@@ -112,8 +112,8 @@ def main() -> None:
 
     print(f"update() per batch of {BATCH:,}, without and with the window in turn, "
           f"medians over {args.repeat} x {len(starts)} batches, wall time")
-    pairs = {"auc": (AucMetric(T, comm=Comm.local()),
-                     AucMetric(T, window=WINDOW, comm=Comm.local()), (pred, label)),
+    pairs = {"auc": (AucMetric(table_size=T, comm=Comm.local()),
+                     AucMetric(table_size=T, window=WINDOW, comm=Comm.local()), (pred, label)),
              "pairwise": (PairwiseMetric(comm=Comm.local()),
                           PairwiseMetric(window=WINDOW, comm=Comm.local()), (left, right))}
     for kind, (plain_one, windowed_one, columns) in pairs.items():

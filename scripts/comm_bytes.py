@@ -79,7 +79,7 @@ def main() -> None:
     pred = rng.random(n, dtype=np.float32)
     label = (rng.random(n) < pred).astype(np.int8)
     tag = np.array(["feed", "home", "search"])[rng.integers(0, 3, n)]
-    ev = Evaluator({"auc": AucMetric(args.table_size), "wuauc": WuaucMetric(),
+    ev = Evaluator({"auc": AucMetric(table_size=args.table_size), "wuauc": WuaucMetric(),
                     "pn": PnMetric(), "pairwise": PairwiseMetric()}, comm=comm)
     ev["auc"].update(pred, label)
     ev["wuauc"].update(uid, pred, label, tag)

@@ -61,7 +61,7 @@ def subgroup(rank: int, size: int) -> dict:
     group = dist.new_group(evens)
     if rank not in evens:
         return {}
-    metric = AucMetric(100, comm=group)
+    metric = AucMetric(table_size=100, comm=group)
     metric.update(np.array([0.1 + 0.1 * rank]), np.array([rank % 4 == 0]))
     return {"num": metric.compute().num, "size": metric.comm.size}
 
@@ -69,7 +69,7 @@ def subgroup(rank: int, size: int) -> dict:
 def bad_input(rank: int, size: int) -> dict:
     import paddle
 
-    metric = AucMetric(100)
+    metric = AucMetric(table_size=100)
     if rank == size - 1:
         try:
             metric.update(paddle.to_tensor([0.5, float("nan")]), paddle.to_tensor([0, 1]))
@@ -85,7 +85,7 @@ def bad_input(rank: int, size: int) -> dict:
 
 def mismatch(rank: int, size: int) -> dict:
     names = ["b", "a"] if rank == size - 1 else ["a", "b"]
-    ev = Evaluator({n: AucMetric(100) if n == "a" else PairwiseMetric() for n in names})
+    ev = Evaluator({n: AucMetric(table_size=100) if n == "a" else PairwiseMetric() for n in names})
     try:
         ev.compute()
     except RuntimeError as error:
@@ -125,7 +125,7 @@ def late(rank: int, size: int) -> dict:
     alone give up after 30 s): every rank still gets the job's values."""
     import time
 
-    metric = AucMetric(100)
+    metric = AucMetric(table_size=100)
     metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
     if rank == size - 1:
         time.sleep(35)
@@ -136,7 +136,7 @@ def loop(rank: int, size: int) -> dict:
     """A metric per pass, 2,000 times: one transport while they live, none after."""
     warnings.simplefilter("ignore")
     for step in range(2_000):
-        metric = AucMetric(10)
+        metric = AucMetric(table_size=10)
         assert metric.comm.size == size
         if step % 100 == 0:
             metric.update(np.array([0.25, 0.75]), np.array([0, 1]))

@@ -49,7 +49,7 @@ def auc_coverage(rng: np.random.Generator, datasets: int, n: int, d: float,
     hits = dict.fromkeys(want, 0)
     for _ in range(datasets):
         pred, label = binormal(rng, n, d)
-        metric = AucMetric(table_size, comm=Comm.local())
+        metric = AucMetric(table_size=table_size, comm=Comm.local())
         metric.update(pred, label)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -82,7 +82,7 @@ def ab_rates(rng: np.random.Generator, datasets: int, n: int, d: float, noise_a:
     below_05 = below_01 = covered = 0
     for _ in range(datasets):
         pred_a, pred_b, label = paired(rng, n, d, noise_a, noise_b)
-        metric = AucMetric(table_size, compare="b", comm=Comm.local())
+        metric = AucMetric(table_size=table_size, compare="b", comm=Comm.local())
         metric.update(pred_a, label, compare=pred_b)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -231,9 +231,9 @@ def few_positives_rates(rng: np.random.Generator, datasets: int, positives: int,
         label = np.zeros(n, dtype=np.int8)
         label[rng.choice(n, positives, replace=False)] = 1
         score = rng.standard_normal(n) + d * label
-        metric = AucMetric(table_size, comm=Comm.local())
+        metric = AucMetric(table_size=table_size, comm=Comm.local())
         metric.update(sigmoid(score), label)
-        pair_metric = AucMetric(table_size, compare="b", comm=Comm.local())
+        pair_metric = AucMetric(table_size=table_size, compare="b", comm=Comm.local())
         pair_metric.update(sigmoid(score + noise * rng.standard_normal(n)), label,
                            compare=sigmoid(score + noise * rng.standard_normal(n)))
         with warnings.catch_warnings():
@@ -285,7 +285,7 @@ def downsampling_coverage(rng: np.random.Generator, datasets: int, n: int = 20_0
     hits: dict[str, int] = {}
     for _ in range(datasets):
         pred, label = binormal(rng, n, d, ctr)
-        full_metric = AucMetric(table_size, comm=Comm.local())
+        full_metric = AucMetric(table_size=table_size, comm=Comm.local())
         full_metric.update(pred, label)
         kept = (label == 1) | (rng.random(n) < keep)
         weight = np.where(label[kept] == 1, 1.0, 1 / keep)
@@ -293,7 +293,7 @@ def downsampling_coverage(rng: np.random.Generator, datasets: int, n: int = 20_0
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             full = full_metric.compute()
             for weights in ("frequency", "importance"):
-                metric = AucMetric(table_size, weights=weights, comm=Comm.local())
+                metric = AucMetric(table_size=table_size, weights=weights, comm=Comm.local())
                 metric.update(pred[kept], label[kept], weight)
                 ci = metric.compute().ci()
                 truths = [(name, value) for name, value in want.items()]

@@ -18,7 +18,7 @@ FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_
 
 
 def compute(pred, label, table_size, weight=None, soft=False) -> AucResult:
-    metric = AucMetric(table_size, soft_labels=soft, comm=Comm.local())
+    metric = AucMetric(table_size=table_size, soft_labels=soft, comm=Comm.local())
     metric.update(pred, label, weight)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -148,7 +148,7 @@ def test_rmse_mae_match_sklearn(rng):
 
 
 def _state(pred, label, table_size=64, weight=None):
-    m = AucMetric(table_size, comm=Comm.local())
+    m = AucMetric(table_size=table_size, comm=Comm.local())
     m.update(np.asarray(pred, dtype=np.float64), np.asarray(label, dtype=np.int64), weight)
     return m
 
@@ -189,7 +189,7 @@ def test_state_size_is_fixed(rng):
 
 
 def test_one_class_gives_nan_auc_with_one_warning(rng):
-    m = AucMetric(100, comm=Comm.local())
+    m = AucMetric(table_size=100, comm=Comm.local())
     m.update(rng.random(10), np.ones(10))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -202,7 +202,7 @@ def test_one_class_gives_nan_auc_with_one_warning(rng):
 
 
 def test_no_rows_gives_all_nan_never_zero():
-    m = AucMetric(100, comm=Comm.local())
+    m = AucMetric(table_size=100, comm=Comm.local())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = m.compute()
@@ -218,7 +218,7 @@ def test_no_rows_gives_all_nan_never_zero():
 
 
 def test_zero_predicted_ctr_gives_nan_copc():
-    m = AucMetric(100, comm=Comm.local())
+    m = AucMetric(table_size=100, comm=Comm.local())
     m.update(np.zeros(4), np.array([0, 1, 0, 1]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -244,7 +244,7 @@ def test_zero_predicted_ctr_gives_nan_copc():
     ],
 )
 def test_bad_values_name_field_count_and_first_index(pred, label, weight, field, count, first):
-    m = AucMetric(100, comm=Comm.local())
+    m = AucMetric(table_size=100, comm=Comm.local())
     with pytest.raises(InputError) as info:
         m.update(np.asarray(pred), np.asarray(label),
                  None if weight is None else np.asarray(weight))
@@ -257,7 +257,7 @@ def test_bad_values_name_field_count_and_first_index(pred, label, weight, field,
 
 
 def test_soft_label_out_of_range():
-    m = AucMetric(10, soft_labels=True, comm=Comm.local())
+    m = AucMetric(table_size=10, soft_labels=True, comm=Comm.local())
     with pytest.raises(InputError, match=r"label: must be in \[0, 1\]"):
         m.update([0.1, 0.2], [0.5, 1.5])
 
@@ -270,17 +270,21 @@ def test_soft_label_out_of_range():
         (np.zeros(3), np.zeros(2), "length mismatch: pred=3, label=2"),
         (np.zeros(2), np.array([None, 1], dtype=object), "label: must be numeric"),
         (np.zeros(2, dtype=complex), np.zeros(2), "pred: must be numeric"),
+        ("abc", [1, 0], "pred: must be numeric, got the text 'abc'"),
+        ([0.1, 0.2], "ab", "label: must be numeric, got the text 'ab'"),
+        (object(), [1], "pred: must be numeric, got dtype object"),
+        (0.5, 1, "pred: must be 1-D, got an array of shape ()"),
     ],
 )
 def test_bad_shapes_and_types(pred, label, match):
     with pytest.raises(InputError, match=match):
-        AucMetric(10, comm=Comm.local()).update(pred, label)
+        AucMetric(table_size=10, comm=Comm.local()).update(pred, label)
 
 
 @pytest.mark.parametrize("size", [0, -5, 2.5, "10"])
 def test_bad_table_size(size):
     with pytest.raises(InputError, match="table_size"):
-        AucMetric(size)
+        AucMetric(table_size=size)
 
 
 # -- the Abacus line ---------------------------------------------------------------------
@@ -307,7 +311,7 @@ def test_json_names(rng):
 
 
 def test_weighted_num_is_a_whole_number_in_the_log_line_and_exact_in_json():
-    m = AucMetric(10, comm=Comm.local())
+    m = AucMetric(table_size=10, comm=Comm.local())
     m.update([0.2, 0.7], [0, 1], [0.5, 1.25])
     with pytest.warns(UndefinedMetricWarning, match="bucket_error is undefined"):
         result = m.compute()
@@ -318,7 +322,8 @@ def test_weighted_num_is_a_whole_number_in_the_log_line_and_exact_in_json():
 def test_undefined_warnings_name_the_metric_and_repeat_every_pass():
     from mpieval import Evaluator
 
-    ev = Evaluator({"ctr": AucMetric(10), "cvr": AucMetric(10)}, comm=Comm.local())
+    ev = Evaluator({"ctr": AucMetric(table_size=10), "cvr": AucMetric(table_size=10)},
+                   comm=Comm.local())
     for _ in range(2):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")

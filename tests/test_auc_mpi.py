@@ -32,7 +32,7 @@ def data(rng, n=50_000):
 def one_process(rows, table_size, weighted=False):
     """The result of one process over every row (the reference: its warnings are not the
     point)."""
-    m = AucMetric(table_size, comm=Comm.local())
+    m = AucMetric(table_size=table_size, comm=Comm.local())
     m.update(rows["pred"], rows["label"], rows["weight"] if weighted else None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -49,7 +49,7 @@ def assert_same(got, want):
 def test_evaluator_several_metrics_one_pass(comm, rng):
     rows = data(rng, 20_000)
     mine = my_rows(rows, comm.rank, comm.size, rng)
-    ev = Evaluator({"a": AucMetric(100), "b": AucMetric(10_000)}, comm=comm)
+    ev = Evaluator({"a": AucMetric(table_size=100), "b": AucMetric(table_size=10_000)}, comm=comm)
     ev["a"].update(mine["pred"], mine["label"])
     ev["b"].update(mine["pred"], mine["label"], mine["weight"])
     with warns_undefined(comm, match="bucket_error is undefined"):  # few rows a bucket
@@ -78,7 +78,7 @@ def test_trainer_sub_communicator(comm, rng):
         rows = data(rng, 5000)
         members = [r for r in range(world.Get_size()) if r % 2 == color]
         mine = my_rows(rows, members.index(world.Get_rank()), len(members), rng)
-        metric = AucMetric(1000, comm=sub)
+        metric = AucMetric(table_size=1000, comm=sub)
         metric.update(mine["pred"], mine["label"])
         with warns_undefined(metric.comm, match="bucket_error is undefined"):
             result = metric.compute()

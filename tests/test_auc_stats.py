@@ -24,7 +24,7 @@ from mpieval.kinds.auc import delong, kernels
 
 
 def compute(pred, label, table_size=1000, weight=None, soft=False):
-    metric = AucMetric(table_size, soft_labels=soft, comm=Comm.local())
+    metric = AucMetric(table_size=table_size, soft_labels=soft, comm=Comm.local())
     metric.update(pred, label, weight)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -73,7 +73,7 @@ def test_soft_label_logloss(rng):
 
 
 def test_ne_is_undefined_when_every_label_is_one_class(rng):
-    m = AucMetric(100, comm=Comm.local())
+    m = AucMetric(table_size=100, comm=Comm.local())
     m.update(rng.random(10), np.zeros(10))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -197,7 +197,7 @@ def test_figures_are_drawn_when_first_read_from_the_tables_filled_buckets(rng, m
     whole table's functions; then the buckets are let go."""
     pred, label = ctr_data(rng, 4000)
     weight = rng.exponential(1.0, 4000) if weighted else None
-    metric = AucMetric(10_000, comm=Comm.local())
+    metric = AucMetric(table_size=10_000, comm=Comm.local())
     metric.update(pred, label, weight)
     calls = _counted_kernels(monkeypatch)
     result = _computed(metric)
@@ -219,7 +219,8 @@ def test_a_large_tables_figures_are_drawn_at_compute_and_its_buckets_let_go(rng,
 
     monkeypatch.setattr(auc_metric, "LAZY_FIGURES_BUCKETS", 500)
     pred, label = ctr_data(rng, 4000)
-    small, large = AucMetric(400, comm=Comm.local()), AucMetric(10_000, comm=Comm.local())
+    small = AucMetric(table_size=400, comm=Comm.local())
+    large = AucMetric(table_size=10_000, comm=Comm.local())
     small.update(pred, label)
     large.update(pred, label)
     calls = _counted_kernels(monkeypatch)
@@ -282,7 +283,7 @@ def test_delong_from_table_equals_pairwise_placement_oracle(rng, table_size):
                                             label.tolist())
         assert result.auc == pytest.approx(auc, rel=1e-12)
         assert result.stderr["auc"] ** 2 == pytest.approx(variance, rel=1e-10)
-        table = AucMetric(table_size, comm=Comm.local())
+        table = AucMetric(table_size=table_size, comm=Comm.local())
         table.update(pred, label)
         negatives, positives = table.state["table"]
         assert delong.delong_from_table(negatives, positives)[0] == pytest.approx(auc, rel=1e-12)
@@ -336,7 +337,7 @@ def test_ci_at_another_level_and_the_json_pair(rng):
 
 
 def test_one_row_per_class_gives_null_intervals_with_one_warning():
-    m = AucMetric(10, comm=Comm.local())
+    m = AucMetric(table_size=10, comm=Comm.local())
     m.update(np.array([0.2, 0.8]), np.array([0, 1]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -376,7 +377,7 @@ def test_auc_ctr_and_copc_intervals_cover_the_truth():
 
 
 def compare(pred_a, pred_b, label, table_size=1000, weight=None):
-    metric = AucMetric(table_size, compare="pred_b", comm=Comm.local())
+    metric = AucMetric(table_size=table_size, compare="pred_b", comm=Comm.local())
     metric.update(pred_a, label, weight, compare=pred_b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -440,13 +441,13 @@ def test_compare_input_must_match_the_option(rng):
     from mpieval import InputError
 
     with pytest.raises(InputError, match="compare: is needed"):
-        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1])
+        AucMetric(table_size=10, compare="b", comm=Comm.local()).update([0.1], [1])
     with pytest.raises(InputError, match="compare: is given"):
-        AucMetric(10, comm=Comm.local()).update([0.1], [1], compare=[0.2])
+        AucMetric(table_size=10, comm=Comm.local()).update([0.1], [1], compare=[0.2])
     with pytest.raises(InputError, match=r"compare: must be in \[0, 1\]"):
-        AucMetric(10, compare="b", comm=Comm.local()).update([0.1], [1], compare=[1.2])
+        AucMetric(table_size=10, compare="b", comm=Comm.local()).update([0.1], [1], compare=[1.2])
     with pytest.raises(InputError, match="compare"):
-        AucMetric(10, compare="")
+        AucMetric(table_size=10, compare="")
 
 
 @pytest.mark.slow
@@ -605,7 +606,7 @@ def test_score_histogram_of_one_bucket_and_of_no_rows():
 def test_compare_block_has_model_bs_curves_and_ece(rng):
     pred, label = ctr_data(rng, 4000)
     pred_b = np.clip(pred * 1.5, 0, 1)
-    metric = AucMetric(1000, compare="b", comm=Comm.local())
+    metric = AucMetric(table_size=1000, compare="b", comm=Comm.local())
     metric.update(pred, label, compare=pred_b)
     with warnings.catch_warnings():  # bucket error over 4000 rows: beside the point
         warnings.simplefilter("ignore", UndefinedMetricWarning)

@@ -31,9 +31,9 @@ def rows(rng, n=40_000):
 def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, scatter):
     data = rows(rng)
     mine = my_rows(data, comm.rank, comm.size, rng, scatter=scatter)
-    metric = AucMetric(10_000, comm=comm)
+    metric = AucMetric(table_size=10_000, comm=comm)
     metric.update(mine["pred"], mine["label"], mine["weight"] if weighted else None)
-    one = AucMetric(10_000, comm=Comm.local())
+    one = AucMetric(table_size=10_000, comm=Comm.local())
     one.update(data["pred"], data["label"], data["weight"] if weighted else None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -59,10 +59,10 @@ def test_paired_comparison_is_that_of_one_process_for_any_split(comm, rng, weigh
     data["compare"] = np.clip(data["pred"] + rng.normal(0, 0.05, len(data["pred"])), 0,
                               1).astype(np.float32)
     mine = my_rows(data, comm.rank, comm.size, rng, scatter=True)
-    metric = AucMetric(10_000, compare="b", comm=comm)
+    metric = AucMetric(table_size=10_000, compare="b", comm=comm)
     metric.update(mine["pred"], mine["label"], mine["weight"] if weighted else None,
                   compare=mine["compare"])
-    one = AucMetric(10_000, compare="b", comm=Comm.local())
+    one = AucMetric(table_size=10_000, compare="b", comm=Comm.local())
     one.update(data["pred"], data["label"], data["weight"] if weighted else None,
                compare=data["compare"])
     got, want = metric.compute().compare, one.compute().compare
@@ -82,9 +82,9 @@ def test_importance_weights_are_those_of_one_process_for_any_split(comm, rng, sc
     data["compare"] = np.clip(data["pred"] + rng.normal(0, 0.05, len(data["pred"])), 0,
                               1).astype(np.float32)
     mine = my_rows(data, comm.rank, comm.size, rng, scatter=scatter)
-    metric = AucMetric(10_000, compare="b", weights="importance", comm=comm)
+    metric = AucMetric(table_size=10_000, compare="b", weights="importance", comm=comm)
     metric.update(mine["pred"], mine["label"], mine["weight"], compare=mine["compare"])
-    one = AucMetric(10_000, compare="b", weights="importance", comm=Comm.local())
+    one = AucMetric(table_size=10_000, compare="b", weights="importance", comm=Comm.local())
     one.update(data["pred"], data["label"], data["weight"], compare=data["compare"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import warnings
+from typing import Any
 
 import numpy as np
 import oracle_auc
@@ -794,3 +795,36 @@ def test_flags_and_help_come_from_the_kinds_declarations(capsys):
             assert spec.flag in text, (kind.name, spec.name)
     assert "(pairwise; default left_label)" in text
     assert "--pn-ties {negative,ignore,half}" in text
+
+
+def _about_options() -> list[tuple[str, Any, Any]]:
+    """(kind, option, input) for every option of a kind that is about one of its inputs."""
+    found = []
+    for kind in KINDS.values():
+        inputs = {spec.name: spec for spec in kind.declared_inputs}
+        found += [(kind.name, option, inputs[option.about])
+                  for option in kind.options.values() if option.about is not None]
+    return found
+
+
+def test_some_option_is_about_an_input():
+    assert _about_options(), "the test below would test nothing"
+
+
+@pytest.mark.parametrize(("kind", "option", "about"), _about_options(),
+                         ids=lambda value: getattr(value, "name", value))
+def test_an_option_about_a_column_not_given_is_a_usage_error(tmp_path, capsys, data, kind,
+                                                             option, about):
+    """``--weights importance`` without ``--weight``: an option about a column that is not
+    given would change nothing; it is refused (flag and config key), never ignored."""
+    files = shards(tmp_path, data, ["a.tsv"])
+    value = option.choices[-1] if option.choices else str(option.default)
+    argv = [option.flag] if option.parse is None else [option.flag, value]
+    status, out, err = run(capsys, "eval", "--metrics", kind, *argv, *files)
+    assert status == 2 and out == ""
+    assert f"{option.flag}: is about the {about.flag} column, which is not given" in err
+    config = tmp_path / "m.toml"
+    config.write_text(f"[metrics.m]\nkind = {kind!r}\n{option.name} = {value!r}\n")
+    status, out, err = run(capsys, "eval", "--config", config, *files)
+    assert status == 2 and out == ""
+    assert f"{option.name}: is about the {about.name} column, which is not given" in err

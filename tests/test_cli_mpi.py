@@ -278,7 +278,7 @@ def test_kill_9_of_one_rank_ends_mpiexec_promptly(tmp_path):
     data = rows(400_000, seed=2)
     (path,) = shards(tmp_path, data, ["big.tsv"])
     config = tmp_path / "m.toml"
-    # pn on every row keeps the ranks busy long enough to kill one
+    # several metrics: the survivor has its work left when its peer is killed
     config.write_text("[metrics.a]\nkind = 'auc'\n" + "".join(
         f"[metrics.p{k}]\nkind = 'pn'\n" for k in range(3)))
     proc = subprocess.Popen(["timeout", "-k", "5", str(LIMIT), MPIEXEC, "-n", "2", MPIEVAL,
@@ -288,12 +288,17 @@ def test_kill_9_of_one_rank_ends_mpiexec_promptly(tmp_path):
         ranks: list[int] = []
         deadline = time.monotonic() + 30
         while len(ranks) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
             ranks = mpieval_ranks(proc.pid)
         assert len(ranks) == 2, "ranks not found"
-        time.sleep(0.5)
+        # both stopped (SIGSTOP): a stopped job cannot end before the kill, however fast or
+        # busy the machine; the survivor goes on after it
+        for rank in ranks:
+            os.kill(rank, signal.SIGSTOP)
+        assert proc.poll() is None, "the job ended before a rank could be killed"
         killed = time.monotonic()
         os.kill(ranks[-1], signal.SIGKILL)
+        os.kill(ranks[0], signal.SIGCONT)
         proc.wait(timeout=60)
         assert proc.returncode != 0
         assert time.monotonic() - killed < 20

@@ -93,7 +93,7 @@ def _run(code: str, env: dict[str, str] | None = None, launcher: list[str] | Non
 COMPUTE_ONE_RANK = """
     import numpy as np
     from mpieval import AucMetric
-    m = AucMetric(100)
+    m = AucMetric(table_size=100)
     m.update(np.array([0.1, 0.9]), np.array([0, 1]))
     print(m.comm.size, m.compute().auc)
 """
@@ -120,7 +120,7 @@ def test_unhandled_error_on_one_rank_ends_the_job_instead_of_hanging():
         from mpieval import AucMetric
         from mpieval.comm import abort_on_unhandled_error
         abort_on_unhandled_error()
-        m = AucMetric(100)
+        m = AucMetric(table_size=100)
         if m.comm.rank == 1:
             raise RuntimeError("trainer crashed on rank 1")
         m.compute()  # rank 0 would wait here forever
@@ -190,13 +190,13 @@ def test_compute_refuses_a_part_of_the_job_naming_the_variable(name):
     code = """
         import numpy as np
         from mpieval import AucMetric, Comm, InputError
-        metric = AucMetric(100)
+        metric = AucMetric(table_size=100)
         metric.update(np.array([0.1, 0.9]), np.array([0, 1]))
         try:
             metric.compute()
         except InputError as error:
             print("refused:", error)
-        alone = AucMetric(100, comm=Comm.local())
+        alone = AucMetric(table_size=100, comm=Comm.local())
         alone.update(np.array([0.1, 0.9]), np.array([0, 1]))
         print("local:", alone.compute().num)
     """

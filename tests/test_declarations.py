@@ -128,7 +128,8 @@ def test_per_user_kinds_merge_shards_into_the_whole(rng, string_uids):
 
 def test_merging_metrics_of_different_options_is_refused():
     with pytest.raises(ValueError, match="cannot merge"):
-        AucMetric(10, comm=Comm.local()).merge(AucMetric(20, comm=Comm.local()))
+        AucMetric(table_size=10, comm=Comm.local()).merge(
+            AucMetric(table_size=20, comm=Comm.local()))
     with pytest.raises(ValueError, match="cannot merge"):
         PairwiseMetric(comm=Comm.local()).merge(PnMetric(comm=Comm.local()))
 

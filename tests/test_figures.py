@@ -1,4 +1,5 @@
-"""The report's figures (:mod:`mpieval.figures`) drawn from real results: valid SVG whose
+"""The report's figures (:mod:`mpieval.report.figures` and the auc kind's,
+:mod:`mpieval.kinds.auc.figures`) drawn from real results: valid SVG whose
 text stays text, an accessible name and description written from the data, the same
 bytes for the same data, ids unique per figure, colours of at least 3:1 that stay apart
 with colour-vision deficiencies, and axes fitted to what is drawn."""
@@ -16,9 +17,11 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from mpieval import AucMetric, UndefinedMetricWarning, figures
-from mpieval.figures import Difference, Estimate, Series
+from mpieval import AucMetric, UndefinedMetricWarning
+from mpieval.kinds.auc import figures as auc_figures
 from mpieval.kinds.auc.kernels import CALIBRATION_GROUPS, merge_calibration
+from mpieval.report import figures
+from mpieval.report.figures import Difference, Estimate, Series
 
 SVG = "{http://www.w3.org/2000/svg}"
 A = Series("A", figures.PALETTE[0])
@@ -64,13 +67,13 @@ def drawn(result) -> dict[str, str]:
     """Every figure of one A/B auc result, by name."""
     compare = result["compare"]
     return {
-        "roc": figures.roc([(A, result["roc_curve"]), (B, compare["roc_curve"])], "t-roc"),
-        "calibration": figures.calibration(
+        "roc": auc_figures.roc([(A, result["roc_curve"]), (B, compare["roc_curve"])], "t-roc"),
+        "calibration": auc_figures.calibration(
             [(A, result["calibration_curve"]), (B, compare["calibration_curve"])], "t-cal"),
-        "precision_recall": figures.precision_recall(
+        "precision_recall": auc_figures.precision_recall(
             [(A, result["pr_curve"]), (B, compare["pr_curve"])],
             "t-pr", [result["actual_ctr"], result["actual_ctr"]]),  # the same labels
-        "score_distributions": figures.score_distributions(
+        "score_distributions": auc_figures.score_distributions(
             [(A, result["score_histogram"]), (B, compare["score_histogram"])], "t-scores"),
         "differences": figures.differences(differences_of(result), "B - A", "t-diff"),
         "intervals": figures.intervals(
@@ -161,9 +164,9 @@ def test_text_is_legible_on_a_phone_and_a_laptop(drawn):
 
 def test_the_same_data_gives_the_same_bytes_and_keys_make_ids_unique(result):
     curve = [(A, result["calibration_curve"])]
-    first = figures.calibration(curve, "one")
-    assert first == figures.calibration(curve, "one")
-    second = figures.calibration(curve, "two")
+    first = auc_figures.calibration(curve, "one")
+    assert first == auc_figures.calibration(curve, "one")
+    second = auc_figures.calibration(curve, "two")
     ids = [[e.get("id") for e in parse(svg).iter() if e.get("id")] for svg in (first, second)]
     assert ids[0] and not set(ids[0]) & set(ids[1])
     for svg, own in zip((first, second), ids, strict=True):
@@ -245,13 +248,13 @@ def test_roc_description_gives_each_models_auc(drawn, result):
 
 
 def test_wilson_interval_has_a_width_at_none_and_all_clicks():
-    low, high = figures.wilson(0.0, 10)
+    low, high = auc_figures.wilson(0.0, 10)
     assert low == 0.0 and high == pytest.approx(0.2775, abs=1e-4)  # the textbook 0 of 10
-    low, high = figures.wilson(1.0, 10)
+    low, high = auc_figures.wilson(1.0, 10)
     assert high == 1.0 and low == pytest.approx(1 - 0.2775, abs=1e-4)  # the same, mirrored
-    low, high = figures.wilson(0.5, 10)
+    low, high = auc_figures.wilson(0.5, 10)
     assert (low, high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
-    low, high = figures.wilson(0.03, 5000)  # near Wald's when there are many rows
+    low, high = auc_figures.wilson(0.03, 5000)  # near Wald's when there are many rows
     wald = 1.959964 * math.sqrt(0.03 * 0.97 / 5000)
     assert high - low == pytest.approx(2 * wald, rel=0.02)
 
@@ -280,7 +283,7 @@ def test_calibration_axes_are_logarithmic_and_fitted_when_preds_span_decades(dra
               for p, a, _ in merge_calibration(block["calibration_curve"]) for v in (p, a)]
     low, high = min(values), max(values)
     assert high / low > 10
-    view = figures.calibration_view([result["calibration_curve"],
+    view = auc_figures.calibration_view([result["calibration_curve"],
                                      result["compare"]["calibration_curve"]])
     assert view.log and view.low <= low and view.high >= high  # every bin drawn
     assert view.low >= low / 10 and view.high <= min(10 * high, 1.0)  # and no 10x more
@@ -296,9 +299,9 @@ def test_calibration_axes_are_linear_and_fitted_to_a_narrow_range():
     pred = 0.2 + 0.3 * rng.random(40_000)
     label = (rng.random(40_000) < pred * 0.9).astype(np.float64)
     block = auc_result(pred, pred, label)
-    root = parse(figures.calibration([(A, block["calibration_curve"])], "narrow"))
+    root = parse(auc_figures.calibration([(A, block["calibration_curve"])], "narrow"))
     assert "linear scales" in desc(root)
-    view = figures.calibration_view([block["calibration_curve"]])
+    view = auc_figures.calibration_view([block["calibration_curve"]])
     assert not view.log
     values = [v for p, a, _ in merge_calibration(block["calibration_curve"]) for v in (p, a)]
     assert view.low <= min(values) and view.high >= max(values)
@@ -312,7 +315,7 @@ def test_calibration_axes_are_linear_and_fitted_to_a_narrow_range():
 def test_calibration_of_bins_without_clicks_draws_on_both_scales():
     points = [[0.001, 0.0, 2000.0], [0.01, 0.0, 500.0], [0.05, 0.1, 100.0]]
     for curve in (points, [[0.3, 0.0, 10.0], [0.4, 1.0, 10.0]]):
-        root = parse(figures.calibration([(A, curve)], "zeros"))
+        root = parse(auc_figures.calibration([(A, curve)], "zeros"))
         assert "95%" in desc(root)
 
 
@@ -322,13 +325,13 @@ def test_calibration_of_bins_without_clicks_draws_on_both_scales():
 def test_precision_recall_draws_the_no_skill_line_once_for_a_shared_base_rate(result):
     curve_a, curve_b = result["pr_curve"], result["compare"]["pr_curve"]
     ctr = result["actual_ctr"]
-    root = parse(figures.precision_recall([(A, curve_a), (B, curve_b)], "pr", [ctr, ctr]))
+    root = parse(auc_figures.precision_recall([(A, curve_a), (B, curve_b)], "pr", [ctr, ctr]))
     legend = [t for t in texts(root) if "random ranking" in t]
     assert legend == [f"random ranking (actual CTR {ctr:.3g})"]
     text = desc(root)
     at_half = next(p for r, p in curve_a if r >= 0.5)
     assert f"A precision {at_half:.3g} at recall 0.5 (random ranking {ctr:.3g})" in text
-    unknown = parse(figures.precision_recall([(A, curve_a)], "pr2", [None]))
+    unknown = parse(auc_figures.precision_recall([(A, curve_a)], "pr2", [None]))
     assert not [t for t in texts(unknown) if "random ranking" in t]
 
 
@@ -341,7 +344,7 @@ def median_bin(histogram: list[list[float]], column: int) -> tuple[float, float]
 def test_score_distributions_describe_where_each_class_lies(data, result):
     pred_a, _, _ = data
     histogram = result["score_histogram"]
-    root = parse(figures.score_distributions([(A, histogram)], "scores"))
+    root = parse(auc_figures.score_distributions([(A, histogram)], "scores"))
     text = desc(root)
     for column, what in ((3, "clicks"), (2, "non-clicks")):
         low, high = median_bin(histogram, column)
@@ -354,7 +357,7 @@ def test_score_distributions_describe_where_each_class_lies(data, result):
 
 def test_score_distributions_without_clicks_say_so():
     histogram = [[0.0, 0.01, 50.0, 0.0], [0.01, 0.02, 80.0, 0.0], [0.02, 1.0, 20.0, 0.0]]
-    text = desc(parse(figures.score_distributions([(A, histogram)], "none")))
+    text = desc(parse(auc_figures.score_distributions([(A, histogram)], "none")))
     assert "A: no clicks" in text and "A: median pred of non-clicks in 0.01 to 0.02" in text
 
 
@@ -460,9 +463,9 @@ def test_long_axis_labels_are_wrapped_to_their_panel():
 def test_empty_inputs_draw_valid_figures():
     """A model with no curve (one class only), no rows, or no differences: still an SVG
     with its title and description, no error."""
-    for svg in (figures.roc([(A, [])], "e1"), figures.calibration([(A, [])], "e2"),
-                figures.precision_recall([(A, [])], "e3", [None]),
-                figures.score_distributions([(A, [])], "e4"),
+    for svg in (auc_figures.roc([(A, [])], "e1"), auc_figures.calibration([(A, [])], "e2"),
+                auc_figures.precision_recall([(A, [])], "e3", [None]),
+                auc_figures.score_distributions([(A, [])], "e4"),
                 figures.differences([Difference("AUC", Estimate(0.01))], "B - A", "e5")):
         root = parse(svg)
         assert root.find(f"{SVG}title") is not None and desc(root)

@@ -23,7 +23,7 @@ def _compute(metric):
 
 
 def _metric(pred, label, weight=None, **options):
-    metric = AucMetric(1000, comm=Comm.local(), **options)
+    metric = AucMetric(table_size=1000, comm=Comm.local(), **options)
     metric.update(pred, label, weight)
     return metric
 
@@ -128,7 +128,7 @@ def test_with_every_weight_one_importance_equals_frequency_to_the_bit(rng, given
     weight = None if given == "none" else np.ones(n)
     results = []
     for weights in ("frequency", "importance"):
-        metric = AucMetric(1000, compare="b", weights=weights, comm=Comm.local())
+        metric = AucMetric(table_size=1000, compare="b", weights=weights, comm=Comm.local())
         metric.update(pred, label, weight, compare=b)
         results.append(_compute(metric))
     frequency, importance = results
@@ -168,7 +168,7 @@ def test_importance_needs_an_effective_size_of_ten_per_class(rng):
 def test_the_weight_squares_have_the_same_bits_on_any_split(rng):
     pred, label, weight = _downsampled(rng, soft=True)
     whole = _metric(pred, label, weight, weights="importance", soft_labels=True)
-    parts = [AucMetric(1000, weights="importance", soft_labels=True, comm=Comm.local())
+    parts = [AucMetric(table_size=1000, weights="importance", soft_labels=True, comm=Comm.local())
              for _ in range(3)]
     cuts = [0, 17, len(pred) // 2, len(pred)]
     for part, lo, hi in zip(parts, cuts[:-1], cuts[1:], strict=True):
@@ -188,9 +188,9 @@ def test_frequency_and_importance_states_do_not_merge(rng):
         frequency.merge(importance)
     with pytest.raises(ValueError, match="importance weights does not merge with one of "
                                          "frequency weights"):
-        AucMetric(1000, comm=Comm.local()).load_state_dict(importance.state_dict())
+        AucMetric(table_size=1000, comm=Comm.local()).load_state_dict(importance.state_dict())
     with pytest.raises(ValueError, match="frequency weights does not merge"):
-        AucMetric(1000, weights="importance").load_state_dict(frequency.state_dict())
+        AucMetric(table_size=1000, weights="importance").load_state_dict(frequency.state_dict())
 
 
 def test_a_state_saved_before_the_option_loads_as_frequency(rng, tmp_path):
@@ -200,24 +200,24 @@ def test_a_state_saved_before_the_option_loads_as_frequency(rng, tmp_path):
     del state["options.weights"]  # as saved before the option existed
     path = tmp_path / "old.npz"
     checkpoint.save(path, {"ctr": state})
-    loaded = AucMetric(1000, comm=Comm.local())
+    loaded = AucMetric(table_size=1000, comm=Comm.local())
     loaded.load_state_dict(checkpoint.load(path)["ctr"])
     assert _compute(loaded).to_dict() == _compute(metric).to_dict()
 
 
 def test_an_importance_checkpoint_round_trips(rng, tmp_path):
     pred, label, weight = _downsampled(rng)
-    metric = AucMetric(1000, weights="importance", compare="b", comm=Comm.local())
+    metric = AucMetric(table_size=1000, weights="importance", compare="b", comm=Comm.local())
     metric.update(pred, label, weight, compare=pred ** 1.1)
     checkpoint.save(tmp_path / "s.npz", {"ctr": metric.state_dict()})
-    loaded = AucMetric(1000, weights="importance", compare="b", comm=Comm.local())
+    loaded = AucMetric(table_size=1000, weights="importance", compare="b", comm=Comm.local())
     loaded.load_state_dict(checkpoint.load(tmp_path / "s.npz")["ctr"])
     assert _compute(loaded).to_dict() == _compute(metric).to_dict()
 
 
 def test_window_reads_the_weights_as_the_lifetime_does(rng):
     pred, label, weight = _downsampled(rng)
-    metric = AucMetric(1000, weights="importance", window=len(pred), comm=Comm.local())
+    metric = AucMetric(table_size=1000, weights="importance", window=len(pred), comm=Comm.local())
     metric.update(pred, label, weight)
     result = _compute(metric)
     assert result.window is not None and result.window.weights == "importance"
@@ -296,7 +296,7 @@ def test_downsampling_coverage_by_simulation():
 
 
 def test_weights_whose_squares_pass_float64_are_an_error_naming_the_weight():
-    metric = AucMetric(100, weights="importance", comm=Comm.local())
+    metric = AucMetric(table_size=100, weights="importance", comm=Comm.local())
     metric.update(np.array([0.1, 0.5, 0.7, 0.9]), np.array([0, 1, 0, 1]),
                   np.array([1e160, 1.0, 1.0, 1.0]))
     with pytest.raises(InputError, match="weight: too large for importance weights"):

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,45 @@ def test_log_lines_onto_a_full_device_are_one_line_exit_1(data_file, ranks):
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert _errors(proc.stderr) == [
         "mpieval: error: stdout: cannot write the log lines: No space left on device"]
+
+
+def _stdout_commands(tmp_path: Path, data_file: str) -> dict[str, list[str]]:
+    """Every command that writes to stdout, by name: the log lines of eval, merge and
+    demo, the version, the help."""
+    state = tmp_path / "state"
+    assert launch(ALONE, "eval", "--save-state", state, data_file)[0].returncode == 0
+    return {
+        "eval": ["eval", "--json", str(tmp_path / "eval.json"), data_file],
+        "merge": ["merge", str(state), "--json", str(tmp_path / "merge.json")],
+        "demo": ["demo", "--rows", "2000", "--json", str(tmp_path / "demo.json")],
+        "version": ["--version"],
+        "help": ["eval", "--help"],
+    }
+
+
+# runs a command with its stdout a pipe whose reader has already gone
+_CLOSED_PIPE = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
+                "os.execvp(sys.argv[1], sys.argv[1:])")
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_every_output_to_a_closed_pipe_is_a_quiet_exit_0(tmp_path, data_file, ranks):
+    """``mpieval ... | head -1`` once ``head`` has gone: what was asked of the files is still
+    written, no error is said, the status is 0 (a reader that leaves early is no
+    failure). Under ``mpiexec`` each rank's stdout is such a pipe."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "PMIX_"))}
+    for name, argv in _stdout_commands(tmp_path, data_file).items():
+        command = [sys.executable, "-c", _CLOSED_PIPE, MPIEVAL, *argv]
+        if ranks:
+            command = [MPIEXEC, "-n", str(ranks), *command]
+        proc = subprocess.run(["timeout", "-k", "5", str(LIMIT), *command],
+                              capture_output=True, text=True, env=env, timeout=LIMIT + 15)
+        assert proc.returncode == 0, (name, proc.returncode, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, (
+            name, proc.stderr[-2000:])
+        assert "mpieval: error" not in proc.stderr, (name, proc.stderr[-2000:])
+        if "--json" in argv:
+            assert json.loads(Path(argv[argv.index("--json") + 1]).read_text()), name
 
 
 def _can_mount_tmpfs() -> bool:

@@ -208,7 +208,7 @@ def test_update_takes_paddle_tensors_detached_and_without_a_copy():
     label = (paddle.rand([1000]) < 0.5).astype("int64")
     read = as_vector("label", label)
     assert read.__array_interface__["data"][0] == label.data_ptr()  # its memory: no copy
-    from_tensors, from_numpy = AucMetric(1000), AucMetric(1000)
+    from_tensors, from_numpy = AucMetric(table_size=1000), AucMetric(table_size=1000)
     from_tensors.update(pred * 1, label)  # a result of autograd: detached
     from_numpy.update(pred.numpy(), label.numpy())
     assert from_tensors.compute() == from_numpy.compute()
@@ -231,7 +231,8 @@ def test_update_takes_paddle_tensors_detached_and_without_a_copy():
 def test_numpy_use_never_imports_paddle():
     code = ("import sys, numpy as np\n"
             "from mpieval import AucMetric, WuaucMetric\n"
-            "m = AucMetric(10); m.update(np.array([0.2, 0.7]), np.array([0, 1])); m.compute()\n"
+            "m = AucMetric(table_size=10)\n"
+            "m.update(np.array([0.2, 0.7]), np.array([0, 1])); m.compute()\n"
             "w = WuaucMetric(); w.update([1, 1], [0.2, 0.7], [0, 1]); w.compute()\n"
             "assert 'paddle' not in sys.modules, 'paddle loaded'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -292,7 +293,7 @@ def test_auc_equals_paddle_metric_auc_with_as_many_thresholds_as_buckets(table_s
     from mpieval import AucMetric
 
     _, pred, click = _clicks(20_000, 3)
-    ours = AucMetric(table_size, comm=Comm.local())
+    ours = AucMetric(table_size=table_size, comm=Comm.local())
     ours.update(pred, click)
     auc = ours.compute().auc
 

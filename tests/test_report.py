@@ -10,6 +10,7 @@ JSON uses (roc_curve, calibration_curve, ci95, compare with *_diff, *_diff_ci95,
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -318,12 +319,13 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
 
 
 def test_the_same_input_gives_the_same_figure():
-    from mpieval import figures
+    from mpieval.kinds.auc import figures as auc_figures
+    from mpieval.report import figures
 
     curve = simulated_run(11, rows=3000)["ctr"]["roc_curve"]
     series = figures.Series("A", figures.PALETTE[0])
-    first = figures.roc([(series, curve)], "same")
-    assert first == figures.roc([(series, curve)], "same")
+    first = auc_figures.roc([(series, curve)], "same")
+    assert first == auc_figures.roc([(series, curve)], "same")
     assert 'id="same-' in first and "<?xml" not in first
 
 
@@ -643,21 +645,10 @@ MINUS = "\u2212"
 
 def ab_rows(rows: int, tags: int, seed: int = 3, small_tags: int = 0) -> dict[str, np.ndarray]:
     """Rows of an A/B test: users in ``tags`` tags of falling size (the first the largest),
-    a model B better than A; the last ``small_tags`` tags hold 3 users each."""
-    rng = np.random.default_rng(seed)
-    users = max(rows // 12, 1)
-    uid = rng.integers(0, users, rows)
-    sizes = 1.0 / np.arange(1, tags + 1) ** 0.7
-    user_tag = rng.choice(tags, users, p=sizes / sizes.sum())
-    for k in range(small_tags):  # users 0..3k+2 go to the small tags, 3 each
-        user_tag[3 * k:3 * k + 3] = tags + k
-    names = np.array([f"t{t:03d}" for t in range(tags + small_tags)])
-    logit = -2.2 + rng.normal(0, 0.8, users)[uid] + rng.normal(0, 0.9, rows)
-    label = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    pred = 1 / (1 + np.exp(-(0.6 * logit - 0.9 + rng.normal(0, 0.9, rows))))
-    pred_b = 1 / (1 + np.exp(-(0.7 * logit - 0.7 + rng.normal(0, 0.7, rows))))
-    return {"uid": uid, "tag": names[user_tag[uid]], "pred": np.round(pred, 5),
-            "pred_b": np.round(pred_b, 5), "label": label}
+    a model B better than A; the last ``small_tags`` tags hold 3 users each (the recorded
+    pages' maker, :func:`report_pages.ab_rows`, without its other columns)."""
+    data = _pages_script().ab_rows(rows, tags, seed, small_tags)
+    return {name: data[name] for name in ("uid", "tag", "pred", "pred_b", "label")}
 
 
 def eval_json(tmp_path, name: str, data: dict[str, np.ndarray], *flags: str) -> str:
@@ -748,7 +739,7 @@ def test_value_tables_have_a_b_minus_a_column(compared_json):
 
 
 def test_tags_with_too_few_users_are_said_so_and_not_drawn(compared_json, monkeypatch):
-    from mpieval import figures
+    from mpieval.report import figures
 
     data = json.load(open(compared_json))
     small = [tag for tag, values in data["wuauc"]["tags"].items()
@@ -835,7 +826,7 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
 
 
 def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):
-    from mpieval import figures
+    from mpieval.report import figures
 
     path = eval_json(tmp_path, "tags300", ab_rows(30_000, 300, seed=4), "--metrics",
                      "auc,wuauc", "--tag", "tag", "--compare", "pred_b")
@@ -878,12 +869,14 @@ def test_tables_stack_on_narrow_screens(compared_json):
 def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
     """The same label is drawn in the same colour in every figure of the page (ctr's
     curves and user_ctr's dots), and different models in different colours."""
-    from mpieval import figures
+    from mpieval.kinds.auc import figures as auc_figures
+    from mpieval.report import figures
 
     seen: list[tuple[str, str]] = []
 
     def spy(name: str) -> None:
-        real = getattr(figures, name)
+        module = figures if name == "intervals" else auc_figures
+        real = getattr(module, name)
 
         def draw(*args: Any, **kwargs: Any) -> str:
             first = args[0] if name != "intervals" else [series for series, _ in args[1][0][1]]
@@ -892,7 +885,7 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
                 seen.append((series.label, series.color))
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(figures, name, draw)
+        monkeypatch.setattr(module, name, draw)
 
     for name in ("roc", "calibration", "intervals"):
         spy(name)
@@ -904,3 +897,180 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
     assert set(seen) == set(colours.items())  # one colour per label
     assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
     assert len(set(colours.values())) == 3
+
+
+# -- the recorded pages: the corpus renders byte for byte as recorded ---------------------
+
+PAGES = os.path.join(ROOT, "tests", "report_pages")
+
+
+@functools.cache
+def _pages_script() -> Any:
+    """scripts/report_pages.py, which makes the recorded pages, as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_pages", os.path.join(ROOT, "scripts", "report_pages.py"))
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def _recorded_cases() -> dict[str, Any]:
+    with open(os.path.join(PAGES, "cases.json")) as cases:
+        return json.load(cases)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The corpus's result files unpacked, and scripts/report_pages.py (which renders)."""
+    script = _pages_script()
+    directory = tmp_path_factory.mktemp("corpus")
+    script.unpack(script.CORPUS / "runs", directory)
+    return script, directory
+
+
+@pytest.mark.parametrize("name", sorted(_recorded_cases()))
+def test_the_corpus_renders_the_recorded_pages(corpus, name):
+    """Each case's page is the recorded one, byte for byte (``scripts/report_pages.py``
+    records them anew when a change means to change the page)."""
+    import gzip
+
+    import matplotlib
+
+    script, directory = corpus
+    with open(os.path.join(PAGES, "matplotlib.txt")) as recorded:
+        version = recorded.read().strip()
+    if matplotlib.__version__ != version:
+        pytest.skip(f"the pages were drawn by matplotlib {version}, this is "
+                    f"{matplotlib.__version__}: its SVG bytes differ")
+    assert script.CASES == _recorded_cases()
+    with gzip.open(os.path.join(PAGES, "pages", f"{name}.html.gz"), "rt",
+                   encoding="utf-8", newline="") as page:
+        expected = page.read()
+    rendered = script.render(script.CASES[name], directory)
+    if rendered != expected:
+        at = next((i for i, (a, b) in enumerate(zip(rendered, expected, strict=False))
+                   if a != b), min(len(rendered), len(expected)))
+        pytest.fail(f"{name}: the page differs from the recorded one at character {at}: "
+                    f"{rendered[max(at - 80, 0):at + 80]!r} against "
+                    f"{expected[max(at - 80, 0):at + 80]!r}")
+
+
+# -- to a store: --report and -o take a URI, as --json does -------------------------------
+
+
+@pytest.fixture(scope="module")
+def store():
+    """A moto S3 server (as tests/test_remote.py starts it) with an empty bucket, and the
+    environment that points at it."""
+    pytest.importorskip("moto", reason="the S3 tests need moto[server] (the test extra)")
+    import pyarrow.fs as pafs
+    from test_remote import BUCKET, moto_server, s3_environment
+
+    with moto_server() as port, pytest.MonkeyPatch.context() as patch:
+        for name, value in s3_environment(port).items():
+            patch.setenv(name, value)
+        bucket = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                                   allow_bucket_creation=True)
+        bucket.create_dir(BUCKET)
+        yield bucket, BUCKET
+
+
+def test_the_report_is_written_to_a_store(store, tmp_path, capsys):
+    from test_cli import rows, write
+
+    bucket, name = store
+    data = write(str(tmp_path / "part.tsv"), rows(2000))
+    uri = f"s3://{name}/pages/run.html"
+    status, _, err = run(capsys, "eval", "--metrics", "auc,wuauc", "--tag", "tag", data,
+                         "--json", f"s3://{name}/pages/run.json", "--report", uri)
+    assert status == 0, err
+    assert f"mpieval: report written to {uri}\n" in err
+    page = bucket.open_input_file(f"{name}/pages/run.html").read().decode()
+    assert 'id="m-auc"' in page and 'id="m-wuauc"' in page
+    parse(page)
+    # `mpieval report -o URI`: the page of a local file, the same bytes as rendered here
+    local = str(tmp_path / "run.json")
+    with open(local, "wb") as out:
+        out.write(bucket.open_input_file(f"{name}/pages/run.json").read())
+    status, _, err = run(capsys, "report", local, "-o", f"s3://{name}/pages/again.html")
+    assert status == 0, err
+    assert bucket.open_input_file(f"{name}/pages/again.html").read().decode() == \
+        report.render(report.load_runs([local]))
+
+
+def test_a_report_to_a_missing_bucket_is_an_error_before_reading(store, tmp_path, capsys,
+                                                                  ab_json):
+    from test_cli import rows, write
+
+    data = write(str(tmp_path / "part.tsv"), rows(500))
+    status, out, err = run(capsys, "eval", data, "--report", "s3://no-such-bucket/run.html")
+    assert status == 2 and out == ""
+    assert "--report: cannot write s3://no-such-bucket/run.html: no bucket" in err, err
+    status, out, err = run(capsys, "report", ab_json, "-o", "s3://no-such-bucket/page.html")
+    assert status == 2 and "-o: cannot write s3://no-such-bucket/page.html: no bucket" in err
+
+
+# -- the shared presentation modules know no kind ------------------------------------------
+
+SHARED = sorted(os.path.join(ROOT, "mpieval", "report", name)
+                for name in os.listdir(os.path.join(ROOT, "mpieval", "report"))
+                if name.endswith(".py"))
+
+
+def _declared_words() -> tuple[set[str], set[str]]:
+    """Every registered kind's name, and the fields its declaration and section name."""
+    names, fields = set(), set()
+    for name, section in report.sections().items():
+        kind = section.declaration
+        names.add(name)
+        fields |= {*kind.required, *(kind.tag_required or ()), *kind.counts, *section.curves,
+                   *(field for flag in section.flags for field in flag.fields)}
+        fields |= {section.rows} if section.rows else set()
+    return names, fields
+
+
+def _run_fields() -> set[str]:
+    """The fields of the JSON's ``run`` object (the header reads them: not a kind's)."""
+    from mpieval import pipeline
+
+    return set(pipeline.run_record(pipeline.invocation([], []), 1, 0, {}))
+
+
+@pytest.mark.parametrize("path", SHARED, ids=os.path.basename)
+def test_a_shared_presentation_module_names_no_kind_and_no_kinds_field(path):
+    """No kind's name in the text of a module of mpieval/report (any case, as a word), no
+    string in its code that is a kind's declared field (how a block's field is read), and
+    no import of a kind: the entry (``__init__``) alone imports the registry, the
+    declarations, to hand their sections to the page."""
+    import ast
+
+    names, fields = _declared_words()
+    assert names and "rows" in fields  # the registry and its sections were read
+    with open(path, encoding="utf-8") as source:
+        text = source.read()
+    for name in names:
+        assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I), name
+    tree = ast.parse(text)
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert not strings & (fields - _run_fields()), strings & fields
+    imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names]
+    kinds = [module for module in imported if module.startswith("mpieval.kinds")]
+    assert kinds == (["mpieval.kinds"] if path.endswith("__init__.py") else []), kinds
+    assert "importlib" not in imported
+
+
+def test_a_kinds_field_in_a_shared_module_would_be_found(tmp_path):
+    """The check above finds a kind's field read by a shared module."""
+    import ast
+
+    _, fields = _declared_words()
+    tree = ast.parse('value = block.get("valid_user_count")')
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert strings & fields == {"valid_user_count"}

@@ -417,7 +417,7 @@ def test_huge_weights_that_fit_give_the_scaled_values_and_a_short_num(tmp_path, 
 
     data = rows(3000)
     scale = 1e100
-    small, large = AucMetric(1000), AucMetric(1000)
+    small, large = AucMetric(table_size=1000), AucMetric(table_size=1000)
     small.update(data["pred"], data["label"], data["w"] + 1)
     large.update(data["pred"], data["label"], (data["w"] + 1) * scale)
     with warnings.catch_warnings():
@@ -505,6 +505,6 @@ def test_binary_labels_refuse_an_out_of_another_length() -> None:
     from mpieval import _core
 
     with pytest.raises(ValueError, match="as long as values"):
-        _core.binary_to_u8(np.zeros(5), np.empty(3, np.uint8))
+        _core.labels.binary_to_u8(np.zeros(5), np.empty(3, np.uint8))
     short = np.empty(3, np.uint8)  # validation's own wrapper makes its own instead
     assert validation.binary_uint8("label", np.ones(5), out=short).tolist() == [1] * 5

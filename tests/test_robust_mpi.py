@@ -70,12 +70,50 @@ def _wait_until_reading(proc: subprocess.Popen, path: str) -> list[int]:
     """Wait until a rank of the job started as ``proc`` reads ``path``; its rank pids."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "the job ended before it could be interrupted"
+        assert proc.poll() is None, "the job ended before it started reading"
         pids = _rank_pids(proc.pid)
         if _reading(pids, path):
             return pids
         time.sleep(0.05)
     pytest.fail("the job did not start reading")
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _pending(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to ``pid`` (or ``pid`` is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+    except OSError:
+        return True
+    mask = 1 << (signum - 1)
+    return any(int(fields[name], 16) & mask for name in ("SigPnd", "ShdPnd"))
+
+
+def _stopped_at(proc: subprocess.Popen, path: str, slices: int) -> list[int]:
+    """The job's ranks, stopped (SIGSTOP) while one reads ``path``, after ``slices`` short
+    runs of 0.1 s from the start of its reading (fewer if the reading ends sooner).
+
+    A stopped job cannot end on its own: a signal sent now is delivered when it goes on,
+    so what the test interrupts is always a running job, however fast or busy the
+    machine (the job may only run on in slices while it is still reading)."""
+    pids = _wait_until_reading(proc, path)
+    _signal_all(pids, signal.SIGSTOP)
+    for _ in range(slices):
+        if not _reading(pids, path):
+            break
+        _signal_all(pids, signal.SIGCONT)
+        time.sleep(0.1)
+        _signal_all(pids, signal.SIGSTOP)
+    assert proc.poll() is None, "the job ended before it could be interrupted"
+    return pids
 
 
 @pytest.mark.parametrize("repeat", range(REPEATS))
@@ -89,14 +127,18 @@ def test_ctrl_c_ends_every_rank_with_130_and_leaves_nothing(tmp_path, big_file, 
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=_env())
     try:
-        pids = _wait_until_reading(proc, os.path.realpath(big_file))
-        time.sleep(repeat * 0.6)  # interrupted at various points of the reading
-        assert proc.poll() is None, "the job ended before it could be interrupted"
+        # interrupted at various points of the reading
+        pids = _stopped_at(proc, os.path.realpath(big_file), slices=repeat * 3)
         if target == "rank":
             os.kill(pids[repeat % len(pids)], signal.SIGINT)
         else:
             os.kill(proc.pid, signal.SIGINT)
+            deadline = time.monotonic() + 5  # mpiexec passes it on to every rank
+            while not all(_pending(pid, signal.SIGINT) for pid in pids) and (
+                    time.monotonic() < deadline):
+                time.sleep(0.01)
         start = time.monotonic()
+        _signal_all(pids, signal.SIGCONT)
         _, err = proc.communicate(timeout=WAIT)
     finally:
         if proc.poll() is None:
@@ -147,3 +189,29 @@ def test_bad_input_is_exit_2_with_one_message_on_any_rank_count(tmp_path, ranks)
         messages[name] = lines[0]
     for name in ("cr-only", "gzip-mid", "gzip-head"):
         assert str(tmp_path) in messages[name]
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_a_usage_error_is_one_line_exit_2(tmp_path, ranks):
+    """Every kind of usage error argparse finds (a value of the wrong type, a missing
+    argument, an unknown flag or command, a value not among the choices) is one line
+    ``mpieval: error: ...`` naming the flag and where to find help: no usage block."""
+    good = tmp_path / "good.tsv"
+    good.write_text("pred\tlabel\n0.5\t1\n0.25\t0\n")
+    cases = {
+        "--table-size abc": (["eval", "--table-size", "abc", good], "--table-size"),
+        "--table-size 1e6, no FILE": (["eval", "--table-size", "1e6"], "--table-size"),
+        "no FILE": (["eval"], "FILE"),
+        "unknown flag": (["eval", "--tabel-size", "10", good], "--tabel-size"),
+        "a choice": (["eval", "--pn-ties", "sometimes", good], "--pn-ties"),
+        "unknown command": (["evaluate", good], "evaluate"),
+        "merge, no DIR": (["merge"], "DIR"),
+        "report, no -o": (["report", good], "--output"),
+    }
+    for name, (argv, text) in cases.items():
+        proc, _ = launch(ranks, *argv)
+        assert proc.returncode == 2, (name, proc.returncode, proc.stderr[-2000:])
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, (name, proc.stderr[-2000:])
+        assert lines[0].startswith("mpieval: error: ") and text in lines[0], (name, lines)
+        assert "--help" in lines[0], (name, lines)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import json
+import shutil
+import uuid
 
 import numpy as np
 import pytest
@@ -50,6 +52,10 @@ def test_eval_writes_the_run_beside_the_metrics(tmp_path, dump, ranks):
     assert record["rows"] == len(data["pred"]) == result["auc"]["rows"]
     assert record["weights"] is None
     assert before <= started(record) <= after
+    assert str(uuid.UUID(record["id"])) == record["id"]
+    again, _ = launch(ranks, *args)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(out.read_text())["run"]["id"] != record["id"]  # a run of its own
 
 
 @pytest.mark.parametrize("ranks", [ALONE, 2])
@@ -78,13 +84,37 @@ def test_merge_sums_the_rows_of_the_saved_runs(tmp_path, dump):
     assert record["inputs"] == [str(path) for path in saved]
     assert record["ranks"] == 2 and record["rows"] == len(data["pred"])
     assert record["weights"]["auc"]["sum"] == int(data["w"].sum())
-    # a run saved by an earlier version has no row count: the sum is unknown
+    # each saved run's own run object, its dumps and its start, under run.merged
+    assert [entry["state"] for entry in record["merged"]] == [str(path) for path in saved]
+    assert [entry["inputs"] for entry in record["merged"]] == [[files[0]], files[1:]]
+    assert all(entry["command"][1] == "eval" and entry["ranks"] == 2
+               for entry in record["merged"])
+    assert len({entry["id"] for entry in record["merged"]} | {record["id"]}) == 3
+    # a run saved by an earlier version has no row count (the sum is unknown) and no run
     description = json.loads((saved[1] / "run.json").read_text())
-    del description["rows"]
+    del description["rows"], description["run"]
     (saved[1] / "run.json").write_text(json.dumps(description))
     proc, _ = launch(ALONE, "merge", "--json", out, *saved)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["run"]["rows"] is None
+    record = json.loads(out.read_text())["run"]
+    assert record["rows"] is None
+    assert record["merged"][1] == {"state": str(saved[1])}
+
+
+def test_merge_refuses_a_copy_of_a_saved_run(tmp_path, dump):
+    """The same run under another directory (cp -r) would count its rows twice: merge
+    refuses it by its run.id, as it refuses one directory given twice."""
+    _, files = dump
+    saved, copy, other = tmp_path / "s1", tmp_path / "s1copy", tmp_path / "s2"
+    for directory in (saved, other):
+        assert launch(ALONE, "eval", "--save-state", directory, *files)[0].returncode == 0
+    shutil.copytree(saved, copy)
+    proc, _ = launch(ALONE, "merge", saved, other, copy)
+    assert proc.returncode == 2 and proc.stdout == ""
+    run_id = json.loads((saved / "run.json").read_text())["run"]["id"]
+    assert proc.stderr.strip() == (f"mpieval: error: {copy}: holds the same run as {saved} "
+                                   f"(run.id {run_id}): its rows would count twice")
+    assert launch(ALONE, "merge", saved, other)[0].returncode == 0
 
 
 def test_demo_names_its_shards_and_rows(tmp_path):

@@ -134,7 +134,7 @@ def test_update_takes_tensors_detached_and_without_a_copy():
     pred = torch.rand(1000, dtype=torch.float64, requires_grad=True)
     label = (torch.rand(1000) < 0.5).to(torch.int64)
     assert np.shares_memory(as_vector("label", label), label.numpy())
-    from_tensors, from_numpy = AucMetric(1000), AucMetric(1000)
+    from_tensors, from_numpy = AucMetric(table_size=1000), AucMetric(table_size=1000)
     from_tensors.update(pred * 1, label)  # a result of autograd: detached
     from_numpy.update(pred.detach().numpy(), label.numpy())
     assert from_tensors.compute() == from_numpy.compute()

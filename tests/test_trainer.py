@@ -93,10 +93,10 @@ def test_ten_thousand_metrics_on_one_communicator_keep_one_duplicate(comm):
     mpi = pytest.importorskip("mpi4py.MPI")
     world = mpi.COMM_WORLD
     warnings.simplefilter("ignore", UndefinedMetricWarning)  # no rows; bucket_error of 2
-    AucMetric(10, comm=world).compute()
+    AucMetric(table_size=10, comm=world).compute()
     before = live_duplicates()
     for step in range(10_000):
-        metric = PairwiseMetric(comm=world) if step % 2 else AucMetric(10, comm=world)
+        metric = PairwiseMetric(comm=world) if step % 2 else AucMetric(table_size=10, comm=world)
         assert metric.comm.size == comm.size
         if step % 10 == 0:
             metric.update(np.array([0.25, 0.75]), np.array([0, 1]))
@@ -111,7 +111,7 @@ def test_a_freed_sub_communicator_frees_its_duplicate(comm):
     before = live_duplicates()
     for _ in range(50):
         sub = mpi.COMM_WORLD.Split(comm.rank % 2, comm.rank)
-        metrics = [AucMetric(10, comm=sub) for _ in range(3)]
+        metrics = [AucMetric(table_size=10, comm=sub) for _ in range(3)]
         assert all(m.comm.size == sub.Get_size() for m in metrics)
         assert live_duplicates() == before + 1
         sub.Free()
@@ -189,10 +189,10 @@ def test_a_checkpoint_of_n_ranks_resumes_on_this_many(comm, rng, kind, saved_ran
 
 
 def test_loading_a_state_of_other_options_or_kind_fails():
-    auc = AucMetric(100)
+    auc = AucMetric(table_size=100)
     auc.update(np.array([0.5]), np.array([1]))
     with pytest.raises(ValueError, match="options"):
-        AucMetric(200).load_state_dict(auc.state_dict())
+        AucMetric(table_size=200).load_state_dict(auc.state_dict())
     with pytest.raises(ValueError, match="auc"):
         PairwiseMetric().load_state_dict(auc.state_dict())
 
@@ -200,7 +200,7 @@ def test_loading_a_state_of_other_options_or_kind_fails():
 @pytest.mark.mpi
 def test_an_evaluator_pickles_saves_and_merges_several_runs(comm, rng, tmp_path):
     def evaluator() -> Evaluator:
-        return Evaluator({"ctr": AucMetric(1000), "gauc": WuaucMetric(),
+        return Evaluator({"ctr": AucMetric(table_size=1000), "gauc": WuaucMetric(),
                           "pairs": PairwiseMetric()}, comm)
 
     days = []
@@ -241,13 +241,13 @@ def _other_ranks_only(comm) -> None:
 def test_a_different_table_size_on_one_rank_is_one_clear_error_everywhere(comm):
     _other_ranks_only(comm)
     last = comm.size - 1
-    metric = AucMetric(1000 if comm.rank != last else 500, comm=comm)
+    metric = AucMetric(table_size=1000 if comm.rank != last else 500, comm=comm)
     with pytest.raises(LayoutMismatchError) as info:
         metric.compute()
     text = str(info.value)
     assert f"rank {last} has" in text or f"ranks {last}" in text
     assert "table_size=1000" in text and "table_size=500" in text
-    metric = AucMetric(1000, comm=comm)
+    metric = AucMetric(table_size=1000, comm=comm)
     metric.update(np.array([0.2, 0.7]), np.array([0, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)  # bucket_error of 2 rows
@@ -258,7 +258,7 @@ def test_a_different_table_size_on_one_rank_is_one_clear_error_everywhere(comm):
 def test_metrics_in_another_order_on_one_rank_are_an_error_not_a_hang(comm):
     _other_ranks_only(comm)
     names = ["gauc", "ctr"] if comm.rank == 1 else ["ctr", "gauc"]
-    make = {"ctr": lambda: AucMetric(100), "gauc": lambda: WuaucMetric()}
+    make = {"ctr": lambda: AucMetric(table_size=100), "gauc": lambda: WuaucMetric()}
     ev = Evaluator({name: make[name]() for name in names}, comm)
     with pytest.raises(LayoutMismatchError, match="rank 1 has gauc"):
         ev.compute()
@@ -267,7 +267,7 @@ def test_metrics_in_another_order_on_one_rank_are_an_error_not_a_hang(comm):
 @pytest.mark.mpi
 def test_a_missing_metric_on_one_rank_is_an_error(comm):
     _other_ranks_only(comm)
-    metrics = {"ctr": AucMetric(100)}
+    metrics = {"ctr": AucMetric(table_size=100)}
     if comm.rank != 0:
         metrics["pairs"] = PairwiseMetric()
     with pytest.raises(LayoutMismatchError, match="rank 0 has \\(nothing\\)"):
@@ -276,7 +276,7 @@ def test_a_missing_metric_on_one_rank_is_an_error(comm):
 
 @pytest.mark.mpi
 def test_a_bad_batch_on_one_rank_names_that_rank_elsewhere(comm):
-    metric = AucMetric(100, comm=comm)
+    metric = AucMetric(table_size=100, comm=comm)
     last = comm.size - 1
     if comm.rank == last:
         with pytest.raises(InputError):
@@ -295,7 +295,7 @@ def test_numpy_use_never_imports_torch():
         import sys
         import numpy as np
         from mpieval import AucMetric
-        m = AucMetric(100)
+        m = AucMetric(table_size=100)
         m.update(np.array([0.1, 0.9]), np.array([0, 1]))
         m.compute()
         m.state_dict()
@@ -349,9 +349,9 @@ def test_a_remembered_bad_batch_survives_a_checkpoint(comm, rng, kind, tmp_path)
 
 
 def test_an_evaluator_state_of_other_names_is_an_error_naming_both():
-    saved = Evaluator({"x": AucMetric(100), "z": PairwiseMetric()}).state_dict()
+    saved = Evaluator({"x": AucMetric(table_size=100), "z": PairwiseMetric()}).state_dict()
     with pytest.raises(ValueError) as info:
-        Evaluator({"y": AucMetric(100), "z": PairwiseMetric()}).load_state_dict(saved)
+        Evaluator({"y": AucMetric(table_size=100), "z": PairwiseMetric()}).load_state_dict(saved)
     assert str(info.value) == ("the saved state holds the metrics ['x', 'z'], this evaluator "
                                "['y', 'z']")
 
@@ -373,7 +373,7 @@ def test_checkpoint_save_is_durable_like_the_command_line_outputs(tmp_path, monk
 
     monkeypatch.setattr(os, "fsync", noted_fsync)
     monkeypatch.setattr(os, "replace", noted_replace)
-    for write in (lambda path: checkpoint.save(path, {"m": AucMetric(10).state_dict()}),
+    for write in (lambda path: checkpoint.save(path, {"m": AucMetric(table_size=10).state_dict()}),
                   lambda path: locations.write_atomically(str(path), b"{}", flag="--json")):
         events.clear()
         write(tmp_path / "out")

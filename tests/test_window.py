@@ -151,7 +151,7 @@ def test_the_window_and_the_lifetime_are_one_sum_of_one_buffer(monkeypatch, rng)
 
     monkeypatch.setattr(Comm, "sum", counted)
     rows = _auc_rows(rng, 500)
-    ev = Evaluator({"a": AucMetric(64, window=100), "b": AucMetric(32),
+    ev = Evaluator({"a": AucMetric(table_size=64, window=100), "b": AucMetric(table_size=32),
                     "p": PairwiseMetric(window=10)}, comm=Comm.local())
     ev["a"].update(rows["pred"], rows["label"])
     ev["b"].update(rows["pred"], rows["label"])
@@ -172,7 +172,7 @@ def computed_all(ev: Evaluator) -> dict[str, Result]:
 
 
 def test_undefined_window_values_warn_under_the_window_name(rng):
-    metric = AucMetric(64, window=10, comm=Comm.local())
+    metric = AucMetric(table_size=64, window=10, comm=Comm.local())
     metric.update(rng.random(100), np.r_[np.zeros(90), np.ones(10)])  # the window: one class
     with pytest.warns(UndefinedMetricWarning) as caught:
         result = metric.compute()
@@ -207,8 +207,8 @@ def test_a_checkpoint_mid_window_resumes_as_an_uninterrupted_run(case, rng, tmp_
 
 def test_a_checkpoint_of_a_metric_without_window_has_no_window_keys(rng):
     rows = _auc_rows(rng, 100)
-    plain, windowed = AucMetric(64, comm=Comm.local()), AucMetric(64, window=10,
-                                                                  comm=Comm.local())
+    plain = AucMetric(table_size=64, comm=Comm.local())
+    windowed = AucMetric(table_size=64, window=10, comm=Comm.local())
     for metric in (plain, windowed):
         metric.update(rows["pred"], rows["label"])
     assert not any(key.startswith("window.") for key in plain.state_dict())
@@ -279,7 +279,7 @@ def test_pickle_and_deepcopy_carry_the_window(case, rng):
 
 def test_the_window_keeps_copies_not_the_callers_arrays(rng):
     rows = _auc_rows(rng, 100)
-    metric = AucMetric(64, window=50, comm=Comm.local())
+    metric = AucMetric(table_size=64, window=50, comm=Comm.local())
     pred = rows["pred"].copy()
     metric.update(pred, rows["label"])
     before = as_dict(computed(metric))
@@ -302,4 +302,5 @@ def test_window_is_a_trainer_option_not_a_config_key():
 
 def test_metrics_of_different_windows_do_not_merge():
     with pytest.raises(ValueError, match="cannot merge"):
-        AucMetric(64, window=10, comm=Comm.local()).merge(AucMetric(64, comm=Comm.local()))
+        AucMetric(table_size=64, window=10, comm=Comm.local()).merge(
+            AucMetric(table_size=64, comm=Comm.local()))

@@ -301,17 +301,17 @@ def test_the_rows_group_by_user_in_order_of_first_row(
     row_bits = (n - 1).bit_length()
     packed = np.empty(n, np.uint64)
     none = np.zeros(0, np.uint8)
-    assert not _core.group(row_keys, np.zeros(0, np.uint32), none, 0, packed, row_bits)
+    assert not _core.wuauc.group(row_keys, np.zeros(0, np.uint32), none, 0, packed, row_bits)
     np.testing.assert_array_equal(packed, expected_groups(row_keys, np.arange(n)))
 
 
 def test_grouping_refuses_a_packed_array_not_of_the_part_s_rows(rng: np.random.Generator) -> None:
     keys = rng.integers(0, 2**64 - 1, 1000, dtype=np.uint64)
     parts, sizes = np.empty(1000, np.uint8), np.zeros(8, np.int64)
-    _core.parts(keys, parts, 3, sizes)
+    _core.wuauc.parts(keys, parts, 3, sizes)
     for size in (sizes[2] - 1, sizes[2] + 1):  # never written past, nor left half unwritten
         with pytest.raises(ValueError, match="rows than packed"):
-            _core.group(keys, np.zeros(0, np.uint32), parts, 2, np.empty(size, np.uint64), 10)
+            _core.wuauc.group(keys, np.zeros(0, np.uint32), parts, 2, np.empty(size, np.uint64), 10)
 
 
 @pytest.mark.parametrize("n", [7, 8, 10_003])
@@ -321,12 +321,12 @@ def test_each_part_groups_its_own_rows(rng: np.random.Generator, n: int) -> None
     keys = rng.integers(0, 2**64 - 1, n, dtype=np.uint64)
     keys[::3] = keys[0]  # a heavy user: all its rows in one part
     parts, sizes = np.empty(n, np.uint8), np.zeros(8, np.int64)
-    _core.parts(keys, parts, 3, sizes)
+    _core.wuauc.parts(keys, parts, 3, sizes)
     np.testing.assert_array_equal(parts, kernel_keys.mix64(keys) >> np.uint64(61))
     row_bits = max(n - 1, 1).bit_length()
     for part in range(8):
         packed = np.empty(sizes[part], np.uint64)
-        _core.group(keys, np.zeros(0, np.uint32), parts, part, packed, row_bits)
+        _core.wuauc.group(keys, np.zeros(0, np.uint32), parts, part, packed, row_bits)
         np.testing.assert_array_equal(packed,
                                       expected_groups(keys, np.flatnonzero(parts == part)))
 

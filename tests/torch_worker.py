@@ -51,13 +51,13 @@ def subgroup(rank: int, size: int) -> dict:
     group = dist.new_group(evens, backend="gloo")
     if rank not in evens:
         return {}
-    metric = AucMetric(100, comm=group)
+    metric = AucMetric(table_size=100, comm=group)
     metric.update(np.array([0.1 + 0.1 * rank]), np.array([rank % 4 == 0]))
     return {"num": metric.compute().num, "size": metric.comm.size}
 
 
 def bad_input(rank: int, size: int) -> dict:
-    metric = AucMetric(100)
+    metric = AucMetric(table_size=100)
     if rank == size - 1:
         try:
             metric.update(torch.tensor([0.5, float("nan")]), torch.tensor([0, 1]))
@@ -73,7 +73,7 @@ def bad_input(rank: int, size: int) -> dict:
 
 def mismatch(rank: int, size: int) -> dict:
     names = ["b", "a"] if rank == size - 1 else ["a", "b"]
-    ev = Evaluator({n: AucMetric(100) if n == "a" else PairwiseMetric() for n in names})
+    ev = Evaluator({n: AucMetric(table_size=100) if n == "a" else PairwiseMetric() for n in names})
     try:
         ev.compute()
     except RuntimeError as error:
@@ -105,7 +105,7 @@ def loop(rank: int, size: int) -> dict:
     """A metric per pass, 10,000 times: nothing grows."""
     warnings.simplefilter("ignore")
     for step in range(10_000):
-        metric = AucMetric(10)
+        metric = AucMetric(table_size=10)
         assert metric.comm.size == size
         if step % 50 == 0:
             metric.update(np.array([0.25, 0.75]), np.array([0, 1]))

@@ -31,7 +31,7 @@ def first_appearance(offsets: np.ndarray, data: np.ndarray, limit: int,
         offsets = offsets.astype(np.int64)
     data = np.ascontiguousarray(data).view(np.uint8)
     codes = np.empty(len(offsets) - 1, dtype=np.uint16) if out is None else out
-    first_rows = _core.first_appearance(offsets, data, limit, codes)
+    first_rows = _core.codes.first_appearance(offsets, data, limit, codes)
     if first_rows is None:
         return None
     return codes, first_rows
@@ -45,7 +45,7 @@ def remap(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray | None = None
     codes = np.ascontiguousarray(codes, dtype=np.uint16)
     lookup = np.ascontiguousarray(lookup, dtype=np.uint16)
     out = np.empty(len(codes), dtype=np.uint16) if out is None else out
-    bad = _core.remap(codes, lookup, out)
+    bad = _core.codes.remap(codes, lookup, out)
     if bad >= 0:
         raise IndexError(f"code {int(codes[bad])} (row {bad}) is past the {len(lookup)} "
                          "entries of the lookup")

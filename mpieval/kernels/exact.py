@@ -42,13 +42,13 @@ def normalize(acc: np.ndarray) -> None:
     ``0 .. DIGITS - 2`` end in ``[0, 2**32)``, the last one holds the sign. ``acc`` (C
     contiguous float64) may have any leading shape; the value is unchanged (each step is
     exact)."""
-    _core.normalize(acc)
+    _core.exact.normalize(acc)
 
 
 def add_values(acc: np.ndarray, values: np.ndarray) -> None:
     """Add every value of the float64 array ``values`` to ``acc`` (shape ``(DIGITS,)``)
     and normalize it (the add itself: ``add`` in ``mpieval/_core/exact.hpp``)."""
-    _core.add_values(acc, np.ascontiguousarray(values, dtype=np.float64))
+    _core.exact.add_values(acc, np.ascontiguousarray(values, dtype=np.float64))
 
 
 def accumulator(*shape: int) -> np.ndarray:

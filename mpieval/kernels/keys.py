@@ -48,7 +48,7 @@ def _mix64_steps(x: np.ndarray) -> np.ndarray:
 
 def mix64_scalar(x: np.uint64 | int) -> int:
     """``mix64`` of one uint64, as the compiled loops compute it."""
-    return int(_core.mix64(int(x)))
+    return int(_core.keys.mix64(int(x)))
 
 
 def mix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -118,7 +118,7 @@ def text_lengths(offsets: np.ndarray) -> tuple[int, int]:
     """``(longest, first_empty)`` of the byte strings of ``offsets`` (int32 or int64, as
     :func:`hash_texts` takes them): the longest one's length and the first empty one's
     index (-1: none), in one compiled pass."""
-    return _core.text_lengths(np.ascontiguousarray(offsets))
+    return _core.keys.text_lengths(np.ascontiguousarray(offsets))
 
 
 def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None,
@@ -152,7 +152,7 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
 
     def hash_slice(rows: tuple[int, int]) -> None:
         lo, hi = rows
-        _core.hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
+        _core.keys.hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
                          checks[lo:hi])
 
     on_threads(hash_slice, slices)

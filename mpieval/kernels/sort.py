@@ -34,13 +34,13 @@ def merge_sort(first: np.ndarray, tmp_first: np.ndarray, m: int,
                second: np.ndarray | None = None, tmp_second: np.ndarray | None = None) -> int:
     """Sort rows ``0 .. m - 1`` of ``first`` in place (with ``second``, by ``(first,
     second)``); returns 0."""
-    return int(_core.merge_sort(first, tmp_first, m, second, tmp_second, False))
+    return int(_core.sort.merge_sort(first, tmp_first, m, second, tmp_second, False))
 
 
 def merge_sort_counting_inversions(first: np.ndarray, tmp_first: np.ndarray, m: int) -> int:
     """:func:`merge_sort` of ``first`` alone; returns the pairs ``i < j`` that were out of
     order (``first[i] > first[j]``)."""
-    return int(_core.merge_sort(first, tmp_first, m, None, None, True))
+    return int(_core.sort.merge_sort(first, tmp_first, m, None, None, True))
 
 
 def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
@@ -56,4 +56,4 @@ def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
     bits that every key shares (a float's sign and exponent) so cost no pass, and a level
     narrows the range by 8 bits or more (8 levels at most). Not stable: rows of one key
     end in some order, the same for the same input."""
-    _core.radix_sort(keys, payload, tmp_keys, tmp_payload, m)
+    _core.sort.radix_sort(keys, payload, tmp_keys, tmp_payload, m)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from mpieval.declaration import Kind
+from mpieval.declaration import Kind, check_shared_options
 from mpieval.errors import InputError, KindUnavailable
 
 FOLDERS = ("auc", "wuauc", "pn", "pairwise", "ranking")
@@ -20,6 +20,7 @@ KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (importlib.import_module(f"mpieval.kinds.{folder}").KIND for folder in FOLDERS)
 }
+check_shared_options(KINDS.values())  # one flag per option name: one declaration of it
 
 
 def kind_named(name: str) -> Kind:

@@ -9,8 +9,8 @@ sweeps; ``delong``: DeLong's variance and the paired test from the table;
 
 from __future__ import annotations
 
-from mpieval.declaration import COMPARE, LABEL, PRED, WINDOW, Input, Kind, Option
-from mpieval.validation import auc_table_size, boolean, column_name, integer_text, one_of
+from mpieval.declaration import COMPARE, COMPARED, LABEL, PRED, WINDOW, Input, Kind, Option
+from mpieval.validation import auc_table_size, boolean, integer_text, one_of
 
 DEFAULT_TABLE_SIZE = 1_000_000
 
@@ -31,13 +31,13 @@ KIND = Kind(
                help="histogram buckets"),
         Option("soft_labels", False, boolean, parse=None,
                help="accept labels anywhere in [0, 1]"),
-        Option("compare", None, column_name, help=COMPARE.help),
+        COMPARED,
         Option("weights", "frequency", one_of(*WEIGHT_MEANINGS), choices=WEIGHT_MEANINGS,
                help="how the intervals read the --weight column: frequency (a weight of 2 "
-                    "is two rows) or importance (inverse sampling rates)"),
+                    "is two rows) or importance (inverse sampling rates)", about="weight"),
         WINDOW,
     ),
-    report="mpieval.kinds.auc.report:section",
+    report="mpieval.kinds.auc.report:SECTION",
     required=("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
               "copc"),
     counts=frozenset({"num", "rows", "positives"}),

@@ -64,7 +64,7 @@ def _delong(negatives: np.ndarray, positives: np.ndarray,
     weights, module docstring); None: the class totals.
     """
     pos_units, neg_units = (math.nan, math.nan) if units is None else units
-    auc, variance, auprc, tie_bound = _core.delong(
+    auc, variance, auprc, tie_bound = _core.auc.delong(
         np.ascontiguousarray(negatives, np.float64), np.ascontiguousarray(positives, np.float64),
         pos_units, neg_units)
     return auc, variance, auprc, tie_bound
@@ -102,7 +102,7 @@ def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarr
     negative = np.ascontiguousarray(negative, positive.dtype)
     v10_a, v10_b, v01_a, v01_b = (np.ascontiguousarray(v, np.float64)
                                   for v in (v10_a, v10_b, v01_a, v01_b))
-    _core.paired_spread(np.ascontiguousarray(bucket_a), bucket_b,
+    _core.auc.paired_spread(np.ascontiguousarray(bucket_a), bucket_b,
                         np.ascontiguousarray(positive), negative, v10_a, v10_b, v01_a, v01_b,
                         spread)
     return spread

@@ -109,7 +109,7 @@ def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
     a = _as_kernel_input(pred_a, _PRED_DTYPES)
     b = _as_kernel_input(pred_b, _PRED_DTYPES)
     bucket_a, bucket_b = np.empty(len(a), dtype=dtype), np.empty(len(b), dtype=dtype)
-    _core.bucket_pairs(a, b, table_size, bucket_a, bucket_b)
+    _core.auc.bucket_pairs(a, b, table_size, bucket_a, bucket_b)
     return bucket_a, bucket_b
 
 
@@ -141,10 +141,10 @@ def accumulate(
     p = _as_kernel_input(pred, _PRED_DTYPES)
     y = _as_kernel_input(label, _LABEL_DTYPES)
     if binary and weight is None:
-        _core.accumulate_binary(table, p, y, sums)
+        _core.auc.accumulate_binary(table, p, y, sums)
     else:
         w = np.ones(len(p)) if weight is None else np.ascontiguousarray(weight, np.float64)
-        _core.accumulate_weighted(table, p, y, w, sums)
+        _core.auc.accumulate_weighted(table, p, y, w, sums)
 
 
 def auc_from_table(table: np.ndarray) -> float:
@@ -190,7 +190,7 @@ def bucket_error(filled: FilledBuckets) -> float:
     bucket ``j`` where the seed's own test ``abs(j / T - last_ctr) > kMaxSpan`` holds (the
     same expression, so the same float decisions), found from an estimate and a few
     steps."""
-    return float(_core.bucket_error(filled.index, filled.negatives, filled.positives,
+    return float(_core.auc.bucket_error(filled.index, filled.negatives, filled.positives,
                                     filled.table_size))
 
 
@@ -247,7 +247,7 @@ def roc_from_table(negatives: np.ndarray, positives: np.ndarray,
 def roc(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray:
     """:func:`roc_from_table` from the table's filled buckets."""
     curve = np.zeros((min(len(filled.index), points + 1) + 1, 2))
-    return curve[: _core.roc(filled.negatives, filled.positives, points, curve)]
+    return curve[: _core.auc.roc(filled.negatives, filled.positives, points, curve)]
 
 
 def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
@@ -264,7 +264,7 @@ def calibration_from_table(negatives: np.ndarray, positives: np.ndarray,
 def calibration(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray:
     """:func:`calibration_from_table` from the table's filled buckets."""
     bins = np.zeros((points, 3))
-    count = _core.calibration(filled.index, filled.negatives, filled.positives,
+    count = _core.auc.calibration(filled.index, filled.negatives, filled.positives,
                               filled.table_size, points, bins)
     return bins[:count]
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, OptionHint
 from mpieval.kernels import exact, stats
 from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, importance, kernels
 from mpieval.metric import Metric, warn_undefined, window_dict
@@ -436,6 +436,10 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
             "copc": copc}
 
 
+SOFT_LABELS = OptionHint("soft_labels", True, "for labels in [0, 1]")
+"""What a label other than 0 or 1 is refused with: ``soft_labels=True`` would accept it."""
+
+
 class AucMetric(Metric):
     """Abacus/Paddle ``BasicAucCalculator``: a histogram of ``table_size`` buckets per label.
 
@@ -468,6 +472,9 @@ class AucMetric(Metric):
 
     Parameters
     ----------
+    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
+        Where ``compute()`` communicates; None: resolved on first use
+        (:meth:`mpieval.comm.Comm.resolve`).
     table_size : int, default 1,000,000
         Buckets of the histogram, at most 2**27.
     soft_labels : bool, default False
@@ -483,9 +490,6 @@ class AucMetric(Metric):
         States of the two do not merge.
     window : int, optional
         Rows of this rank's recent window (values over them in ``result.window``).
-    comm : Comm, mpi4py communicator, torch or Paddle process group, optional
-        Where ``compute()`` communicates; None: resolved on first use
-        (:meth:`mpieval.comm.Comm.resolve`).
 
     Raises
     ------
@@ -518,13 +522,13 @@ class AucMetric(Metric):
 
     def __init__(
         self,
-        table_size: int = DEFAULT_TABLE_SIZE,
+        comm: Comm | Any | None = None,
         *,
+        table_size: int = DEFAULT_TABLE_SIZE,
         soft_labels: bool = False,
         compare: str | None = None,
         weights: str = "frequency",
         window: int | None = None,
-        comm: Comm | Any | None = None,
     ) -> None:
         super().__init__(comm, table_size=table_size, soft_labels=soft_labels, compare=compare,
                          weights=weights, window=window)
@@ -578,7 +582,7 @@ class AucMetric(Metric):
             if self.soft_labels:
                 check_interval("label", y, 0.0, 1.0)
             else:
-                check_binary("label", y)
+                check_binary("label", y, hint=SOFT_LABELS)
             if w is not None:
                 check_weight("weight", w)
         self._add(pred=p, label=y, weight=w, compare=b)

@@ -1,34 +1,48 @@
-"""The ``auc`` kind's summary lines and section of a report page: the values with their 95%
-intervals (and B - A with ``--compare``), the ROC curve, the calibration plot, the
-precision-recall curve and the scores by class, the bucket error in context, and with
-``--compare`` the difference B - A of AUC as a forest plot."""
+"""The ``auc`` kind on a report page: its summary lines and its section, the values with
+their 95% intervals (and B - A with ``--compare``), the ROC curve, the calibration plot,
+the precision-recall curve and the scores by class (:mod:`mpieval.kinds.auc.figures`), the
+bucket error in context, and with ``--compare`` the difference B - A of AUC as a forest
+plot. Its sane ranges: NE below 1, COPC in [0.8, 1.25], AUC above 0.5, some clicks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from mpieval import figures
-from mpieval.figures import Difference, Estimate
-from mpieval.kinds.auc import kernels
-from mpieval.report import (
+from mpieval.kinds.auc import KIND, figures, kernels
+from mpieval.report.figures import Difference, Estimate, Series
+from mpieval.report.html import (
     OLDER,
-    Model,
-    Page,
-    Run,
     escape,
-    flags,
-    headline,
     pair,
     value_text,
     verdict,
     weighting_text,
 )
+from mpieval.report.page import Model, Page
+from mpieval.report.runs import Run
+from mpieval.report.section import Flag, Section
 
-CURVES = ("roc_curve", "calibration_curve")
+# The curves of a block: the shape of each point, as the error message names it.
+CURVES = {"roc_curve": "[fpr, tpr] pairs",
+          "calibration_curve": "[mean_pred, actual_ctr, rows] triples",
+          "pr_curve": "[recall, precision] pairs",
+          "score_histogram": "[pred_low, pred_high, negatives, positives] rows"}
+# The curves a run of an older mpieval lacks (its figures say so).
+MAIN_CURVES = ("roc_curve", "calibration_curve")
 # The summary's values of a model, in order (field, name).
 HEADLINE = (("auc", "AUC"), ("copc", "COPC"), ("ece", "ECE"), ("ne", "NE"),
             ("actual_ctr", "actual CTR"))
 FLAGGED = ("auc", "ne", "copc", "actual_ctr")
+COPC_RANGE = (0.8, 1.25)
+FLAGS = (
+    Flag(("ne",), lambda value, _: value >= 1, "NE ≥ 1: no better than predicting the base rate"),
+    Flag(("copc",), lambda value, _: not COPC_RANGE[0] <= value <= COPC_RANGE[1],
+         f"COPC outside [{COPC_RANGE[0]}, {COPC_RANGE[1]}]: miscalibrated"),
+    Flag(("auc",), lambda value, _: value <= 0.5, "{FIELD} ≤ 0.5: no better than random"),
+    Flag(("actual_ctr", "positives"), lambda value, block: value == 0 and "num" in block,
+         "no clicks in the run"),
+)
 
 # What each value is, with its unit, in the order the tables list them.
 AUC_FIELDS = {
@@ -50,6 +64,9 @@ AUC_FIELDS = {
 }
 
 
+# -- the summary -------------------------------------------------------------------------
+
+
 def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     """One line per model (its headline values and intervals, changes against the
     baseline, flags), and per compared run the verdict B - A."""
@@ -59,21 +76,14 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
         base = page.baseline_block(name, model)
         if base is not None and model.is_b and base.get("compare"):
             base = base["compare"]
-        values = []
-        for field, what in HEADLINE:
-            text = headline(block, field, what)
-            if text and base is not None:
-                text += page.change(block.get(field), base.get(field))
-            if text:
-                values.append(text)
-        line = f"{escape(model.series.label)}: " + ", ".join(values)
-        line += "".join(f"<span class=flag>⚠ {flag}</span>" for flag in flags(block, FLAGGED))
+        line = f"{escape(model.series.label)}: " + page.headlines(block, HEADLINE, base)
+        line += "".join(f"<span class=flag>⚠ {flag}</span>"
+                        for flag in SECTION.flag_texts(block, FLAGGED))
         if not model.is_b:
             line += _weighting(model, name)
         lines.append(line)
         if model.is_b:
-            label = f"{escape(model.run.label)}: B \u2212 A" if len(page.runs) > 1 else "B \u2212 A"
-            lines.append(f"<b>{label}</b>: {verdict(block, 'auc', 'AUC')}")
+            lines.append(f"<b>{page.compared_label(model)}</b>: {verdict(block, 'auc', 'AUC')}")
     return lines
 
 
@@ -88,54 +98,84 @@ def _weighting(model: Model, name: str) -> str:
     return ""
 
 
+# -- the section -------------------------------------------------------------------------
+
+
 def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+    """The values' table, the figures, the bucket error in context and B against A."""
     models = page.models([(run, run.metrics[name]) for run in runs])
     notes = _missing_notes([m for m in models if not m.is_b])
     notes += [f"{escape(m.series.label)}: no curves of model B in the run (its values only); "
               "A's are drawn." for m in models
-              if m.is_b and not any(m.block.get(field) for field in CURVES)]
+              if m.is_b and not any(m.block.get(field) for field in MAIN_CURVES)]
     parts = [page.value_table(name, models, AUC_FIELDS)]
-    drawn = []
-    rocs = [(m.series, m.block["roc_curve"]) for m in models if m.block.get("roc_curve")]
-    if rocs:
-        aucs = "; ".join(f"{escape(m.series.label)} AUC {value_text(m.block.get('auc'))}"
-                         for m in models if m.block.get("roc_curve"))
-        drawn.append(page.figure(
-            figures.roc(rocs, page.key(name, "roc")),
-            f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
-            "(0 to 1); the dotted diagonal is a random ranking."))
-    calibrations = [(m.series, m.block["calibration_curve"]) for m in models
-                    if m.block.get("calibration_curve")]
-    if calibrations:
-        drawn.append(page.figure(
-            figures.calibration(calibrations, page.key(name, "calibration")),
-            "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
-            f"into {kernels.CALIBRATION_GROUPS} of about equal rows, with each bin's "
-            "95% binomial interval; points on the dotted diagonal are calibrated. Below: "
-            "the share of rows per predicted-CTR range."))
-    prs = [(m, m.block["pr_curve"]) for m in models if m.block.get("pr_curve")]
-    if prs:
-        rates = [m.run.metrics[name].get("actual_ctr") for m, _ in prs]
-        drawn.append(page.figure(
-            figures.precision_recall([(m.series, curve) for m, curve in prs],
-                                     page.key(name, "pr"), rates),
-            "Precision-recall curve from the merged table (AUPRC: "
-            + "; ".join(f"{escape(m.series.label)} {value_text(m.block.get('auprc'))}"
-                        for m, _ in prs)
-            + "). The dotted line is a random ranking: precision equal to the actual CTR."))
-    histograms = [(m.series, m.block["score_histogram"]) for m in models
-                  if m.block.get("score_histogram")]
-    if histograms:
-        drawn.append(page.figure(
-            figures.score_distributions(histograms, page.key(name, "scores")),
-            "Distribution of pred among clicks and among non-clicks: the further apart, "
-            "the better the ranking."))
+    drawn = [figure for draw in (_roc, _calibration, _precision_recall, _scores)
+             if (figure := draw(page, name, models))]
     if drawn:
         parts.append(f"<div class=figures>{''.join(drawn)}</div>")
     parts.append(_bucket_error_context(models))
+    rows = _differences(page, models)
+    if rows:
+        parts.append("<h3>B against A</h3><div class=figures>"
+                     f"{page.differences(name, rows, 'AUC')}</div>")
+    return "".join(parts), notes
+
+
+def _roc(page: Page, name: str, models: Sequence[Model]) -> str:
+    drawn = [m for m in models if m.block.get("roc_curve")]
+    if not drawn:
+        return ""
+    aucs = "; ".join(f"{escape(m.series.label)} AUC {value_text(m.block.get('auc'))}"
+                     for m in drawn)
+    return page.figure(
+        figures.roc([(m.series, m.block["roc_curve"]) for m in drawn], page.key(name, "roc")),
+        f"ROC curve from the merged histogram ({aucs}). Both axes are shares "
+        "(0 to 1); the dotted diagonal is a random ranking.")
+
+
+def _calibration(page: Page, name: str, models: Sequence[Model]) -> str:
+    return _figure(page, name, models, "calibration_curve", figures.calibration, "calibration",
+                   "Calibration: actual CTR against mean predicted CTR, the run's bins merged "
+                   f"into {kernels.CALIBRATION_GROUPS} of about equal rows, with each bin's "
+                   "95% binomial interval; points on the dotted diagonal are calibrated. "
+                   "Below: the share of rows per predicted-CTR range.")
+
+
+def _precision_recall(page: Page, name: str, models: Sequence[Model]) -> str:
+    drawn = [m for m in models if m.block.get("pr_curve")]
+    if not drawn:
+        return ""
+    rates = [m.run.metrics[name].get("actual_ctr") for m in drawn]
+    return page.figure(
+        figures.precision_recall([(m.series, m.block["pr_curve"]) for m in drawn],
+                                 page.key(name, "pr"), rates),
+        "Precision-recall curve from the merged table (AUPRC: "
+        + "; ".join(f"{escape(m.series.label)} {value_text(m.block.get('auprc'))}"
+                    for m in drawn)
+        + "). The dotted line is a random ranking: precision equal to the actual CTR.")
+
+
+def _scores(page: Page, name: str, models: Sequence[Model]) -> str:
+    return _figure(page, name, models, "score_histogram", figures.score_distributions,
+                   "scores", "Distribution of pred among clicks and among non-clicks: the "
+                   "further apart, the better the ranking.")
+
+
+def _figure(page: Page, name: str, models: Sequence[Model], field: str,
+            draw: Callable[[list[tuple[Series, Any]], str], str], what: str,
+            caption: str) -> str:
+    """The figure ``draw`` makes of ``field`` of the models that have it ('' when none)."""
+    curves = [(m.series, m.block[field]) for m in models if m.block.get(field)]
+    if not curves:
+        return ""
+    return page.figure(draw(curves, page.key(name, what)), caption)
+
+
+def _differences(page: Page, models: Sequence[Model]) -> list[Difference]:
+    """B - A of AUC of each compared run with its paired interval, for the forest plot."""
     rows = []
     for m in models:
-        compare = m.block.get("compare") if not m.is_b else None
+        compare: dict[str, Any] | None = m.block.get("compare") if not m.is_b else None
         if not compare or not isinstance(compare.get("auc_diff"), (int, float)):
             continue
         low, high = pair(compare.get("auc_diff_ci95"))
@@ -144,10 +184,7 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
         label = "AUC" + (f" · {m.run.label}" if len(page.runs) > 1 else "")
         rows.append(Difference(label, Estimate(compare["auc_diff"], low, high),
                                compare.get("auc_diff_p"), None, emphasis=True))
-    if rows:
-        parts.append("<h3>B against A</h3><div class=figures>"
-                     f"{page.differences(name, rows, 'AUC')}</div>")
-    return "".join(parts), notes
+    return rows
 
 
 def _missing_notes(models: Sequence[Model]) -> list[str]:
@@ -155,7 +192,7 @@ def _missing_notes(models: Sequence[Model]) -> list[str]:
     notes = []
     for m in models:
         lacking = []
-        if not any(field in m.block for field in CURVES):
+        if not any(field in m.block for field in MAIN_CURVES):
             lacking.append("no ROC or calibration curve")
         if "ci95" not in m.block:
             lacking.append("no intervals")
@@ -188,3 +225,6 @@ def _bucket_error_context(models: Sequence[Model]) -> str:
             "opposite sign cancel in COPC, not in bucket error; the calibration plot shows "
             "where they lie.</p>"
             f"<ul>{''.join(items)}</ul></div>")
+
+
+SECTION = Section(KIND, draw=section, summary=summary, curves=CURVES, flags=FLAGS, rows="rows")

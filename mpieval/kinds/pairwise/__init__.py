@@ -21,7 +21,7 @@ KIND = Kind(
     declared_inputs=(Input("left_label", help="left item's 0/1 label column"),
                      Input("right_label", help="right item's 0/1 label column")),
     declared_options=(WINDOW,),
-    report="mpieval.kinds.pairwise.report:section",
+    report="mpieval.kinds.pairwise.report:SECTION",
     required=tuple(FIELDS),
     counts=frozenset(FIELDS),
     demo="""\

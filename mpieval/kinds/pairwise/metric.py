@@ -122,8 +122,8 @@ class PairwiseMetric(Metric):
             left = as_vector("left_label", left_label)
             right = as_vector("right_label", right_label)
             check_lengths(left_label=left, right_label=right)
-            check_binary("left_label", left, hint="")
-            check_binary("right_label", right, hint="")
+            check_binary("left_label", left)
+            check_binary("right_label", right)
         self._add(cell=pairwise_cell(left, right))
 
     def _accumulate(self, state: State, cell: np.ndarray) -> None:

@@ -1,18 +1,26 @@
-"""The ``pairwise`` kind's summary line and section of a report page: its counts, run by run."""
+"""The ``pairwise`` kind on a report page: its summary line and its section, its counts
+run by run."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mpieval.kinds.pairwise import FIELDS
-from mpieval.report import Page, Run
+from mpieval.kinds.pairwise import FIELDS, KIND
+from mpieval.report.page import Page
+from mpieval.report.runs import Run
+from mpieval.report.section import Section
 
 HEADLINE = (("ins", "pair instances"), ("same_label_click", "both clicked"),
             ("left_label_click", "left only"), ("right_label_click", "right only"))
 
+
 def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
     return page.count_table(runs, name, FIELDS, share_of="ins"), []
+
 
 def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     """One line per run: its main values, and their change against the baseline."""
     return page.run_lines(name, runs, HEADLINE)
+
+
+SECTION = Section(KIND, draw=section, summary=summary)

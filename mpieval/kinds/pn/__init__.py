@@ -26,7 +26,7 @@ KIND = Kind(
     declared_inputs=(UID, PRED, LABEL),
     declared_options=(Option("ties", "negative", one_of(*TIES_MODES), choices=TIES_MODES,
                              flag_name="--pn-ties", help="how tied pairs count"),),
-    report="mpieval.kinds.pn.report:section",
+    report="mpieval.kinds.pn.report:SECTION",
     required=("average_pn", "ins_number", "positive_pairs", "negative_pairs"),
     counts=frozenset({"ins_number", "positive_pairs", "negative_pairs", "tie_pairs"}),
     demo="""\

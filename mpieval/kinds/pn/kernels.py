@@ -47,7 +47,7 @@ def pair_counts_per_user(
     positive = np.zeros(users, np.int64)
     negative = np.zeros(users, np.int64)
     tie = np.zeros(users, np.int64)
-    _core.pair_counts_per_user(starts, pred, label, positive, negative, tie)
+    _core.pn.pair_counts_per_user(starts, pred, label, positive, negative, tie)
     return positive, negative, tie
 
 

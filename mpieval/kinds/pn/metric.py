@@ -122,10 +122,10 @@ class PnMetric(Metric):
 
     Parameters
     ----------
-    ties : {"negative", "ignore", "half"}, default "negative"
-        How a pair with equal preds counts.
     comm : Comm, mpi4py communicator, torch or Paddle process group, optional
         Where ``compute()`` communicates; None: resolved on first use.
+    ties : {"negative", "ignore", "half"}, default "negative"
+        How a pair with equal preds counts.
 
     Raises
     ------
@@ -149,7 +149,7 @@ class PnMetric(Metric):
     options = KIND.declared_options
     ties: str
 
-    def __init__(self, ties: str = "negative", comm: Comm | Any | None = None) -> None:
+    def __init__(self, comm: Comm | Any | None = None, *, ties: str = "negative") -> None:
         super().__init__(comm, ties=ties)
 
     def state_layout(self) -> dict[str, Part]:

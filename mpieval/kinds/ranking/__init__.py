@@ -46,7 +46,7 @@ KIND = Kind(
     declared_inputs=(UID, PRED, Input("label", help="label column"), TAG),
     declared_options=(Option("k", DEFAULT_K, cutoffs, parse=cutoff_text, metavar="LIST",
                              help="ranking cutoffs, e.g. 5,10,20"),),
-    report="mpieval.kinds.ranking.report:section",
+    report="mpieval.kinds.ranking.report:SECTION",
     tag_required=("ndcg", "valid_user_count", "real_user_count", "real_ins_num"),
     required=("k",),
     counts=frozenset({"valid_user_count", "real_user_count", "real_ins_num"}),

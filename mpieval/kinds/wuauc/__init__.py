@@ -8,8 +8,7 @@ their owner rank at compute); ``result``: the per-tag blocks and their statistic
 
 from __future__ import annotations
 
-from mpieval.declaration import COMPARE, LABEL, PRED, TAG, UID, Kind, Option
-from mpieval.validation import column_name
+from mpieval.declaration import COMPARE, COMPARED, LABEL, PRED, TAG, UID, Kind
 
 TAG_REQUIRED = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
                 "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num")
@@ -20,8 +19,8 @@ KIND = Kind(
     exports=("WuaucMetric", "WuaucResult"),
     metric="mpieval.kinds.wuauc.metric:WuaucMetric",
     declared_inputs=(UID, PRED, LABEL, TAG, COMPARE),
-    declared_options=(Option("compare", None, column_name, help=COMPARE.help),),
-    report="mpieval.kinds.wuauc.report:section",
+    declared_options=(COMPARED,),
+    report="mpieval.kinds.wuauc.report:SECTION",
     tag_required=TAG_REQUIRED,
     counts=frozenset({"real_user_count", "real_ins_num", "valid_user_count",
                       "valid_ins_num", "valid_click_num"}),

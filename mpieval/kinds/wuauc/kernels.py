@@ -76,13 +76,13 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     pred, label, codes, tag_of_code = (np.ascontiguousarray(a, dtype) for a, dtype in (
         (pred, None), (_labels(label), None), (codes, np.uint16), (tag_of_code, np.uint16)))
     if threads() == 1 or len(slices) < 2:
-        _core.row_sums(pred, label, codes, tag_of_code, sums)
+        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums)
         return
 
     def one_slice(rows: tuple[int, int]) -> np.ndarray:
         lo, hi = rows
         part = np.zeros_like(sums)
-        _core.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
+        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
         return part
 
     for part in on_threads(one_slice, slices):
@@ -147,18 +147,18 @@ def user_auc_sums(
         models = [np.ascontiguousarray(model if model.dtype in (np.float32, np.float64)
                                        else model.astype(np.float64)) for model in models]
         parts = np.empty(n if part_bits else 0, np.uint8)
-        _core.parts(keys, parts, part_bits, sizes)
+        _core.wuauc.parts(keys, parts, part_bits, sizes)
 
         kept = threading.local()  # each thread's memory, kept from one part to the next
 
         def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
             """The part's sums and (with ``compare``) valid groups, per model."""
             if not hasattr(kept, "work"):
-                kept.work, kept.packed = _core.Workspace(), np.empty(0, np.uint64)
+                kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
-            found = _core.group(keys, checks, parts, part, packed, row_bits)
+            found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -166,7 +166,7 @@ def user_auc_sums(
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
-                cursor = _core.user_sums(packed, k == len(models) - 1, row_bits, model, label,
+                cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model, label,
                                          tags, n_tags, part_sums[k], part_groups[k], kept.work)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found)
@@ -200,5 +200,5 @@ AUC_A`` and ``n`` the group's rows: ``sum D``, ``sum D^2``, ``sum n D``, ``sum n
 def paired_diff_sums(groups_a: np.ndarray, groups_b: np.ndarray, sums: np.ndarray) -> None:
     """Add ``DIFF_FIELDS`` of the paired groups to the exact ``sums`` (shape ``(blocks,
     5, DIGITS)``)."""
-    _core.paired_diff_sums(np.ascontiguousarray(groups_a, np.float64),
+    _core.wuauc.paired_diff_sums(np.ascontiguousarray(groups_a, np.float64),
                            np.ascontiguousarray(groups_b, np.float64), sums)

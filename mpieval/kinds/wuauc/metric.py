@@ -84,6 +84,7 @@ class WuaucMetric(UserRowsMetric):
     kind = KIND.name
     inputs = KIND.declared_inputs
     options = KIND.declared_options
+    arguments = ("extra_keys",)
     compare: str | None
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
@@ -116,7 +117,7 @@ class WuaucMetric(UserRowsMetric):
             check_interval("pred", p, 0.0, 1.0)
             if b is not None:
                 check_interval("compare", b, 0.0, 1.0)
-            labels = binary_uint8("label", y, hint="", out=into.get("label"))
+            labels = binary_uint8("label", y, out=into.get("label"))
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return

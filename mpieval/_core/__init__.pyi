@@ -1,0 +1,15 @@
+"""
+mpieval's compiled kernels (see mpieval/kernels/ and the kinds' kernels.py)
+"""
+
+from mpieval._core import (
+    auc as auc,
+    codes as codes,
+    exact as exact,
+    keys as keys,
+    labels as labels,
+    logloss as logloss,
+    pn as pn,
+    sort as sort,
+    wuauc as wuauc
+)

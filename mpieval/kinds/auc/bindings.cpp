@@ -1,0 +1,135 @@
+// The bindings of the auc kind's kernels (this folder's *.hpp): its submodule
+// mpieval._core.auc, registered by the build (CMakeLists.txt finds this file by its name).
+// The conventions are module.cpp's (mpieval/_core/).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/tuple.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "bindings.hpp"
+#include "delong.hpp"
+#include "kernels.hpp"
+
+namespace mpieval::bindings {
+
+void bind_auc(nb::module_ m) {
+    m.doc() = "The auc kind's kernels: a batch's table, bucket error, the ROC and "
+              "calibration curves, DeLong's sweep, the paired spread (kernels.hpp, delong.hpp).";
+    m.def("accumulate_binary", [](Out table, In pred, In label, Out sums) {
+        double* t = as<double>(table, "table");
+        double* s = as<double>(sums, "sums");
+        const int64_t size = int64_t(table.shape(1)), n = length(pred);
+        dispatch(pred, [&](auto* p) {
+            dispatch(label, [&](auto* y) {
+                Release r;
+                auc::accumulate_binary(t, size, p, y, n, s);
+            }, Labels{});
+        }, Floats{});
+    }, nb::arg("table").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
+       nb::arg("sums").noconvert());
+    m.def("accumulate_weighted", [](Out table, In pred, In label, In weight, Out sums) {
+        double* t = as<double>(table, "table");
+        double* s = as<double>(sums, "sums");
+        const double* w = as<double>(weight, "weight");
+        const int64_t size = int64_t(table.shape(1)), n = length(pred);
+        dispatch(pred, [&](auto* p) {
+            dispatch(label, [&](auto* y) {
+                Release r;
+                auc::accumulate_weighted(t, size, p, y, w, n, s);
+            }, Labels{});
+        }, Floats{});
+    }, nb::arg("table").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
+       nb::arg("weight").noconvert(), nb::arg("sums").noconvert());
+    m.def("bucket_pairs", [](In pred_a, In pred_b, int64_t size, Out bucket_a, Out bucket_b) {
+        const int64_t n = length(pred_a);
+        dispatch(pred_a, [&](auto* a) {
+            dispatch(pred_b, [&](auto* b) {
+                dispatch(bucket_a, [&](auto* out_a) {
+                    using O = std::remove_pointer_t<decltype(out_a)>;
+                    O* out_b = as<O>(bucket_b, "bucket_b");
+                    Release r;
+                    auc::bucket_pairs(a, b, n, size, out_a, out_b);
+                }, Indexes{});
+            }, Floats{});
+        }, Floats{});
+    }, nb::arg("pred_a").noconvert(), nb::arg("pred_b").noconvert(), nb::arg("size"),
+       nb::arg("bucket_a").noconvert(), nb::arg("bucket_b").noconvert());
+    m.def("bucket_error", [](In filled, In negatives, In positives, int64_t table_size) {
+        const int64_t* f = as<int64_t>(filled, "filled");
+        const double* neg = as<double>(negatives, "negatives");
+        const double* pos = as<double>(positives, "positives");
+        const int64_t n = length(filled);
+        Release r;
+        return auc::bucket_error(f, neg, pos, n, table_size);
+    }, nb::arg("filled").noconvert(), nb::arg("negatives").noconvert(),
+       nb::arg("positives").noconvert(), nb::arg("table_size"));
+    m.def("roc", [](In negatives, In positives, int64_t points, Out curve) {
+        const double* neg = as<double>(negatives, "negatives");
+        const double* pos = as<double>(positives, "positives");
+        double* c = as<double>(curve, "curve");
+        const int64_t n = length(negatives), room = int64_t(curve.size());
+        Release r;
+        std::vector<double> got = auc::roc(neg, pos, n, points);
+        const int64_t count = std::min<int64_t>(int64_t(got.size()), room);
+        std::copy(got.begin(), got.begin() + count, c);
+        return count / 2;
+    }, nb::arg("negatives").noconvert(), nb::arg("positives").noconvert(), nb::arg("points"),
+       nb::arg("curve").noconvert());
+    m.def("calibration", [](In filled, In negatives, In positives, int64_t size, int64_t points,
+                            Out bins) {
+        const int64_t* f = as<int64_t>(filled, "filled");
+        const double* neg = as<double>(negatives, "negatives");
+        const double* pos = as<double>(positives, "positives");
+        double* b = as<double>(bins, "bins");
+        const int64_t n = length(filled);
+        Release r;
+        std::vector<double> got = auc::calibration(f, neg, pos, n, size, points);
+        std::copy(got.begin(), got.end(), b);
+        return int64_t(got.size()) / 3;
+    }, nb::arg("filled").noconvert(), nb::arg("negatives").noconvert(),
+       nb::arg("positives").noconvert(), nb::arg("size"), nb::arg("points"),
+       nb::arg("bins").noconvert());
+
+    m.def("delong", [](In negatives, In positives, double pos_units, double neg_units) {
+        const double* neg = as<double>(negatives, "negatives");
+        const double* pos = as<double>(positives, "positives");
+        const int64_t n = length(negatives);
+        stats::Delong d;
+        {
+            Release r;
+            d = stats::delong(neg, pos, n, pos_units, neg_units);
+        }
+        return std::make_tuple(d.auc, d.variance, d.auprc, d.tie_bound);
+    }, nb::arg("negatives").noconvert(), nb::arg("positives").noconvert(),
+       nb::arg("pos_units") = NAN, nb::arg("neg_units") = NAN);
+    m.def("paired_spread", [](In bucket_a, In bucket_b, In positive, In negative, In v10_a,
+                              In v10_b, In v01_a, In v01_b, Out spread) {
+        const int64_t n = length(bucket_a);
+        const double* pa = as<double>(v10_a, "v10_a");
+        const double* pb = as<double>(v10_b, "v10_b");
+        const double* na = as<double>(v01_a, "v01_a");
+        const double* nb_ = as<double>(v01_b, "v01_b");
+        double* s = as<double>(spread, "spread");
+        dispatch(bucket_a, [&](auto* a) {
+            using B = std::remove_pointer_t<decltype(a)>;
+            const B* b = as<B>(bucket_b, "bucket_b");
+            dispatch(positive, [&](auto* pos) {
+                using W = std::remove_pointer_t<decltype(pos)>;
+                const W* neg = as<W>(negative, "negative");
+                Release r;
+                stats::paired_spread(a, b, pos, neg, n, pa, pb, na, nb_, s);
+            }, Floats{});
+        }, Indexes{});
+    }, nb::arg("bucket_a").noconvert(), nb::arg("bucket_b").noconvert(),
+       nb::arg("positive").noconvert(), nb::arg("negative").noconvert(),
+       nb::arg("v10_a").noconvert(), nb::arg("v10_b").noconvert(),
+       nb::arg("v01_a").noconvert(), nb::arg("v01_b").noconvert(),
+       nb::arg("spread").noconvert());
+}
+
+}  // namespace mpieval::bindings

@@ -1,0 +1,85 @@
+// The bindings of the wuauc kind's kernels (this folder's *.hpp): its submodule
+// mpieval._core.wuauc, registered by the build (CMakeLists.txt finds this file by its name).
+// The conventions are module.cpp's (mpieval/_core/).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "bindings.hpp"
+#include "kernels.hpp"
+
+namespace mpieval::bindings {
+
+void bind_wuauc(nb::module_ m) {
+    m.doc() = "The wuauc kind's kernels: rows grouped by user, each user's sums, the "
+              "paired differences of two models (kernels.hpp).";
+    nb::class_<wuauc::Workspace>(m, "Workspace",
+        "Memory a thread of the pass over users keeps from one part to the next.")
+        .def(nb::init<>());
+    m.def("parts", [](In keys_, Out parts, int part_bits, Out sizes) {
+        const uint64_t* k = as<uint64_t>(keys_, "keys");
+        uint8_t* p = as<uint8_t>(parts, "parts");
+        int64_t* s = as<int64_t>(sizes, "sizes");
+        const int64_t n = length(keys_);
+        Release r;
+        wuauc::parts(k, n, p, part_bits, s);
+    }, nb::arg("keys").noconvert(), nb::arg("parts").noconvert(), nb::arg("part_bits"),
+       nb::arg("sizes").noconvert());
+    m.def("group", [](In keys_, In checks, In parts, int64_t part, Out packed, int row_bits) {
+        const uint64_t* k = as<uint64_t>(keys_, "keys");
+        const uint32_t* c = length(checks) ? as<uint32_t>(checks, "checks") : nullptr;
+        const uint8_t* p = length(parts) ? as<uint8_t>(parts, "parts") : nullptr;
+        uint64_t* out = as<uint64_t>(packed, "packed");
+        const int64_t n = length(keys_);
+        const int64_t m = length(packed);
+        if ((p != nullptr && length(parts) != n) || (p == nullptr && m != n) || part < 0 || part > 255)
+            throw std::invalid_argument("group: parts of every row, packed of the part's");
+        Release r;
+        return wuauc::group(k, c, n, p, part, out, m, row_bits);
+    }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
+       nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
+    m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
+                          int64_t n_tags, Out sums, Out record, wuauc::Workspace& work) {
+        uint64_t* p = as<uint64_t>(packed, "packed");
+        const int64_t n = length(packed);
+        wuauc::Output out{as<double>(sums, "sums"),
+                          record.size() ? as<double>(record, "record") : nullptr, 0};
+        dispatch(pred, [&](auto* values) {
+            using P = std::remove_pointer_t<decltype(values)>;
+            wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
+                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
+            Release r;
+            wuauc::user_sums(p, overwrite, n, row_bits, in, work, out);
+        }, Floats{});
+        return out.cursor;
+    }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
+       nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("tag").noconvert(),
+       nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert(),
+       nb::arg("work"));
+    m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums) {
+        const uint8_t* y = as<uint8_t>(label, "label");
+        const uint16_t* c = as<uint16_t>(codes, "codes");
+        const uint16_t* t = as<uint16_t>(tag_of_code, "tag_of_code");
+        double* s = as<double>(sums, "sums");
+        const int64_t n = length(pred), n_tags = int64_t(sums.shape(0)) - 1;
+        dispatch(pred, [&](auto* p) {
+            Release r;
+            wuauc::row_sums(p, y, c, t, n, n_tags, s);
+        }, Floats{});
+    }, nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
+       nb::arg("tag_of_code").noconvert(), nb::arg("sums").noconvert());
+    m.def("paired_diff_sums", [](In groups_a, In groups_b, Out sums) {
+        const double* a = as<double>(groups_a, "groups_a");
+        const double* b = as<double>(groups_b, "groups_b");
+        double* s = as<double>(sums, "sums");
+        const int64_t g = length(groups_a), blocks = int64_t(sums.shape(0));
+        Release r;
+        wuauc::paired_diff_sums(a, b, g, s, blocks);
+    }, nb::arg("groups_a").noconvert(), nb::arg("groups_b").noconvert(),
+       nb::arg("sums").noconvert());
+}
+
+}  // namespace mpieval::bindings

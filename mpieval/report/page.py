@@ -1,0 +1,338 @@
+"""A report page: a header (the runs and their provenance), the summary, then one section
+per metric, each drawn by its kind's :class:`~mpieval.report.section.Section`.
+
+The page is given the sections, by kind, and names no kind: a metric whose kind has no
+section shows its plain values. :class:`Page` holds what the sections share: the models
+of a metric (A, and B with ``--compare``) with one colour per model label over every
+figure, the baseline (the first of several runs) and the changes against it, the tables
+and the figures' frames. A run with ``--compare`` adds model B's values and the
+differences B - A with intervals and p-values; several runs are overlaid in each figure
+and set side by side in each table. Values a run lacks (the statistics of an older
+mpieval) are said to be missing, never invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mpieval.report import figures
+from mpieval.report.figures import Series
+from mpieval.report.html import (
+    anchor,
+    cell,
+    difference_cell,
+    escape,
+    headline,
+    is_number,
+    weighting_text,
+)
+from mpieval.report.runs import Run
+from mpieval.report.section import Section
+from mpieval.report.style import PAGE, STYLE
+
+SUMMARY_NOTE = ("<p class=small>Each value with its 95% interval; B \u2212 A: the paired "
+                "difference of the two models on the same rows (or users), its interval and "
+                "two-sided p-value. ⚠ marks a value outside its sane range.</p>")
+
+
+@dataclass(frozen=True)
+class Model:
+    """One run's model in a metric: A (the run's pred), or B (its ``--compare`` column)."""
+
+    run: Run
+    block: dict[str, Any]  # A's block, or the compare block for B
+    series: Series
+    is_b: bool
+
+
+class Page:
+    """Builds the page of ``runs`` with the ``sections`` of their kinds (by kind name);
+    keeps one colour per model label over every figure, and counts the figures for unique
+    SVG ids. With several runs the first is the baseline. ``counts``: the fields that are
+    counts in any of the kinds (printed with thousands separators)."""
+
+    def __init__(self, runs: Sequence[Run], sections: Mapping[str, Section]) -> None:
+        self.runs = list(runs)
+        self.sections = dict(sections)
+        self.counts = frozenset().union(*(section.counts for section in sections.values()))
+        self.baseline = self.runs[0] if len(self.runs) > 1 else None
+        self.figure_count = 0
+        self.colours: dict[str, str] = {}
+
+    def html(self) -> str:
+        names = list(dict.fromkeys(name for run in self.runs for name in run.metrics))
+        summary = self.summary(names)
+        sections = [self.section(name) for name in names]
+        toc = "".join(f'<li><a href="#{anchor(name)}">{escape(name)}</a></li>' for name in names)
+        title = "mpieval report: " + ", ".join(run.label for run in self.runs)
+        return PAGE.format(title=escape(title), style=STYLE, runs=self.runs_table(),
+                           summary=summary, toc=toc, sections="\n".join(sections))
+
+    def present(self, name: str) -> tuple[str, list[Run]]:
+        """The kind of metric ``name`` (its first run's) and the runs that have it as that
+        kind."""
+        present = [run for run in self.runs if name in run.metrics]
+        kind = present[0].metrics[name]["kind"]
+        return kind, [run for run in present if run.metrics[name]["kind"] == kind]
+
+    # the header: each run, where it comes from ---------------------------------------
+    def runs_table(self) -> str:
+        rows = [self.run_row(run) for run in self.runs]
+        table = self.table("runs", ["Run", "File, inputs, command", "Started (UTC)", "Read",
+                                    "Weights", "Metrics"], rows, left=(0, 1, 2, 4, 5))
+        note = ""
+        if self.baseline is not None:
+            note = (f"<p class=small>The first run named, <b>{escape(self.baseline.label)}</b>, "
+                    "is the baseline: every value of the other runs shows its change against "
+                    "it (Δ).</p>")
+        return table + note
+
+    def run_row(self, run: Run) -> list[str]:
+        """A run's row of the header: its label, where it comes from, when, how much."""
+        label = escape(run.label) + (" <span class=base>baseline</span>"
+                                     if run is self.baseline else "")
+        prov = run.provenance
+        if prov is None:
+            return [label, f"<span class=path>{escape(run.path)}</span>",
+                    "<span class=undefined>no provenance: the JSON has no "
+                    "<code>run</code> object (written by an older mpieval)</span>",
+                    "", "", escape(", ".join(run.metrics))]
+        started = escape(str(prov.get("started", "?")))
+        version = escape(str(prov.get("mpieval_version", "?")))
+        ranks, rows_read = prov.get("ranks"), prov.get("rows")
+        scale = ", ".join(part for part in (
+            f"{rows_read:,} rows" if is_number(rows_read) else "",
+            f"{ranks} rank{'s' if ranks != 1 else ''}" if is_number(ranks) else "") if part)
+        inputs = prov.get("inputs") or []
+        command = prov.get("command") or []
+        source = (f"<span class=path>{escape(run.path)}</span>"
+                  f"<span class=ci>inputs: <span class=path>"
+                  f"{escape(' '.join(map(str, inputs)) or '(none named)')}</span></span>"
+                  f"<span class=ci>command: <code class=path>"
+                  f"{escape(' '.join(map(str, command)))}</code></span>")
+        return [label, source, f"{started}<span class=ci>mpieval {version}</span>",
+                escape(scale), self.weights_text(run), escape(", ".join(run.metrics))]
+
+    def weights_text(self, run: Run) -> str:
+        """How the run's metrics were weighted, from its provenance ('' when unweighted)."""
+        weights = (run.provenance or {}).get("weights")
+        if not isinstance(weights, dict) or not weights:
+            return "none" if run.provenance is not None else ""
+        parts = []
+        for name, spec in weights.items():
+            if not isinstance(spec, dict):
+                continue
+            parts.append(f"{escape(name)}: {weighting_text(spec, self.rows(run, name))}")
+        return "<br>".join(parts)
+
+    def rows(self, run: Run, name: str) -> Any:
+        """The rows a metric of ``run`` counted, where its kind says (else None)."""
+        block = run.metrics.get(name) or {}
+        section = self.sections.get(block.get("kind", ""))
+        return block.get(section.rows) if section is not None and section.rows else None
+
+    # the summary: one line per metric, before any figure ------------------------------
+    def summary(self, names: Sequence[str]) -> str:
+        items = []
+        for name in names:
+            kind, present = self.present(name)
+            section = self.sections.get(kind)
+            lines = section.summary(self, name, present) if section is not None else [
+                "a kind this version of the report does not know: its plain values below"]
+            inner = "".join(f"<li>{line}</li>" for line in lines)
+            items.append(f'<li><a href="#{anchor(name)}"><b>{escape(name)}</b></a> '
+                         f"<span class=kind>{escape(kind)}</span><ul>{inner}</ul></li>")
+        return (f'<section id="summary"><h2>Summary</h2><ul class=summary>{"".join(items)}</ul>'
+                f"{SUMMARY_NOTE}</section>")
+
+    def baseline_block(self, name: str, model: Model) -> dict[str, Any] | None:
+        """The block ``model``'s values are compared with: the baseline run's model of the
+        same role (A, or B when the baseline has one), or None (no baseline, or the
+        model is the baseline's)."""
+        if self.baseline is None or model.run is self.baseline:
+            return None
+        block = self.baseline.metrics.get(name)
+        if block is None or block.get("kind") != model.run.metrics[name].get("kind"):
+            return None
+        return block
+
+    def change(self, value: Any, base: Any) -> str:
+        """A value's change against the baseline's, as a small line ('' when undefined)."""
+        if self.baseline is None or not is_number(value) or not is_number(base):
+            return ""
+        return (f"<span class=delta>Δ {value - base:+.4g} vs {escape(self.baseline.label)}"
+                "</span>")
+
+    def headlines(self, block: dict[str, Any], fields: Sequence[tuple[str, str]],
+                  base: dict[str, Any] | None) -> str:
+        """``fields`` (field, name) of ``block`` as the summary says them, each with its
+        change against ``base`` (the baseline's block; None: none)."""
+        values = []
+        for field, what in fields:
+            text = headline(block, field, what, counts=self.counts)
+            if text and base is not None:
+                text += self.change(block.get(field), base.get(field))
+            if text:
+                values.append(text)
+        return ", ".join(values)
+
+    def run_lines(self, name: str, runs: Sequence[Run], fields: Sequence[tuple[str, str]],
+                  block_of: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                  ) -> list[str]:
+        """Summary lines of a metric without models A and B: per run its headline values
+        (``fields``: field, name) and their changes against the baseline.
+        ``block_of(metric block)`` picks the block the values are in (the block itself)."""
+        pick = block_of or (lambda block: block)
+        base = None
+        if self.baseline is not None and name in self.baseline.metrics:
+            base = pick(self.baseline.metrics[name])
+        return [f"{escape(run.label)}: " + self.headlines(
+            pick(run.metrics[name]), fields, base if run is not self.baseline else None)
+            for run in runs]
+
+    # one section per metric name: the runs that have it, drawn by its kind -----------
+    def section(self, name: str) -> str:
+        kind, present = self.present(name)
+        notes = [f"{escape(run.label)} has {escape(name)} as kind "
+                 f"{escape(run.metrics[name]['kind'])}; it is left out here."
+                 for run in self.runs
+                 if name in run.metrics and run.metrics[name]["kind"] != kind]
+        absent = [run.label for run in self.runs if name not in run.metrics]
+        if absent:
+            notes.append(f"Not in {escape(', '.join(absent))}.")
+        section = self.sections.get(kind)
+        body, more_notes = (section.draw(self, name, present) if section is not None
+                            else self.other(name, present))
+        notes += more_notes
+        note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
+        return (f'<section id="{anchor(name)}"><h2>{escape(name)} <span class=kind>'
+                f"{escape(kind)}</span></h2>{note_html}{body}</section>")
+
+    def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
+        """A and, with ``--compare``, B of each run, each with its colour and label."""
+        several = len(self.runs) > 1
+        models: list[Model] = []
+        for run, block in blocks:
+            compare = block.get("compare")
+            a_label = run.label
+            if compare is not None:
+                a_label = f"{run.label}: A" if several else "A"
+            models.append(Model(run, block, self.series(a_label), False))
+            if compare is not None:
+                b_label = f"B ({compare.get('pred', 'compare')})"
+                if several:
+                    b_label = f"{run.label}: {b_label}"
+                models.append(Model(run, compare, self.series(b_label, True), True))
+        return models
+
+    def compared_label(self, model: Model) -> str:
+        """``B - A`` (with several runs, the run's label before it)."""
+        if len(self.runs) > 1:
+            return f"{escape(model.run.label)}: B \u2212 A"
+        return "B \u2212 A"
+
+    def series(self, label: str, dashed: bool = False) -> Series:
+        """The figures' series of a model: the same label keeps its colour on the page."""
+        if label not in self.colours:
+            self.colours[label] = figures.PALETTE[len(self.colours) % len(figures.PALETTE)]
+        return Series(label, self.colours[label], dashed)
+
+    def figure(self, svg: str, caption: str, wide: bool = False) -> str:
+        return (f"<figure class=\"plot{' wide' if wide else ''}\">{svg}"
+                f"<figcaption>{caption}</figcaption></figure>")
+
+    def key(self, name: str, what: str) -> str:
+        self.figure_count += 1
+        return f"f{self.figure_count}-{anchor(name)}-{what}"
+
+    @staticmethod
+    def table(cls: str, head: Sequence[str], rows: Sequence[Sequence[str]], *,
+              left: Sequence[int] = (0,), row_classes: Sequence[str] | None = None) -> str:
+        """A table whose cells carry their column's name (``data-label``): on a narrow
+        screen each row stacks as label: value lines instead of scrolling sideways.
+        ``head`` is plain text; the cells are HTML."""
+        heads = "".join(f"<th{' class=left' if i in left else ''}>{escape(h)}</th>"
+                        for i, h in enumerate(head))
+        body = []
+        for r, row in enumerate(rows):
+            extra = row_classes[r] if row_classes else ""
+            cells = "".join(
+                f"<td data-label=\"{escape(head[i])}\"{' class=left' if i in left else ''}>"
+                f"{text}</td>" for i, text in enumerate(row))
+            body.append(f"<tr{f' class={extra}' if extra else ''}>{cells}</tr>")
+        return (f"<div class=table-wrap><table class=\"{cls} stack\"><thead><tr>{heads}</tr>"
+                f"</thead><tbody>{''.join(body)}</tbody></table></div>")
+
+    def value_table(self, name: str, models: Sequence[Model], fields: dict[str, str]) -> str:
+        """One row per value (those any model has), one column per model, and after each
+        run's B a column B - A (with the paired interval and p-value where the run has
+        them); intervals, changes against the baseline and flags below the values."""
+        shown = [f for f in fields if any(f in m.block for m in models)]
+        columns: list[tuple[str, Any]] = []  # heading, function of the field
+        for k, model in enumerate(models):
+            columns.append((model.series.label, lambda f, m=model: self.value_cell(name, m, f)))
+            if model.is_b:
+                a = models[k - 1]
+                heading = "B \u2212 A" + (f" ({model.run.label})" if len(self.runs) > 1 else "")
+                columns.append((heading, lambda f, a=a, b=model: difference_cell(
+                    a.block, b.block, f, counts=self.counts)))
+        rows = [[f"<span class=desc>{escape(fields[field])}</span>",
+                 *(text(field) for _, text in columns)] for field in shown]
+        return self.table("values", ["Value", *(heading for heading, _ in columns)], rows)
+
+    def value_cell(self, name: str, model: Model, field: str) -> str:
+        text = cell(model.block, field, counts=self.counts)
+        base = self.baseline_block(name, model)
+        if base is not None and field in model.block:
+            role = (base.get("compare") if model.is_b else None) or base
+            text += self.change(model.block.get(field), role.get(field))
+        section = self.sections.get(model.run.metrics[name]["kind"])
+        flag = section.flag(field, model.block.get(field), model.block) if section else ""
+        return text + (f"<span class=flag>⚠ {flag}</span>" if flag else "")
+
+    def differences(self, name: str, rows: Sequence[figures.Difference], what: str) -> str:
+        """A forest plot of differences B - A (``rows``: those with an interval)."""
+        if not rows:
+            return ""
+        svg = figures.differences(rows, f"{what} B \u2212 A (same units as the value)",
+                                  self.key(name, "differences"))
+        return self.figure(svg, f"{what}: difference B \u2212 A with its paired 95% interval. "
+                           "Colour says the direction (B better, B worse, no evidence); a filled "
+                           "marker is significant (the interval excludes 0"
+                           + (", and the tag's q-value is below 0.05" if any(
+                               row.q is not None for row in rows) else "")
+                           + "), a hollow one is not.", wide=True)
+
+    # a kind without a section of its own, and the tables kinds share -------------------
+    def other(self, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]:
+        fields = {f: f for run in runs for f, v in run.metrics[name].items()
+                  if f != "kind" and (v is None or is_number(v) or isinstance(v, str))}
+        note = "A kind this version of the report does not know: its plain values."
+        return self.count_table(runs, name, fields, share_of=None), [note]
+
+    def count_table(self, runs: Sequence[Run], name: str, fields: dict[str, str],
+                    share_of: str | None) -> str:
+        """One row per value (those any run has), one column per run: the value, its share
+        of ``share_of`` (a field: the whole), its change against the baseline."""
+        shown = [f for f in fields if any(f in run.metrics[name] for run in runs)]
+        rows = [[f"<span class=desc>{escape(fields[field])}</span>",
+                 *(self.count_cell(run, name, field, share_of) for run in runs)]
+                for field in shown]
+        return self.table("counts", ["Value", *(run.label for run in runs)], rows)
+
+    def count_cell(self, run: Run, name: str, field: str, share_of: str | None) -> str:
+        block = run.metrics[name]
+        text = cell(block, field, counts=self.counts)
+        total = block.get(share_of) if share_of else None
+        value = block.get(field)
+        if field != share_of and isinstance(value, (int, float)) \
+                and isinstance(total, (int, float)) and total > 0:
+            text += f"<span class=ci>{100.0 * value / total:.1f}% of rows</span>"
+        if self.baseline is not None and run is not self.baseline:
+            base = self.baseline.metrics.get(name) or {}
+            if base.get("kind") == block.get("kind"):
+                text += self.change(value, base.get(field))
+        return text
+

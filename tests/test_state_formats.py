@@ -1,0 +1,65 @@
+"""Saved states stay readable after an upgrade: tests/data/states keeps a saved run
+(``--save-state``, 2 ranks, a metric of every kind) of every state format this project
+has written (``scripts/record_states.sh``), and this version must merge each to the
+results it was saved with; a state of a newer format, or one missing a part, is refused
+with an error naming the formats."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cli import run
+
+from mpieval import AucMetric, StateFormatError, WuaucMetric, checkpoint
+from mpieval.metric import STATE_FORMAT
+
+SAVED = sorted((Path(__file__).parent / "data" / "states").glob("format-*"))
+
+
+def test_every_format_up_to_this_one_is_kept():
+    assert [path.name for path in SAVED] == [f"format-{n}" for n in range(1, STATE_FORMAT + 1)]
+
+
+@pytest.mark.parametrize("saved", SAVED, ids=lambda path: path.name)
+def test_a_saved_run_of_every_format_merges_to_its_results(tmp_path, capsys, saved):
+    out = tmp_path / "merged.json"
+    status, _, err = run(capsys, "merge", saved, "--json", out)
+    assert status == 0, err
+    merged = json.loads(out.read_text())
+    merged.pop("run")
+    assert merged == json.loads((saved / "results.json").read_text())
+
+
+def test_a_state_says_its_format():
+    assert AucMetric(table_size=10).state_dict()["format"] == STATE_FORMAT
+    assert WuaucMetric().state_dict()["format"] == STATE_FORMAT
+
+
+def test_a_state_of_a_newer_format_is_refused_naming_both(tmp_path, capsys):
+    saved = tmp_path / "run"
+    shutil.copytree(SAVED[-1], saved)
+    for path in saved.glob("state-*.npz"):
+        states = checkpoint.load(path)
+        for state in states.values():
+            state["format"] = np.int64(STATE_FORMAT + 1)
+        checkpoint.save(path, states)
+    status, out, err = run(capsys, "merge", saved)
+    assert status == 2 and out == ""
+    assert (f"state of format {STATE_FORMAT + 1}, written by a newer mpieval: this version "
+            f"reads state formats up to {STATE_FORMAT}") in err
+
+
+def test_a_state_without_a_part_is_refused_naming_it():
+    state = AucMetric(table_size=10).state_dict()
+    part = next(key for key in state if key not in ("kind", "format")
+                and not key.startswith("options."))
+    del state[part]
+    with pytest.raises(StateFormatError, match=f"without {part}: not a state this version"):
+        AucMetric(table_size=10).load_state_dict(state)
+    state = AucMetric(table_size=10).state_dict()
+    del state["format"]  # a state saved before the format was: format 1
+    AucMetric(table_size=10).load_state_dict(state)
