@@ -793,7 +793,11 @@ def test_flags_and_help_come_from_the_kinds_declarations(capsys):
         assert kind.name in text.split("comma list of kinds:")[1].split("(default auc)")[0]
         for spec in kind.flagged:
             assert spec.flag in text, (kind.name, spec.name)
-    assert "(pairwise; default left_label)" in text
+    for flag, uses in cli.kind_flags().items():  # the kinds of a flag, and a column's default
+        kinds = ", ".join(dict.fromkeys(name for name, _ in uses))
+        spec = uses[0][1]
+        default = getattr(spec, "default_column", None)
+        assert f"({kinds}; default {default})" in text if default else f"({kinds}" in text, flag
     assert "--pn-ties {negative,ignore,half}" in text
 
 
