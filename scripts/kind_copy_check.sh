@@ -58,7 +58,9 @@ cp "$parent"/mpieval/_core.*.so "$copy/mpieval/"
 printf '#!%s\nimport sys\nfrom mpieval.cli import command\nsys.exit(command())\n' "$py" \
     >"$work/venv/bin/mpieval"
 chmod +x "$work/venv/bin/mpieval"
-ln -s "$venv/bin/mpiexec" "$work/venv/bin/mpiexec"
+for tool in "$venv"/bin/mpiexec* "$venv"/bin/hydra_*; do  # MPI's launcher and its helpers
+    ln -s "$tool" "$work/venv/bin/"
+done
 for lib in "$venv"/lib/*; do  # MPI from the mpich wheel, looked for in sys.prefix/lib
     case $lib in */python3*) ;; *) ln -s "$lib" "$work/venv/lib/" ;; esac
 done
