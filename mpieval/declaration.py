@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 
 from mpieval.errors import InputError, KindUnavailable
@@ -157,6 +159,19 @@ class Kind:
         """The metric class (imported now)."""
         cls: type[Metric] = getattr(self.load_module(), self.metric.split(":")[1])
         return cls
+
+    @property
+    def folder(self) -> str:
+        """The package of the kind's folder (``mpieval.kinds.auc``): its declaration,
+        metric, JSON schema fragment."""
+        return self.metric.split(":")[0].rpartition(".")[0]
+
+    def schema(self) -> dict[str, Any]:
+        """The kind's JSON schema fragment (``schema.json`` in its folder): ``{"$defs":
+        {...}}``, the kind's block named after it (:mod:`mpieval.schema`)."""
+        text = files(self.folder).joinpath("schema.json").read_text(encoding="utf-8")
+        fragment: dict[str, Any] = json.loads(text)
+        return fragment
 
     def report_section(self) -> Section | None:
         """The kind's section of a report page (imported now), or None."""

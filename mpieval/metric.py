@@ -295,11 +295,6 @@ class Metric(OnComm, ABC):
             raise StateFormatError(
                 f"a {kind} state of format {saved_format}, written by a newer mpieval: "
                 f"this version reads state formats up to {STATE_FORMAT}")
-        missing = [name for name in self._saved_names() if name not in state]
-        if missing:
-            raise StateFormatError(
-                f"a {kind} state of format {saved_format} without {', '.join(missing)}: "
-                f"not a state this version (format {STATE_FORMAT}) wrote, or damaged")
         self._load_extra_state(state)
         # an option absent from a saved state is its default: an option whose value is
         # None is not saved, and a state saved before an option existed has its default
@@ -308,6 +303,11 @@ class Metric(OnComm, ABC):
         mine = {option.name: getattr(self, option.name) for option in self.options}
         if saved != mine:
             raise ValueError(f"saved options {saved} differ from this metric's {mine}")
+        missing = [name for name in self._saved_names() if name not in state]
+        if missing:
+            raise StateFormatError(
+                f"a {kind} state of format {saved_format} without {', '.join(missing)}: "
+                f"not a state this version (format {STATE_FORMAT}) wrote, or damaged")
         for name, part in self.state.layout.items():
             if isinstance(part, Summed):
                 values = np.asarray(state[name], dtype=np.float64)

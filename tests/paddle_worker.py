@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from test_trainer import FACTORIES, KINDS, _part, _rows
+from test_trainer import KINDS, _make, _part, _rows
 
 from mpieval import AucMetric, Evaluator, InputError, PairwiseMetric
 from mpieval.comm import Comm
@@ -32,7 +32,7 @@ def kinds(rank: int, size: int, comm: object = None) -> dict:
     out = {}
     for kind in KINDS:
         rows = _part(_rows(kind, np.random.default_rng(7)), rank, size)
-        metric = FACTORIES[kind](comm)
+        metric = _make(kind, comm)
         if comm is None:
             import paddle
             import paddle.distributed as dist
@@ -43,8 +43,8 @@ def kinds(rank: int, size: int, comm: object = None) -> dict:
             out[kind] = json.dumps(metric.compute().to_dict())
             assert metric.comm.size == size
             groups = [dist.get_group()] if dist.is_initialized() else []  # one process: none
-            for again in [FACTORIES[kind](g) for g in groups] + \
-                         [FACTORIES[kind](Comm.resolve(g)) for g in groups]:
+            for again in [_make(kind, g) for g in groups] + \
+                         [_make(kind, Comm.resolve(g)) for g in groups]:
                 again.update(**rows)
                 assert json.dumps(again.compute().to_dict()) == out[kind], kind
         else:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from kinds import NAMES, fixture
 from oracle_pairs import pn_totals
 
 from mpieval import cli, pipeline
@@ -27,16 +28,7 @@ from mpieval.errors import DataError, InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
 from mpieval.metric import Evaluator
 
-KIND_INPUTS = {
-    "auc": {"pred": "pred", "label": "label"},
-    "wuauc": {"uid": "uid", "pred": "pred", "label": "label", "tag": "tag"},
-    "pn": {"uid": "uid", "pred": "pred", "label": "grade"},
-    "pairwise": {"left_label": "left", "right_label": "right"},
-    "ranking": {"uid": "uid", "pred": "pred", "label": "label", "tag": "tag"},
-}
-# pn on the binary click label, as `--metrics ...,pn --label label` reads it
-CLICK_INPUTS = dict(KIND_INPUTS, pn={"uid": "uid", "pred": "pred", "label": "label"})
-ALL_KINDS = [k for k in KINDS if available(k)]
+ALL_KINDS = [k for k in NAMES if available(k)]
 
 
 def rows(n: int, seed: int = 5) -> dict[str, np.ndarray]:
@@ -92,9 +84,10 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def api(specs: dict[str, tuple[str, dict]], data: dict[str, np.ndarray],
-        inputs: dict[str, dict[str, str]] = KIND_INPUTS) -> tuple[dict, list[str]]:
+        inputs: dict[str, dict[str, str]] | None = None) -> tuple[dict, list[str]]:
     """JSON and log lines from the Python API: name -> (kind, options); the columns of
-    each kind's inputs from ``inputs``."""
+    each kind's inputs from ``inputs``, else from the kind's fixture (``columns``)."""
+    inputs = {kind: fixture(kind).columns for kind, _ in specs.values()} | (inputs or {})
     comm = Comm()
     metrics = {name: KINDS[kind].build(options, comm) for name, (kind, options) in specs.items()}
     for name, (kind, _) in specs.items():
@@ -169,21 +162,36 @@ def test_auc_equals_the_api_and_the_oracle(tmp_path, capsys):
         assert got["auc"][field] == pytest.approx(value, rel=1e-9), field
 
 
+def column_flags(kinds: list[str]) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The flags naming the columns of several kinds' inputs in :func:`rows` (each kind's
+    fixture's ``columns``) on one command line, and the columns each kind's inputs then
+    read: a flag several kinds share (``--label``) names the column of the first kind that
+    sets it; a required input without its flag reads the column of its own name."""
+    columns: dict[str, str] = {}  # flag -> column
+    for kind in kinds:
+        specs = {spec.name: spec for spec in KINDS[kind].declared_inputs}
+        for name, column in fixture(kind).columns.items():
+            columns.setdefault(specs[name].flag, column)
+    inputs = {kind: {spec.name: columns.get(spec.flag, spec.name)
+                     for spec in KINDS[kind].declared_inputs
+                     if spec.flag in columns or not spec.optional}
+              for kind in kinds}
+    return [text for flag, column in columns.items() for text in (flag, column)], inputs
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
 @pytest.mark.parametrize("names", [
     ["a.csv"], ["a.tsv.gz", "b.csv.gz"], ["a.parquet", "b.parquet"],
     ["a.tsv", "b.csv", "c.tsv.gz", "d.parquet"],
 ])
-def test_every_format_gives_the_same_numbers(tmp_path, capsys, data, names):
+def test_every_format_gives_the_same_numbers(tmp_path, capsys, data, names, kind):
     files = shards(tmp_path, data, names)
-    kinds_here = ",".join(ALL_KINDS)
     out_json = tmp_path / "run.json"
-    status, out, err = run(
-        capsys, "eval", "--metrics", kinds_here, "--label", "label", "--tag", "tag",
-        "--left-label", "left", "--right-label", "right", "--json", out_json, *files,
-    )
+    flags, inputs = column_flags([kind])
+    status, out, err = run(capsys, "eval", "--metrics", kind, *flags, "--json", out_json, *files)
     assert status == 0, err
     got = metrics_json(out_json)
-    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
+    want, lines = api({kind: (kind, {})}, data, inputs)
     assert_same(got, want)
     assert_same_lines(out.splitlines(), lines)
 
@@ -280,7 +288,6 @@ def test_config_masks_filters_and_several_tasks(tmp_path, capsys, data):
         "user_pn": data["cmatch"] == 223,
         "pairs": data["w"] != 0,
     }
-    inputs = dict(KIND_INPUTS)
     comm = Comm()
     metrics = {
         "ctr": KINDS["auc"].build({"table_size": 5000}, comm),
@@ -292,7 +299,7 @@ def test_config_masks_filters_and_several_tasks(tmp_path, capsys, data):
     columns = {"cvr": {"pred": "pred2", "label": "label2"}}
     for name, metric in metrics.items():
         keep = select.get(name, slice(None))
-        cols = columns.get(name, inputs[metric.kind])
+        cols = columns.get(name, fixture(metric.kind).columns)
         metric.update(**{arg: data[col][keep] for arg, col in cols.items()})
     results = Evaluator(metrics, comm).compute()
     assert_same(metrics_json(out_json), Evaluator.to_dict(results))
@@ -786,7 +793,11 @@ def test_flags_and_help_come_from_the_kinds_declarations(capsys):
         assert kind.name in text.split("comma list of kinds:")[1].split("(default auc)")[0]
         for spec in kind.flagged:
             assert spec.flag in text, (kind.name, spec.name)
-    assert "(pairwise; default left_label)" in text
+    for flag, uses in cli.kind_flags().items():  # the kinds of a flag, and a column's default
+        kinds = ", ".join(dict.fromkeys(name for name, _ in uses))
+        spec = uses[0][1]
+        default = getattr(spec, "default_column", None)
+        assert f"({kinds}; default {default})" in text if default else f"({kinds}" in text, flag
     assert "--pn-ties {negative,ignore,half}" in text
 
 

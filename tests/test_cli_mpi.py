@@ -18,16 +18,17 @@ import numpy as np
 import pytest
 from test_cli import (
     ALL_KINDS,
-    CLICK_INPUTS,
     api,
     assert_same,
     assert_same_lines,
+    column_flags,
     metrics_json,
     rows,
     shards,
     write,
 )
 
+FLAGS, INPUTS = column_flags(ALL_KINDS)  # every kind on one command line
 BIN = Path(sys.executable).parent
 MPIEVAL = str(BIN / "mpieval")
 MPIEXEC = os.environ.get("MPIEXEC") or str(BIN / "mpiexec")
@@ -77,11 +78,10 @@ def dataset(tmp_path_factory) -> tuple[dict[str, np.ndarray], list[str]]:
 def test_same_numbers_on_any_ranks_and_file_order(tmp_path, dataset, ranks, order):
     data, files = dataset
     out_json = tmp_path / "run.json"
-    proc, _ = launch(ranks, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
-                     "--left-label", "left", "--right-label", "right", "--json", out_json,
-                     *files[::order])
+    proc, _ = launch(ranks, "eval", "--metrics", ",".join(ALL_KINDS), *FLAGS,
+                     "--json", out_json, *files[::order])
     assert proc.returncode == 0, proc.stderr
-    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
+    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, INPUTS)
     assert_same(metrics_json(out_json), want)
     assert_same_lines(proc.stdout.splitlines(), lines)
 
@@ -100,8 +100,7 @@ def test_json_is_bit_identical_on_any_ranks_file_order_and_batch(tmp_path, datas
     for ranks, order in [(ALONE, files), (2, files), (3, shuffled), (8, shuffled),
                          (2, files[::-1])]:
         out_json = tmp_path / f"run-{ranks}-{len(texts)}.json"
-        proc, _ = launch(ranks, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
-                         "--left-label", "left", "--right-label", "right", *extra,
+        proc, _ = launch(ranks, "eval", "--metrics", ",".join(ALL_KINDS), *FLAGS, *extra,
                          "--json", out_json, *order)
         assert proc.returncode == 0, proc.stderr
         texts[(ranks, len(texts))] = json.dumps(metrics_json(out_json))  # floats as written
@@ -120,8 +119,7 @@ def test_every_kind_on_many_oversubscribed_ranks(tmp_path, dataset, ranks):
     texts = []
     for n in (ALONE, ranks):
         out_json = tmp_path / f"run-{n}.json"
-        proc, _ = launch(n, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
-                         "--left-label", "left", "--right-label", "right", "--table-size",
+        proc, _ = launch(n, "eval", "--metrics", ",".join(ALL_KINDS), *FLAGS, "--table-size",
                          "1000", "--json", out_json, *files)
         assert proc.returncode == 0, proc.stderr[-3000:]
         texts.append(json.dumps(metrics_json(out_json)))  # floats as written
@@ -143,10 +141,10 @@ def test_ranks_with_nothing_to_read(tmp_path):
     data = rows(3000, seed=7)
     (path,) = shards(tmp_path, data, ["only.tsv.gz"])
     out_json = tmp_path / "run.json"
-    proc, _ = launch(3, "eval", "--metrics", ",".join(ALL_KINDS), "--tag", "tag",
-                     "--left-label", "left", "--right-label", "right", "--json", out_json, path)
+    proc, _ = launch(3, "eval", "--metrics", ",".join(ALL_KINDS), *FLAGS, "--json", out_json,
+                     path)
     assert proc.returncode == 0, proc.stderr
-    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, CLICK_INPUTS)
+    want, lines = api({k: (k, {}) for k in ALL_KINDS}, data, INPUTS)
     assert_same(metrics_json(out_json), want)
     assert_same_lines(proc.stdout.splitlines(), lines)
 

@@ -30,6 +30,7 @@ import pytest
 
 from mpieval import demo
 from mpieval.errors import UndefinedMetricWarning
+from mpieval.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -37,13 +38,10 @@ RUN_LANGUAGES = ("python", "console", "sh")
 NOT_RUN = re.compile(r"<!-- not-run: (.+?) -->")
 MAX_NOT_RUN = 14  # raise it only for a block that cannot run on one machine
 DEMO_ROWS = 300_000  # mpieval demo's default: the README shows its output
-# The public API whose docstrings carry examples, each run as a doctest.
+# The public API whose docstrings carry examples, each run as a doctest: every kind's
+# metric class, and the shared API.
 DOCTESTED = {
-    "mpieval.kinds.auc.metric": ["AucMetric"],
-    "mpieval.kinds.wuauc.metric": ["WuaucMetric"],
-    "mpieval.kinds.pn.metric": ["PnMetric"],
-    "mpieval.kinds.pairwise.metric": ["PairwiseMetric"],
-    "mpieval.kinds.ranking.metric": ["RankingMetric"],
+    **{kind.metric.split(":")[0]: [kind.metric.split(":")[1]] for kind in KINDS.values()},
     "mpieval.metric": ["Evaluator", "compute_all"],
     "mpieval.comm": ["Comm"],
     "mpieval.checkpoint": ["save", "load"],

@@ -1,8 +1,8 @@
 """What every metric kind must do, tested over the kind registry (:data:`mpieval.kinds.KINDS`).
 
 A kind in the registry is tested here through its declarations only (``inputs``,
-``optional``, ``ids``, ``names``, ``options``) and the rows its entry in :data:`DATA`
-makes; a new kind without an entry fails :func:`test_every_kind_has_a_data_maker`:
+``optional``, ``ids``, ``names``, ``options``) and its fixture (``tests/kinds/<kind>.py``:
+the rows it makes, its bad values); a kind without a fixture fails every test here:
 
 - row order and batches: shuffled rows in any batches give the result of one batch;
 - sharding: rows spread over the ranks (uneven, a user's rows on several ranks, rank 1
@@ -33,14 +33,14 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kinds import NAMES, Rows, bad_cases, fixture, with_bad_value
 from sharding import my_rows
 
 from mpieval.comm import Comm
@@ -48,77 +48,19 @@ from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 from mpieval.metric import Evaluator, Metric
 
-Rows = dict[str, np.ndarray]
-
-
-def _preds(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Preds in [0, 1]: half of them from five values (ties, 0 and 1), half anywhere."""
-    return np.where(rng.random(n) < 0.5, rng.integers(0, 5, n) / 4, rng.random(n))
-
-
-def _users(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Integer uids, about four rows a user."""
-    return rng.integers(0, max(1, n // 4), n)
-
-
-@dataclass(frozen=True)
-class KindData:
-    """How the tests make rows for one kind."""
-
-    rows: Callable[[np.random.Generator, int], Rows]  # n valid rows: every input, ids as ints
-    out_of_range: Mapping[str, float] = field(default_factory=dict)  # a bad finite value
-    row_counts: frozenset[str] = frozenset()  # result fields that count rows, not weight
-    fast_options: Mapping[str, Any] = field(default_factory=dict)  # for many small examples
-    # inputs a metric takes only when made with the option of the same name (compare:
-    # model B's preds); left out here, tested with their kind's own tests
-    option_inputs: frozenset[str] = frozenset()
-
-
-DATA: dict[str, KindData] = {
-    "auc": KindData(
-        lambda rng, n: {"pred": _preds(rng, n), "label": rng.integers(0, 2, n),
-                        "weight": rng.integers(0, 4, n).astype(np.float64)},
-        out_of_range={"pred": 1.5, "label": 2, "weight": -1},
-        row_counts=frozenset({"rows"}),
-        fast_options={"table_size": 64},
-        option_inputs=frozenset({"compare"}),  # tests/test_auc_stats*.py, test_stats_cli.py
-    ),
-    "wuauc": KindData(
-        lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),
-                        "label": rng.integers(0, 2, n), "tag": rng.integers(0, 3, n)},
-        out_of_range={"pred": -0.5, "label": 2},
-        option_inputs=frozenset({"compare"}),  # tests/test_wuauc*.py, test_stats_cli.py
-    ),
-    "pn": KindData(
-        lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),
-                        "label": rng.integers(0, 4, n).astype(np.float64)},  # graded
-    ),
-    "pairwise": KindData(
-        lambda rng, n: {"left_label": rng.integers(0, 2, n), "right_label": rng.integers(0, 2, n)},
-        out_of_range={"left_label": 2, "right_label": -1},
-    ),
-    "ranking": KindData(
-        lambda rng, n: {"uid": _users(rng, n), "pred": _preds(rng, n),
-                        "label": rng.integers(0, 4, n) * (rng.random(n) < 0.4) / 2,  # graded
-                        "tag": rng.integers(0, 3, n)},
-        out_of_range={"label": -0.5},
-    ),
-}
-
-NAMES = sorted(KINDS)
 WEIGHTED = [name for name in NAMES if "weight" in KINDS[name].inputs]
 
 
 def dataset(name: str, rng: np.random.Generator, n: int) -> Rows:
     """``n`` valid rows of kind ``name``, each id and name input as ints or as text, each
     optional input given or left out (drawn from ``rng`` too)."""
-    kind = KINDS[name]
-    rows = DATA[name].rows(rng, n)
+    kind, data = KINDS[name], fixture(name)
+    rows = data.plain_rows(rng, n)
     for text, prefix in ((kind.ids, "u"), (kind.names, "t")):
         for input_name in sorted(text):
             if rng.random() < 0.5:
                 rows[input_name] = np.char.add(prefix, rows[input_name].astype(str))
-    for input_name in sorted(kind.optional - DATA[name].option_inputs):
+    for input_name in sorted(kind.optional - data.option_inputs):
         if rng.random() < 0.3:
             del rows[input_name]
     return rows
@@ -129,7 +71,7 @@ def make(name: str, comm: Comm, *, fast: bool = False) -> Metric:
     kind = KINDS[name]
     options = {key: option.default for key, option in kind.options.items()}
     if fast:
-        options.update(DATA[name].fast_options)
+        options.update(fixture(name).fast_options)
     return kind.load()(comm=comm, **options)
 
 
@@ -200,14 +142,21 @@ def assert_same(got: Any, want: Any, where: str = "result", *, bits: bool = Fals
 # -- the registry ----------------------------------------------------------------------
 
 
-def test_every_kind_has_a_data_maker() -> None:
-    assert sorted(DATA) == NAMES, "add the kind's rows to DATA in tests/test_kinds_common.py"
-    for name, kind in KINDS.items():
-        rows = DATA[name].rows(np.random.default_rng(0), 10)
-        assert set(rows) == set(kind.inputs) - DATA[name].option_inputs, name
-        assert all(len(v) == 10 for v in rows.values()), name
-        assert set(DATA[name].out_of_range) <= set(kind.inputs), name
-        fed(name, Comm.local(), [rows])  # valid
+@pytest.mark.parametrize("name", NAMES)
+def test_every_kind_has_a_fixture(name: str) -> None:
+    kind, data = KINDS[name], fixture(name)
+    rows = data.rows(np.random.default_rng(0), 10)
+    assert set(rows) == set(kind.inputs), name
+    assert data.option_inputs <= set(kind.inputs) & set(kind.options), name
+    assert all(len(v) == 10 for v in rows.values()), name
+    assert set(data.out_of_range) <= set(kind.inputs), name
+    assert set(data.columns) <= set(kind.inputs), name
+    fed(name, Comm.local(), [data.plain_rows(np.random.default_rng(0), 10)])  # valid
+
+
+def test_a_kind_without_a_fixture_fails_not_skips() -> None:
+    with pytest.raises(ImportError, match=r"write tests/kinds/no_such_kind\.py"):
+        fixture("no_such_kind")
 
 
 # -- one process: row order, batches, weights ------------------------------------------
@@ -240,7 +189,7 @@ def test_integer_weights_equal_repeated_rows(
     repeated = {k: np.repeat(v, counts) for k, v in rows.items() if k != "weight"}
     got = computed(fed(name, Comm.local(), [rows], fast=True))
     want = computed(fed(name, Comm.local(), [repeated], fast=True))
-    for count in DATA[name].row_counts:  # rows given, whatever their weight
+    for count in fixture(name).row_counts:  # rows given, whatever their weight
         assert (got.pop(count), want.pop(count)) == (n, int(counts.sum())), count
     assert_same(got, want)
 
@@ -268,23 +217,10 @@ def test_any_sharding_and_batches_give_the_one_process_result(
 
 
 def _bad_cases() -> Iterator[tuple[str, str, Any]]:
-    """(kind, input, bad value): NaN in each number or id, a missing name, and each
-    kind's out-of-range values."""
+    """(kind, input, bad value) of every kind (:func:`kinds.bad_cases`)."""
     for name in NAMES:
-        kind = KINDS[name]
-        option_inputs = DATA[name].option_inputs if name in DATA else frozenset()
-        for input_name in kind.inputs:
-            if input_name not in option_inputs:
-                yield name, input_name, None if input_name in kind.names else math.nan
-        out_of_range = DATA[name].out_of_range if name in DATA else {}  # else: no maker
-        for input_name, value in out_of_range.items():
+        for input_name, value in bad_cases(name):
             yield name, input_name, value
-
-
-def with_bad_value(rows: Rows, input_name: str, value: Any, at: int) -> Rows:
-    column = rows[input_name].astype(object if value is None else np.float64)
-    column[at] = value
-    return {**rows, input_name: column}
 
 
 @pytest.mark.mpi
@@ -292,7 +228,7 @@ def with_bad_value(rows: Rows, input_name: str, value: Any, at: int) -> Rows:
 def test_bad_input_on_the_last_rank_fails_every_rank_until_reset(
     comm: Comm, rng: np.random.Generator, name: str, input_name: str, value: Any
 ) -> None:
-    rows = DATA[name].rows(rng, 8)
+    rows = fixture(name).plain_rows(rng, 8)
     metric = make(name, comm)
     metric.update(**rows)
     if comm.rank == comm.size - 1:
@@ -328,7 +264,7 @@ def test_compute_leaves_the_local_state_alone(
         return total
 
     monkeypatch.setattr(Comm, "sum", spoiling_sum)
-    before, after = dataset(name, rng, 60), dataset(name, rng, 40)
+    before, after = batches_of(dataset(name, rng, 100), [60])  # ids alike: ints or text
     metric = fed(name, comm, [before])
     first = computed(metric)
     assert computed(metric) == first

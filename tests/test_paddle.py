@@ -153,11 +153,11 @@ def over_mpi(size: int) -> list[dict]:
 def test_every_kind_gives_the_json_of_mpi_byte_for_byte(size):
     results = [r["kinds"] for r in run(scenarios(size), size)]
     reference = over_mpi(size)
-    from test_trainer import FACTORIES, KINDS, _rows, _values
+    from test_trainer import KINDS, _make, _rows, _values
 
     for kind in KINDS:
         assert {r[kind] for r in results} == {reference[0][kind]}, kind
-        whole = FACTORIES[kind](Comm.local())  # the values of every row on one rank
+        whole = _make(kind, Comm.local())  # the values of every row on one rank
         whole.update(**_rows(kind, np.random.default_rng(7)))
         assert json.loads(results[0][kind]) == _values(whole.compute()), kind
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 from test_cli import rows, shards, write
-from test_cli_mpi import ALONE, launch
+from test_cli_mpi import ALL_KINDS, ALONE, FLAGS, launch
 
 from mpieval import cli, locations
 
@@ -29,8 +29,7 @@ pytest.importorskip("moto", reason="the S3 tests need moto[server] (the test ext
 
 BUCKET = "dumps"
 FORMATS = ["part-0.tsv", "part-1.csv", "part-2.tsv.gz", "part-3.parquet", "part-4.tsv"]
-METRICS = ["--metrics", "auc,wuauc,pn,pairwise", "--tag", "tag", "--left-label", "left",
-           "--right-label", "right"]
+METRICS = ["--metrics", ",".join(ALL_KINDS), *FLAGS]
 
 
 def free_port() -> int:

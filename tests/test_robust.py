@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from kinds import NAMES, fixture
 from test_cli import metrics_json, rows, run, write
 
 from mpieval import Evaluator, pipeline, readers, split, validation
@@ -269,15 +270,12 @@ def test_json_checks_happen_before_reading(tmp_path):
 # -- issue 24: a demanding first day -------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k in ("auc", "wuauc", "pn", "pairwise")])
+@pytest.mark.parametrize("kind", NAMES)
 def test_none_for_a_required_input_is_missing_not_a_shape(kind):
-    from test_cli import KIND_INPUTS
-
-    data = rows(200)
-    inputs = KIND_INPUTS[kind]
-    for missing in (name for name in inputs if name != "tag"):
+    data = fixture(kind).plain_rows(np.random.default_rng(0), 200)
+    for missing in (name for name in data if name not in KINDS[kind].optional):
         metric = KINDS[kind].build({}, Comm())
-        given = {arg: (None if arg == missing else data[col]) for arg, col in inputs.items()}
+        given = {arg: (None if arg == missing else column) for arg, column in data.items()}
         with pytest.raises(InputError) as caught:
             metric.update(**given)
         assert str(caught.value).startswith(f"{missing}: missing"), caught.value
@@ -295,32 +293,19 @@ def _numpy_leaks(value: object, where: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_to_dict_of_every_kind_holds_plain_python_values(weighted):
-    from test_cli import KIND_INPUTS
-
+@pytest.mark.parametrize("kind", NAMES)
+def test_to_dict_of_every_kind_holds_plain_python_values(kind, weighted):
+    """Empty and fed, with the default options and each of the fixture's variants
+    (``compare``, ``window``); fractional weights where the kind takes weights."""
+    weights = [spec.name for spec in KINDS[kind].declared_inputs if spec.weight]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        _check_plain_dicts(KIND_INPUTS, weighted)
-
-
-def _check_plain_dicts(kind_inputs: dict, weighted: bool) -> None:
-    from mpieval import AucMetric, PairwiseMetric
-
-    data = rows(3000)
-    options = {"auc": {"compare": "pred2"}, "wuauc": {"compare": "pred2"}}
-    windowed = {"auc": AucMetric, "pairwise": PairwiseMetric}
-    for kind, inputs in kind_inputs.items():
-        for given in ({}, options.get(kind, {}), {"window": 500} if kind in windowed else {}):
-            if "window" in given:
-                metric = windowed[kind](window=500)
-            else:
-                metric = KINDS[kind].build(given, Comm())
+        for given in ({}, *fixture(kind).variants):
+            metric = KINDS[kind].build(given, Comm())
             assert _numpy_leaks(metric.compute().to_dict()) == [], (kind, "empty")
-            args = {arg: data[col] for arg, col in inputs.items()}
-            if given.get("compare"):
-                args["compare"] = data["pred2"]
-            if weighted and kind == "auc":
-                args["weight"] = data["w"] + 0.5
+            args = fixture(kind).rows_for(given, np.random.default_rng(1), 3000)
+            for name in weights if weighted else ():
+                args[name] = args[name] + 0.5
             metric.update(**args)
             result = metric.compute()
             assert _numpy_leaks(result.to_dict()) == [], (kind, given)

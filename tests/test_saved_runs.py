@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import pytest
 from test_cli import metrics_json, rows, shards
-from test_cli_mpi import ALONE, launch
+from test_cli_mpi import ALL_KINDS, ALONE, FLAGS, launch
 
 from mpieval import cli
 
-METRICS = "auc,wuauc,pn,pairwise"
-
 
 def _eval(ranks: int, files: list[str], *flags: object) -> str:
-    proc, _ = launch(ranks, "eval", "--metrics", METRICS, "--tag", "tag", "--table-size", 1000,
-                     "--left-label", "left", "--right-label", "right",
-                     *flags, *files)
+    proc, _ = launch(ranks, "eval", "--metrics", ",".join(ALL_KINDS), *FLAGS,
+                     "--table-size", 1000, *flags, *files)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

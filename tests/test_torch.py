@@ -9,13 +9,14 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_trainer import FACTORIES, KINDS, _rows  # noqa: E402
+from test_trainer import KINDS, _make, _rows  # noqa: E402
 
 from mpieval.comm import Comm  # noqa: E402
 from mpieval.errors import UndefinedMetricWarning  # noqa: E402
@@ -45,18 +46,25 @@ def run(scenarios: str, size: int) -> list[dict]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PMI_", "PMIX_", "HYDI_", "MPI_LOCAL", "OMPI_"))}
     env["OMP_NUM_THREADS"] = "1"
+    # each process writes to files, not pipes: a process whose output fills a pipe that
+    # is not being read would block, and its peers wait for it in a collective
+    files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(size)]
     procs = [subprocess.Popen([sys.executable, WORKER, scenarios, str(r), str(size), str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for r in range(size)]
+                              stdout=out, stderr=err, text=True, env=env)
+             for r, (out, err) in enumerate(files)]
     outputs = []
     try:
-        for proc in procs:
-            out, err = proc.communicate(timeout=SECONDS)
-            assert proc.returncode == 0, err[-3000:]
-            outputs.append(json.loads(out.strip().splitlines()[-1]))
+        for proc, (out, err) in zip(procs, files, strict=True):
+            proc.wait(timeout=SECONDS)
+            out.seek(0)
+            err.seek(0)
+            assert proc.returncode == 0, err.read()[-3000:]
+            outputs.append(json.loads(out.read().strip().splitlines()[-1]))
     finally:
-        for proc in procs:
+        for proc, (out, err) in zip(procs, files, strict=True):
             proc.kill()
+            out.close()
+            err.close()
     assert [o["rank"] for o in outputs] == list(range(size))
     assert not any(o["mpi_loaded"] for o in outputs)
     return [o["result"] for o in outputs]
@@ -66,7 +74,7 @@ def run(scenarios: str, size: int) -> list[dict]:
 def test_every_kind_over_gloo_gives_the_one_rank_numbers(size):
     results = [r["kinds"] for r in run(scenarios(size), size)]
     for kind in KINDS:
-        reference = FACTORIES[kind](Comm.local())
+        reference = _make(kind, Comm.local())
         reference.update(**_rows(kind, np.random.default_rng(7)))
         expected = reference.compute().to_dict()
         for got in results:

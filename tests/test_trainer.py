@@ -10,18 +10,16 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable
 
 import numpy as np
 import pytest
+from kinds import NAMES, bad_cases, build, fixture, with_bad_value
 
 from mpieval import (
     AucMetric,
     Evaluator,
     InputError,
     PairwiseMetric,
-    PnMetric,
-    RankingMetric,
     UndefinedMetricWarning,
     WuaucMetric,
     checkpoint,
@@ -36,31 +34,17 @@ N_ROWS = 3000
 
 
 def _rows(kind: str, rng: np.random.Generator, n: int = N_ROWS) -> dict[str, np.ndarray]:
-    """``n`` rows of the inputs of ``kind`` (the same on every rank for one ``rng``)."""
-    uid = rng.integers(0, 60, n)
-    pred = rng.integers(0, 50, n) / 50  # ties on purpose
-    label = (rng.random(n) < 0.3 + 0.4 * pred).astype(np.int64)
-    if kind == "auc":
-        return {"pred": pred, "label": label}
-    if kind == "wuauc":
-        return {"uid": uid, "pred": pred, "label": label,
-                "tag": np.array(["a", "b", "c"])[rng.integers(0, 3, n)]}
-    if kind == "pn":
-        return {"uid": uid, "pred": pred, "label": rng.integers(0, 3, n).astype(np.float64)}
-    if kind == "ranking":
-        return {"uid": uid, "pred": pred, "label": rng.integers(0, 3, n) * label / 2,
-                "tag": np.array(["a", "b", "c"])[rng.integers(0, 3, n)]}
-    return {"left_label": label, "right_label": rng.integers(0, 2, n)}
+    """``n`` rows of the inputs of ``kind`` (its fixture's; the same on every rank for one
+    ``rng``)."""
+    return fixture(kind).plain_rows(rng, n)
 
 
-FACTORIES: dict[str, Callable[..., Metric]] = {
-    "auc": lambda comm=None: AucMetric(table_size=1000, comm=comm),
-    "wuauc": lambda comm=None: WuaucMetric(comm),
-    "pn": lambda comm=None: PnMetric(ties="half", comm=comm),
-    "pairwise": lambda comm=None: PairwiseMetric(comm),
-    "ranking": lambda comm=None: RankingMetric(comm, k=(1, 3, 10)),
-}
-KINDS = sorted(FACTORIES)
+def _make(kind: str, comm: Comm | None = None) -> Metric:
+    """A fresh metric of ``kind`` with its fixture's options."""
+    return build(kind, fixture(kind).options, comm)
+
+
+KINDS = NAMES
 
 
 def _part(rows: dict[str, np.ndarray], index: int, parts: int) -> dict[str, np.ndarray]:
@@ -145,11 +129,11 @@ def test_pickle_and_deepcopy_at_any_point_then_resume(comm, rng, kind):
     mine = _part(rows, comm.rank, comm.size)
     first = {k: v[: len(v) // 2] for k, v in mine.items()}
     second = {k: v[len(v) // 2 :] for k, v in mine.items()}
-    whole = FACTORIES[kind](comm)
+    whole = _make(kind, comm)
     whole.update(**mine)
     expected = _values(whole.compute())
 
-    metric = FACTORIES[kind](comm)
+    metric = _make(kind, comm)
     pickle.loads(pickle.dumps(metric))  # before any row
     metric.update(**first)
     metric.compute()  # resolves the communicator
@@ -170,13 +154,13 @@ def test_pickle_and_deepcopy_at_any_point_then_resume(comm, rng, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_state_dict_is_plain_and_round_trips_through_npz(comm, rng, kind, tmp_path):
     rows = _part(_rows(kind, rng), comm.rank, comm.size)
-    metric = FACTORIES[kind](comm)
+    metric = _make(kind, comm)
     metric.update(**rows)
     state = metric.state_dict()
     assert all(isinstance(v, (np.ndarray, int, float, bool, str)) for v in state.values())
     path = tmp_path / f"{kind}.npz"
     checkpoint.save(path, {"m": state})
-    restored = FACTORIES[kind](comm)
+    restored = _make(kind, comm)
     restored.load_state_dict(checkpoint.load(path)["m"])
     assert restored.compute().to_dict() == _values(metric.compute())
 
@@ -193,14 +177,14 @@ def test_a_checkpoint_of_n_ranks_resumes_on_this_many(comm, rng, kind, saved_ran
     second = {k: v[half:] for k, v in rows.items()}
     saved = []
     for index in range(saved_ranks):  # the earlier job, one process at a time
-        writer = FACTORIES[kind](Comm.local())
+        writer = _make(kind, Comm.local())
         writer.update(**_part(first, index, saved_ranks))
         saved.append(pickle.loads(pickle.dumps(writer.state_dict())))
-    metric = FACTORIES[kind](comm)
+    metric = _make(kind, comm)
     metric.load_state_dicts([saved[i] for i in checkpoint.shares(saved_ranks, comm.rank,
                                                                   comm.size)])
     metric.update(**_part(second, comm.rank, comm.size))
-    reference = FACTORIES[kind](Comm.local())
+    reference = _make(kind, Comm.local())
     reference.update(**rows)
     assert metric.compute().to_dict() == _values(reference.compute())
 
@@ -326,16 +310,6 @@ def test_numpy_use_never_imports_torch():
 
 # -- what a checkpoint carries (issue 24) -----------------------------------------------
 
-_BAD = {"auc": {"pred": np.array([0.5, 1.5]), "label": np.array([0, 1])},
-        "wuauc": {"uid": np.array([1, 2]), "pred": np.array([0.5, 1.5]),
-                  "label": np.array([0, 1])},
-        "pn": {"uid": np.array([1, 2]), "pred": np.array([0.5, np.nan]),
-               "label": np.array([0.0, 1.0])},
-        "pairwise": {"left_label": np.array([0, 2]), "right_label": np.array([0, 1])},
-        "ranking": {"uid": np.array([1, 2]), "pred": np.array([0.5, 0.7]),
-                    "label": np.array([1.0, -1.0])}}
-
-
 def _failure(metric: Metric) -> tuple:
     with pytest.raises(InputError) as info:
         metric.compute()
@@ -351,21 +325,23 @@ def test_a_remembered_bad_batch_survives_a_checkpoint(comm, rng, kind, tmp_path)
     last = comm.size - 1
 
     def fed() -> Metric:
-        metric = FACTORIES[kind](comm)
+        metric = _make(kind, comm)
         metric.update(**_part(_rows(kind, np.random.default_rng(3)), comm.rank, comm.size))
         if comm.rank == last:
+            input_name, value = next(bad_cases(kind))
+            bad = with_bad_value(_rows(kind, np.random.default_rng(4), 2), input_name, value, 1)
             with pytest.raises(InputError):
-                metric.update(**_BAD[kind])
+                metric.update(**bad)
         return metric
 
     path = tmp_path / f"{kind}-{comm.rank}.npz"
     checkpoint.save(path, {"m": fed().state_dict()})
-    resumed = FACTORIES[kind](comm)
+    resumed = _make(kind, comm)
     resumed.load_state_dict(checkpoint.load(path)["m"])
     assert resumed.error is not None or comm.rank != last
     assert _failure(resumed) == _failure(fed())
-    merged = FACTORIES[kind](comm)  # a resume on fewer ranks merges the saved states
-    merged.load_state_dicts([checkpoint.load(path)["m"], FACTORIES[kind](comm).state_dict()])
+    merged = _make(kind, comm)  # a resume on fewer ranks merges the saved states
+    merged.load_state_dicts([checkpoint.load(path)["m"], _make(kind, comm).state_dict()])
     assert _failure(merged) == _failure(fed())
     resumed.reset()  # the next pass starts clean
     with warnings.catch_warnings():

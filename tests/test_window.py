@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from kinds import NAMES, build, fixture
 
 from mpieval import AucMetric, Evaluator, PairwiseMetric, checkpoint
 from mpieval.comm import Comm
 from mpieval.config import specs_from_config
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels.exact import DIGITS
+from mpieval.kinds import KINDS
 from mpieval.kinds.auc.kernels import N_SUMS
 from mpieval.metric import Metric, Result
 
@@ -29,21 +31,37 @@ def _auc_rows(rng: np.random.Generator, n: int) -> Rows:
     return {"pred": rng.integers(0, 50, n) / 49, "label": rng.integers(0, 2, n)}
 
 
-CASES: dict[str, tuple[Callable[[Comm, int | None], Metric],
-                       Callable[[np.random.Generator, int], Rows]]] = {
-    "auc": (lambda comm, window: AucMetric(table_size=64, window=window, comm=comm), _auc_rows),
+Case = tuple[Callable[[Comm, int | None], Metric], Callable[[np.random.Generator, int], Rows]]
+
+
+def _kind_case(name: str) -> Case:
+    """A windowed kind with its fixture's (small) options and rows."""
+    data = fixture(name)
+    return (lambda comm, window: build(name, {**data.fast_options, "window": window}, comm),
+            data.plain_rows)
+
+
+# Every kind with a window, and two more cases of auc's.
+CASES: dict[str, Case] = {
+    **{name: _kind_case(name) for name in NAMES
+       if "window" in {option.name for option in KINDS[name].declared_options}},
     "auc weighted": (
         lambda comm, window: AucMetric(table_size=64, window=window, comm=comm),
         lambda rng, n: {**_auc_rows(rng, n), "weight": rng.integers(0, 4, n) / 2}),
     "auc soft compare": (
-        lambda comm, window: AucMetric(table_size=64, soft_labels=True, compare="b", window=window,
-                                       comm=comm),
+        lambda comm, window: AucMetric(table_size=64, soft_labels=True, compare="b",
+                                       window=window, comm=comm),
         lambda rng, n: {"pred": rng.random(n), "label": rng.integers(0, 5, n) / 4,
                         "compare": rng.random(n).astype(np.float32)}),
-    "pairwise": (lambda comm, window: PairwiseMetric(comm=comm, window=window),
-                 lambda rng, n: {"left_label": rng.integers(0, 2, n),
-                                 "right_label": rng.integers(0, 2, n).astype(np.float32)}),
 }
+
+
+def window_rows(case: str, result: Result) -> int:
+    """The rows of the result's window: its field that counts rows (the fixture's
+    ``row_counts``)."""
+    (field,) = fixture(case.split()[0]).row_counts
+    count: int = getattr(result.window, field)
+    return count
 
 
 def batches(n: int, size: int) -> Bounds:
@@ -90,7 +108,7 @@ def test_the_window_is_a_fresh_metric_fed_the_last_rows(case, n, batch, window, 
     assert result.window is not None
     assert as_dict(result.window) == as_dict(fresh)
     expected = min(n, window)
-    assert (result.window.ins if case == "pairwise" else result.window.rows) == expected
+    assert window_rows(case, result) == expected
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 from sharding import uneven_bounds
-from test_window import CASES, batches, computed, feed, last
+from test_window import CASES, batches, computed, feed, last, window_rows
 
 from mpieval import checkpoint
 from mpieval.comm import Comm
@@ -57,7 +57,7 @@ def test_each_rank_windows_its_own_last_rows(comm, rng, case):
                           if k != "kind"})
     kept = sum(min(WINDOW, b - a) for a, b in ranges)
     assert result.window is not None
-    assert (result.window.ins if case == "pairwise" else result.window.rows) == kept
+    assert window_rows(case, result) == kept
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -21,7 +21,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from test_trainer import FACTORIES, KINDS, _part, _rows
+from test_trainer import KINDS, _make, _part, _rows
 
 from mpieval import AucMetric, Evaluator, InputError, PairwiseMetric
 from mpieval.comm import Comm
@@ -35,10 +35,10 @@ def kinds(rank: int, size: int) -> dict:
         rows = _part(_rows(kind, np.random.default_rng(7)), rank, size)
         tensors = {k: (torch.from_numpy(v) if v.dtype.kind != "U" else v)
                    for k, v in rows.items()}
-        metric = FACTORIES[kind](None)
+        metric = _make(kind, None)
         metric.update(**tensors)
         out[kind] = metric.compute().to_dict()
-        again = FACTORIES[kind](dist.group.WORLD)
+        again = _make(kind, dist.group.WORLD)
         again.update(**rows)
         assert again.compute().to_dict() == out[kind]
         assert metric.comm.size == size
