@@ -19,56 +19,36 @@ if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime (scripts/setup installs it)", allow_module_level=True)
 pytestmark = pytest.mark.filterwarnings("ignore::mpieval.errors.UndefinedMetricWarning")
 
+from test_docs_schema import config as docs_schema_config  # noqa: E402
+
 from mpieval import cli  # noqa: E402
 from mpieval.errors import InputError  # noqa: E402
 from mpieval.kinds import KINDS  # noqa: E402
 from mpieval.spark import evaluate, rounds  # noqa: E402
 
-# Every kind with its options: tags, a compared model, both meanings of weights.
-CONFIG = """
-[metrics.ctr]
-kind = "auc"
-weight = "w"
-compare = "pred_b"
-table_size = 1000
-
+# Every kind with its options, from the registry (each fixture's config tables: tags, a
+# compared model, weights), and what a config adds: importance weights, a mask, filters.
+CONFIG = docs_schema_config() + """
 [metrics.ctr_importance]
 kind = "auc"
-weight = "w"
+weight = "weight"
 weights = "importance"
 table_size = 500
 
-[metrics.user_auc]
-kind = "wuauc"
-tag = "slot"
-compare = "pred_b"
-
-[metrics.pairs]
-kind = "pn"
-ties = "half"
-
-[metrics.cells]
-kind = "pairwise"
-
-[metrics.rank]
-kind = "ranking"
-tag = "slot"
-k = [1, 3]
-
 [metrics.masked]
 kind = "wuauc"
-tag = "slot"
+tag = "tag"
 mask = "left_label"
 
 [metrics.filtered]
 kind = "auc"
-filters = { slot = "b" }
+filters = { tag = "b" }
 """
 
 
 def test_the_config_has_every_kind() -> None:
     assert {line.split('"')[1] for line in CONFIG.splitlines()
-            if line.startswith("kind")} == set(KINDS)  # a kind added: add it here
+            if line.startswith("kind")} == set(KINDS)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +68,8 @@ def spark():
 def table(rng: np.random.Generator, n: int, *, users: int = 60,
           heavy: float = 0.0) -> pa.Table:
     """Rows of every column the config reads: text uids (a heavy user holds ``heavy`` of
-    the rows), preds (some float32 values, some not), 0/1 labels, tags, weights."""
+    the rows), preds (some float32 values, some not), 0/1 labels and grades, tags,
+    weights."""
     uid = rng.integers(0, users, n)
     uid[: int(heavy * n)] = users  # the heavy user
     pred = rng.random(n)
@@ -99,10 +80,11 @@ def table(rng: np.random.Generator, n: int, *, users: int = 60,
         "pred": pred,
         "pred_b": np.clip(pred + rng.normal(0, 0.2, n), 0, 1),
         "label": label,
+        "grade": label * rng.integers(1, 3, n),
         "left_label": rng.integers(0, 2, n),
         "right_label": rng.integers(0, 2, n),
-        "slot": pa.array(rng.choice(["a", "b", "c"], n)),
-        "w": rng.integers(1, 4, n).astype(np.float64),
+        "tag": pa.array(rng.choice(["a", "b", "c"], n)),
+        "weight": rng.integers(1, 4, n).astype(np.float64),
     })
 
 
@@ -163,9 +145,9 @@ def test_flags_as_keywords(spark, tmp_path) -> None:
     """... and the session's Arrow batch size is its own again afterwards."""
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "777")
     data = table(np.random.default_rng(3), 1500)
-    want = cli_json(tmp_path, data, "--metrics", "auc,wuauc,ranking", "--tag", "slot",
+    want = cli_json(tmp_path, data, "--metrics", "auc,wuauc,ranking", "--tag", "tag",
                     "--k", "2,4", "--table-size", "300", "--name", "job")
-    got = evaluate(frame(spark, data, 2), metrics="auc,wuauc,ranking", tag="slot", k="2,4",
+    got = evaluate(frame(spark, data, 2), metrics="auc,wuauc,ranking", tag="tag", k="2,4",
                    table_size=300, name="job")
     assert got.to_dict() == want
     assert got.log_lines()[0].startswith("job: auc=")
@@ -248,7 +230,7 @@ def test_the_command_line_over_spark(spark, tmp_path, capsys) -> None:
                            ("spark", ["table:dumps"])):
         out = tmp_path / "out.json"
         capsys.readouterr()
-        assert cli.main(["eval", *inputs, "--metrics", "auc,wuauc", "--tag", "slot",
+        assert cli.main(["eval", *inputs, "--metrics", "auc,wuauc", "--tag", "tag",
                          "--json", str(out), "--engine", engine]) == 0
         result = json.loads(out.read_text())
         run = result.pop("run")
