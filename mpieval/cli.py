@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write each rank's metric state (for `mpieval merge`)")
     ev.add_argument("--progress", action="store_true",
                     help="print progress on stderr (default: only when it is a terminal)")
+    ev.add_argument("--engine", choices=("mpi", "spark"), default="mpi",
+                    help="mpi: this process and its mpiexec ranks read the files (default); "
+                    "spark: Spark reads them, or table:NAME (the 'spark' extra)")
+    ev.add_argument("--spark-master", metavar="URL",
+                    help="with --engine spark: the Spark master (default: local[*], or "
+                    "spark-submit's)")
     merge = commands.add_parser(
         "merge", help="the results of several saved runs together",
         description="Compute the metrics of runs saved with `mpieval eval --save-state DIR` "
@@ -376,6 +382,12 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
     per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
+    if args.engine == "spark":
+        from mpieval.spark.command import run_eval as run_on_spark
+
+        return run_on_spark(args, comm, specs_from_args(args), invocation)
+    if args.spark_master is not None:
+        raise InputError("--spark-master", "is for --engine spark")
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
         memory.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, invocation=invocation)
