@@ -593,5 +593,10 @@ def read_bytes(text: str) -> bytes:
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
     """Write ``data`` as JSON to ``path`` (a local path or a URI) atomically
     (:func:`write_atomically`); NaN is refused (results write undefined values as null)."""
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    write_atomically(path, text.encode(), flag=flag)
+    write_atomically(path, json_text(data).encode(), flag=flag)
+
+
+def json_text(data: dict[str, Any]) -> str:
+    """The text of a JSON output (``--json``, ``mpieval.spark``'s ``to_json``): indented,
+    NaN refused (results write undefined values as null)."""
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"

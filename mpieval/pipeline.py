@@ -207,9 +207,7 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
         raise
     except InputError as error:  # of the job's totals (weights too large): name the column
         raise _with_column(job.specs, error) from None
-    weighted = {spec.name: {"column": spec.columns["weight"],
-                            "meaning": getattr(evaluator[spec.name], "weights", "frequency")}
-                for spec in job.specs if "weight" in spec.columns}
+    weighted = weight_meanings(job.specs)
     if save_state is not None:
         from mpieval.saved_runs import save_run
 
@@ -309,6 +307,14 @@ def run_record(invocation: Invocation, ranks: int, rows: int | None,
             "command": invocation.command, "started": invocation.started,
             "inputs": invocation.inputs, "ranks": ranks, "rows": rows,
             "weights": dict(weights) or None}
+
+
+def weight_meanings(specs: Sequence[MetricSpec]) -> dict[str, dict[str, str]]:
+    """The weighted metrics' weight ``column`` and what a weight means (``meaning``: the
+    ``weights`` option, ``frequency`` for a kind without it), by metric name."""
+    return {spec.name: {"column": spec.columns["weight"],
+                        "meaning": spec.options.get("weights", "frequency")}
+            for spec in specs if "weight" in spec.columns}
 
 
 def weight_entries(weighted: Mapping[str, Mapping[str, str]], results: Mapping[str, Result]

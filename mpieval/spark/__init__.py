@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from mpieval import locations
 from mpieval.config import MetricSpec, column_types, load_config, specs_from_flags
 from mpieval.errors import InputError
 from mpieval.metric import Evaluator, Result
@@ -68,7 +68,7 @@ class SparkResults(Mapping[str, Result]):
 
     def to_json(self) -> str:
         """:meth:`to_dict` as the text ``mpieval eval --json`` writes."""
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        return locations.json_text(self.to_dict())
 
     def log_lines(self) -> list[str]:
         """The Abacus log lines, in order (each metric's prefix: ``name``, or its own)."""

@@ -51,7 +51,7 @@ def run_eval(args: argparse.Namespace, comm: Comm, specs: list[MetricSpec],
     def record(ranks: int, rows: int, results: Any) -> dict[str, Any]:
         assert invocation is not None
         return pipeline.run_record(invocation, ranks, rows, pipeline.weight_entries(
-            weighted(specs), results))
+            pipeline.weight_meanings(specs), results))
 
     ran = spark.run(df, specs, save_state=args.save_state, source=source,
                     record=None if invocation is None else record)
@@ -64,13 +64,6 @@ def run_eval(args: argparse.Namespace, comm: Comm, specs: list[MetricSpec],
 def _first_line(error: BaseException) -> str:
     """Spark's message without its query plan and stack."""
     return str(error).strip().splitlines()[0]
-
-
-def weighted(specs: Sequence[MetricSpec]) -> dict[str, dict[str, str]]:
-    """The weighted metrics' weight column and what a weight means (the ``run`` block)."""
-    return {spec.name: {"column": spec.columns["weight"],
-                        "meaning": spec.options.get("weights", "frequency")}
-            for spec in specs if "weight" in spec.columns}
 
 
 def spark_session(master: str | None) -> Any:
