@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of issue 12's statistics against another tree (e.g. main), in turn. Repeat with:
 
-    .venv/bin/python scripts/bench_stats.py --base /work/main [--rounds 5]
+    .venv/bin/python scripts/bench_stats.py --base OTHER_CHECKOUT [--rounds 5]
 
 Each round runs one child process per tree (``PYTHONPATH`` set to the tree), alternating,
 and reports medians over the rounds:
@@ -87,7 +87,8 @@ def main() -> None:
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--base", default="/work/main")
+    parser.add_argument("--base", required=True, metavar="OTHER_CHECKOUT",
+                        help="the tree to compare with (a checkout of another commit)")
     parser.add_argument("--cli", metavar="FILE")
     parser.add_argument("--compare", metavar="COL", default="pred_b")
     args = parser.parse_args()
