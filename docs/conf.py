@@ -44,8 +44,11 @@ myst_heading_slug_func = "site_rules.slug"
 # docstrings' Parameters give the types); members in source order, private ones left out.
 autodoc_typehints = "none"
 autodoc_member_order = "bysource"
+# (a directive's own :members: list is overridden by this default: list a class's members
+# as `:no-members:` and an `.. automethod::` line each, as api.md does for Comm)
 autodoc_default_options = {"members": True}
 autoclass_content = "class"
+autodoc_inherit_docstrings = False  # a member without a docstring of its own is left out
 napoleon_google_docstring = False
 # Parameters as one field list, with their types as written (free text: "mapping of str
 # to Metric", "int, default 1"), not as cross-references.

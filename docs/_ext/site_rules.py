@@ -7,7 +7,9 @@
   short name (``InputError``, ``Metric.state_dict``) in some module of mpieval; a
   reference to a name that is nowhere (misspelt, renamed, moved) still fails the build;
 - a property's docstring is prose: napoleon reads a first line ``X: Y`` as the type X and
-  the text Y (:func:`_prose_property` puts X back).
+  the text Y (:func:`_prose_property` puts X back);
+- a class attribute that holds another package's class (``label_dtype = np.float64``) is
+  not a member of the API.
 """
 
 from __future__ import annotations
@@ -69,7 +71,15 @@ def _prose_property(app: Any, what: str, name: str, obj: Any, options: Any,
         lines[0] = f"{head}: {lines[0]}"
 
 
+def _skip_alias(app: Any, what: str, name: str, obj: Any, skip: bool,
+                options: Any) -> bool | None:
+    if isinstance(obj, type) and not obj.__module__.startswith("mpieval"):
+        return True
+    return None
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("missing-reference", _undocumented)
     app.connect("autodoc-process-docstring", _prose_property, priority=600)  # after napoleon
+    app.connect("autodoc-skip-member", _skip_alias)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
