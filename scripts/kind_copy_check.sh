@@ -68,8 +68,8 @@ done
 from mpieval import Pairwise2Metric, Pairwise2Result
 print('mpieval from the copy;', Pairwise2Metric.__module__, Pairwise2Result.__name__)"
 
-echo "== docs: mkdocs build --strict"
-NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet -d "$work/site"
+echo "== docs: sphinx-build, strict"
+"$py" -m sphinx -W --keep-going -n -q -b dirhtml -d "$work/doctrees" docs "$work/site"
 grep -q pairwise2 "$work/site/schema/results.schema.json"
 test -f "$work/site/kinds/pairwise2/index.html"
 echo "built; the site has the page kinds/pairwise2/ and the schema's pairwise2 block"

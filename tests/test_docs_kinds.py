@@ -1,7 +1,7 @@
-"""The docs' per-kind parts come from the registry (``docs/hooks/kind_pages.py``, an mkdocs
-hook): every registered kind has its page, its nav entry, its rows in the shared tables
-and its block in the served JSON schema, with no edit of a shared page; the README's
-short table names only registered kinds."""
+"""The docs' per-kind parts come from the registry (``docs/_ext/kind_pages.py``, a Sphinx
+extension): every registered kind has its page, its nav entry, its rows in the shared
+tables and its block in the served JSON schema, with no edit of a shared page; the
+README's short table names only registered kinds."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ DOCS = ROOT / "docs"
 
 def _hook() -> Any:
     spec = importlib.util.spec_from_file_location("kind_pages",
-                                                  DOCS / "hooks" / "kind_pages.py")
+                                                  DOCS / "_ext" / "kind_pages.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -40,8 +40,9 @@ def test_every_kind_has_its_page_with_json_and_api(kind: str) -> None:
     assert page.startswith(f"# `{kind}`\n")
     assert "\n## JSON\n" in page and "\n## API\n" in page
     folder = re.escape(KINDS[kind].folder)
-    for name in KINDS[kind].exports:  # each exported class's reference on the page
-        assert re.search(rf"^::: {folder}\.[a-z_.]+\.{name}$", page, re.MULTILINE), name
+    for name in KINDS[kind].exports:  # each exported class's autodoc line on the page
+        assert re.search(rf"^\.\. auto(class|exception|function):: {folder}\.[a-z_.]+\.{name}$",
+                         page, re.MULTILINE), name
 
 
 def test_every_kind_page_is_a_registered_kind() -> None:
@@ -50,10 +51,11 @@ def test_every_kind_page_is_a_registered_kind() -> None:
 
 @pytest.mark.parametrize("kind", NAMES)
 def test_every_kind_is_in_the_nav_and_each_generated_part(kind: str) -> None:
-    config = HOOK.on_config({"nav": [{"Home": "index.md"}, {"Kinds": []}]})
-    assert {kind: f"kinds/{kind}.md"} in config["nav"][1]["Kinds"]
+    assert f"\n{kind} <kinds/{kind}>\n" in HOOK.kinds_toctree("index.md")  # the nav
+    assert f"\n{kind} <../kinds/{kind}>\n" in HOOK.kinds_toctree("api/x.md")
     for name, part in HOOK.PARTS.items():
-        assert f"`{kind}`" in part("index.md"), name
+        if name != "toc":
+            assert f"`{kind}`" in part("index.md"), name
     assert f"]({'../' * 1}kinds/{kind}.md" in HOOK.kinds_list("api/x.md")  # relative links
     flags = HOOK.flag_rows("cli.md")
     for flag, uses in kind_flags().items():
@@ -72,9 +74,23 @@ def test_every_marker_of_a_page_is_a_part_and_is_replaced() -> None:
 def test_the_served_schema_is_the_assembly() -> None:
     import json
 
-    assert json.loads(HOOK.schema_text()) == results_schema()
+    assert json.loads(HOOK.SERVED["schema/results.schema.json"]()) == results_schema()
     assert results_schema()["additionalProperties"]["oneOf"] == [
         {"$ref": f"#/$defs/{kind}"} for kind in KINDS]
+
+
+@pytest.mark.parametrize(("page", "url", "target", "expected"), [
+    ("json", "json/", "schema/results.schema.json", "../schema/results.schema.json"),
+    ("json", "json.html", "schema/results.schema.json", "schema/results.schema.json"),
+    ("kinds/auc", "kinds/auc/", "../schema/results.schema.json",
+     "../../schema/results.schema.json"),
+    ("index", "", "schema/results.schema.json", "schema/results.schema.json"),
+    ("json", "json/", "schema/other.json", None),  # not a served file: not resolved here
+    ("kinds/auc", "kinds/auc/", "schema/results.schema.json", None),  # kinds/schema/...
+])
+def test_a_link_to_the_served_schema_is_relative_to_the_page(
+        page: str, url: str, target: str, expected: str | None) -> None:
+    assert HOOK.served_url(page, url, target) == expected
 
 
 def test_the_readme_table_names_registered_kinds_only() -> None:

@@ -232,6 +232,7 @@ class AucResult:
         - ``copc``: the ``actual_ctr`` interval over ``predicted_ctr``: not [0, 0] without
           positives (the predicted CTR's own spread is left out: it is small beside the
           labels' one).
+
         The ctrs' and copc's need a total weight of 2 (two rows).
 
         Under importance weights (``weights="importance"``) the class totals are their
@@ -470,7 +471,7 @@ class AucMetric(Metric):
     row widens them to float64; 16 bytes a row) for the paired DeLong test, a second
     sweep at compute over the rows against both merged tables.
 
-    With ``window=N`` (:data:`~mpieval.metric.WINDOW`), the metric also keeps a copy of
+    With ``window=N`` (:data:`~mpieval.declaration.WINDOW`), the metric also keeps a copy of
     the last ``N`` rows of this rank (pred, label, and weight and compare when given, in
     their dtypes: 5 bytes a row for a float32 pred and an int8 label) and
     ``compute()`` adds ``window``, the values over those rows of every rank; counting

@@ -78,7 +78,7 @@ class PairwiseMetric(Metric):
     value 0 or 1 (bool, int or float); anything else is an :class:`InputError`.
     State: ``cells`` (2, 2), rows by ``[left, right]`` label, merged by addition.
 
-    With ``window=N`` (:data:`~mpieval.metric.WINDOW`), the metric also keeps each of
+    With ``window=N`` (:data:`~mpieval.declaration.WINDOW`), the metric also keeps each of
     the last ``N`` rows of this rank as its cell (1 byte a row), and ``compute()`` adds
     ``window``, the counts over those rows of every rank.
 

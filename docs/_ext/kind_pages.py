@@ -1,9 +1,11 @@
-"""The docs' per-kind parts, made from the registry at build time (an mkdocs hook).
+"""The docs' per-kind parts, made from the registry at build time (a Sphinx extension,
+loaded by docs/conf.py).
 
-- the nav's ``Kinds`` section: one page per registered kind, ``kinds/<kind>.md``;
-- ``schema/results.schema.json``: :func:`mpieval.schema.results_schema`;
 - each ``<!-- kinds: NAME -->`` line of a page: the part NAME of :data:`PARTS`, from the
-  kinds' declarations.
+  kinds' declarations, put in before the page is parsed; the part ``toc`` is the nav's
+  ``Kinds`` section (a toctree of every registered kind's page, ``kinds/<kind>.md``);
+- ``schema/results.schema.json``: :func:`mpieval.schema.results_schema`, written into the
+  built site (:data:`SERVED`), and a page's Markdown link to it made a link to that file.
 
 A new kind needs no edit here or on a shared page: its folder, its registry line and its
 page are enough.
@@ -11,8 +13,10 @@ page are enough.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mpieval.cli import kind_flags
@@ -23,9 +27,13 @@ from mpieval.schema import text as schema_text
 MARKER = re.compile(r"^<!-- kinds: ([a-z_]+) -->$", re.MULTILINE)  # a line of its own
 
 
+def _up(page: str) -> str:
+    """The relative path from ``page``'s folder up to docs/."""
+    return "../" * page.count("/")
+
+
 def _link(name: str, page: str, anchor: str = "") -> str:
-    prefix = "" if page.count("/") == 0 else "../" * page.count("/")
-    return f"[`{name}`]({prefix}kinds/{name}.md{anchor})"
+    return f"[`{name}`]({_up(page)}kinds/{name}.md{anchor})"
 
 
 def kinds_table(page: str) -> str:
@@ -96,9 +104,15 @@ def api_list(page: str) -> str:
                      for kind in KINDS.values())
 
 
+def kinds_toctree(page: str) -> str:
+    """The nav's ``Kinds`` section: every registered kind's page, in the registry's order."""
+    entries = "\n".join(f"{name} <{_up(page)}kinds/{name}>" for name in KINDS)
+    return f":::{{toctree}}\n:caption: Kinds\n:hidden:\n\n{entries}\n:::"
+
+
 PARTS: dict[str, Callable[[str], str]] = {
     "table": kinds_table, "list": kinds_list, "json": json_list, "flags": flag_rows,
-    "metrics": metrics_row, "config": config_keys, "api": api_list,
+    "metrics": metrics_row, "config": config_keys, "api": api_list, "toc": kinds_toctree,
 }
 
 
@@ -108,21 +122,61 @@ def expand(markdown: str, page: str) -> str:
     return MARKER.sub(lambda match: PARTS[match.group(1)](page), markdown)
 
 
-def on_config(config: Any) -> Any:
-    """The nav's ``Kinds`` section: every registered kind's page."""
-    for entry in config["nav"]:
-        if isinstance(entry, dict) and "Kinds" in entry:
-            entry["Kinds"] = [{kind: f"kinds/{kind}.md"} for kind in KINDS]
-    return config
+# Files of the built site made from the registry, by their path in it.
+SERVED: dict[str, Callable[[], str]] = {"schema/results.schema.json": schema_text}
 
 
-def on_files(files: Any, config: Any) -> Any:
-    """The assembled JSON schema, served as ``schema/results.schema.json``."""
-    from mkdocs.structure.files import File
-
-    files.append(File.generated(config, "schema/results.schema.json", content=schema_text()))
-    return files
+def _expand_page(app: Any, docname: str, source: list[str]) -> None:
+    source[0] = expand(source[0], docname + ".md")
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    return expand(markdown, page.file.src_uri)
+def served_url(page: str, page_url: str, target: str) -> str | None:
+    """The URL, relative to ``page_url``, of the file of :data:`SERVED` that a link from
+    ``page`` (a docname such as ``kinds/auc``) to ``target`` names; None for another
+    target. ``page_url``: the page's URL in the site, ``json/`` (dirhtml) or ``json.html``."""
+    path = posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+    if path not in SERVED:
+        return None
+    folder = page_url if page_url.endswith("/") else posixpath.dirname(page_url)
+    return posixpath.relpath(path, folder or ".")
+
+
+def _served_domain() -> Any:
+    """A Sphinx domain that resolves a page's Markdown link to a file of :data:`SERVED`
+    (MyST asks every domain about a link to no page)."""
+    from sphinx.domains import Domain
+
+    class ServedFiles(Domain):
+        name = "served"
+        label = "files the build writes"
+
+        def resolve_any_xref(self, env: Any, fromdocname: str, builder: Any, target: str,
+                             node: Any, contnode: Any) -> list[tuple[str, Any]]:
+            from docutils import nodes
+
+            url = served_url(fromdocname, builder.get_target_uri(fromdocname), target)
+            if url is None:
+                return []
+            return [("served:file", nodes.reference("", "", contnode, internal=False,
+                                                    refuri=url))]
+
+        def merge_domaindata(self, docnames: Any, otherdata: Any) -> None:
+            pass  # it keeps no data
+
+    return ServedFiles
+
+
+def _write_served(app: Any, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    for path, text in SERVED.items():
+        out = Path(app.outdir, path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text())
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("source-read", _expand_page)
+    app.add_domain(_served_domain())
+    app.connect("build-finished", _write_served)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
