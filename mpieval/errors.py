@@ -143,4 +143,7 @@ class StateFormatError(ValueError):
 
 
 class UndefinedMetricWarning(RuntimeWarning):
-    """A metric is undefined for the data seen (one class only, no rows, ...): it is NaN."""
+    """A metric is undefined for the data seen (one class only, no rows, ...): it is NaN.
+
+    Warned by rank 0 from the caller's ``compute()``, at every compute that has one, and
+    shown as one line, ``mpieval: warning: NAME: why`` (docs: In a trainer)."""

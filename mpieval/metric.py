@@ -28,10 +28,12 @@ import copy
 import dataclasses
 import inspect
 import numbers
+import sys
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
@@ -479,25 +481,72 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+_NAMED: ContextVar[tuple[str, str] | None] = ContextVar("mpieval_named", default=None)
+"""(name, kind) of the metric whose result is being finished, for its warnings."""
+
+
 @contextmanager
 def _warnings_named(name: str, kind: str) -> Iterator[None]:
-    """Warnings of one metric's finish, shown under the metric's name (``item_sim: no
-    rows``, not ``auc: no rows``) and every time, not once per message: an undefined
-    value in a later pass or in a second metric of the same kind is still reported."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    """Undefined values of one metric's finish are warned under the metric's name
+    (``item_sim: no rows``, not ``auc: no rows``). No ``catch_warnings`` here: it would
+    reset Python's warning registries at every compute, and a user's ``"once"`` filter
+    with them."""
+    token = _NAMED.set((name, kind))
+    try:
         yield
-    for warning in caught:
-        text = str(warning.message)
-        if issubclass(warning.category, UndefinedMetricWarning) and text.startswith(kind + ":"):
-            text = name + text[len(kind) :]
-        warnings.warn_explicit(text, warning.category, warning.filename, warning.lineno)
+    finally:
+        _NAMED.reset(token)
 
 
 def warn_undefined(comm: Comm, message: str) -> None:
     """One warning for the whole job (rank 0) that a value is undefined (NaN)."""
     if comm.rank == 0:
-        warnings.warn(message, UndefinedMetricWarning, stacklevel=3)
+        _warn_undefined(message)
+
+
+def _warn_undefined(message: str) -> None:
+    """Warn :class:`UndefinedMetricWarning` ``message`` from the caller's code (the first
+    frame outside mpieval: filters by module, and ``-W error``, name the trainer's call),
+    shown as one line, ``mpieval: warning: MESSAGE``, as the command line prints it,
+    rather than Python's default of mpieval's file, line and source line. Each call warns
+    (no registry: Python's once-per-location rule would hide a later pass's undefined
+    value); a filter of the user's (``"once"``, ``"ignore"``, ``"error"``) still applies.
+    """
+    named = _NAMED.get()
+    if named is not None and message.startswith(named[1] + ":"):
+        message = named[0] + message[len(named[1]) :]
+    frame = sys._getframe(1)
+    while frame.f_back is not None and _in_mpieval(frame):
+        frame = frame.f_back
+    with _undefined_on_one_line():
+        warnings.warn_explicit(message, UndefinedMetricWarning, frame.f_code.co_filename,
+                               frame.f_lineno, module=frame.f_globals.get("__name__"))
+
+
+def _in_mpieval(frame: Any) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    return isinstance(name, str) and (name == "mpieval" or name.startswith("mpieval."))
+
+
+@contextmanager
+def _undefined_on_one_line() -> Iterator[None]:
+    """While it lasts (the one ``warn`` of an undefined value), Python's warning format
+    shows :class:`UndefinedMetricWarning` as ``mpieval: warning: MESSAGE``; every other
+    warning keeps the format it had, and the format is restored after, so that no other
+    warning of the program ever changes."""
+    previous = warnings.formatwarning
+
+    def formatted(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, line: str | None = None) -> str:
+        if issubclass(category, UndefinedMetricWarning):
+            return f"mpieval: warning: {message}\n"
+        return previous(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatted
+    try:
+        yield
+    finally:
+        warnings.formatwarning = previous
 
 
 class Evaluator(OnComm, Mapping[str, Metric]):

@@ -3,13 +3,16 @@
     mpiexec -n 2 python scripts/example_mpi_trainer.py --checkpoint ckpt
     # stopped mid-pass (--stop-after 1:4 = pass 1, step 4)? Start it again: it resumes.
 
-The same job as ``example_torch_trainer.py`` without torch: a logistic model in numpy
-whose gradients every rank sums with one ``Allreduce``, and the metrics on the
-trainer's communicator (mpieval shares one duplicate of it, whatever the number of
-metrics created). After each pass rank 0 prints the Abacus lines of the pass, and the
-AUC of the recent window (each rank's last 8 batches) beside the pass's; with
-``--checkpoint DIR`` each rank saves the model and the metrics' state after each step
-and a restart, on any number of ranks, goes on from there.
+The same job as ``example_torch_trainer.py`` without torch: each step's batch of
+synthetic clicks is split over the ranks (so a pass sees the same rows on any number of
+them), a logistic model in numpy whose gradients every rank sums with one ``Allreduce``,
+and the metrics on the trainer's communicator (mpieval shares one duplicate of it,
+whatever the number of metrics created). After each pass rank 0 prints the Abacus lines
+of the pass, and the AUC of the recent window (each rank's last 500 rows, as in TorchRec:
+on N ranks the job's window is up to N * 500 rows, so its line depends on N) beside the
+pass's; with ``--checkpoint DIR`` each rank saves the model and the metrics' state after
+each step, and a restart, on any number of ranks, goes on from there: the pass's lines
+are those of a run never stopped (the window's too when the restart has as many ranks).
 """
 
 from __future__ import annotations
@@ -24,17 +27,20 @@ from mpi4py import MPI
 from mpieval import AucMetric, Evaluator, PairwiseMetric, WuaucMetric, checkpoint
 from mpieval.comm import abort_on_unhandled_error
 
-FEATURES, USERS, BATCH = 8, 200, 256
+FEATURES, USERS, BATCH = 8, 200, 240  # a step's rows, over all ranks
+WINDOW = 500  # the recent window: each rank's last rows
 
 
-def batch(pass_index: int, step: int, rank: int) -> dict[str, np.ndarray]:
-    """Synthetic clicks: features, a user id, a click whose odds the features drive."""
-    rng = np.random.default_rng([pass_index, step, rank])
+def batch(pass_index: int, step: int, rank: int, size: int) -> dict[str, np.ndarray]:
+    """This rank's share of a step's synthetic clicks (every ``size``-th row from
+    ``rank``): features, a user id, a click whose odds the features drive."""
+    rng = np.random.default_rng([pass_index, step])
     x = rng.normal(size=(BATCH, FEATURES))
     logit = x @ np.linspace(-1, 1, FEATURES) - 1.0
-    return {"x": x, "click": (rng.random(BATCH) < 1 / (1 + np.exp(-logit))).astype(np.int64),
+    rows = {"x": x, "click": (rng.random(BATCH) < 1 / (1 + np.exp(-logit))).astype(np.int64),
             "uid": rng.integers(0, USERS, BATCH),
             "shown_first": (rng.random(BATCH) < 0.5).astype(np.int64)}
+    return {name: column[rank::size] for name, column in rows.items()}
 
 
 def main() -> None:
@@ -48,7 +54,7 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     weights = np.zeros(FEATURES + 1)  # the model: 8 weights and a bias
-    ev = Evaluator({"ctr": AucMetric(table_size=1000, window=8 * BATCH), "user": WuaucMetric(),
+    ev = Evaluator({"ctr": AucMetric(table_size=1000, window=WINDOW), "user": WuaucMetric(),
                     "order": PairwiseMetric()}, comm=comm)
     start = (0, 0)
     if args.checkpoint and (args.checkpoint / "progress.npz").exists():
@@ -59,12 +65,12 @@ def main() -> None:
                              for i in mine])
     for pass_index in range(start[0], args.passes):
         for step in range(start[1] if pass_index == start[0] else 0, args.steps):
-            data = batch(pass_index, step, rank)
+            data = batch(pass_index, step, rank, size)
             pred = 1 / (1 + np.exp(-(data["x"] @ weights[:-1] + weights[-1])))
             gradient = np.append(data["x"].T @ (pred - data["click"]), np.sum(pred - data["click"]))
             total = np.empty_like(gradient)
             comm.Allreduce(gradient, total)
-            weights = weights - 0.1 * total / (BATCH * size)
+            weights = weights - 0.1 * total / BATCH  # the mean over the step's rows
             ev["ctr"].update(pred, data["click"])
             ev["user"].update(data["uid"], pred, data["click"])
             ev["order"].update(data["click"], data["shown_first"])
@@ -79,7 +85,7 @@ def main() -> None:
                 print(line, flush=True)
             recent = results["ctr"].window  # the pass's values are in the line above
             print(f"ctr recent: auc={recent.auc:g} num={recent.num:g} "
-                  f"(each rank's last {8 * BATCH} rows)", flush=True)
+                  f"(each rank's last {WINDOW} rows)", flush=True)
         ev.reset()
 
 

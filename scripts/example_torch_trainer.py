@@ -1,14 +1,19 @@
 """A small PyTorch CTR model trained with mpieval's metrics, under torchrun (gloo).
 
     torchrun --nproc_per_node 2 scripts/example_torch_trainer.py --checkpoint ckpt
-    # stopped mid-pass (--stop-after 2:5 = pass 2, step 5)? Start it again: it resumes.
+    # stopped mid-pass (--stop-after 1:4 = pass 1, step 4)? Start it again, on as many
+    # processes or another number: it resumes.
 
-Every process reads its own shard of synthetic clicks, trains a logistic model wrapped in
-DistributedDataParallel, and feeds each batch's predictions to the metrics (``update``
-takes the tensors as they are). After each pass rank 0 prints the Abacus lines of the
-pass. With ``--checkpoint DIR`` every process saves the model, the optimizer and the
-metrics' state after each step (the metrics' state is plain arrays: no communicator);
-a restart loads them, on as many processes as before or another number, and goes on.
+Each step's batch of synthetic clicks is split over the processes (so a pass sees the
+same rows on any number of them); every process trains a logistic model wrapped in
+DistributedDataParallel on its share and feeds its predictions to the metrics
+(``update`` takes the tensors as they are). After each pass rank 0 prints the Abacus
+lines of the pass. With ``--checkpoint DIR`` every process saves the model, the optimizer
+and the metrics' state after each step (the metrics' state is plain arrays: no
+communicator); a restart loads them, on as many processes as before or another number,
+and goes on, printing the lines of a run never stopped. The model is float64: the
+gradients of another number of processes, added in another order, differ by float64's
+roundings, far below the printed digits (float32's could show in them).
 """
 
 from __future__ import annotations
@@ -25,18 +30,19 @@ from torch.nn.parallel import DistributedDataParallel
 
 from mpieval import AucMetric, Evaluator, PairwiseMetric, WuaucMetric, checkpoint
 
-FEATURES, USERS, BATCH = 8, 200, 256
+FEATURES, USERS, BATCH = 8, 200, 240  # a step's rows, over all processes
 
 
-def batch(pass_index: int, step: int, rank: int) -> dict[str, torch.Tensor]:
-    """Synthetic clicks: features, a user id, a click whose odds the features drive."""
-    rng = np.random.default_rng([pass_index, step, rank])
-    x = rng.normal(size=(BATCH, FEATURES)).astype(np.float32)
-    logit = x @ np.linspace(-1, 1, FEATURES, dtype=np.float32) - 1.0
-    click = (rng.random(BATCH) < 1 / (1 + np.exp(-logit))).astype(np.float32)
-    return {"x": torch.from_numpy(x), "click": torch.from_numpy(click),
-            "uid": torch.from_numpy(rng.integers(0, USERS, BATCH)),
-            "shown_first": torch.from_numpy((rng.random(BATCH) < 0.5).astype(np.int64))}
+def batch(pass_index: int, step: int, rank: int, size: int) -> dict[str, torch.Tensor]:
+    """This process's share of a step's synthetic clicks (every ``size``-th row from
+    ``rank``): features, a user id, a click whose odds the features drive."""
+    rng = np.random.default_rng([pass_index, step])
+    x = rng.normal(size=(BATCH, FEATURES))
+    logit = x @ np.linspace(-1, 1, FEATURES) - 1.0
+    rows = {"x": x, "click": (rng.random(BATCH) < 1 / (1 + np.exp(-logit))).astype(np.float64),
+            "uid": rng.integers(0, USERS, BATCH),
+            "shown_first": (rng.random(BATCH) < 0.5).astype(np.int64)}
+    return {name: torch.from_numpy(column[rank::size].copy()) for name, column in rows.items()}
 
 
 def metrics() -> Evaluator:
@@ -66,7 +72,7 @@ def train(args: argparse.Namespace) -> None:
     """The passes (from a checkpoint, if one is there), printing the metrics of each."""
     rank, size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
-    model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1))
+    model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1, dtype=torch.float64))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     ev = metrics()
     start = (0, 0)
@@ -74,9 +80,12 @@ def train(args: argparse.Namespace) -> None:
         start = resume(args.checkpoint, model, optimizer, ev, rank, size)
     for pass_index in range(start[0], args.passes):
         for step in range(start[1] if pass_index == start[0] else 0, args.steps):
-            data = batch(pass_index, step, rank)
+            data = batch(pass_index, step, rank, size)
             logit = model(data["x"]).squeeze(1)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, data["click"])
+            # the mean over the step's rows: DistributedDataParallel averages the processes'
+            # gradients, so each one's share sums its rows and counts the processes
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                logit, data["click"], reduction="sum") * size / BATCH
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

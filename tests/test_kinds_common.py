@@ -9,7 +9,8 @@ the rows it makes, its bad values); a kind without a fixture fails every test he
   empty), in random batches on each rank, give the result of all rows on one rank, and
   the same result on every rank;
 - integer weights equal repeated rows (a weight of 0 drops the row), for every kind with
-  a ``weight`` input;
+  a ``weight`` input; weights that are not whole numbers change a float over the ranks
+  by a rounding at most, and only a field the kind's page names;
 - bad input on one rank is the same :class:`InputError` (field, count, index) on every
   rank at ``compute()``, and ``reset()`` forgets it;
 - ``compute()`` leaves the local state alone: computing twice gives the same result,
@@ -34,6 +35,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,6 +51,7 @@ from mpieval.kinds import KINDS
 from mpieval.metric import Evaluator, Metric
 
 WEIGHTED = [name for name in NAMES if "weight" in KINDS[name].inputs]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def dataset(name: str, rng: np.random.Generator, n: int) -> Rows:
@@ -214,6 +217,67 @@ def test_any_sharding_and_batches_give_the_one_process_result(
     got = computed(fed(name, comm, batches_of(mine, cuts)))
     assert_same(got, want, bits=True)
     assert comm.allgather(got) == [got] * comm.size
+
+
+def _float_paths(got: Any, want: Any, path: tuple[Any, ...] = ()) -> Iterator[
+        tuple[tuple[Any, ...], Any, Any]]:
+    """(path, got, want) of every float leaf of two ``to_dict()`` values (their other
+    leaves must be equal); lists give their indices."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), path
+        for key in want:
+            yield from _float_paths(got[key], want[key], (*path, key))
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), path
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            yield from _float_paths(a, b, (*path, i))
+    elif isinstance(want, float):
+        yield path, got, want
+    else:
+        assert type(got) is type(want) and got == want, (path, got, want)
+
+
+def same_bits_section(name: str) -> str:
+    """The "Same bits on any number of ranks" section of the kind's page ("" if none)."""
+    text = (ROOT / "docs" / "kinds" / f"{name}.md").read_text()
+    start = text.find("\n## Same bits")
+    return "" if start < 0 else text[start:text.find("\n## ", start + 1)]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weights_not_whole_move_only_the_fields_the_page_names_and_by_a_rounding(
+    comm: Comm, rng: np.random.Generator, name: str
+) -> None:
+    """Weights that are not whole numbers, rows over the ranks: every field of the JSON
+    (with each of the fixture's variants, such as compare) is one process's result,
+    floats to a rounding (1e-12), all else exactly; a field whose bits differ is named on
+    the kind's page ("Same bits ..."; a block such as `compare` or `ci95` by its name),
+    so that the page says every field that can differ. The window (each rank's last
+    rows) depends on the split by design and is left out."""
+    section = same_bits_section(name)
+    kind, data = KINDS[name], fixture(name)
+    defaults = {key: option.default for key, option in kind.options.items()}
+    for options in ({}, *data.variants):
+        rows = data.rows_for(options, rng, 3000)
+        rows["weight"] = np.round(rng.random(3000) * 3, 3)  # 0.001 is no binary fraction
+        one = kind.load()(comm=Comm.local(), **{**defaults, **data.options, **options})
+        one.update(**rows)
+        want = computed(one)
+        spread = kind.load()(comm=comm, **{**defaults, **data.options, **options})
+        spread.update(**my_rows(rows, comm.rank, comm.size, rng))
+        got = computed(spread)
+        got.pop("window", None)  # each rank's own last rows: the split's, by design
+        want.pop("window", None)
+        differ = set()
+        for path, a, b in _float_paths(got, want):
+            assert a == pytest.approx(b, rel=1e-12, abs=1e-12) or (
+                math.isnan(a) and math.isnan(b)), (options, path, a, b)
+            if not (a == b or (math.isnan(a) and math.isnan(b))):
+                differ.add(str(path[0]))
+        unnamed = sorted(f for f in differ if f"`{f}`" not in section)
+        assert not unnamed, (f"{name} {options}: fields whose last bits differ on "
+                             f"{comm.size} ranks, not named on docs/kinds/{name}.md: {unnamed}")
 
 
 def _bad_cases() -> Iterator[tuple[str, str, Any]]:
