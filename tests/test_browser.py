@@ -265,3 +265,34 @@ def test_the_checks_see_a_request_an_overflow_and_a_figure_first(browser, tmp_pa
     assert measured["figures"] == [{"title": False, "desc": False, "label": None,
                                     "role": None, "texts": 1}]
 
+
+
+# The page printed: A4 less the print style's margins, at the browser's 96 px an inch.
+PRINT_WIDTH = round((210 - 2 * 13) / 25.4 * 96)
+MIN_PRINT_TEXT = 9.0  # px of a figure's text, printed: about 7 pt
+PRINTED = """() => {
+  const rows = [...document.querySelectorAll("table.tags tbody tr")];
+  const shown = rows.filter(r => r.checkVisibility());
+  const sizes = [...document.querySelectorAll("figure.plot svg text")]
+    .filter(t => t.textContent.trim() && t.checkVisibility())
+    .map(t => t.getBoundingClientRect().height).filter(h => h > 0);
+  return {rows: rows.length, shown: shown.length, smallest: Math.min(...sizes)};
+}"""
+
+
+def test_print_keeps_every_tag_and_figure_text_readable(browser, pages):
+    """Printed (the print style at A4's width), the 300-tag page shows every tag's row,
+    also those behind "The other N tags" (closed on the screen), and no figure's text is
+    scaled below about 7 pt."""
+    context = browser.new_context(viewport={"width": PRINT_WIDTH, "height": 1100})
+    try:
+        page = context.new_page()
+        page.goto(pages["tags"].resolve().as_uri(), wait_until="load")
+        on_screen = page.evaluate(PRINTED)
+        page.emulate_media(media="print")
+        printed = page.evaluate(PRINTED)
+    finally:
+        context.close()
+    assert on_screen["shown"] < on_screen["rows"]  # the closed tables: hidden on the screen
+    assert printed["rows"] >= 300 and printed["shown"] == printed["rows"], printed
+    assert printed["smallest"] >= MIN_PRINT_TEXT, printed

@@ -90,10 +90,19 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
   main { max-width: none; padding: 0; }
   nav.toc { display: none; }
   .figures { grid-template-columns: 1fr 1fr; gap: 8px 16px; }
-  /* a figure is never split, and no taller than a third of a page: moving one to the
-     next page leaves at most that much blank */
+  /* figures at no less than about 0.8 of their drawn size: two a row when that fits */
+  .figures:has(> figure.plot:nth-child(2)) { grid-template-columns:
+    repeat(auto-fit, minmax(min(100%, 118mm), 1fr)); }
+  /* a figure is never split, and no taller than 0.45 of a page (moving one to the next
+     page leaves at most that much blank), its text no smaller than about 7 pt */
   figure.plot { break-inside: avoid; page-break-inside: avoid; }
-  figure.plot svg { max-height: 88mm; width: auto; max-width: 100%; margin: 0 auto; }
+  figure.plot svg { max-height: 120mm; width: auto; max-width: 100%; margin: 0 auto; }
+  /* a wide figure (the tags' plots: a row per tag) takes the page's width, its text at
+     the size it was drawn, and may take a page */
+  figure.plot.wide svg { max-height: 250mm; width: 100%; }
+  /* every tag prints: the tables behind "The other N tags" are opened */
+  details::details-content { content-visibility: visible; display: block; }
+  details > summary { list-style: none; color: inherit; font-weight: 600; }
   h2, h3 { break-after: avoid; page-break-after: avoid; }
   h2 { margin-top: 1.2rem; }
   tr, .note, .context, #summary li { break-inside: avoid; page-break-inside: avoid; }
