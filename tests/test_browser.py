@@ -127,7 +127,15 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
             "--json", root / "tags.json", "--report", root / "tags.html",
             root / "tags.parquet", cwd=root)
-    return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html"}
+    # two days of the same A/B test side by side: the second day's rows are new
+    pq.write_table(pa.table(ab_rows(rng, [500, 300, 200], 30)), root / "day2.parquet")
+    mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
+            "--json", root / "day2.json", root / "day2.parquet", cwd=root)
+    shutil.copy(root / "ab.json", root / "day1.json")
+    mpieval("report", root / "day1.json", root / "day2.json", "-o", root / "days.html",
+            cwd=root)
+    return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html",
+            "days": root / "days.html"}
 
 
 # What the page shows, measured in the browser (document order, boxes, overflow).
@@ -204,7 +212,7 @@ def rendered(browser: Any, pages: dict[str, Path], shots: Path | None
             for name, path in pages.items() for width in WIDTHS}
 
 
-NAMES = ("demo", "ab", "tags")
+NAMES = ("demo", "ab", "tags", "days")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -296,3 +304,14 @@ def test_print_keeps_every_tag_and_figure_text_readable(browser, pages):
     assert on_screen["shown"] < on_screen["rows"]  # the closed tables: hidden on the screen
     assert printed["rows"] >= 300 and printed["shown"] == printed["rows"], printed
     assert printed["smallest"] >= MIN_PRINT_TEXT, printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_overflows_a_small_laptop(browser, pages, name):
+    """At 1000 px no table is wider than its box (two runs side by side included: runs
+    that would not fit go to tables below), and every box that scrolls can be reached by
+    the keyboard."""
+    measured = render(browser, pages[name], 1000, None)
+    assert measured["pageWidth"] <= 1000
+    for box in measured["tables"]:
+        assert box["scroll"] <= box["client"] + 1, f"{name} at 1000 px: {box} overflows"

@@ -817,7 +817,11 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
     page = report.render(report.load_runs(paths))
     summary = " ".join(section_text(page, "summary").split())
     change = today["ctr"]["auc"] - base["ctr"]["auc"]
-    assert f"Δ {change:+.4g} vs yesterday" in summary
+    # the change with its interval: the two runs as independent samples (same widths here)
+    (low, high) = base["ctr"]["ci95"]["auc"]
+    half = math.hypot((high - low) / 2, (high - low) / 2)
+    said = f"Δ {change:+.4g} (95% {change - half:+.3g} to {change + half:+.3g}) vs yesterday"
+    assert said in summary, said
     header = page[page.index("<header>"):page.index("</header>") + 9]
     assert "baseline" in " ".join(parse(header).text)
     for flag in ("NE ≥ 1", "COPC outside [0.8, 1.25]", "WUAUC ≤ 0.5", "no clicks in the run"):
@@ -825,7 +829,7 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
     yesterday_line = summary[summary.index("yesterday:"):summary.index("today:")]
     assert "Δ" not in yesterday_line and "⚠" not in yesterday_line  # the baseline's own
     table = " ".join(section_text(page, "m-ctr").split())
-    assert f"Δ {change:+.4g} vs yesterday" in table and "NE ≥ 1" in table
+    assert said in table and "NE ≥ 1" in table
 
 
 def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):

@@ -26,7 +26,9 @@ ul.summary li { overflow-wrap: anywhere; }
 .better { color: #00664a; font-weight: 600; }
 .worse { color: #b03a00; font-weight: 600; }
 .neutral { color: #555; }
-.flag { display: block; color: #8a2b00; font-size: .8rem; }
+.flag { display: block; color: #8a2b00; font-size: .8rem; white-space: normal; }
+td .flag, td .delta { min-width: 8rem; max-width: 13rem; margin-left: auto; white-space: normal; }
+.table-wrap:focus-visible { outline: 2px solid #0b5394; outline-offset: 2px; }
 ul.summary .flag { display: inline; margin-left: .4em; }
 .delta { display: block; color: #3a3a3a; font-size: .76rem; }
 ul.summary .delta { display: inline; margin-left: .3em; }
@@ -64,6 +66,10 @@ table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .small { font-size: .82rem; color: #555; max-width: 60rem; }
 details { margin: .4rem 0 1rem; }
 details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
+@media (max-width: 1100px) {
+  table.tags { font-size: .84rem; }
+  table.tags th, table.tags td { padding: 4px 4px; }
+}
 @media (max-width: 700px) {
   main { padding: 12px; }
   .figures { grid-template-columns: 1fr; }

@@ -285,7 +285,7 @@ def _tag_cells(page: Page, a: dict[str, Any], base: dict[str, Any] | None,
     for field in PER_USER:
         text = tag_cell(a, field, _users(a))
         if base is not None:
-            text += page.change(a.get(field), base.get(field))
+            text += page.change(a, base, field)
         cells.append(text)
         if compared:
             cells.append(tag_cell(b, field, _users(a)) if b else "")
