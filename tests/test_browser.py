@@ -315,3 +315,30 @@ def test_nothing_overflows_a_small_laptop(browser, pages, name):
     assert measured["pageWidth"] <= 1000
     for box in measured["tables"]:
         assert box["scroll"] <= box["client"] + 1, f"{name} at 1000 px: {box} overflows"
+
+
+def axe_violations(browser: Any, page_file: Path, width: int) -> list[str]:
+    """axe-core's serious and critical violations on ``page_file`` at ``width`` px, one
+    line each: the rule, its help and the first offending element."""
+    from importlib.resources import files
+
+    script = files("axe_playwright_python").joinpath("axe.min.js").read_text(encoding="utf-8")
+    context = browser.new_context(viewport={"width": width, "height": SCREEN_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(page_file.resolve().as_uri(), wait_until="load")
+        page.evaluate(script)
+        found = page.evaluate("axe.run(document, {resultTypes: ['violations']})"
+                              ".then(r => r.violations)")
+    finally:
+        context.close()
+    return [f"{v['id']} ({v['impact']}): {v['help']}: {v['nodes'][0]['html'][:160]}"
+            for v in found if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_axe_finds_no_serious_or_critical_violation(browser, pages, name):
+    """axe-core (WCAG 2 A and AA rules, best practices) on each page at 1280 and 420 px."""
+    for width in WIDTHS:
+        found = axe_violations(browser, pages[name], width)
+        assert not found, f"{name} at {width} px:\n" + "\n".join(found)

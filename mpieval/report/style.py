@@ -57,8 +57,8 @@ table.runs td { max-width: 26rem; }
 tr.group td { border-top: 1.5px solid #cfcfcf; }
 table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .ci { display: block; color: #666; font-size: .76rem; }
-.undefined { color: #8a8a8a; font-style: italic; }
-.absent { color: #aaa; }
+.undefined { color: #666; font-style: italic; }
+.absent { color: #757575; }
 .note { background: #fff7e0; border-left: 3px solid #e69f00; margin: .5rem 0;
   padding: 5px 10px; font-size: .88rem; }
 .context { font-size: .88rem; color: #333; max-width: 60rem; }
