@@ -342,3 +342,26 @@ def test_axe_finds_no_serious_or_critical_violation(browser, pages, name):
     for width in WIDTHS:
         found = axe_violations(browser, pages[name], width)
         assert not found, f"{name} at {width} px:\n" + "\n".join(found)
+
+
+TEXT_PX = """() => [...document.querySelectorAll("figure.plot svg")].flatMap(svg => {
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  return [...svg.querySelectorAll("text")].filter(t => t.textContent.trim())
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+})"""
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_figure_text_is_at_least_11_px_on_a_phone(browser, pages, name):
+    """At 420 px a figure is drawn no smaller than its smallest text's 11 px (it scrolls
+    sideways in its own box when wider than the screen; the page does not)."""
+    context = browser.new_context(viewport={"width": 420, "height": SCREEN_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(pages[name].resolve().as_uri(), wait_until="load")
+        sizes = page.evaluate(TEXT_PX)
+        width = page.evaluate("document.documentElement.scrollWidth")
+    finally:
+        context.close()
+    assert sizes and min(sizes) >= 11.0 - 0.05, (name, min(sizes))
+    assert width <= 420

@@ -47,6 +47,7 @@ BETTER = "#009E73"  # B significantly better than A
 WORSE = "#D55E00"  # B significantly worse
 NEUTRAL = "#767676"  # no evidence of a difference
 GREY = "#8c8c8c"  # reference lines (chance, perfect calibration, zero)
+PHONE_TEXT = 11.0  # px: a figure's smallest text on a phone, at the least
 WIDTH = 5.0  # inches; the page shows two figures side by side at a laptop's width
 # Fonts the text is set in: matplotlib lays the text out with the first (it ships with
 # it, and it is among the widest), a browser uses the first it has.
@@ -59,9 +60,9 @@ _STYLE: dict[Any, Any] = {
     "axes.titlesize": 10.0,
     "axes.labelsize": 9.0,
     "axes.unicode_minus": False,  # "-0.01" as typed, so the browser's search finds it
-    "legend.fontsize": 8.0,
-    "xtick.labelsize": 8.0,
-    "ytick.labelsize": 8.0,
+    "legend.fontsize": 9.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -436,10 +437,13 @@ def svg(figure: Figure, key: str, title: str, desc: str) -> str:
     tag = re.sub(r' (width|height)="[^"]*"', "", opening.group(0))
     labelled = quoteattr(f"{prefix}-title {prefix}-desc")
     # At most a quarter above its drawn size (96 px an inch), so a figure alone on a row
-    # of a wide screen keeps text of a normal size; narrower screens scale it down.
+    # of a wide screen keeps text of a normal size; narrower screens scale it down, a phone
+    # no further than its smallest text's PHONE_TEXT px (--phone: the page's style).
     largest = round(figure.get_figwidth() * 96 * 1.25)
+    sizes = [float(size) for size in re.findall(r"font-size: ?([0-9.]+)px", text)]
+    phone = math.ceil(PHONE_TEXT * figure.get_figwidth() * 72 / min(sizes)) if sizes else 0
     tag = (tag[:-1] + f' role="img" aria-labelledby={labelled}'
-           f' style="max-width: min(100%, {largest}px)">')
+           f' style="max-width: min(100%, {largest}px); --phone: {phone}px">')
     accessible = (f'\n <title id="{prefix}-title">{escape(title)}</title>'
                   f'\n <desc id="{prefix}-desc">{escape(desc)}</desc>')
     return tag + accessible + text[opening.end():]

@@ -256,7 +256,8 @@ class Page:
         return Series(label, self.colours[label], dashed)
 
     def figure(self, svg: str, caption: str, wide: bool = False) -> str:
-        return (f"<figure class=\"plot{' wide' if wide else ''}\">{svg}"
+        """A figure and its caption; in the tab order, as on a phone it may scroll."""
+        return (f"<figure class=\"plot{' wide' if wide else ''}\" tabindex=0>{svg}"
                 f"<figcaption>{caption}</figcaption></figure>")
 
     def key(self, name: str, what: str) -> str:

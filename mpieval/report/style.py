@@ -73,6 +73,9 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
 @media (max-width: 700px) {
   main { padding: 12px; }
   .figures { grid-template-columns: 1fr; }
+  /* a figure is not shrunk below its smallest text's 11 px: wider ones scroll sideways */
+  figure.plot { overflow-x: auto; }
+  figure.plot svg { min-width: var(--phone, 0); }
   nav.toc ul { columns: 2 8rem; }
   /* tables stack: a row is a block, each cell a "column: value" line */
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; }
