@@ -123,7 +123,9 @@ class Kind:
     per tag (``{"tags": {"all": {...}, ...}}``) names the fields of each tag block in
     ``tag_required`` instead. ``counts`` names fields that are counts (printed with
     thousands separators). ``demo`` is the TOML of the kind's metrics in ``mpieval demo``
-    (over the demo's columns), or empty.
+    (over the demo's columns), or empty. ``better``: for each value that decides between two
+    models, the way it is better: ``"higher"``, ``"lower"`` or ``"one"`` (closest to 1,
+    as COPC); a value ``NAME@K`` is found under ``NAME@`` (:meth:`direction`).
 
     ``report``: the kind's :class:`~mpieval.report.section.Section`, what ``mpieval
     report`` shows of it.
@@ -140,6 +142,13 @@ class Kind:
     counts: frozenset[str] = field(default_factory=frozenset)
     demo: str = ""
     exports: tuple[str, ...] = ()
+    better: Mapping[str, str] = field(default_factory=dict)
+
+    def direction(self, value: str) -> str | None:
+        """How ``value`` is better (``better``), or None for a value that does not decide
+        between models (a count, a rate of the data)."""
+        name, at, _ = value.partition("@")
+        return self.better.get(name + at)
 
     def load_module(self) -> Any:
         """The module of the metric class (imported now); it also holds ``exports``, the

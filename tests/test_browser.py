@@ -127,7 +127,15 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
             "--json", root / "tags.json", "--report", root / "tags.html",
             root / "tags.parquet", cwd=root)
-    return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html"}
+    # two days of the same A/B test side by side: the second day's rows are new
+    pq.write_table(pa.table(ab_rows(rng, [500, 300, 200], 30)), root / "day2.parquet")
+    mpieval("eval", "--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag",
+            "--json", root / "day2.json", root / "day2.parquet", cwd=root)
+    shutil.copy(root / "ab.json", root / "day1.json")
+    mpieval("report", root / "day1.json", root / "day2.json", "-o", root / "days.html",
+            cwd=root)
+    return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html",
+            "days": root / "days.html"}
 
 
 # What the page shows, measured in the browser (document order, boxes, overflow).
@@ -204,7 +212,7 @@ def rendered(browser: Any, pages: dict[str, Path], shots: Path | None
             for name, path in pages.items() for width in WIDTHS}
 
 
-NAMES = ("demo", "ab", "tags")
+NAMES = ("demo", "ab", "tags", "days")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -265,3 +273,95 @@ def test_the_checks_see_a_request_an_overflow_and_a_figure_first(browser, tmp_pa
     assert measured["figures"] == [{"title": False, "desc": False, "label": None,
                                     "role": None, "texts": 1}]
 
+
+
+# The page printed: A4 less the print style's margins, at the browser's 96 px an inch.
+PRINT_WIDTH = round((210 - 2 * 13) / 25.4 * 96)
+MIN_PRINT_TEXT = 9.0  # px of a figure's text, printed: about 7 pt
+PRINTED = """() => {
+  const rows = [...document.querySelectorAll("table.tags tbody tr")];
+  const shown = rows.filter(r => r.checkVisibility());
+  const sizes = [...document.querySelectorAll("figure.plot svg text")]
+    .filter(t => t.textContent.trim() && t.checkVisibility())
+    .map(t => t.getBoundingClientRect().height).filter(h => h > 0);
+  return {rows: rows.length, shown: shown.length, smallest: Math.min(...sizes)};
+}"""
+
+
+def test_print_keeps_every_tag_and_figure_text_readable(browser, pages):
+    """Printed (the print style at A4's width), the 300-tag page shows every tag's row,
+    also those behind "The other N tags" (closed on the screen), and no figure's text is
+    scaled below about 7 pt."""
+    context = browser.new_context(viewport={"width": PRINT_WIDTH, "height": 1100})
+    try:
+        page = context.new_page()
+        page.goto(pages["tags"].resolve().as_uri(), wait_until="load")
+        on_screen = page.evaluate(PRINTED)
+        page.emulate_media(media="print")
+        printed = page.evaluate(PRINTED)
+    finally:
+        context.close()
+    assert on_screen["shown"] < on_screen["rows"]  # the closed tables: hidden on the screen
+    assert printed["rows"] >= 300 and printed["shown"] == printed["rows"], printed
+    assert printed["smallest"] >= MIN_PRINT_TEXT, printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_overflows_a_small_laptop(browser, pages, name):
+    """At 1000 px no table is wider than its box (two runs side by side included: runs
+    that would not fit go to tables below), and every box that scrolls can be reached by
+    the keyboard."""
+    measured = render(browser, pages[name], 1000, None)
+    assert measured["pageWidth"] <= 1000
+    for box in measured["tables"]:
+        assert box["scroll"] <= box["client"] + 1, f"{name} at 1000 px: {box} overflows"
+
+
+def axe_violations(browser: Any, page_file: Path, width: int) -> list[str]:
+    """axe-core's serious and critical violations on ``page_file`` at ``width`` px, one
+    line each: the rule, its help and the first offending element."""
+    from importlib.resources import files
+
+    script = files("axe_playwright_python").joinpath("axe.min.js").read_text(encoding="utf-8")
+    context = browser.new_context(viewport={"width": width, "height": SCREEN_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(page_file.resolve().as_uri(), wait_until="load")
+        page.evaluate(script)
+        found = page.evaluate("axe.run(document, {resultTypes: ['violations']})"
+                              ".then(r => r.violations)")
+    finally:
+        context.close()
+    return [f"{v['id']} ({v['impact']}): {v['help']}: {v['nodes'][0]['html'][:160]}"
+            for v in found if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_axe_finds_no_serious_or_critical_violation(browser, pages, name):
+    """axe-core (WCAG 2 A and AA rules, best practices) on each page at 1280 and 420 px."""
+    for width in WIDTHS:
+        found = axe_violations(browser, pages[name], width)
+        assert not found, f"{name} at {width} px:\n" + "\n".join(found)
+
+
+TEXT_PX = """() => [...document.querySelectorAll("figure.plot svg")].flatMap(svg => {
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  return [...svg.querySelectorAll("text")].filter(t => t.textContent.trim())
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+})"""
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_figure_text_is_at_least_11_px_on_a_phone(browser, pages, name):
+    """At 420 px a figure is drawn no smaller than its smallest text's 11 px (it scrolls
+    sideways in its own box when wider than the screen; the page does not)."""
+    context = browser.new_context(viewport={"width": 420, "height": SCREEN_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(pages[name].resolve().as_uri(), wait_until="load")
+        sizes = page.evaluate(TEXT_PX)
+        width = page.evaluate("document.documentElement.scrollWidth")
+    finally:
+        context.close()
+    assert sizes and min(sizes) >= 11.0 - 0.05, (name, min(sizes))
+    assert width <= 420

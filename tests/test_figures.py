@@ -158,8 +158,11 @@ def test_text_is_legible_on_a_phone_and_a_laptop(drawn):
         root = parse(svg)
         sizes = [float(m) for m in re.findall(r"font-size: ([0-9.]+)px", svg)]
         width = view_box(root)[2]
-        assert min(sizes) * PHONE / width >= 7.0, (name, min(sizes), width)
-        assert min(sizes) * LAPTOP / width >= 8.0, (name, min(sizes), width)
+        assert min(sizes) * LAPTOP / width >= 9.0, (name, min(sizes), width)
+        # on a phone the figure is drawn no narrower than --phone: text of 11 px at least
+        phone = float(re.search(r"--phone: (\d+)px", root.get("style", "")).group(1))
+        assert min(sizes) * max(phone, PHONE) / width >= 11.0 - 1e-9, (name, phone)
+        assert phone <= 1.5 * PHONE, (name, phone)  # a short scroll sideways, at most
 
 
 def test_the_same_data_gives_the_same_bytes_and_keys_make_ids_unique(result):
@@ -445,7 +448,8 @@ def test_a_figure_scales_down_with_the_page_and_up_by_a_quarter_at_most(drawn):
     for name, svg in drawn.items():
         root = parse(svg)
         width = view_box(root)[2]
-        found = re.fullmatch(r"max-width: min\(100%, (\d+)px\)", root.get("style", ""))
+        found = re.fullmatch(r"max-width: min\(100%, (\d+)px\); --phone: \d+px",
+                             root.get("style", ""))
         assert found, (name, root.get("style"))
         assert int(found.group(1)) == pytest.approx(width * 96 / 72 * 1.25, abs=1), name
 
@@ -469,3 +473,52 @@ def test_empty_inputs_draw_valid_figures():
                 figures.differences([Difference("AUC", Estimate(0.01))], "B - A", "e5")):
         root = parse(svg)
         assert root.find(f"{SVG}title") is not None and desc(root)
+
+
+@pytest.mark.parametrize("low, high", [(-0.03, 0.03), (-0.025, 0.06), (0.0012, 0.0061),
+                                       (-0.5, -0.1), (-1.2e-5, 3e-5), (-0.012, 0.055),
+                                       (-2.0, 7.0), (0.0, 0.25)])
+def test_every_tick_label_reads_back_as_the_tick_it_labels(low, high):
+    """Ticks at -0.025 and +0.025 read -0.025 and +0.025, not -0.03 and +0.02: each label
+    of the forest plot's x axis, read as a number, is its tick's position."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    matplotlib.use("Agg")
+    ax = Figure().add_subplot()
+    figures._fit_difference_axis(ax, [low, high, 0.0])
+    ticks = ax.get_xticks()
+    labels = [ax.xaxis.get_major_formatter()(t, i) for i, t in enumerate(ticks)]
+    assert len(ticks) >= 3
+    for tick, label in zip(ticks, labels, strict=True):
+        assert float(label.replace("\u2212", "-")) == pytest.approx(tick, abs=1e-12 + 1e-9 * abs(tick))
+    # and in the drawn SVG, the same labels
+    rows = [Difference("AUC", Estimate((low + high) / 2, low, high), 0.01)]
+    written = tick_values(parse(figures.differences(rows, "B - A", "ticks")), "x")
+    assert written and all(any(abs(w - t) <= 1e-9 + 1e-9 * abs(t) for t in ticks)
+                           for w in written)
+
+
+def test_a_forest_plots_bars_miss_zero_exactly_when_their_row_is_significant():
+    """With a q-value, the bar drawn is the interval adjusted over the tags: a tag whose
+    95% interval misses 0 but whose q-value is 0.2 is drawn with a bar that holds 0 (grey,
+    no evidence); one with q = 0.01 with a bar that misses 0. Without a q-value, the 95%
+    interval is drawn as it is."""
+    from mpieval.kernels.stats import t_two_sided_p, t_value
+
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        df = float(rng.choice([3, 9, 30, 1000]))
+        value, stderr = rng.normal(0, 1), rng.uniform(0.05, 2)
+        p = t_two_sided_p(abs(value) / stderr, df)
+        half = t_value(0.95, df) * stderr
+        q = min(1.0, p * rng.uniform(1, 40))
+        row = Difference("tag", Estimate(value, value - half, value + half), p, q)
+        assert row.drawn.excludes_zero == row.significant == (q < 0.05)
+        assert row.drawn.low <= row.estimate.low and row.drawn.high >= row.estimate.high
+        plain = Difference("all", Estimate(value, value - half, value + half), p)
+        assert plain.drawn == plain.estimate
+        assert plain.significant == plain.estimate.excludes_zero
+    search = Difference("search", Estimate(0.012, 0.0019, 0.022), 0.02, 0.2)
+    assert search.estimate.excludes_zero and not search.drawn.excludes_zero
+    assert search.direction == "no evidence"

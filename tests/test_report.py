@@ -708,12 +708,15 @@ def test_the_verdict_of_a_compare_run(compared_json):
     for compare, field, name in checks:
         diff, (low, high) = compare[f"{field}_diff"], compare[f"{field}_diff_ci95"]
         assert high - low >= 0.002, (field, low, high)
-        expected = (f"B {MINUS} A: {name} {diff:+.4f} (95% {low:+.4f} to {high:+.4f}, "
+        expected = (f"{name} {diff:+.4f} (95% {low:+.4f} to {high:+.4f}, "
                     f"{p_words(compare[f'{field}_diff_p'])})")
         assert expected in text, (expected, text)
         direction = ("B better" if low > 0 else "B worse" if high < 0
                      else "no evidence of a difference")
         assert f"{expected} {direction}" in text
+        # B better in the ranking values here: the overall sentence says so first
+        assert f"B {MINUS} A: B ranks better" in text
+        assert text.index(f"B {MINUS} A: B ranks better") < text.index(expected)
     tags = {tag: values for tag, values in data["wuauc"]["tags"].items() if tag != "all"}
     for field in ("wuauc", "uauc"):
         qs = [values["compare"][f"{field}_diff_q"] for values in tags.values()]
@@ -814,7 +817,11 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
     page = report.render(report.load_runs(paths))
     summary = " ".join(section_text(page, "summary").split())
     change = today["ctr"]["auc"] - base["ctr"]["auc"]
-    assert f"Δ {change:+.4g} vs yesterday" in summary
+    # the change with its interval: the two runs as independent samples (same widths here)
+    (low, high) = base["ctr"]["ci95"]["auc"]
+    half = math.hypot((high - low) / 2, (high - low) / 2)
+    said = f"Δ {change:+.4g} (95% {change - half:+.3g} to {change + half:+.3g}) vs yesterday"
+    assert said in summary, said
     header = page[page.index("<header>"):page.index("</header>") + 9]
     assert "baseline" in " ".join(parse(header).text)
     for flag in ("NE ≥ 1", "COPC outside [0.8, 1.25]", "WUAUC ≤ 0.5", "no clicks in the run"):
@@ -822,7 +829,7 @@ def test_the_first_run_is_the_baseline_and_odd_values_are_flagged(tmp_path):
     yesterday_line = summary[summary.index("yesterday:"):summary.index("today:")]
     assert "Δ" not in yesterday_line and "⚠" not in yesterday_line  # the baseline's own
     table = " ".join(section_text(page, "m-ctr").split())
-    assert f"Δ {change:+.4g} vs yesterday" in table and "NE ≥ 1" in table
+    assert said in table and "NE ≥ 1" in table
 
 
 def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):
@@ -1074,3 +1081,69 @@ def test_a_kinds_field_in_a_shared_module_would_be_found(tmp_path):
     strings = {node.value for node in ast.walk(tree)
                if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     assert strings & fields == {"valid_user_count"}
+
+
+# -- the verdict over every value --------------------------------------------------------
+
+
+def _verdict_run(compared_json: str, **changes: Any) -> dict[str, Any]:
+    """The compared run with its auc compare block given paired differences of COPC, ECE,
+    LogLoss and NE: ``changes`` maps a field to (B's value, diff, low, high, p)."""
+    data = json.load(open(compared_json))
+    compare = data["auc"]["compare"]
+    for field, (value, diff, low, high, p) in changes.items():
+        compare[field] = value
+        compare[f"{field}_diff"], compare[f"{field}_diff_ci95"] = diff, [low, high]
+        compare[f"{field}_diff_p"] = p
+    return data
+
+
+def test_the_verdict_names_a_worse_calibration_beside_a_better_ranking(compared_json,
+                                                                         tmp_path):
+    """B ranks better but over-predicts (COPC 0.99 -> 0.76): the overall line says both,
+    the worse calibration by how far each model's mean pred is from the actual rate; the
+    calibration and loss lines give each value's paired difference and direction (lower
+    is better for ECE and LogLoss, closest to 1 for COPC)."""
+    data = json.load(open(compared_json))
+    data["auc"]["copc"] = 0.99
+    path = write_json(str(tmp_path / "over.json"), data)
+    data = _verdict_run(path, copc=(0.76, -0.23, -0.25, -0.21, 1e-6),
+                        ece=(0.061, 0.057, 0.05, 0.064, 1e-6),
+                        logloss=(0.43, 0.015, 0.01, 0.02, 1e-5),
+                        ne=(0.99, 0.001, -0.002, 0.004, 0.5))
+    data["auc"]["copc"] = 0.99
+    page = report.render(report.load_runs([write_json(str(tmp_path / "v.json"), data)]))
+    text = " ".join(section_text(page, "summary").split())
+    assert (f"B {MINUS} A: B ranks better, but is worse calibrated (over-predicts: 1.32x "
+            "the actual rate, A 1.01x) and has a higher loss") in text, text
+    assert f"B {MINUS} A, calibration: COPC -0.2300 (95% -0.2500 to -0.2100, p < 0.0001) B worse" in text
+    assert "ECE +0.0570 (95% +0.0500 to +0.0640, p < 0.0001) B worse" in text
+    assert f"B {MINUS} A, loss: LogLoss +0.0150" in text and "B worse; NE +0.0010" in text
+    assert "NE +0.0010 (95% -0.0020 to +0.0040, p = 0.50) no evidence of a difference" in text
+    # B that is closer to 1 in COPC is better calibrated, whichever way it moved
+    better = _verdict_run(path, copc=(1.0, 0.01, 0.005, 0.015, 0.001))
+    better["auc"]["copc"] = 0.99
+    page = report.render(report.load_runs([write_json(str(tmp_path / "b.json"), better)]))
+    text = " ".join(section_text(page, "summary").split())
+    assert f"B {MINUS} A: B ranks better and is better calibrated" in text, text
+
+
+def test_the_summary_names_the_tags_where_b_differs_worst_first(compared_json, tmp_path):
+    """The tags where B is significantly worse (q < 0.05), largest effect first, then those
+    where it is better, each by name with its effect and q; a tag whose q is 0.2 is not
+    named even though its own 95% interval misses 0."""
+    data = json.load(open(compared_json))
+    tags = [t for t in data["wuauc"]["tags"] if t != "all"
+            and data["wuauc"]["tags"][t].get("compare", {}).get("wuauc_diff_q") is not None]
+    assert len(tags) >= 3
+    effects = {tags[0]: (-0.012, 0.01), tags[1]: (-0.035, 0.003), tags[2]: (0.02, 0.2)}
+    for tag, (diff, q) in effects.items():
+        compare = data["wuauc"]["tags"][tag]["compare"]
+        compare["wuauc_diff"], compare["wuauc_diff_ci95"] = diff, [diff - 0.005, diff + 0.005]
+        compare["wuauc_diff_q"] = q
+        compare["uauc_diff_q"] = 0.9
+    page = report.render(report.load_runs([write_json(str(tmp_path / "t.json"), data)]))
+    text = " ".join(section_text(page, "summary").split())
+    line = f"B {MINUS} A: B worse in {tags[1]} (WUAUC -0.0350, q = 0.003), {tags[0]} (WUAUC -0.0120, q = 0.01)"
+    assert line in text, text
+    assert f"in {tags[2]} (" not in text

@@ -33,6 +33,7 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, ParamSpec
 from xml.sax.saxutils import escape, quoteattr
 
@@ -46,6 +47,7 @@ BETTER = "#009E73"  # B significantly better than A
 WORSE = "#D55E00"  # B significantly worse
 NEUTRAL = "#767676"  # no evidence of a difference
 GREY = "#8c8c8c"  # reference lines (chance, perfect calibration, zero)
+PHONE_TEXT = 11.0  # px: a figure's smallest text on a phone, at the least
 WIDTH = 5.0  # inches; the page shows two figures side by side at a laptop's width
 # Fonts the text is set in: matplotlib lays the text out with the first (it ships with
 # it, and it is among the widest), a browser uses the first it has.
@@ -58,9 +60,9 @@ _STYLE: dict[Any, Any] = {
     "axes.titlesize": 10.0,
     "axes.labelsize": 9.0,
     "axes.unicode_minus": False,  # "-0.01" as typed, so the browser's search finds it
-    "legend.fontsize": 8.0,
-    "xtick.labelsize": 8.0,
-    "ytick.labelsize": 8.0,
+    "legend.fontsize": 9.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -69,6 +71,7 @@ _STYLE: dict[Any, Any] = {
     "svg.fonttype": "none",
 }
 
+_NORMAL = NormalDist()
 SIGNIFICANCE = 0.05  # the q-value under which a tag's difference counts as significant
 
 
@@ -153,8 +156,18 @@ class Difference:
     emphasis: bool = False  # the overall row ("all"), drawn first and in bold
 
     @property
+    def drawn(self) -> Estimate:
+        """The interval the plot draws: the 95% interval, or with a q-value the interval
+        adjusted for the tags' false discovery rate (:func:`bh_adjusted`), so that a bar
+        misses 0 exactly when the row is significant."""
+        if self.q is None or self.p is None:
+            return self.estimate
+        return bh_adjusted(self.estimate, self.p, self.q)
+
+    @property
     def significant(self) -> bool:
-        """With a q-value, q < 0.05; otherwise the 95% interval excludes 0."""
+        """With a q-value, q < 0.05; otherwise the 95% interval excludes 0. Either way:
+        the drawn interval excludes 0."""
         if self.q is not None:
             return not math.isnan(self.q) and self.q < SIGNIFICANCE
         return self.estimate.excludes_zero
@@ -166,6 +179,24 @@ class Difference:
         if not self.significant or value is None or value == 0:
             return "no evidence"
         return "better" if (value > 0) == self.higher_is_better else "worse"
+
+
+def bh_adjusted(estimate: Estimate, p: float, q: float) -> Estimate:
+    """The interval of a difference at level 1 - 0.05 p / q: Benjamini-Hochberg's q-value
+    over the tags sets each test's level (q = p m / rank, so p / q = rank / m, the false
+    coverage-rate adjusted level of Benjamini and Yekutieli), which misses 0 exactly when
+    q < 0.05. Its half width is the 95% one's, moved along the normal quantiles between the
+    two widths known exactly: the 95% half width, and |value| at level 1 - p."""
+    value, low, high = estimate.value, estimate.low, estimate.high
+    if (value is None or low is None or high is None or not 0 < p < 1 or not 0 < q
+            or math.isnan(q) or p == SIGNIFICANCE):
+        return estimate
+    level = min(SIGNIFICANCE * p / q, SIGNIFICANCE)
+    z95, zp, z = (-_NORMAL.inv_cdf(a / 2) for a in (SIGNIFICANCE, p, level))
+    half95, at_p = (high - low) / 2, abs(value)
+    half = at_p + (half95 - at_p) * (z - zp) / (z95 - zp)
+    scale = half / half95 if half95 > 0 else 1.0
+    return Estimate(value, value - (value - low) * scale, value + (high - value) * scale)
 
 
 def plain(value: float) -> str:
@@ -241,6 +272,15 @@ def _signed(value: float, step: float) -> str:
     return "0" if float(text) == 0 else text
 
 
+def tick_decimals(ticks: Sequence[float]) -> int:
+    """The fewest decimals (at most 8) that write every tick exactly: 0.025 needs 3."""
+    for decimals in range(9):
+        if all(abs(round(t, decimals) - t) <= 1e-9 * max(abs(t), 1e-12) + 1e-15
+               for t in ticks):
+            return decimals
+    return 8
+
+
 @styled
 def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
     """A forest plot of differences B - A, one row per difference from the top: its 95%
@@ -265,6 +305,9 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
         summary.append(f"{row.label} {_estimate_text(row.estimate, signed=True)}, "
                        f"{_test_text(row)}, {row.direction}")
     _fit_difference_axis(ax, ends)
+    if any(row.q is not None for row in rows):
+        xlabel += (". Bars: 95% intervals; rows with a q-value: adjusted over the tags "
+                   "(level 1 - 0.05 p/q, Benjamini-Hochberg)")
     _label_rows(ax, rows, positions, right, xlabel)
     _direction_legend(figure, rows)
     better = sum(r.direction == "better" for r in rows)
@@ -281,7 +324,7 @@ DIRECTION_MEANING = {"better": "B better (significant)", "worse": "B worse (sign
 
 def _draw_difference(ax: Any, y: float, row: Difference) -> list[float]:
     """One row of the forest plot (a defined difference); the x values it reaches."""
-    estimate = row.estimate
+    estimate = row.drawn
     colour = DIRECTION_COLOURS[row.direction]
     ax.errorbar([estimate.value], [y], xerr=estimate.errors, color=colour,
                 marker="o", markersize=6.5 if row.emphasis else 5.0, markeredgewidth=1.3,
@@ -317,9 +360,10 @@ def _fit_difference_axis(ax: Any, ends: Sequence[float]) -> None:
     low, high = low - 0.06 * span, high + 0.06 * span
     ticks = [t for t in MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high)
              if low <= t <= high]
-    step = ticks[1] - ticks[0] if len(ticks) > 1 else span
+    decimals = tick_decimals(ticks)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(lambda value, _: _signed(value, step * 5))
+    ax.xaxis.set_major_formatter(
+        lambda value, _: "0" if abs(value) < 0.5 * 10 ** -decimals else f"{value:+.{decimals}f}")
     ax.set_xlim(low, high)
 
 
@@ -393,10 +437,13 @@ def svg(figure: Figure, key: str, title: str, desc: str) -> str:
     tag = re.sub(r' (width|height)="[^"]*"', "", opening.group(0))
     labelled = quoteattr(f"{prefix}-title {prefix}-desc")
     # At most a quarter above its drawn size (96 px an inch), so a figure alone on a row
-    # of a wide screen keeps text of a normal size; narrower screens scale it down.
+    # of a wide screen keeps text of a normal size; narrower screens scale it down, a phone
+    # no further than its smallest text's PHONE_TEXT px (--phone: the page's style).
     largest = round(figure.get_figwidth() * 96 * 1.25)
+    sizes = [float(size) for size in re.findall(r"font-size: ?([0-9.]+)px", text)]
+    phone = math.ceil(PHONE_TEXT * figure.get_figwidth() * 72 / min(sizes)) if sizes else 0
     tag = (tag[:-1] + f' role="img" aria-labelledby={labelled}'
-           f' style="max-width: min(100%, {largest}px)">')
+           f' style="max-width: min(100%, {largest}px); --phone: {phone}px">')
     accessible = (f'\n <title id="{prefix}-title">{escape(title)}</title>'
                   f'\n <desc id="{prefix}-desc">{escape(desc)}</desc>')
     return tag + accessible + text[opening.end():]

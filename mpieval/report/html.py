@@ -203,9 +203,31 @@ def headline(block: dict[str, Any], field: str, name: str, *,
     return text
 
 
-def verdict(compare: dict[str, Any], field: str, name: str) -> str:
-    """``NAME +0.0040 (95% +0.0017 to +0.0063, p = 0.0006)``: B - A with its paired interval
-    and p-value, the digits set by the interval's width; with the direction in words."""
+def judgement(compare: dict[str, Any], field: str, better: str = "higher",
+              a_value: Any = None) -> str:
+    """Whether B is ``"better"`` or ``"worse"`` than A in ``field`` (its paired 95%
+    interval of B - A in ``compare`` excludes 0), ``"no evidence"`` (it holds 0), or ``""``
+    (no interval). ``better``: ``"higher"``, ``"lower"`` or ``"one"`` (closest to 1: B's
+    value ``compare[field]`` against A's ``a_value``)."""
+    value = compare.get(f"{field}_diff")
+    low, high = pair(compare.get(f"{field}_diff_ci95"))
+    if not is_number(value) or low is None or high is None:
+        return ""
+    if low <= 0 <= high:
+        return "no evidence"
+    if better == "one":
+        b_value = compare.get(field)
+        if not (is_number(a_value) and is_number(b_value)):
+            return ""
+        return "better" if abs(b_value - 1) < abs(a_value - 1) else "worse"
+    return "better" if (value > 0) == (better == "higher") else "worse"
+
+
+def verdict(compare: dict[str, Any], field: str, name: str, better: str = "higher",
+            a_value: Any = None) -> str:
+    """``NAME +0.0040 (95% +0.0017 to +0.0063, p = 0.0006) B better``: B - A with its paired
+    interval and p-value, the digits set by the interval's width; with the direction in
+    words (:func:`judgement`: ``better`` says which way the value is better)."""
     value = compare.get(f"{field}_diff")
     if not is_number(value):
         return f"{name} {UNDEFINED}"
@@ -219,13 +241,10 @@ def verdict(compare: dict[str, Any], field: str, name: str) -> str:
     if f"{field}_diff_p" in compare:
         inside.append(p_text(compare[f"{field}_diff_p"]))
     text = f"{name} {value:+.{digits}f} ({', '.join(inside)})"
-    if low is not None and high is not None and not low <= 0 <= high:
-        better = value > 0
-        text += (f" <span class={'better' if better else 'worse'}>B "
-                 f"{'better' if better else 'worse'}</span>")
-    else:
-        text += " <span class=neutral>no evidence of a difference</span>"
-    return text
+    said = judgement(compare, field, better, a_value)
+    if said in ("better", "worse"):
+        return text + f" <span class={said}>B {said}</span>"
+    return text + " <span class=neutral>no evidence of a difference</span>"
 
 
 def q_count(tags: dict[str, dict[str, Any]], field: str) -> str:

@@ -13,6 +13,7 @@ mpieval) are said to be missing, never invented.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,15 +27,21 @@ from mpieval.report.html import (
     escape,
     headline,
     is_number,
+    pair,
     weighting_text,
 )
 from mpieval.report.runs import Run
 from mpieval.report.section import Section
 from mpieval.report.style import PAGE, STYLE
 
+# Value columns a table holds at most beside the values' names: more would not fit a
+# laptop's screen; further runs go to a table below.
+MAX_VALUE_COLUMNS = 4
 SUMMARY_NOTE = ("<p class=small>Each value with its 95% interval; B \u2212 A: the paired "
                 "difference of the two models on the same rows (or users), its interval and "
-                "two-sided p-value. ⚠ marks a value outside its sane range.</p>")
+                "two-sided p-value. Δ: the change against the baseline run, with a 95% "
+                "interval when both values have one (the two runs as independent samples). "
+                "⚠ marks a value outside its sane range.</p>")
 
 
 @dataclass(frozen=True)
@@ -158,12 +165,21 @@ class Page:
             return None
         return block
 
-    def change(self, value: Any, base: Any) -> str:
-        """A value's change against the baseline's, as a small line ('' when undefined)."""
-        if self.baseline is None or not is_number(value) or not is_number(base):
+    def change(self, block: dict[str, Any], base: dict[str, Any], field: str) -> str:
+        """``field``'s change from ``base`` (the baseline's block) to ``block``, as a small
+        line ('' when undefined), with a 95% interval when both values have one: the two
+        runs read as independent samples (another day's rows), the interval's half width
+        the root of the sum of the two halves' squares."""
+        value, before = block.get(field), base.get(field)
+        if self.baseline is None or not is_number(value) or not is_number(before):
             return ""
-        return (f"<span class=delta>Δ {value - base:+.4g} vs {escape(self.baseline.label)}"
-                "</span>")
+        change = value - before
+        text = f"Δ {change:+.4g}"
+        halves = [_half_width(b, field) for b in (block, base)]
+        if halves[0] is not None and halves[1] is not None and field not in self.counts:
+            half = math.hypot(halves[0], halves[1])
+            text += f" (95% {change - half:+.3g} to {change + half:+.3g})"
+        return f"<span class=delta>{text} vs {escape(self.baseline.label)}</span>"
 
     def headlines(self, block: dict[str, Any], fields: Sequence[tuple[str, str]],
                   base: dict[str, Any] | None) -> str:
@@ -173,7 +189,7 @@ class Page:
         for field, what in fields:
             text = headline(block, field, what, counts=self.counts)
             if text and base is not None:
-                text += self.change(block.get(field), base.get(field))
+                text += self.change(block, base, field)
             if text:
                 values.append(text)
         return ", ".join(values)
@@ -240,7 +256,8 @@ class Page:
         return Series(label, self.colours[label], dashed)
 
     def figure(self, svg: str, caption: str, wide: bool = False) -> str:
-        return (f"<figure class=\"plot{' wide' if wide else ''}\">{svg}"
+        """A figure and its caption; in the tab order, as on a phone it may scroll."""
+        return (f"<figure class=\"plot{' wide' if wide else ''}\" tabindex=0>{svg}"
                 f"<figcaption>{caption}</figcaption></figure>")
 
     def key(self, name: str, what: str) -> str:
@@ -249,10 +266,12 @@ class Page:
 
     @staticmethod
     def table(cls: str, head: Sequence[str], rows: Sequence[Sequence[str]], *,
-              left: Sequence[int] = (0,), row_classes: Sequence[str] | None = None) -> str:
+              left: Sequence[int] = (0,), row_classes: Sequence[str] | None = None,
+              label: str = "") -> str:
         """A table whose cells carry their column's name (``data-label``): on a narrow
         screen each row stacks as label: value lines instead of scrolling sideways.
-        ``head`` is plain text; the cells are HTML."""
+        ``head`` is plain text; the cells are HTML. Its box scrolls sideways when it must,
+        reached by the keyboard (a named region in the tab order)."""
         heads = "".join(f"<th{' class=left' if i in left else ''}>{escape(h)}</th>"
                         for i, h in enumerate(head))
         body = []
@@ -262,32 +281,47 @@ class Page:
                 f"<td data-label=\"{escape(head[i])}\"{' class=left' if i in left else ''}>"
                 f"{text}</td>" for i, text in enumerate(row))
             body.append(f"<tr{f' class={extra}' if extra else ''}>{cells}</tr>")
-        return (f"<div class=table-wrap><table class=\"{cls} stack\"><thead><tr>{heads}</tr>"
+        name = escape(label or f"{cls} table")
+        return (f"<div class=table-wrap tabindex=0 role=region aria-label=\"{name}\">"
+                f"<table class=\"{cls} stack\"><thead><tr>{heads}</tr>"
                 f"</thead><tbody>{''.join(body)}</tbody></table></div>")
 
     def value_table(self, name: str, models: Sequence[Model], fields: dict[str, str]) -> str:
         """One row per value (those any model has), one column per model, and after each
         run's B a column B - A (with the paired interval and p-value where the run has
-        them); intervals, changes against the baseline and flags below the values."""
+        them); intervals, changes against the baseline and flags below the values. Runs
+        whose columns would not fit a laptop's screen beside the first go to tables below
+        it (:data:`MAX_VALUE_COLUMNS` value columns a table, a run's columns together)."""
         shown = [f for f in fields if any(f in m.block for m in models)]
-        columns: list[tuple[str, Any]] = []  # heading, function of the field
+        groups: list[list[tuple[str, Any]]] = [[]]  # tables of (heading, cell of a field)
         for k, model in enumerate(models):
-            columns.append((model.series.label, lambda f, m=model: self.value_cell(name, m, f)))
+            columns: list[tuple[str, Any]] = [
+                (model.series.label, lambda f, m=model: self.value_cell(name, m, f))]
             if model.is_b:
                 a = models[k - 1]
                 heading = "B \u2212 A" + (f" ({model.run.label})" if len(self.runs) > 1 else "")
                 columns.append((heading, lambda f, a=a, b=model: difference_cell(
                     a.block, b.block, f, counts=self.counts)))
-        rows = [[f"<span class=desc>{escape(fields[field])}</span>",
-                 *(text(field) for _, text in columns)] for field in shown]
-        return self.table("values", ["Value", *(heading for heading, _ in columns)], rows)
+            if k > 0 and models[k - 1].run is model.run:  # B beside its run's A
+                groups[-1] += columns
+            elif groups[-1] and len(groups[-1]) + _run_width(models, k) > MAX_VALUE_COLUMNS:
+                groups.append(columns)
+            else:
+                groups[-1] += columns
+        tables = []
+        for group in groups:
+            rows = [[f"<span class=desc>{escape(fields[field])}</span>",
+                     *(text(field) for _, text in group)] for field in shown]
+            tables.append(self.table("values", ["Value", *(heading for heading, _ in group)],
+                                     rows, label=f"{name}: values"))
+        return "".join(tables)
 
     def value_cell(self, name: str, model: Model, field: str) -> str:
         text = cell(model.block, field, counts=self.counts)
         base = self.baseline_block(name, model)
         if base is not None and field in model.block:
             role = (base.get("compare") if model.is_b else None) or base
-            text += self.change(model.block.get(field), role.get(field))
+            text += self.change(model.block, role, field)
         section = self.sections.get(model.run.metrics[name]["kind"])
         flag = section.flag(field, model.block.get(field), model.block) if section else ""
         return text + (f"<span class=flag>⚠ {flag}</span>" if flag else "")
@@ -333,6 +367,19 @@ class Page:
         if self.baseline is not None and run is not self.baseline:
             base = self.baseline.metrics.get(name) or {}
             if base.get("kind") == block.get("kind"):
-                text += self.change(value, base.get(field))
+                text += self.change(block, base, field)
         return text
 
+
+def _run_width(models: Sequence[Model], k: int) -> int:
+    """The columns of the run whose first model is ``models[k]``: 1, or 3 with B and B - A."""
+    return 3 if k + 1 < len(models) and models[k + 1].is_b else 1
+
+
+def _half_width(block: dict[str, Any], field: str) -> float | None:
+    """Half the width of ``field``'s 95% interval in ``block`` (None: it has none)."""
+    intervals = block.get("ci95")
+    if not isinstance(intervals, dict):
+        return None
+    low, high = pair(intervals.get(field))
+    return None if low is None or high is None else (high - low) / 2

@@ -26,7 +26,9 @@ ul.summary li { overflow-wrap: anywhere; }
 .better { color: #00664a; font-weight: 600; }
 .worse { color: #b03a00; font-weight: 600; }
 .neutral { color: #555; }
-.flag { display: block; color: #8a2b00; font-size: .8rem; }
+.flag { display: block; color: #8a2b00; font-size: .8rem; white-space: normal; }
+td .flag, td .delta { min-width: 8rem; max-width: 13rem; margin-left: auto; white-space: normal; }
+.table-wrap:focus-visible { outline: 2px solid #0b5394; outline-offset: 2px; }
 ul.summary .flag { display: inline; margin-left: .4em; }
 .delta { display: block; color: #3a3a3a; font-size: .76rem; }
 ul.summary .delta { display: inline; margin-left: .3em; }
@@ -55,8 +57,8 @@ table.runs td { max-width: 26rem; }
 tr.group td { border-top: 1.5px solid #cfcfcf; }
 table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .ci { display: block; color: #666; font-size: .76rem; }
-.undefined { color: #8a8a8a; font-style: italic; }
-.absent { color: #aaa; }
+.undefined { color: #666; font-style: italic; }
+.absent { color: #757575; }
 .note { background: #fff7e0; border-left: 3px solid #e69f00; margin: .5rem 0;
   padding: 5px 10px; font-size: .88rem; }
 .context { font-size: .88rem; color: #333; max-width: 60rem; }
@@ -64,9 +66,16 @@ table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .small { font-size: .82rem; color: #555; max-width: 60rem; }
 details { margin: .4rem 0 1rem; }
 details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
+@media (max-width: 1100px) {
+  table.tags { font-size: .84rem; }
+  table.tags th, table.tags td { padding: 4px 4px; }
+}
 @media (max-width: 700px) {
   main { padding: 12px; }
   .figures { grid-template-columns: 1fr; }
+  /* a figure is not shrunk below its smallest text's 11 px: wider ones scroll sideways */
+  figure.plot { overflow-x: auto; }
+  figure.plot svg { min-width: var(--phone, 0); }
   nav.toc ul { columns: 2 8rem; }
   /* tables stack: a row is a block, each cell a "column: value" line */
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; }
@@ -90,10 +99,19 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
   main { max-width: none; padding: 0; }
   nav.toc { display: none; }
   .figures { grid-template-columns: 1fr 1fr; gap: 8px 16px; }
-  /* a figure is never split, and no taller than a third of a page: moving one to the
-     next page leaves at most that much blank */
+  /* figures at no less than about 0.8 of their drawn size: two a row when that fits */
+  .figures:has(> figure.plot:nth-child(2)) { grid-template-columns:
+    repeat(auto-fit, minmax(min(100%, 118mm), 1fr)); }
+  /* a figure is never split, and no taller than 0.45 of a page (moving one to the next
+     page leaves at most that much blank), its text no smaller than about 7 pt */
   figure.plot { break-inside: avoid; page-break-inside: avoid; }
-  figure.plot svg { max-height: 88mm; width: auto; max-width: 100%; margin: 0 auto; }
+  figure.plot svg { max-height: 120mm; width: auto; max-width: 100%; margin: 0 auto; }
+  /* a wide figure (the tags' plots: a row per tag) takes the page's width, its text at
+     the size it was drawn, and may take a page */
+  figure.plot.wide svg { max-height: 250mm; width: 100%; }
+  /* every tag prints: the tables behind "The other N tags" are opened */
+  details::details-content { content-visibility: visible; display: block; }
+  details > summary { list-style: none; color: inherit; font-weight: 600; }
   h2, h3 { break-after: avoid; page-break-after: avoid; }
   h2 { margin-top: 1.2rem; }
   tr, .note, .context, #summary li { break-inside: avoid; page-break-inside: avoid; }

@@ -41,6 +41,8 @@ KIND = Kind(
     required=("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
               "copc"),
     counts=frozenset({"num", "rows", "positives"}),
+    better={"auc": "higher", "auprc": "higher", "copc": "one", "ece": "lower",
+            "logloss": "lower", "ne": "lower"},
     demo="""\
 [metrics.item_sim]          # AUC and the rest of the Abacus line over every row
 kind = "auc"

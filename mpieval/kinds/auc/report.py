@@ -10,18 +10,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mpieval.kinds.auc import KIND, figures, kernels
+from mpieval.report import verdicts
 from mpieval.report.figures import Difference, Estimate, Series
 from mpieval.report.html import (
     OLDER,
     escape,
     pair,
     value_text,
-    verdict,
     weighting_text,
 )
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
 from mpieval.report.section import Flag, Section
+from mpieval.report.verdicts import Family
 
 # The curves of a block: the shape of each point, as the error message names it.
 CURVES = {"roc_curve": "[fpr, tpr] pairs",
@@ -34,6 +35,15 @@ MAIN_CURVES = ("roc_curve", "calibration_curve")
 HEADLINE = (("auc", "AUC"), ("copc", "COPC"), ("ece", "ECE"), ("ne", "NE"),
             ("actual_ctr", "actual CTR"))
 FLAGGED = ("auc", "ne", "copc", "actual_ctr")
+# What decides between two models (B - A), in the verdict's order.
+FAMILIES = (
+    Family("ranking", (("auc", "AUC"), ("auprc", "AUPRC")), "ranks better", "ranks worse"),
+    Family("calibration", (("copc", "COPC"), ("ece", "ECE")), "is better calibrated",
+           "is worse calibrated",
+           lambda a, b: verdicts.prediction_ratio(a.get("copc"), b.get("copc"))),
+    Family("loss", (("logloss", "LogLoss"), ("ne", "NE")), "has a lower loss",
+           "has a higher loss"),
+)
 COPC_RANGE = (0.8, 1.25)
 FLAGS = (
     Flag(("ne",), lambda value, _: value >= 1, "NE ≥ 1: no better than predicting the base rate"),
@@ -69,8 +79,10 @@ AUC_FIELDS = {
 
 def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     """One line per model (its headline values and intervals, changes against the
-    baseline, flags), and per compared run the verdict B - A."""
+    baseline, flags), and per compared run the verdict B - A over ranking, calibration and
+    loss (:mod:`mpieval.report.verdicts`)."""
     lines = []
+    a_block: dict[str, Any] = {}
     for model in page.models([(run, run.metrics[name]) for run in runs]):
         block = model.block
         base = page.baseline_block(name, model)
@@ -81,9 +93,10 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
                         for flag in SECTION.flag_texts(block, FLAGGED))
         if not model.is_b:
             line += _weighting(model, name)
+            a_block = block
         lines.append(line)
         if model.is_b:
-            lines.append(f"<b>{page.compared_label(model)}</b>: {verdict(block, 'auc', 'AUC')}")
+            lines += verdicts.lines(KIND, page.compared_label(model), a_block, block, FAMILIES)
     return lines
 
 

@@ -11,26 +11,30 @@ from collections.abc import Sequence
 from typing import Any
 
 from mpieval.kinds.wuauc import KIND
-from mpieval.report import figures
+from mpieval.report import figures, verdicts
 from mpieval.report.figures import Difference, Estimate
 from mpieval.report.html import (
     OLDER,
+    Q_LEVEL,
     cell,
     difference_cell,
     escape,
     estimate,
+    is_number,
+    judgement,
     pair,
     q_count,
+    q_text,
     ratio_text,
     tag_cell,
     too_few,
     value_text,
-    verdict,
 )
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
 from mpieval.report.section import Flag, Section
 from mpieval.report.tags import drawn_tags, ordered_tags, tag_tables
+from mpieval.report.verdicts import Family
 
 TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
 PER_USER = ("wuauc", "uauc")  # the fields with per-user intervals and paired differences
@@ -38,6 +42,15 @@ NAMES = {"wuauc": "WUAUC", "uauc": "UAUC", "logloss": "LogLoss", "copc": "COPC"}
 HEADLINE = tuple((field, NAMES[field]) for field in ("wuauc", "uauc", "copc"))
 PANELS = (("wuauc", "WUAUC (users' AUC, weighted by rows)"),
           ("uauc", "UAUC (mean of users' AUC)"))
+# What decides between two models (B - A), in the verdict's order.
+FAMILIES = (
+    Family("ranking", (("wuauc", "WUAUC"), ("uauc", "UAUC")), "ranks better", "ranks worse"),
+    Family("calibration", (("copc", "COPC"),), "is better calibrated", "is worse calibrated",
+           lambda a, b: verdicts.prediction_ratio(a.get("copc"), b.get("copc"))),
+    Family("loss", (("logloss", "LogLoss"),), "has a lower loss", "has a higher loss"),
+)
+# The tags named in the summary where B differs, at most.
+NAMED_TAGS = 8
 COPC_RANGE = (0.8, 1.25)
 FLAGS = (
     Flag(("copc",), lambda value, _: not COPC_RANGE[0] <= value <= COPC_RANGE[1],
@@ -78,10 +91,13 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     """Per model, the values over every row (``all``); per compared run the verdict B - A
     and how many tags differ."""
     lines = []
+    a_block: dict[str, Any] = {}
     for model in page.models([(run, _overall(run, name)) for run in runs]):
         lines.append(_model_line(page, name, model))
         if model.is_b:
-            lines += _compared_lines(page, name, model)
+            lines += _compared_lines(page, name, model, a_block)
+        else:
+            a_block = model.block
     return lines
 
 
@@ -98,15 +114,47 @@ def _model_line(page: Page, name: str, model: Model) -> str:
                           for flag in SECTION.flag_texts(block, ("wuauc", "uauc", "copc")))
 
 
-def _compared_lines(page: Page, name: str, model: Model) -> list[str]:
-    """B - A over every row, and how many tags differ."""
+def _compared_lines(page: Page, name: str, model: Model, a_block: dict[str, Any]) -> list[str]:
+    """B - A over every row, how many tags differ, and the tags where B is significantly
+    better or worse, by name."""
     label = page.compared_label(model)
-    lines = [f"<b>{label}</b>: {verdict(model.block, field, NAMES[field])}"
-             for field in PER_USER]
+    lines = verdicts.lines(KIND, label, a_block, model.block, FAMILIES)
     tags = model.run.metrics[name]["tags"]
     counts = [f"{NAMES[field]} {text}" for field in PER_USER if (text := q_count(tags, field))]
     if counts:
         lines.append(f"<b>{label} by tag</b>: " + "; ".join(counts))
+    lines += _differing_tags(label, tags)
+    return lines
+
+
+def _differing_tags(label: str, tags: dict[str, dict[str, Any]]) -> list[str]:
+    """The tags (``all`` aside) where B is significantly worse, then better, at q < 0.05:
+    each tag once per direction with its values' effects and q, the largest effect first."""
+    found: dict[str, list[tuple[float, str]]] = {"worse": [], "better": []}
+    for tag, values in tags.items():
+        compare = values.get("compare")
+        if tag == "all" or not isinstance(compare, dict):
+            continue
+        for said, items in found.items():
+            effects = []
+            for field, what in NAMES.items():
+                q = compare.get(f"{field}_diff_q")
+                if is_number(q) and q < Q_LEVEL and judgement(
+                        compare, field, KIND.direction(field) or "higher",
+                        values.get(field)) == said:
+                    effects.append((abs(compare[f"{field}_diff"]),
+                                    f"{what} {compare[f'{field}_diff']:+.4f}, {q_text(q)}"))
+            if effects:
+                items.append((-max(size for size, _ in effects), f"<b>{escape(tag)}</b> ("
+                              + "; ".join(text for _, text in effects) + ")"))
+    lines = []
+    for said, items in found.items():
+        if items:
+            items.sort(key=lambda item: item[0])
+            shown = [text for _, text in items[:NAMED_TAGS]]
+            more = f" and {len(items) - NAMED_TAGS} more" if len(items) > NAMED_TAGS else ""
+            lines.append(f"<b>{label}</b>: <span class={said}>B {said}</span> in "
+                         + ", ".join(shown) + more)
     return lines
 
 
@@ -237,7 +285,7 @@ def _tag_cells(page: Page, a: dict[str, Any], base: dict[str, Any] | None,
     for field in PER_USER:
         text = tag_cell(a, field, _users(a))
         if base is not None:
-            text += page.change(a.get(field), base.get(field))
+            text += page.change(a, base, field)
         cells.append(text)
         if compared:
             cells.append(tag_cell(b, field, _users(a)) if b else "")
