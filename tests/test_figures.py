@@ -6,6 +6,7 @@ with colour-vision deficiencies, and axes fitted to what is drawn."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import warnings
@@ -522,3 +523,31 @@ def test_a_forest_plots_bars_miss_zero_exactly_when_their_row_is_significant():
     search = Difference("search", Estimate(0.012, 0.0019, 0.022), 0.02, 0.2)
     assert search.estimate.excludes_zero and not search.drawn.excludes_zero
     assert search.direction == "no evidence"
+
+
+def test_precision_recall_cuts_a_spike_at_recall_0_and_says_so():
+    """The few rows ranked first (precision 1 at recall 0.001) no longer squeeze a curve
+    that stays below 0.45 into the lower half: the y axis ends a fifth above it and the
+    cut is written under the axis and in the description."""
+    points = [[0.0, 1.0], [0.001, 1.0], [0.01, 0.9]] + [[r / 100, 0.45 - 0.3 * r / 100]
+                                                     for r in range(2, 101)]
+    svg = auc_figures.precision_recall([(A, points)], "pr-cut", [0.15])
+    ticks = tick_values(parse(svg), "y")
+    assert max(ticks) <= 0.6
+    assert "axis cut: the first 2% of recall reaches precision 1.00" in desc(parse(svg))
+    assert any("axis cut" in t for t in texts(parse(svg)))
+    whole = auc_figures.precision_recall([(A, [[r / 100, 0.45] for r in range(101)])],
+                                         "pr-whole", [0.15])
+    assert max(tick_values(parse(whole), "y")) >= 1.0 and "cut" not in desc(parse(whole))
+
+
+def test_score_distributions_do_not_draw_the_tails_as_end_bins():
+    """An end bin (reaching 0 or 1) holding a third of the clicks is not drawn as a peak at
+    the axis' end; the description gives the tails' shares."""
+    edges = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 1.0]
+    clicks = [1, 10, 12, 14, 12, 10, 30]
+    bins = [[low, high, 50, c] for (low, high), c in zip(itertools.pairwise(edges), clicks,
+                                                         strict=True)]
+    svg = auc_figures.score_distributions([(A, bins)], "tails")
+    text = desc(parse(svg))
+    assert "33.7% above 0.3 (not drawn)" in text and "1.1% below 0.05" in text, text

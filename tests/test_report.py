@@ -1147,3 +1147,26 @@ def test_the_summary_names_the_tags_where_b_differs_worst_first(compared_json, t
     line = f"B {MINUS} A: B worse in {tags[1]} (WUAUC -0.0350, q = 0.003), {tags[0]} (WUAUC -0.0120, q = 0.01)"
     assert line in text, text
     assert f"in {tags[2]} (" not in text
+
+
+def test_a_merged_runs_header_names_the_files_each_saved_run_read(tmp_path, capsys):
+    """`mpieval merge s1 s2`'s page says which dumps the merged result covers: each saved
+    run's state and the files it read (run.merged), not only "s1 s2"."""
+    from test_cli import write
+
+    rng = np.random.default_rng(4)
+    paths = []
+    for k in range(2):
+        data = {"pred": np.round(rng.random(500), 6), "label": rng.integers(0, 2, 500)}
+        paths.append(write(str(tmp_path / f"day{k + 1}.tsv"), data))
+    for k, path in enumerate(paths):
+        assert run(capsys, "eval", "--metrics", "auc", path, "--save-state",
+                   str(tmp_path / f"s{k + 1}"))[0] == 0
+    merged = str(tmp_path / "m.json")
+    assert run(capsys, "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--json",
+               merged)[0] == 0
+    page = report.render(report.load_runs([merged]))
+    header = " ".join(parse(page[page.index("<header>"):page.index("</header>") + 9]).text)
+    assert "merged from:" in header
+    for k, path in enumerate(paths):
+        assert f"s{k + 1}" in header and path in header, (path, header)

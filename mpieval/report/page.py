@@ -117,6 +117,7 @@ class Page:
         source = (f"<span class=path>{escape(run.path)}</span>"
                   f"<span class=ci>inputs: <span class=path>"
                   f"{escape(' '.join(map(str, inputs)) or '(none named)')}</span></span>"
+                  f"{_merged_text(prov.get('merged'))}"
                   f"<span class=ci>command: <code class=path>"
                   f"{escape(' '.join(map(str, command)))}</code></span>")
         return [label, source, f"{started}<span class=ci>mpieval {version}</span>",
@@ -369,6 +370,26 @@ class Page:
             if base.get("kind") == block.get("kind"):
                 text += self.change(block, base, field)
         return text
+
+
+def _merged_text(merged: Any) -> str:
+    """What a merged run covers: each saved run's state, the files it read, when, on how
+    many ranks ('' for a run that is not a merge)."""
+    if not isinstance(merged, list) or not merged:
+        return ""
+    items = []
+    for part in merged:
+        if not isinstance(part, dict):
+            continue
+        inputs = " ".join(map(str, part.get("inputs") or [])) or "inputs not recorded"
+        when = [str(part["started"])] if part.get("started") else []
+        ranks = part.get("ranks")
+        if is_number(ranks):
+            when.append(f"{ranks} rank{'s' if ranks != 1 else ''}")
+        items.append(f"<li><span class=path>{escape(str(part.get('state', '?')))}</span>: "
+                     f"<span class=path>{escape(inputs)}</span>"
+                     + (f" ({escape(', '.join(when))})" if when else "") + "</li>")
+    return f"<span class=ci>merged from:<ul class=merged>{''.join(items)}</ul></span>"
 
 
 def _run_width(models: Sequence[Model], k: int) -> int:

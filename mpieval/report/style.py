@@ -54,6 +54,7 @@ td.left { white-space: normal; }
 .path { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace;
   font-size: .82rem; text-align: left; white-space: normal; word-break: break-all; }
 table.runs td { max-width: 26rem; }
+ul.merged { margin: 0; padding-left: 1.1rem; }
 tr.group td { border-top: 1.5px solid #cfcfcf; }
 table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .ci { display: block; color: #666; font-size: .76rem; }

@@ -225,6 +225,9 @@ def _rows_histogram(ax: Any, curves: Sequence[tuple[Series, Sequence[Sequence[fl
 # -- precision and recall; scores by class -------------------------------------------
 
 
+PR_HEAD = 0.02  # the share of recall whose precision may be cut off the axis
+
+
 @styled
 def precision_recall(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str,
                      base_rates: Sequence[float | None]) -> str:
@@ -253,13 +256,34 @@ def precision_recall(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
             text += f" (random ranking {base:.3g})"
         summary.append(text)
     ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.005)
-    ax.set_xlabel("Recall (share of clicks ranked above the threshold)")
+    top, spike = _precision_top(curves, base_rates)
+    ax.set_ylim(0, top)
+    if spike is not None:
+        note = f"axis cut: the first {PR_HEAD:.0%} of recall reaches precision {spike:.2f}"
+        summary.append(note)
+    ax.set_xlabel("Recall (share of clicks ranked above the threshold)"
+                  + (f"\n\u2191 {note}" if spike is not None else ""))
     ax.set_ylabel("Precision (share of clicks among rows above it)")
     ax.set_title("Precision-recall curve")
     ax.legend(loc="upper right", frameon=True, framealpha=0.9)
     return svg(figure, key, "Precision-recall curve",
                 f"Precision-recall curves: {'; '.join(summary)}.")
+
+
+def _precision_top(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
+                   base_rates: Sequence[float | None]) -> tuple[float, float | None]:
+    """The top of the y axis: 1, or a fifth above the highest precision past the first
+    :data:`PR_HEAD` of recall (and the base rates) when the few rows ranked first (a
+    handful of clicks at recall near 0) reach more than that; then also their highest
+    precision, which the axis cuts (None when nothing is cut)."""
+    body = [point[1] for _, points in curves for point in points if point[0] >= PR_HEAD]
+    head = [point[1] for _, points in curves for point in points if point[0] < PR_HEAD]
+    known = body + [base for base in base_rates if base is not None]
+    if not known or not head:
+        return 1.005, None
+    top = min(1.005, max(known) * 1.2 + 0.02)
+    spike = max(head)
+    return (top, spike) if spike > top else (1.005, None)
 
 
 def _precision_at(points: Sequence[Sequence[float]], recall: float) -> float | None:
@@ -341,17 +365,29 @@ def _pred_axis(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]],
 def _class_shares(ax: Any, series: Series, bins: Sequence[Sequence[float]],
                   step: float | None, axis: PredAxis, column: int, what: str) -> str:
     """One model's share of a class's rows (``column`` of the bins) per bin, as steps
-    (a bin's share spread over the width it is drawn); its line of the description."""
+    (a bin's share spread over the width it is drawn); its line of the description. On a
+    logit axis the end bins, which reach 0 and 1 and so hold a whole tail, are not drawn as
+    steps (their share would stand as a false peak at the axis' ends): their shares are
+    said in the description and in a note of the plot (:func:`_tail_note`)."""
     total = sum(b[column] for b in bins)
     if total <= 0:
         return f"{series.label}: no {what}"
-    edges = [axis.place(bins[0][0])] + [axis.place(b[1]) for b in bins]
+    drawn = [b for b in bins if not axis.logit or (0.0 < b[0] and b[1] < 1.0)]
+    tails = ""
+    if axis.logit and drawn:
+        below = 100.0 * sum(b[column] for b in bins if b[0] <= 0.0) / total
+        above = 100.0 * sum(b[column] for b in bins if b[1] >= 1.0) / total
+        tails = (f", {below:.1f}% below {drawn[0][0]:.3g} and {above:.1f}% above "
+                 f"{drawn[-1][1]:.3g} (not drawn)")
+    else:
+        drawn = list(bins)
+    edges = [axis.place(drawn[0][0])] + [axis.place(b[1]) for b in drawn]
     shares = [100.0 * b[column] / total
               * ((step or 0.0) / max(high - low, 1e-12) if axis.logit else 1.0)
-              for b, (low, high) in zip(bins, itertools.pairwise(edges), strict=True)]
+              for b, (low, high) in zip(drawn, itertools.pairwise(edges), strict=True)]
     ax.stairs(shares, edges, color=series.color, linestyle=series.linestyle,
               linewidth=1.2, label=series.label)
-    return f"{series.label}: median pred of {what} in {_median_bin(bins, column)}"
+    return f"{series.label}: median pred of {what} in {_median_bin(bins, column)}{tails}"
 
 
 def _inner(bins: Sequence[Sequence[float]]) -> list[float]:

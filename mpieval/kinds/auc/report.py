@@ -171,7 +171,9 @@ def _precision_recall(page: Page, name: str, models: Sequence[Model]) -> str:
 def _scores(page: Page, name: str, models: Sequence[Model]) -> str:
     return _figure(page, name, models, "score_histogram", figures.score_distributions,
                    "scores", "Distribution of pred among clicks and among non-clicks: the "
-                   "further apart, the better the ranking.")
+                   "further apart, the better the ranking. The two end ranges, which reach 0 "
+                   "and 1, hold whole tails and are not drawn (the figure's description "
+                   "gives their shares).")
 
 
 def _figure(page: Page, name: str, models: Sequence[Model], field: str,
