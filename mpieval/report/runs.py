@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mpieval.config import RUN_KEY
+from mpieval.config import GATE_KEY, RUN_KEY
 from mpieval.errors import InputError
 from mpieval.report.section import Section
 
@@ -56,7 +56,11 @@ def load_run(path: str, sections: Mapping[str, Section], label: str | None = Non
 
 def split_provenance(data: Any) -> tuple[Any, dict[str, Any] | None]:
     """The metrics of a result and its ``run`` object (None when the file has none: older
-    versions; a block named ``run`` with a ``kind`` is a metric of such a file)."""
+    versions; a block named ``run`` with a ``kind`` is a metric of such a file). The gate's
+    block (``gate``, ``mpieval eval --gate``) is left out of both."""
+    if isinstance(data, dict) and isinstance(data.get(GATE_KEY), dict) and not isinstance(
+            data[GATE_KEY].get("kind"), str):
+        data = {name: block for name, block in data.items() if name != GATE_KEY}
     if not isinstance(data, dict) or RUN_KEY not in data:
         return data, None
     run = data[RUN_KEY]
