@@ -14,7 +14,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, OptionHint
 from mpieval.kernels import exact, stats
-from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, importance, kernels
+from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, buckets, delong, importance, kernels
 from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
@@ -34,7 +34,8 @@ _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1
 
 
 _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
-             "auprc", "roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram")
+             "auprc", "roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram",
+             "ne_recalibrated", "lift")
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,12 @@ class AucResult:
     compare: AucComparison | None = None
     window: AucResult | None = None
     figures: AucFigures | None = field(default=None, repr=False, compare=False)
+    # from the buckets (:mod:`mpieval.kinds.auc.buckets`): NE after the logit shift that
+    # makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
+    # ``recalibration``) and the lift at the top fractions of rows
+    ne_recalibrated: float = math.nan
+    recalibration: buckets.Recalibrated | None = None
+    lift: tuple[buckets.LiftPoint, ...] = ()
 
     roc_curve = _Figure[list[list[float]]](
         [], "ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`).")
@@ -273,10 +280,15 @@ class AucResult:
                     fields[name] = window_dict(value)
             elif name == "weights":
                 fields[name] = value
+            elif name == "lift":
+                fields[name] = [point.to_dict() for point in value]
             else:
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
-                          for name, pair in self.ci(0.95).items()}
+                                for name, pair in self.ci(0.95).items()}
+        recalibrated = None if self.recalibration is None else buckets.interval(
+            self.recalibration)
+        fields["ci95"]["ne_recalibrated"] = None if recalibrated is None else list(recalibrated)
         return {"kind": KIND.name, **fields}
 
     def to_log_line(self, name: str) -> str:
@@ -292,7 +304,7 @@ class AucResult:
 # The JSON block's fields, in order (then ``ci95``).
 _JSON_FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
                 "copc", "positives", "rows", "table_size", "weights", "logloss", "ne", "auprc",
-                "auc_tie_bound", *FIGURES, "compare", "window")
+                "auc_tie_bound", "ne_recalibrated", "lift", *FIGURES, "compare", "window")
 
 
 def _count(value: float) -> float:
@@ -324,6 +336,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
         auprc = tie_bound = nan
+        recalibration = None
     else:
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
@@ -354,6 +367,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
+        recalibration = buckets.recalibrated_ne(filled, float(sums[kernels.SUM_LOGLOSS]),
+                                                frequency=squares is None)
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -374,6 +389,9 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         stderr=stderr,
         effective=effective,
         figures=AucFigures(filled),
+        ne_recalibrated=math.nan if recalibration is None else recalibration.ne,
+        recalibration=recalibration,
+        lift=buckets.lift(filled),
     )
 
 

@@ -1,0 +1,175 @@
+"""Values of the ``auc`` kind read from the merged table's buckets: the lift at the top
+fractions of rows by pred, and the NE after recalibration (``ne_recalibrated``).
+
+Both read only the table (counts per bucket and label) and the exact sums, so they have
+the same bits on any number of ranks. A bucket holds the preds in ``[k / T, (k + 1) / T)``;
+within it the rows' order is unknown:
+
+- **Lift.** The top fraction ``f`` of the rows (by weight, ``f num``), preds from high to
+  low: the buckets above the cut whole, and of the bucket the cut falls in its share
+  ``s = (f num - above) / weight of the bucket`` of its positives (the expected count over
+  the orders of its rows: the bucket is the tie group, as the AUC's ties are). ``ctr =
+  positives of the top / (f num)``, ``lift = ctr / actual_ctr``, ``recall = positives of
+  the top / positives``. Exact for the table's buckets; against the rows' own preds the
+  cut bucket is the only difference (its width, ``1 / T``).
+- **Recalibrated NE.** The intercept-only shift of the logit, ``p' = sigmoid(logit(p) +
+  c)``, with ``c`` the one that gives ``sum w p' = sum w y`` (COPC = 1; it is also the
+  ``c`` of least logloss: the score equation of the intercept). With ``l`` a row's logit
+  and ``s(x) = ln(1 + e^x)``, a row's logloss is ``-y l + s(l)``, so the total after the
+  shift is ``L(c) = L(0) - c P + sum w [s(l + c) - s(l)]``: ``L(0)`` is the exact
+  logloss sum, and only the last sum reads the buckets, each row at its bucket's middle
+  ``m = (k + 1/2) / T``. ``c`` solves ``sum w sigmoid(logit(m) + c) = P``, which is where
+  that ``L`` is least; ``ne_recalibrated = L(c) / num / H(actual_ctr)``. The binning error
+  of a row is ``|[s(l + c) - s(l)] - [s(l_m + c) - s(l_m)]| <= |sigmoid(. + c) -
+  sigmoid(.)| |l - l_m|``, about ``|c| p (1 - p) |l - l_m| <= |c| / (2 T)`` for a bucket
+  of width ``1 / T`` (the logit moves by ``(1 / 2T) / (p (1 - p))`` across half a bucket):
+  ``ne_recalibrated`` is within about ``|c| / (2 T H)`` of the rows' own (``2.5e-7 / H``
+  for ``c = 0.5`` at the default ``T = 10^6``). The edge buckets (a pred of exactly 0 or
+  1, whose logit is infinite) read their middles too.
+
+  Its interval is the delta method's: the influence of a row on ``NE = Lbar / H(r)`` is
+  ``(l_i - Lbar) / H + Lbar logit(r) / H^2 (y_i - r)`` (the fitted ``c`` adds nothing at
+  first order: ``L`` is least there), summed over the buckets' labels at their middles;
+  Wald's ``value -/+ z se``, cut at 0. None under importance weights (the table does not
+  hold the squared weights a bucket's influence needs) or below
+  :data:`~mpieval.kernels.stats.MIN_CLASS` in either class. With soft labels the
+  spread is read as if each row were split into its 0 and 1 parts, which overstates it
+  (the influence is linear in ``y``: its square is convex): the interval is wider than it
+  needs to be, not narrower.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mpieval import logline
+from mpieval.kernels import stats
+from mpieval.kinds.auc.kernels import FilledBuckets
+
+LIFT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+"""The top fractions of rows (by pred) whose lift the ``auc`` kind gives."""
+
+
+@dataclass(frozen=True)
+class LiftPoint:
+    """The top ``fraction`` of rows by pred: their ``ctr``, its ``lift`` over the overall
+    CTR and the ``recall`` of positives (NaN where undefined: no rows, no positives)."""
+
+    fraction: float
+    ctr: float
+    lift: float
+    recall: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fraction": self.fraction, "ctr": logline.json_number(self.ctr),
+                "lift": logline.json_number(self.lift),
+                "recall": logline.json_number(self.recall)}
+
+
+def lift(filled: FilledBuckets, fractions: tuple[float, ...] = LIFT_FRACTIONS,
+         ) -> tuple[LiftPoint, ...]:
+    """The lift at each top fraction (module docstring: the bucket the cut falls in counts
+    by its share); empty without rows."""
+    positives = filled.positives[::-1]  # from the highest pred down
+    weights = filled.negatives[::-1] + positives
+    num = float(weights.sum())
+    if num <= 0:
+        return ()
+    total_positives = float(positives.sum())
+    actual = total_positives / num
+    above = np.concatenate(([0.0], np.cumsum(weights)))
+    above_positives = np.concatenate(([0.0], np.cumsum(positives)))
+    points = []
+    for fraction in fractions:
+        top = fraction * num
+        # the bucket the cut falls in: the first whose cumulative weight reaches ``top``
+        k = min(int(np.searchsorted(above[1:], top, side="left")), len(weights) - 1)
+        share = (top - above[k]) / weights[k]
+        top_positives = float(above_positives[k] + share * positives[k])
+        ctr = top_positives / top
+        points.append(LiftPoint(
+            fraction, ctr, ctr / actual if actual > 0 else math.nan,
+            top_positives / total_positives if total_positives > 0 else math.nan))
+    return tuple(points)
+
+
+@dataclass(frozen=True)
+class Recalibrated:
+    """``ne_recalibrated``, its standard error (NaN: no interval) and the logit shift
+    ``c`` it was read at."""
+
+    ne: float
+    stderr: float
+    shift: float
+
+
+def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
+                    frequency: bool = True) -> Recalibrated:
+    """The NE after the intercept-only logit shift that makes COPC = 1 (module
+    docstring); NaN without both classes. ``logloss_sum``: the exact ``sum w ce`` of the
+    rows; ``frequency``: False under importance weights (no interval)."""
+    positives, negatives = filled.positives, filled.negatives
+    weights = positives + negatives
+    total_positives, num = float(positives.sum()), float(weights.sum())
+    nan = Recalibrated(math.nan, math.nan, math.nan)
+    if not 0 < total_positives < num:
+        return nan
+    middle = (filled.index + 0.5) / filled.table_size
+    logit = np.log(middle) - np.log1p(-middle)
+    shift = _shift(logit, weights, total_positives)
+    shifted = logit + shift
+    total = (logloss_sum - shift * total_positives
+             + float(np.sum(weights * (np.logaddexp(0.0, shifted) - np.logaddexp(0.0, logit)))))
+    actual = total_positives / num
+    entropy = -(actual * math.log(actual) + (1 - actual) * math.log1p(-actual))
+    mean = total / num
+    ne = mean / entropy
+    stderr = math.nan
+    if frequency and min(total_positives, num - total_positives) >= stats.MIN_CLASS:
+        # a row's loss after the shift at its bucket's middle, for y = 1 and y = 0
+        loss_positive = np.logaddexp(0.0, -shifted)
+        loss_negative = np.logaddexp(0.0, shifted)
+        slope = mean * math.log(actual / (1 - actual)) / entropy**2
+        influence_positive = (loss_positive - mean) / entropy + slope * (1 - actual)
+        influence_negative = (loss_negative - mean) / entropy - slope * actual
+        spread = float(np.sum(positives * influence_positive**2)
+                       + np.sum(negatives * influence_negative**2))
+        stderr = math.sqrt(spread) / num
+    return Recalibrated(ne, stderr, shift)
+
+
+def _shift(logit: np.ndarray, weights: np.ndarray, positives: float) -> float:
+    """The ``c`` of ``sum w sigmoid(logit + c) = positives`` (increasing in ``c``): Newton's
+    steps kept inside a bracket that halves when a step leaves it."""
+
+    def excess(c: float) -> tuple[float, float]:
+        p = np.exp(-np.logaddexp(0.0, -(logit + c)))  # sigmoid, without overflow
+        return float(np.sum(weights * p)) - positives, float(np.sum(weights * p * (1 - p)))
+
+    low, high = -1.0, 1.0
+    while excess(low)[0] > 0:
+        low *= 2
+    while excess(high)[0] < 0:
+        high *= 2
+    c = 0.0
+    for _ in range(200):
+        value, slope = excess(c)
+        if value > 0:
+            high = c
+        else:
+            low = c
+        step = c - value / slope if slope > 0 else math.nan
+        following = step if low < step < high else (low + high) / 2
+        if abs(following - c) <= 1e-13 * max(1.0, abs(c)) or high - low <= 1e-13:
+            return following
+        c = following
+    return c
+
+
+def interval(recalibrated: Recalibrated, level: float = 0.95) -> tuple[float, float] | None:
+    """Wald's ``ne -/+ z se`` cut at 0; None where undefined."""
+    return stats.interval(recalibrated.ne, recalibrated.stderr, level, 0.0)
