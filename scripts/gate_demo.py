@@ -5,11 +5,11 @@ regressing and an improving candidate:
     scripts/gate_demo.py DIR [--rows N]
 
 Writes the demo's files (``mpieval demo --dir DIR/demo``), then two TSV files with their
-rows, a ``country`` column (from the uid) and a candidate pred ``pred_b``, recalibrated: in
-``regress.tsv`` the pred's logit with noise added in one country (BR: a worse ranking
-there), in ``improve.tsv`` moved a little towards the label (a better one); runs ``mpieval eval --config
-scripts/example-gate-metrics.toml FILE --gate scripts/example-gate.toml`` on each and
-prints the gate's lines and exit status.
+rows, a ``country`` column (from the uid) and a candidate pred ``pred_b``, recalibrated:
+in ``regress.tsv`` the pred's logit with noise added in one country (BR: a worse ranking
+there), in ``improve.tsv`` moved a little towards the label (a better one); runs
+``mpieval eval --config scripts/example-gate-metrics.toml FILE --gate
+scripts/example-gate.toml`` on each and prints the gate's lines and exit status.
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def test_paths_that_match_nothing_or_no_number(tmp_path, value, message):
 
 def test_max_drop_needs_the_interval_beside_it(tmp_path):
     results = {"m": {"kind": "auc", "compare": {"auc_diff": 0.1}}}
-    with pytest.raises(InputError, match="m.compare.auc_diff has no auc_diff_ci95 beside it"):
+    with pytest.raises(InputError, match=r"m\.compare\.auc_diff has no auc_diff_ci95 beside it"):
         verdict('[[rule]]\nvalue = "m.compare.auc_diff"\nmax_drop = 0\n', results, tmp_path)
 
 
