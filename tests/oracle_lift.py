@@ -89,3 +89,29 @@ def recalibrated_stderr(pred, label, c):
     spread = sum(((loss - mean) / entropy + slope * (y - r)) ** 2
                  for loss, y in zip(losses, label, strict=True))
     return math.sqrt(spread) / n
+
+
+def recalibrated_influences(pred, label, c):
+    """Each row's influence on the recalibrated NE of unweighted rows, its loss read at
+    its own shifted pred (the formula of :func:`recalibrated_stderr`)."""
+    n = len(pred)
+    losses = []
+    for p, y in zip(pred, label, strict=True):
+        q = sigmoid(math.log(p / (1 - p)) + c)
+        losses.append(-(y * math.log(q) + (1 - y) * math.log(1 - q)))
+    mean = sum(losses) / n
+    r = sum(label) / n
+    entropy = -(r * math.log(r) + (1 - r) * math.log(1 - r))
+    slope = mean * math.log(r / (1 - r)) / entropy**2
+    return [(loss - mean) / entropy + slope * (y - r)
+            for loss, y in zip(losses, label, strict=True)]
+
+
+def recalibrated_paired_stderr(pred_a, pred_b, label):
+    """The standard error of ``NE_B - NE_A`` (recalibrated, on the same unweighted rows):
+    ``sqrt(sum (psi_B - psi_A)^2) / n``."""
+    _, c_a, _ = recalibrated(pred_a, label)
+    _, c_b, _ = recalibrated(pred_b, label)
+    a = recalibrated_influences(pred_a, label, c_a)
+    b = recalibrated_influences(pred_b, label, c_b)
+    return math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b, strict=True))) / len(label)

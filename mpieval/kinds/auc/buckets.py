@@ -107,17 +107,28 @@ class Recalibrated:
     shift: float
 
 
-def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
-                    frequency: bool = True) -> Recalibrated:
-    """The NE after the intercept-only logit shift that makes COPC = 1 (module
-    docstring); NaN without both classes. ``logloss_sum``: the exact ``sum w ce`` of the
-    rows; ``frequency``: False under importance weights (no interval)."""
+@dataclass(frozen=True, eq=False)
+class _Fit:
+    """What the recalibrated NE is read from: its value, the shift, the mean loss, the
+    entropy and CTR, and each filled bucket's influence on the NE of a positive and of a
+    negative row (module docstring)."""
+
+    ne: float
+    shift: float
+    positives: float
+    num: float
+    influence_positive: np.ndarray
+    influence_negative: np.ndarray
+
+
+def _fit(filled: FilledBuckets, logloss_sum: float) -> _Fit | None:
+    """The shift, the NE after it and the buckets' influences; None without both
+    classes."""
     positives, negatives = filled.positives, filled.negatives
     weights = positives + negatives
     total_positives, num = float(positives.sum()), float(weights.sum())
-    nan = Recalibrated(math.nan, math.nan, math.nan)
     if not 0 < total_positives < num:
-        return nan
+        return None
     middle = (filled.index + 0.5) / filled.table_size
     logit = np.log(middle) - np.log1p(-middle)
     shift = _shift(logit, weights, total_positives)
@@ -127,19 +138,78 @@ def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
     actual = total_positives / num
     entropy = -(actual * math.log(actual) + (1 - actual) * math.log1p(-actual))
     mean = total / num
-    ne = mean / entropy
+    # a row's loss after the shift at its bucket's middle, for y = 1 and y = 0
+    slope = mean * math.log(actual / (1 - actual)) / entropy**2
+    influence_positive = (np.logaddexp(0.0, -shifted) - mean) / entropy + slope * (1 - actual)
+    influence_negative = (np.logaddexp(0.0, shifted) - mean) / entropy - slope * actual
+    return _Fit(mean / entropy, shift, total_positives, num, influence_positive,
+                influence_negative)
+
+
+def _has_interval(fit: _Fit, frequency: bool) -> bool:
+    return frequency and min(fit.positives, fit.num - fit.positives) >= stats.MIN_CLASS
+
+
+def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
+                    frequency: bool = True) -> Recalibrated:
+    """The NE after the intercept-only logit shift that makes COPC = 1 (module
+    docstring); NaN without both classes. ``logloss_sum``: the exact ``sum w ce`` of the
+    rows; ``frequency``: False under importance weights (no interval)."""
+    fit = _fit(filled, logloss_sum)
+    if fit is None:
+        return Recalibrated(math.nan, math.nan, math.nan)
     stderr = math.nan
-    if frequency and min(total_positives, num - total_positives) >= stats.MIN_CLASS:
-        # a row's loss after the shift at its bucket's middle, for y = 1 and y = 0
-        loss_positive = np.logaddexp(0.0, -shifted)
-        loss_negative = np.logaddexp(0.0, shifted)
-        slope = mean * math.log(actual / (1 - actual)) / entropy**2
-        influence_positive = (loss_positive - mean) / entropy + slope * (1 - actual)
-        influence_negative = (loss_negative - mean) / entropy - slope * actual
-        spread = float(np.sum(positives * influence_positive**2)
-                       + np.sum(negatives * influence_negative**2))
-        stderr = math.sqrt(spread) / num
-    return Recalibrated(ne, stderr, shift)
+    if _has_interval(fit, frequency):
+        spread = float(np.sum(filled.positives * fit.influence_positive**2)
+                       + np.sum(filled.negatives * fit.influence_negative**2))
+        stderr = math.sqrt(spread) / fit.num
+    return Recalibrated(fit.ne, stderr, fit.shift)
+
+
+def influence_tables(table: np.ndarray, logloss_sum: float, *, frequency: bool = True,
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each bucket's influence on ``ne_recalibrated`` of a positive and of a negative row,
+    as two arrays of the table's size (0 in empty buckets), for the paired difference
+    (:func:`paired_difference`); None where the NE has no interval."""
+    filled = FilledBuckets.of(table[0], table[1])
+    fit = _fit(filled, logloss_sum)
+    if fit is None or not _has_interval(fit, frequency):
+        return None
+    positive, negative = np.zeros(filled.table_size), np.zeros(filled.table_size)
+    positive[filled.index] = fit.influence_positive
+    negative[filled.index] = fit.influence_negative
+    return positive, negative
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``ne_recalibrated_diff = NE_B - NE_A`` on the same rows and its standard error from
+    the rows' paired influences, ``sqrt(sum w (psi_B - psi_A)^2) / num`` (NaN: none)."""
+
+    diff: float
+    stderr: float
+
+    def ci(self, level: float = 0.95) -> tuple[float, float] | None:
+        """Wald's ``diff -/+ z se``; None without a standard error or with one of 0."""
+        return None if self.stderr == 0 else stats.interval(self.diff, self.stderr, level)
+
+    @property
+    def p(self) -> float:
+        """The two-sided normal p-value of ``diff`` (NaN where :meth:`ci` is None)."""
+        if math.isnan(self.stderr) or self.stderr == 0 or math.isnan(self.diff):
+            return math.nan
+        return 2 * stats.normal_cdf(-abs(self.diff) / self.stderr)
+
+    def to_dict(self) -> dict[str, Any]:
+        pair = self.ci(0.95)
+        return {"ne_recalibrated_diff": logline.json_number(self.diff),
+                "ne_recalibrated_diff_ci95": None if pair is None else list(pair),
+                "ne_recalibrated_diff_p": logline.json_number(self.p)}
+
+
+def paired_stderr(spread: float, num: float) -> float:
+    """The standard error of the paired difference from the rows' summed spread."""
+    return math.sqrt(spread) / num if num > 0 else math.nan
 
 
 def _shift(logit: np.ndarray, weights: np.ndarray, positives: float) -> float:

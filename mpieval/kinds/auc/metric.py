@@ -48,6 +48,7 @@ class AucComparison:
     result: AucResult
     auc_diff: float
     auc_diff_stderr: float
+    ne_recalibrated: buckets.PairedDifference | None = None  # B - A (mpieval/kinds/auc/buckets.py)
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
         """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
@@ -77,7 +78,8 @@ class AucComparison:
         return {"pred": self.pred, **{name: b[name] for name in _COMPARED},
                 "ci95": b["ci95"], "auc_diff": logline.json_number(self.auc_diff),
                 "auc_diff_ci95": None if pair is None else list(pair),
-                "auc_diff_p": logline.json_number(self.p)}
+                "auc_diff_p": logline.json_number(self.p),
+                **({} if self.ne_recalibrated is None else self.ne_recalibrated.to_dict())}
 
     def to_log_line(self, name: str) -> str:
         """``NAME: compare=COL auc=%g copc=%g auc_diff=%g auc_diff_low=%g
@@ -656,6 +658,7 @@ class AucMetric(Metric):
         if self.compare is not None:
             result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
                                                                          reasons))
+            result = self._recalibrated_diff(sums, comm, result)
         if reasons:
             warn_undefined(comm, "auc: " + "; ".join(reasons))
         return result
@@ -691,6 +694,30 @@ class AucMetric(Metric):
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
                              auc_diff_stderr=math.sqrt(variance))
+
+    def _recalibrated_diff(self, sums: dict[str, np.ndarray], comm: Comm,
+                           result: AucResult) -> AucResult:
+        """``result`` with its comparison's ``ne_recalibrated`` difference; collective when
+        both models' NE have an interval (the same on every rank: from the merged sums):
+        one more sum over ranks of the rows' paired influences (two numbers)."""
+        compare = result.compare
+        assert compare is not None
+        frequency = self.weights == "frequency"
+        a = buckets.influence_tables(sums["table"], float(exact.to_floats(
+            sums["sums"])[kernels.SUM_LOGLOSS]), frequency=frequency)
+        b = buckets.influence_tables(sums["table_b"], float(exact.to_floats(
+            sums["sums_b"])[kernels.SUM_LOGLOSS]), frequency=frequency)
+        stderr = math.nan
+        if a is not None and b is not None:
+            rows = self.state.rows("pairs").columns()
+            spread = exact.to_floats(comm.sum(delong.paired_spread(
+                rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
+                a[0], b[0], a[1], b[1])))
+            stderr = buckets.paired_stderr(float(spread[0] + spread[1]), result.num)
+        diff = buckets.PairedDifference(
+            compare.result.ne_recalibrated - result.ne_recalibrated, stderr)
+        return dataclasses.replace(result, compare=dataclasses.replace(
+            compare, ne_recalibrated=diff))
 
     def _squares(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray | None:
         """The merged sums of squared weights as floats (importance weights; ``model``
