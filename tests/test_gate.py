@@ -235,3 +235,19 @@ def test_the_example_rules_file_reads():
     assert [(r.value, r.min, r.max, r.max_drop) for r in parsed] == [
         ("*.compare.auc_diff", None, None, 0.001), ("*.compare.copc", 0.95, 1.05, None)]
     assert not math.isnan(gate.Z95)
+
+
+def test_the_report_shows_the_verdict(tmp_path):
+    pytest.importorskip("matplotlib")
+    from mpieval import report
+
+    results = {"m": {"kind": "pairwise", "ins": 3}, "gate": {
+        "rules_file": "release.toml", "passed": False, "rules": [{"value": "m.ins", "min": 4}],
+        "checks": [{"rule": 1, "path": "m.ins", "value": 3, "passed": False, "reason": None}]}}
+    page = tmp_path / "page.html"
+    report.write_run_report(results, str(page))
+    text = page.read_text()
+    assert "gate: <b>FAIL, 1 of 1 checks</b>" in text and "release.toml" in text
+    results["gate"]["passed"], results["gate"]["checks"][0]["passed"] = True, True
+    report.write_run_report(results, str(page))
+    assert "gate: <b>PASS</b>" in page.read_text()

@@ -28,6 +28,7 @@ class Run:
     label: str
     metrics: dict[str, dict[str, Any]]
     provenance: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None  # the gate's verdict (eval --gate), if the run has one
 
 
 def load_run(path: str, sections: Mapping[str, Section], label: str | None = None) -> Run:
@@ -51,7 +52,16 @@ def load_run(path: str, sections: Mapping[str, Section], label: str | None = Non
     except ValueError as error:
         raise InputError(path, str(error)) from None
     return Run(path=path, label=label or run_label(path), metrics=metrics,
-               provenance=provenance)
+               provenance=provenance, gate=gate_verdict(data))
+
+
+def gate_verdict(data: Any) -> dict[str, Any] | None:
+    """The gate's block of a result (``mpieval eval --gate``), or None."""
+    block = data.get(GATE_KEY) if isinstance(data, dict) else None
+    if isinstance(block, dict) and isinstance(block.get("passed"), bool) and isinstance(
+            block.get("checks"), list):
+        return block
+    return None
 
 
 def split_provenance(data: Any) -> tuple[Any, dict[str, Any] | None]:
