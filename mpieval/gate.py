@@ -489,6 +489,10 @@ def _dropped(rule: Rule, matches: list[_Match]) -> list[Check]:
                                  None if rule.undefined == "skip" else False,
                                  direction=direction, reason="no interval")
             continue
+        if not (isinstance(interval, list) and len(interval) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in interval)):
+            raise InputError(f"rule {rule.number}", f"{match.path}'s {interval_key} is not "
+                             f"an interval [low, high] but {interval!r}"[:200])
         low, high = (float(x) for x in interval)
         p = _one_sided_p(value, (low, high), drop, direction)
         tests.append((match, value, (low, high), direction, p))

@@ -251,3 +251,10 @@ def test_the_report_shows_the_verdict(tmp_path):
     results["gate"]["passed"], results["gate"]["checks"][0]["passed"] = True, True
     report.write_run_report(results, str(page))
     assert "gate: <b>PASS</b>" in page.read_text()
+
+
+def test_max_drop_refuses_an_interval_that_is_not_one(tmp_path):
+    results = {"m": {"kind": "auc", "compare": {"auc_diff": 0.1, "auc_diff_ci95": "wide"}}}
+    with pytest.raises(InputError, match=r"m\.compare\.auc_diff's auc_diff_ci95 is not an "
+                                         r"interval \[low, high\] but 'wide'"):
+        verdict('[[rule]]\nvalue = "m.compare.auc_diff"\nmax_drop = 0\n', results, tmp_path)
