@@ -258,3 +258,11 @@ def test_max_drop_refuses_an_interval_that_is_not_one(tmp_path):
     with pytest.raises(InputError, match=r"m\.compare\.auc_diff's auc_diff_ci95 is not an "
                                          r"interval \[low, high\] but 'wide'"):
         verdict('[[rule]]\nvalue = "m.compare.auc_diff"\nmax_drop = 0\n', results, tmp_path)
+
+
+def test_gate_is_for_the_mpi_engine(tmp_path, capsys):
+    from mpieval import cli
+
+    status = cli.main(["eval", "--engine", "spark", "--gate", "r.toml", "x.tsv"])
+    assert status == 2
+    assert "mpieval: error: --gate: is for --engine mpi" in capsys.readouterr().err
