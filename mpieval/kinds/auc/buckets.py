@@ -109,41 +109,49 @@ class Recalibrated:
 
 @dataclass(frozen=True, eq=False)
 class _Fit:
-    """What the recalibrated NE is read from: its value, the shift, the mean loss, the
-    entropy and CTR, and each filled bucket's influence on the NE of a positive and of a
-    negative row (module docstring)."""
+    """What the recalibrated NE is read from: its value, the shift ``c``, the class totals,
+    the mean loss after the shift, the CTR and its entropy, the buckets' middles and the
+    change of a negative row's loss in each, ``s(l + c) - s(l) = ln(1 + m (e^c - 1))``."""
 
     ne: float
     shift: float
     positives: float
     num: float
-    influence_positive: np.ndarray
-    influence_negative: np.ndarray
+    mean: float
+    actual: float
+    entropy: float
+    middle: np.ndarray
+    growth: np.ndarray
+
+    def influences(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each bucket's influence on the NE of a positive and of a negative row (module
+        docstring), their losses after the shift at the middle ``m``: ``-ln p'`` and ``-ln(1
+        - p')`` with ``p' = sigmoid(logit(m) + c)``."""
+        slope = self.mean * math.log(self.actual / (1 - self.actual)) / self.entropy**2
+        loss_negative = self.growth - np.log1p(-self.middle)
+        loss_positive = self.growth - np.log(self.middle) - self.shift
+        return ((loss_positive - self.mean) / self.entropy + slope * (1 - self.actual),
+                (loss_negative - self.mean) / self.entropy - slope * self.actual)
 
 
 def _fit(filled: FilledBuckets, logloss_sum: float) -> _Fit | None:
-    """The shift, the NE after it and the buckets' influences; None without both
-    classes."""
+    """The shift and the NE after it; None without both classes. With ``m`` a bucket's
+    middle and ``x = logit(m)``, ``sigmoid(x + c) = m e^c / (1 + m (e^c - 1))`` and ``s(x +
+    c) - s(x) = ln(1 + m (e^c - 1))``: no logit is taken."""
     positives, negatives = filled.positives, filled.negatives
     weights = positives + negatives
     total_positives, num = float(positives.sum()), float(weights.sum())
     if not 0 < total_positives < num:
         return None
     middle = (filled.index + 0.5) / filled.table_size
-    logit = np.log(middle) - np.log1p(-middle)
-    shift = _shift(logit, weights, total_positives)
-    shifted = logit + shift
-    total = (logloss_sum - shift * total_positives
-             + float(np.sum(weights * (np.logaddexp(0.0, shifted) - np.logaddexp(0.0, logit)))))
+    shift = _shift(middle, weights, total_positives)
+    growth = np.log1p(middle * math.expm1(shift))
+    total = logloss_sum - shift * total_positives + float(weights @ growth)
     actual = total_positives / num
     entropy = -(actual * math.log(actual) + (1 - actual) * math.log1p(-actual))
     mean = total / num
-    # a row's loss after the shift at its bucket's middle, for y = 1 and y = 0
-    slope = mean * math.log(actual / (1 - actual)) / entropy**2
-    influence_positive = (np.logaddexp(0.0, -shifted) - mean) / entropy + slope * (1 - actual)
-    influence_negative = (np.logaddexp(0.0, shifted) - mean) / entropy - slope * actual
-    return _Fit(mean / entropy, shift, total_positives, num, influence_positive,
-                influence_negative)
+    return _Fit(mean / entropy, shift, total_positives, num, mean, actual, entropy, middle,
+                growth)
 
 
 def _has_interval(fit: _Fit, frequency: bool) -> bool:
@@ -160,8 +168,9 @@ def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
         return Recalibrated(math.nan, math.nan, math.nan)
     stderr = math.nan
     if _has_interval(fit, frequency):
-        spread = float(np.sum(filled.positives * fit.influence_positive**2)
-                       + np.sum(filled.negatives * fit.influence_negative**2))
+        positive, negative = fit.influences()
+        spread = float(filled.positives @ (positive * positive)
+                       + filled.negatives @ (negative * negative))
         stderr = math.sqrt(spread) / fit.num
     return Recalibrated(fit.ne, stderr, fit.shift)
 
@@ -170,14 +179,13 @@ def influence_tables(table: np.ndarray, logloss_sum: float, *, frequency: bool =
                      ) -> tuple[np.ndarray, np.ndarray] | None:
     """Each bucket's influence on ``ne_recalibrated`` of a positive and of a negative row,
     as two arrays of the table's size (0 in empty buckets), for the paired difference
-    (:func:`paired_difference`); None where the NE has no interval."""
+    (:class:`PairedDifference`); None where the NE has no interval."""
     filled = FilledBuckets.of(table[0], table[1])
     fit = _fit(filled, logloss_sum)
     if fit is None or not _has_interval(fit, frequency):
         return None
     positive, negative = np.zeros(filled.table_size), np.zeros(filled.table_size)
-    positive[filled.index] = fit.influence_positive
-    negative[filled.index] = fit.influence_negative
+    positive[filled.index], negative[filled.index] = fit.influences()
     return positive, negative
 
 
@@ -212,32 +220,45 @@ def paired_stderr(spread: float, num: float) -> float:
     return math.sqrt(spread) / num if num > 0 else math.nan
 
 
-def _shift(logit: np.ndarray, weights: np.ndarray, positives: float) -> float:
-    """The ``c`` of ``sum w sigmoid(logit + c) = positives`` (increasing in ``c``): Newton's
-    steps kept inside a bracket that halves when a step leaves it."""
+def _shift(middle: np.ndarray, weights: np.ndarray, positives: float) -> float:
+    """The ``c`` of ``sum w sigmoid(logit(m) + c) = positives`` over the buckets' middles
+    ``m`` (increasing in ``c``): Newton's steps from 0, kept inside the bracket that the
+    signs seen so far give (halved when a step leaves it; widened while one side is still
+    open)."""
+    p = np.empty_like(middle)  # m / (1 + m (e^c - 1)), computed in place
 
     def excess(c: float) -> tuple[float, float]:
-        p = np.exp(-np.logaddexp(0.0, -(logit + c)))  # sigmoid, without overflow
-        return float(np.sum(weights * p)) - positives, float(np.sum(weights * p * (1 - p)))
+        grow = math.exp(c)
+        np.multiply(middle, grow - 1.0, out=p)
+        np.add(p, 1.0, out=p)
+        np.divide(middle, p, out=p)
+        total = grow * float(weights @ p)  # sum w sigmoid(logit(m) + c)
+        np.multiply(p, p, out=p)
+        return total - positives, total - grow * grow * float(weights @ p)  # sum w p (1 - p)
 
-    low, high = -1.0, 1.0
-    while excess(low)[0] > 0:
-        low *= 2
-    while excess(high)[0] < 0:
-        high *= 2
-    c = 0.0
+    low, high, c = -math.inf, math.inf, 0.0
     for _ in range(200):
         value, slope = excess(c)
+        if value == 0:
+            return c
         if value > 0:
             high = c
         else:
             low = c
-        step = c - value / slope if slope > 0 else math.nan
-        following = step if low < step < high else (low + high) / 2
-        if abs(following - c) <= 1e-13 * max(1.0, abs(c)) or high - low <= 1e-13:
+        following = c - value / slope if slope > 0 else math.nan
+        if abs(following - c) <= 1e-13 * max(1.0, abs(c)):
             return following
-        c = following
+        if not low <= following <= high:
+            if math.isinf(low) or math.isinf(high):
+                following = c - 1 - abs(c) if math.isinf(low) else c + 1 + abs(c)
+            else:
+                following = (low + high) / 2
+        c = min(max(following, -SHIFT_LIMIT), SHIFT_LIMIT)
     return c
+
+
+SHIFT_LIMIT = 300.0  # |c| a step may take (e^c stays finite, squared too); the root is far
+# inside: the buckets' logits are within +-20 (T <= 2**27)
 
 
 def interval(recalibrated: Recalibrated, level: float = 0.95) -> tuple[float, float] | None:
