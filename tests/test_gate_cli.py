@@ -74,7 +74,7 @@ def expected_verdict(results: dict) -> dict[str, bool]:
     return verdict
 
 
-@pytest.mark.parametrize("ranks", [ALONE, 2])
+@pytest.mark.parametrize("ranks", [ALONE, 1, 2])
 def test_eval_gate_on_the_example(tmp_path, files, ranks):
     regress, paths = files
     out = tmp_path / "run.json"
