@@ -31,7 +31,7 @@ from typing import Any, NoReturn, TextIO
 from mpieval import comm as comm_module
 from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
-from mpieval.config import MetricSpec, load_config, specs_from_flags
+from mpieval.config import GATE_KEY, MetricSpec, load_config, specs_from_flags
 from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import parallel
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     page.add_argument("runs", nargs="+", metavar="RUN.json")
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
+    _add_gate(commands, ev)
     return parser
 
 
@@ -276,6 +277,8 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
                               report_path=args.report, invocation=invoked)
         elif args.command == "merge":
             status = run_merge(args, comm, invoked)
+        elif args.command == "gate":
+            status = run_gate(args, comm)
         elif args.command == "report":
             from mpieval import report
 
@@ -342,12 +345,22 @@ def run_eval(args: argparse.Namespace, comm: Comm, *,
              invocation: pipeline.Invocation | None = None) -> int:
     """``mpieval eval``: every rank runs it; returns the exit status. ``invocation``: the
     command line, for the JSON's ``run`` object."""
+    rules = _gate_rules(args, comm)
+
+    def plan() -> pipeline.Job:
+        job = pipeline.plan_job(specs_from_args(args), args.files, comm.size,
+                                forced_format=args.format, json_path=args.json,
+                                report_path=args.report)
+        if rules is not None:
+            from mpieval import gate
+
+            gate.check_metric_names(rules, [spec.name for spec in job.specs], args.gate)
+        return job
+
     return pipeline.run_job(
-        comm, lambda: pipeline.plan_job(specs_from_args(args), args.files, comm.size,
-                                        forced_format=args.format, json_path=args.json,
-                                        report_path=args.report),
-        json_path=args.json, progress=args.progress,
+        comm, plan, json_path=args.json, progress=args.progress,
         save_state=args.save_state, report_path=args.report, invocation=invocation,
+        gate=None if rules is None else _gate_hook(rules, args.gate),
     )
 
 
@@ -383,6 +396,9 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
     """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
     per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
     if args.engine == "spark":
+        if args.gate is not None:
+            raise InputError("--gate", "is for --engine mpi (check a Spark run's --json with "
+                             "mpieval gate RUN.json RULES.toml)")
         from mpieval.spark.command import run_eval as run_on_spark
 
         return run_on_spark(args, comm, specs_from_args(args), invocation)
@@ -435,3 +451,69 @@ def _check_flag_values(args: argparse.Namespace) -> None:
         if args.json == "-":
             raise InputError("--json", "'-' (stdout) is not supported: stdout carries the "
                              "log lines; give a file path")
+
+
+# -- the gate ----------------------------------------------------------------------------
+
+
+def _add_gate(commands: Any, ev: argparse.ArgumentParser) -> None:
+    """``mpieval gate RUN.json RULES.toml`` and ``mpieval eval --gate RULES.toml``."""
+    gate = commands.add_parser(
+        "gate", help="check a run's results against release rules",
+        description="Check the --json result of a run against the rules of a TOML file "
+        "([[rule]] tables: docs/gate.md). One line per check on stdout; exit 0 when every "
+        "rule holds, 3 when one fails, 2 on bad input.",
+    )
+    gate.add_argument("run", metavar="RUN.json")
+    gate.add_argument("rules", metavar="RULES.toml")
+    ev.add_argument("--gate", metavar="RULES.toml",
+                    help="check the results against these rules (docs/gate.md): their lines "
+                    "after the log lines, a gate block in --json, exit 3 when one fails")
+
+
+def _gate_rules(args: argparse.Namespace, comm: Comm) -> list[Any] | None:
+    """``--gate``'s rules, read on rank 0 before the run (a bad file: exit 2 on every
+    rank); None without ``--gate``."""
+    if args.gate is None:
+        return None
+    from mpieval import gate
+
+    return comm.agreed(lambda: gate.load_rules(args.gate) if comm.rank == 0 else [])
+
+
+def _gate_hook(rules: list[Any], source: str) -> pipeline.Gate:
+    """The gate of a run (rank 0, :data:`mpieval.pipeline.Gate`): its lines on stdout,
+    its block in the JSON object."""
+    from mpieval import gate
+
+    def checked(data: dict[str, Any]) -> bool:
+        verdict = gate.check(rules, data, source)
+        _print_lines(verdict.lines())
+        data[GATE_KEY] = verdict.to_dict()
+        return verdict.passed
+
+    return checked
+
+
+def _print_lines(lines: list[str]) -> None:
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pipeline.stdout_to_devnull()
+
+
+def run_gate(args: argparse.Namespace, comm: Comm) -> int:
+    """``mpieval gate RUN.json RULES.toml``: rank 0 checks, every rank returns the status
+    (0 passed, 3 failed; bad input raises on every rank)."""
+    from mpieval import gate
+
+    def checked() -> bool:
+        rules = gate.load_rules(args.rules)
+        verdict = gate.check(rules, gate.load_results(args.run), args.rules)
+        _print_lines(verdict.lines())
+        return verdict.passed
+
+    passed = comm.agreed(lambda: checked() if comm.rank == 0 else True)
+    return gate.FAILED if comm.any(not passed) else 0

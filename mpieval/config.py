@@ -31,6 +31,7 @@ from mpieval.kinds import KINDS, kind_named
 FilterValue = int | float | str
 
 RUN_KEY = "run"  # the JSON's key of the run's provenance, beside the metrics: not a metric name
+GATE_KEY = "gate"  # the JSON's key of the gate's verdict (mpieval.gate): not a metric name
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,9 @@ def specs_from_config(data: Mapping[str, Any], source: str = "config") -> list[M
             raise InputError(where, "must be a table ([metrics.NAME])")
         if name == RUN_KEY:
             raise InputError(where, f"{RUN_KEY!r} is the JSON's key of the run's provenance: "
+                             "name the metric otherwise")
+        if name == GATE_KEY:
+            raise InputError(where, f"{GATE_KEY!r} is the JSON's key of the gate's verdict: "
                              "name the metric otherwise")
         try:
             specs.append(_spec(name, table))

@@ -104,22 +104,33 @@ def check_writable(path: str, flag: str = "--json") -> None:
 # -- the job, every rank -----------------------------------------------------------------
 
 
+Gate = Callable[[dict[str, Any]], bool]
+"""A run's gate (``mpieval eval --gate``): given the results' JSON object, prints its lines,
+adds its block and says whether it passed (:func:`mpieval.cli._gate_hook`)."""
+
+
 def run_job(comm: Comm, make_job: Callable[[], Job], *, json_path: str | None,
             progress: bool = False, save_state: str | None = None, report_path: str | None = None,
-            invocation: Invocation | None = None) -> int:
+            invocation: Invocation | None = None, gate: Gate | None = None) -> int:
     """Collective: plan on rank 0 (``make_job``), share the plan, evaluate, write the
     outputs; with ``save_state``, also save each rank's metric state there
     (:mod:`mpieval.saved_runs`). With ``invocation``, the JSON and the report have the
-    run's ``run`` object (:func:`run_record`)."""
+    run's ``run`` object (:func:`run_record`). With ``gate`` (:data:`Gate`), the status is
+    ``mpieval.gate.FAILED`` (3) on every rank when it fails."""
     planned = comm.agreed(lambda: make_job() if comm.rank == 0 else None)
     job: Job = comm.allgather(planned)[0]
     done = evaluate_job(job, comm, progress=progress or (comm.rank == 0 and _tty()),
                         save_state=save_state, invocation=invocation)
     record = None if invocation is None else (
         lambda: run_record(invocation, comm.size, done.rows, done.weights))
-    comm.agreed(lambda: output(job.specs, done.results, json_path, report_path, run=record)
-                if comm.rank == 0 else None)
-    return 0
+    passed = comm.agreed(lambda: output(job.specs, done.results, json_path, report_path,
+                                        run=record, gate=gate)
+                         if comm.rank == 0 else True)
+    if gate is None:
+        return 0
+    from mpieval.gate import FAILED
+
+    return FAILED if comm.any(not passed) else 0
 
 
 def _tty() -> bool:
@@ -128,25 +139,35 @@ def _tty() -> bool:
 
 def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
            report_path: str | None = None, *,
-           run: Callable[[], dict[str, Any]] | None = None) -> None:
+           run: Callable[[], dict[str, Any]] | None = None, gate: Gate | None = None) -> bool:
     """Rank 0's output: the log lines, then the JSON file and the HTML report when asked
     for, with the object ``run()`` makes (:func:`run_record`) beside the metrics when
     given (made only when one of them is written: the version it names is read from the
     package's metadata, an import that plain runs need not pay for). A failure to
     write one is an :class:`OutputError` (a full disk, an I/O error: exit 1) or an
     :class:`InputError` of ``--json`` / ``--report`` (the path is at fault:
-    :func:`mpieval.locations.output_failure`)."""
+    :func:`mpieval.locations.output_failure`).
+
+    With ``gate``: it is checked after the log lines (its lines follow them) and its
+    block goes into the JSON; returns whether it passed (True without one). A rule that
+    matches nothing is raised (:class:`InputError`) after the outputs are written."""
     try:
         print_results(specs, results)
     except BrokenPipeError:  # `mpieval eval ... | head -1`: the reader has what it wanted
         stdout_to_devnull()
     except OSError as error:
         raise _stdout_failed(error) from None
-    if not (json_path or report_path):
-        return
+    if not (json_path or report_path or gate):
+        return True
     data = Evaluator.to_dict(results)
     if run is not None:
         data[RUN_KEY] = run()
+    passed, bad_rule = True, None
+    if gate is not None:
+        try:
+            passed = gate(data)
+        except InputError as error:
+            bad_rule = error
     if json_path:
         locations.write_json(json_path, data)
     if report_path:
@@ -156,6 +177,9 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
         shown = (locations.redact(report_path) if locations.is_uri(report_path)
                  else os.path.abspath(report_path))
         print(f"mpieval: report written to {shown}", file=sys.stderr, flush=True)
+    if bad_rule is not None:
+        raise bad_rule
+    return passed
 
 
 def evaluate(job: Job, comm: Comm, *, progress: bool = False,

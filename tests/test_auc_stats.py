@@ -258,7 +258,7 @@ def test_json_has_the_statistics_and_the_log_line_does_not(rng):
     d = result.to_dict()
     for name in ("logloss", "ne", "auprc", "auc_tie_bound", "roc_curve", "calibration_curve"):
         assert name in d
-    assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc"}
+    assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc", "ne_recalibrated"}
     assert all(isinstance(pair, list) and len(pair) == 2 for pair in d["ci95"].values())
     assert all(isinstance(r, int) for _, _, r in d["calibration_curve"])
     line = result.to_log_line("x")
@@ -349,7 +349,8 @@ def test_one_row_per_class_gives_null_intervals_with_one_warning():
 
 def test_one_row_gives_null_ctr_intervals():
     d = compute(np.array([0.3]), np.array([1])).to_dict()
-    assert d["ci95"] == {"auc": None, "actual_ctr": None, "predicted_ctr": None, "copc": None}
+    assert d["ci95"] == {"auc": None, "actual_ctr": None, "predicted_ctr": None, "copc": None,
+                         "ne_recalibrated": None}
 
 
 def test_one_row_of_weight_two_has_the_intervals_of_two_rows():

@@ -31,7 +31,7 @@ from mpieval import locations
 from mpieval.errors import InputError
 from mpieval.report import figures, runs
 from mpieval.report.page import Page
-from mpieval.report.runs import Run, split_provenance
+from mpieval.report.runs import Run, gate_verdict, split_provenance
 from mpieval.report.section import Section
 
 
@@ -88,7 +88,8 @@ def write_run_report(results: dict[str, Any], output: str, *, json_path: str | N
     source = json_path or "(this run; no --json file)"
     metrics, provenance = split_provenance(results)
     write_page(output, render([Run(path=source, label=label, metrics=metrics,
-                                   provenance=provenance)]), flag=flag)
+                                   provenance=provenance, gate=gate_verdict(results))]),
+               flag=flag)
 
 
 def check_output(path: str, flag: str = "-o") -> None:

@@ -99,7 +99,7 @@ class Page:
     def run_row(self, run: Run) -> list[str]:
         """A run's row of the header: its label, where it comes from, when, how much."""
         label = escape(run.label) + (" <span class=base>baseline</span>"
-                                     if run is self.baseline else "")
+                                     if run is self.baseline else "") + gate_text(run)
         prov = run.provenance
         if prov is None:
             return [label, f"<span class=path>{escape(run.path)}</span>",
@@ -404,3 +404,17 @@ def _half_width(block: dict[str, Any], field: str) -> float | None:
         return None
     low, high = pair(intervals.get(field))
     return None if low is None or high is None else (high - low) / 2
+
+
+def gate_text(run: Run) -> str:
+    """The gate's verdict beside a run's label (``mpieval eval --gate``): ``gate: PASS`` or
+    ``gate: FAIL, F of N checks``; '' without a gate."""
+    if run.gate is None:
+        return ""
+    failed = sum(check.get("passed") is False for check in run.gate["checks"]
+                 if isinstance(check, dict))
+    checks = len(run.gate["checks"])
+    verdict = "PASS" if run.gate["passed"] else f"FAIL, {failed} of {checks} checks"
+    return (f"<span class=ci>gate: <b>{escape(verdict)}</b> "
+            f"(<span class=path>{escape(str(run.gate.get('rules_file', '')))}</span>)</span>")
+

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mpieval.config import RUN_KEY
+from mpieval.config import GATE_KEY, RUN_KEY
 from mpieval.errors import InputError
 from mpieval.report.section import Section
 
@@ -28,6 +28,7 @@ class Run:
     label: str
     metrics: dict[str, dict[str, Any]]
     provenance: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None  # the gate's verdict (eval --gate), if the run has one
 
 
 def load_run(path: str, sections: Mapping[str, Section], label: str | None = None) -> Run:
@@ -51,12 +52,25 @@ def load_run(path: str, sections: Mapping[str, Section], label: str | None = Non
     except ValueError as error:
         raise InputError(path, str(error)) from None
     return Run(path=path, label=label or run_label(path), metrics=metrics,
-               provenance=provenance)
+               provenance=provenance, gate=gate_verdict(data))
+
+
+def gate_verdict(data: Any) -> dict[str, Any] | None:
+    """The gate's block of a result (``mpieval eval --gate``), or None."""
+    block = data.get(GATE_KEY) if isinstance(data, dict) else None
+    if isinstance(block, dict) and isinstance(block.get("passed"), bool) and isinstance(
+            block.get("checks"), list):
+        return block
+    return None
 
 
 def split_provenance(data: Any) -> tuple[Any, dict[str, Any] | None]:
     """The metrics of a result and its ``run`` object (None when the file has none: older
-    versions; a block named ``run`` with a ``kind`` is a metric of such a file)."""
+    versions; a block named ``run`` with a ``kind`` is a metric of such a file). The gate's
+    block (``gate``, ``mpieval eval --gate``) is left out of both."""
+    if isinstance(data, dict) and isinstance(data.get(GATE_KEY), dict) and not isinstance(
+            data[GATE_KEY].get("kind"), str):
+        data = {name: block for name, block in data.items() if name != GATE_KEY}
     if not isinstance(data, dict) or RUN_KEY not in data:
         return data, None
     run = data[RUN_KEY]

@@ -14,7 +14,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, OptionHint
 from mpieval.kernels import exact, stats
-from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, delong, importance, kernels
+from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, buckets, delong, importance, kernels
 from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
@@ -34,7 +34,8 @@ _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1
 
 
 _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
-             "auprc", "roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram")
+             "auprc", "roc_curve", "calibration_curve", "ece", "pr_curve", "score_histogram",
+             "ne_recalibrated", "lift")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class AucComparison:
     result: AucResult
     auc_diff: float
     auc_diff_stderr: float
+    ne_recalibrated: buckets.PairedDifference | None = None  # B - A (mpieval/kinds/auc/buckets.py)
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
         """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
@@ -76,7 +78,8 @@ class AucComparison:
         return {"pred": self.pred, **{name: b[name] for name in _COMPARED},
                 "ci95": b["ci95"], "auc_diff": logline.json_number(self.auc_diff),
                 "auc_diff_ci95": None if pair is None else list(pair),
-                "auc_diff_p": logline.json_number(self.p)}
+                "auc_diff_p": logline.json_number(self.p),
+                **({} if self.ne_recalibrated is None else self.ne_recalibrated.to_dict())}
 
     def to_log_line(self, name: str) -> str:
         """``NAME: compare=COL auc=%g copc=%g auc_diff=%g auc_diff_low=%g
@@ -186,6 +189,12 @@ class AucResult:
     compare: AucComparison | None = None
     window: AucResult | None = None
     figures: AucFigures | None = field(default=None, repr=False, compare=False)
+    # from the buckets (:mod:`mpieval.kinds.auc.buckets`): NE after the logit shift that
+    # makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
+    # ``recalibration``) and the lift at the top fractions of rows
+    ne_recalibrated: float = math.nan
+    recalibration: buckets.Recalibrated | None = None
+    lift: tuple[buckets.LiftPoint, ...] = ()
 
     roc_curve = _Figure[list[list[float]]](
         [], "ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`).")
@@ -274,10 +283,15 @@ class AucResult:
                     fields[name] = window_dict(value)
             elif name == "weights":
                 fields[name] = value
+            elif name == "lift":
+                fields[name] = [point.to_dict() for point in value]
             else:
                 fields[name] = logline.json_number(value)
         fields["ci95"] = {name: None if pair is None else list(pair)
-                          for name, pair in self.ci(0.95).items()}
+                                for name, pair in self.ci(0.95).items()}
+        recalibrated = None if self.recalibration is None else buckets.interval(
+            self.recalibration)
+        fields["ci95"]["ne_recalibrated"] = None if recalibrated is None else list(recalibrated)
         return {"kind": KIND.name, **fields}
 
     def to_log_line(self, name: str) -> str:
@@ -293,7 +307,7 @@ class AucResult:
 # The JSON block's fields, in order (then ``ci95``).
 _JSON_FIELDS = ("auc", "bucket_error", "rmse", "mae", "num", "actual_ctr", "predicted_ctr",
                 "copc", "positives", "rows", "table_size", "weights", "logloss", "ne", "auprc",
-                "auc_tie_bound", *FIGURES, "compare", "window")
+                "auc_tie_bound", "ne_recalibrated", "lift", *FIGURES, "compare", "window")
 
 
 def _count(value: float) -> float:
@@ -325,6 +339,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
         auprc = tie_bound = nan
+        recalibration = None
     else:
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
@@ -355,6 +370,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
+        recalibration = buckets.recalibrated_ne(filled, float(sums[kernels.SUM_LOGLOSS]),
+                                                frequency=squares is None)
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -375,6 +392,9 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         stderr=stderr,
         effective=effective,
         figures=AucFigures(filled),
+        ne_recalibrated=math.nan if recalibration is None else recalibration.ne,
+        recalibration=recalibration,
+        lift=buckets.lift(filled),
     )
 
 
@@ -639,6 +659,7 @@ class AucMetric(Metric):
         if self.compare is not None:
             result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
                                                                          reasons))
+            result = self._recalibrated_diff(sums, comm, result)
         if reasons:
             warn_undefined(comm, "auc: " + "; ".join(reasons))
         return result
@@ -674,6 +695,30 @@ class AucMetric(Metric):
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
                              auc_diff_stderr=math.sqrt(variance))
+
+    def _recalibrated_diff(self, sums: dict[str, np.ndarray], comm: Comm,
+                           result: AucResult) -> AucResult:
+        """``result`` with its comparison's ``ne_recalibrated`` difference; collective when
+        both models' NE have an interval (the same on every rank: from the merged sums):
+        one more sum over ranks of the rows' paired influences (two numbers)."""
+        compare = result.compare
+        assert compare is not None
+        frequency = self.weights == "frequency"
+        a = buckets.influence_tables(sums["table"], float(exact.to_floats(
+            sums["sums"])[kernels.SUM_LOGLOSS]), frequency=frequency)
+        b = buckets.influence_tables(sums["table_b"], float(exact.to_floats(
+            sums["sums_b"])[kernels.SUM_LOGLOSS]), frequency=frequency)
+        stderr = math.nan
+        if a is not None and b is not None:
+            rows = self.state.rows("pairs").columns()
+            spread = exact.to_floats(comm.sum(delong.paired_spread(
+                rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
+                a[0], b[0], a[1], b[1])))
+            stderr = buckets.paired_stderr(float(spread[0] + spread[1]), result.num)
+        diff = buckets.PairedDifference(
+            compare.result.ne_recalibrated - result.ne_recalibrated, stderr)
+        return dataclasses.replace(result, compare=dataclasses.replace(
+            compare, ne_recalibrated=diff))
 
     def _squares(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray | None:
         """The merged sums of squared weights as floats (importance weights; ``model``
