@@ -13,8 +13,9 @@ A rules file is TOML, an array of ``[[rule]]`` tables (docs/gate.md)::
 
 Keys of a rule: ``value`` (required), ``min`` and/or ``max`` (bounds on the value, inclusive),
 or ``max_drop`` (on a ``_diff``, below), ``direction`` (``"higher"`` or ``"lower"``: which
-way a value is better; known for the usual names, :data:`BETTER`), ``undefined`` (``"fail"``,
-the default, or ``"skip"``: what a null value or a missing interval does).
+way a value is better; the kinds declare it for their values, :func:`known_direction`),
+``undefined`` (``"fail"``, the default, or ``"skip"``: what a null value or a missing
+interval does).
 
 ``max_drop = d`` on a difference ``D = B - A`` with its 95% interval ``[low, high]``
 (``NAME_diff_ci95`` beside ``NAME_diff``) fails when B is worse than A by more than ``d``
@@ -54,14 +55,18 @@ CONFIDENCE = 0.95
 ONE_SIDED_ALPHA = (1 - CONFIDENCE) / 2  # 0.025: the 95% interval's one side
 Z95 = NormalDist().inv_cdf(1 - ONE_SIDED_ALPHA)  # 1.959964
 
-# Which way each value is better (a ``_diff`` and ``@K`` are read off first: ``ndcg@5_diff``
-# is ``ndcg``'s); a rule on another value says its ``direction``.
-BETTER: dict[str, str] = {
-    **dict.fromkeys(("auc", "wuauc", "uauc", "click_wuauc", "auprc", "average_pn", "ndcg",
-                     "recall", "mrr", "map", "hit_rate", "lift"), "higher"),
-    **dict.fromkeys(("logloss", "ne", "ne_recalibrated", "ece", "bucket_error", "rmse", "mae"),
-                    "lower"),
-}
+
+
+def known_direction(name: str) -> str | None:
+    """Which way the value ``name`` is better (``"higher"`` or ``"lower"``; ``_diff`` read
+    off first: ``ndcg@5_diff`` is ``ndcg@5``'s), as the kinds declare it
+    (:meth:`mpieval.declaration.Kind.direction`); None when no kind says, when kinds
+    disagree, or for a value best near a target (COPC: a rule then says its
+    ``direction``)."""
+    from mpieval.kinds import KINDS
+
+    said = {kind.direction(name.removesuffix("_diff")) for kind in KINDS.values()} - {None}
+    return said.pop() if len(said) == 1 and said <= set(DIRECTIONS) else None
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,11 @@ class Rule:
 
     def better(self, name: str) -> str:
         """Which way the value ``name`` (a path's last key) is better: ``direction`` when
-        given, else :data:`BETTER`'s; an :class:`InputError` when neither says."""
+        given, else the kinds' (:func:`known_direction`); an :class:`InputError` when
+        neither says."""
         if self.direction is not None:
             return self.direction
-        known = BETTER.get(name.removesuffix("_diff").split("@")[0])
+        known = known_direction(name)
         if known is None:
             raise InputError(f"rule {self.number}", f"max_drop on {name!r}: which way is it "
                              f"better? add direction = \"higher\" or \"lower\"")

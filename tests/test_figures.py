@@ -492,7 +492,8 @@ def test_every_tick_label_reads_back_as_the_tick_it_labels(low, high):
     labels = [ax.xaxis.get_major_formatter()(t, i) for i, t in enumerate(ticks)]
     assert len(ticks) >= 3
     for tick, label in zip(ticks, labels, strict=True):
-        assert float(label.replace("\u2212", "-")) == pytest.approx(tick, abs=1e-12 + 1e-9 * abs(tick))
+        written = float(label.replace("\u2212", "-"))
+        assert written == pytest.approx(tick, abs=1e-12 + 1e-9 * abs(tick))
     # and in the drawn SVG, the same labels
     rows = [Difference("AUC", Estimate((low + high) / 2, low, high), 0.01)]
     written = tick_values(parse(figures.differences(rows, "B - A", "ticks")), "x")

@@ -1116,7 +1116,8 @@ def test_the_verdict_names_a_worse_calibration_beside_a_better_ranking(compared_
     text = " ".join(section_text(page, "summary").split())
     assert (f"B {MINUS} A: B ranks better, but is worse calibrated (over-predicts: 1.32x "
             "the actual rate, A 1.01x) and has a higher loss") in text, text
-    assert f"B {MINUS} A, calibration: COPC -0.2300 (95% -0.2500 to -0.2100, p < 0.0001) B worse" in text
+    assert (f"B {MINUS} A, calibration: COPC -0.2300 (95% -0.2500 to -0.2100, "
+            "p < 0.0001) B worse") in text
     assert "ECE +0.0570 (95% +0.0500 to +0.0640, p < 0.0001) B worse" in text
     assert f"B {MINUS} A, loss: LogLoss +0.0150" in text and "B worse; NE +0.0010" in text
     assert "NE +0.0010 (95% -0.0020 to +0.0040, p = 0.50) no evidence of a difference" in text
@@ -1144,7 +1145,8 @@ def test_the_summary_names_the_tags_where_b_differs_worst_first(compared_json, t
         compare["uauc_diff_q"] = 0.9
     page = report.render(report.load_runs([write_json(str(tmp_path / "t.json"), data)]))
     text = " ".join(section_text(page, "summary").split())
-    line = f"B {MINUS} A: B worse in {tags[1]} (WUAUC -0.0350, q = 0.003), {tags[0]} (WUAUC -0.0120, q = 0.01)"
+    line = (f"B {MINUS} A: B worse in {tags[1]} (WUAUC -0.0350, q = 0.003), {tags[0]} "
+            "(WUAUC -0.0120, q = 0.01)")
     assert line in text, text
     assert f"in {tags[2]} (" not in text
 

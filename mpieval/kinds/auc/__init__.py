@@ -42,7 +42,8 @@ KIND = Kind(
               "copc"),
     counts=frozenset({"num", "rows", "positives"}),
     better={"auc": "higher", "auprc": "higher", "copc": "one", "ece": "lower",
-            "logloss": "lower", "ne": "lower"},
+            "logloss": "lower", "ne": "lower", "ne_recalibrated": "lower",
+            "bucket_error": "lower", "rmse": "lower", "mae": "lower", "lift": "higher"},
     demo="""\
 [metrics.item_sim]          # AUC and the rest of the Abacus line over every row
 kind = "auc"

@@ -29,6 +29,7 @@ KIND = Kind(
     report="mpieval.kinds.pn.report:SECTION",
     required=("average_pn", "ins_number", "positive_pairs", "negative_pairs"),
     counts=frozenset({"ins_number", "positive_pairs", "negative_pairs", "tie_pairs"}),
+    better={"average_pn": "higher"},
     demo="""\
 [metrics.grade_pn]          # pair order inside each user on graded labels
 kind = "pn"

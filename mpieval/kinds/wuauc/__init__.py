@@ -24,7 +24,8 @@ KIND = Kind(
     tag_required=TAG_REQUIRED,
     counts=frozenset({"real_user_count", "real_ins_num", "valid_user_count",
                       "valid_ins_num", "valid_click_num"}),
-    better={"wuauc": "higher", "uauc": "higher", "copc": "one", "logloss": "lower"},
+    better={"wuauc": "higher", "uauc": "higher", "click_wuauc": "higher", "copc": "one",
+            "logloss": "lower"},
     demo="""\
 [metrics.user_ctr]          # per-user AUC, one block per tag after "all"
 kind = "wuauc"
