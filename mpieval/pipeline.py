@@ -192,14 +192,17 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
             first = False
             expected = _expected_rows(job, comm.rank, batch)
             if expected is not None:
-                for task in tasks:
-                    task.metric.reserve(expected)
+                for task in tasks:  # room for its own users' rows, which may be more
+                    task.metric.reserve(expected if comm.size == 1 else expected * 3 // 2)
         _feed(tasks, batch)
 
     for totals in reading_rounds(_batches(job, comm.rank), feed, comm):
         rows = totals.rows
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
+        if not totals.last:  # the last round's rows move in compute()
+            for task in tasks:
+                task.metric.move_rows(comm)
     _return_freed_memory()
     try:
         results = evaluator.compute()

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
-from mpieval.exchange import gather_by_user
+from mpieval.errors import InputError, UidCollisionError
+from mpieval.exchange import group_rows
 from mpieval.kernels import exact, stats
 from mpieval.kinds.ranking import DEFAULT_K, KIND
 from mpieval.kinds.ranking.kernels import sum_fields, user_sums, value_names
@@ -213,10 +214,11 @@ class RankingMetric(UserRowsMetric):
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
-        layout, local_to_global = self._agree(comm)
+        layout, local_to_global = self._gather(comm)
         self._layout = layout
         keys, columns, checks = self._outgoing(layout, local_to_global)
-        users = gather_by_user(comm, keys, columns, checks=checks)
+        users = comm.agreed(partial(group_rows, keys, columns, checks=checks),
+                            catch=UidCollisionError)
         del keys, columns, checks
         sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
                          users.columns.get("tag"), len(layout.tags), self.k)

@@ -31,7 +31,7 @@ import numpy as np
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
-from mpieval.exchange import OwnedRows, exchange_to_owners
+from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
@@ -126,14 +126,15 @@ class WuaucMetric(UserRowsMetric):
     # -- compute -----------------------------------------------------------------------
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
-        """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
-        layout, local_to_global = self._agree(comm)
+        """Collective: move the rows left to their users' owners, agree on the tags, sum
+        per tag."""
+        layout, local_to_global = self._gather(comm)
         self._layout = layout
         rows = self._stored.columns()
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
         keys, columns, checks = self._outgoing(layout, local_to_global)
-        owned = exchange_to_owners(comm, keys, columns, checks=checks)
+        owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
         user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
         return {"blocks": np.concatenate([by_row, user], axis=1)}
