@@ -8,6 +8,12 @@ steps are public too: :func:`exchange_to_owners` (collective) and :func:`group_r
 (local), for a kind that groups its rows another way after the exchange. Keys come from
 :mod:`mpieval.keys`; a second hash (``checks``) travelling with them detects a key
 collision (:class:`UidCollisionError`).
+
+The per-user kinds move their rows in steps instead (:func:`move_to_owners`): the rows a
+metric kept since its last move, every column it keeps, taken out of its buffers and
+appended to the owner's, so that a rank holds its own users' rows once while the
+command reads (a :class:`Moved` record says how many are at their owner already);
+``compute()`` moves the rest and groups the rows on each rank.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ Rank 0 inspects the files and plans who reads what (:func:`plan_job`, :mod:`mpie
 and the plan is shared; every rank then reads its pieces (:mod:`mpieval.readers`) in
 lockstep rounds (:func:`reading_rounds`) and feeds its metrics (:class:`Task`); after
 every round the ranks sum a few counters, so that a bad line on any rank stops every rank
-at once. Rank 0 prints the Abacus lines (:func:`print_results`), shows progress
-(:class:`Progress`) and writes the JSON atomically (:func:`mpieval.locations.write_json`).
-Inputs and outputs may be URIs (:mod:`mpieval.locations`).
+at once, and the per-user kinds move the round's rows to their users' owner ranks
+(:meth:`mpieval.metric.Metric.move_rows`: a rank keeps its own users' rows once). Rank 0
+prints the Abacus lines (:func:`print_results`), shows progress (:class:`Progress`) and
+writes the JSON atomically (:func:`mpieval.locations.write_json`). Inputs and outputs may
+be URIs (:mod:`mpieval.locations`).
 """
 
 from __future__ import annotations

@@ -6,16 +6,19 @@ key of several columns: ``extra_keys``), pred, label and tag code in a
 :class:`~mpieval.rows.RowBuffer` (the second hash of a text uid beside it, for the
 exchange to detect key collisions), merges and saves them with the tag values the codes
 stand for, and at compute agrees with the other ranks on the tags, the key kind and the
-pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the exchange
-(:meth:`UserRowsMetric._outgoing`). A kind says what its update checks and what its
-compute counts on the rows of whole users.
+pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the kind's pass
+(:meth:`UserRowsMetric._outgoing`). Before, the rows move to the ranks that own their
+users (:meth:`UserRowsMetric.move_rows`, after each reading round of the command, and the
+rest at compute: :meth:`UserRowsMetric._gather`); a move agrees on the tag values first
+seen since the last one, so that every rank codes the tags alike. A kind says what its
+update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 4 more for a string
 uid or a several-column key (the low 32 bits of the second hash, which detects
 collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
 nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
-order (:meth:`UserRowsMetric._outgoing`), so the exchange gets them without a copy.
+order (:meth:`UserRowsMetric._outgoing`), so the kind's pass gets them without a copy.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ A user without a relevant row is not valid. Each value of a block is the unweigh
 over its valid users; its ``ci95`` treats the users as independent clusters (as UAUC's).
 
 Exact however the rows are split across ranks: :meth:`RankingMetric.local_sums` moves
-every user's rows to the rank that owns the user (:func:`mpieval.exchange.gather_by_user`)
+every user's rows not moved yet to the rank that owns the user
+(:func:`mpieval.exchange.move_to_owners`), groups them (:func:`mpieval.exchange.group_rows`)
 and each rank adds its users' values to exact accumulators, summed in the one
 ``Allreduce`` of :func:`mpieval.metric.compute_all`: the same bits on any number of
 ranks, in any order of rows.
