@@ -8,19 +8,27 @@ steps are public too: :func:`exchange_to_owners` (collective) and :func:`group_r
 (local), for a kind that groups its rows another way after the exchange. Keys come from
 :mod:`mpieval.keys`; a second hash (``checks``) travelling with them detects a key
 collision (:class:`UidCollisionError`).
+
+The per-user kinds move their rows in steps instead (:func:`move_to_owners`): the rows a
+metric kept since its last move, every column it keeps, taken out of its buffers and
+appended to the owner's, so that a rank holds its own users' rows once while the
+command reads (a :class:`Moved` record says how many are at their owner already);
+``compute()`` moves the rest and groups the rows on each rank.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from mpieval.comm import Comm
 from mpieval.errors import UidCollisionError
+from mpieval.kernels.codes import remap
 from mpieval.kernels.keys import owner_of
 from mpieval.keys import KEY_DTYPE
+from mpieval.rows import RowBuffer
 
 _KEY, _CHECK = "\0key", "\0check"  # exchange column names no caller's column has
 
@@ -133,6 +141,55 @@ def group_rows(
             raise collision
     grouped = {name: values[order] for name, values in columns.items()}
     return UserRows(keys=sorted_keys, columns=grouped, starts=_starts(sorted_keys))
+
+
+@dataclass
+class Moved:
+    """How many of a metric's kept rows are at their owner rank already
+    (:func:`move_to_owners`): the first ``count`` rows of ``rows``, the buffer they are
+    in, for ``comm``'s ranks; ``tags``: how many of the metric's first tag values every
+    rank of ``comm`` has, in the same order (a kind with tags). A metric whose state is
+    new (reset, merged, loaded) has other buffers, so a record of the old one no longer
+    counts (:meth:`at_owners`)."""
+
+    comm: Comm
+    rows: RowBuffer
+    count: int = 0
+    tags: int = 0
+    stopped: bool = False  # the ranks disagreed (compute raises it): the rows stay
+
+    def at_owners(self, comm: Comm, rows: RowBuffer) -> bool:
+        """Whether this record holds for ``rows`` on ``comm``."""
+        return self.comm is comm and self.rows is rows
+
+
+def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
+                   recode: Mapping[str, np.ndarray] | None = None) -> None:
+    """Collective: every row of ``buffers`` from ``start`` on, moved to the rank that owns
+    its key (the first buffer's ``key`` column), where it is appended; the rows before
+    ``start`` stay (they are at their owner already).
+
+    ``buffers`` are row-aligned (one row of each makes a row), and every rank passes the
+    same columns of the same dtypes (the caller has agreed on them): every column a kind
+    keeps travels, typed (:meth:`Comm.exchange`: ``Alltoall`` of the counts, then
+    ``Alltoallv`` a column), so a column added to a kind's rows travels too. What moves
+    is taken out of the buffers first (:meth:`RowBuffer.split_off`), so a rank holds its
+    kept rows once, plus this move's rows in transit. ``recode``: uint16 code columns of
+    the first buffer mapped through a lookup (:func:`mpieval.kernels.codes.remap`) before
+    they travel (a kind's local tag codes to the codes every rank agreed on).
+    """
+    tails = [buffer.split_off(start) for buffer in buffers]
+    for name, lookup in (recode or {}).items():
+        codes = tails[0][name]
+        tails[0][name] = remap(codes, lookup, out=codes if codes.flags.writeable else None)
+    local = {f"{index}.{name}": values for index, tail in enumerate(tails)
+             for name, values in tail.items()}
+    if comm.size > 1:
+        local = comm.exchange(owner_of(tails[0]["key"], comm.size), local)
+    del tails
+    for index, buffer in enumerate(buffers):
+        buffer.append(handed_over=set(buffer.dtypes) if comm.size > 1 else (),
+                      **{name: local.pop(f"{index}.{name}") for name in buffer.dtypes})
 
 
 def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray]) -> None:

@@ -42,6 +42,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.declaration import Input, Option, checked_options, signature_problem
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
+from mpieval.exchange import Moved
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
@@ -108,6 +109,8 @@ class OnComm:
         loading (the default one, or the one set with ``metric.comm = ...``)."""
         state = dict(self.__dict__)
         state["_comm"] = state["_comm_given"] = None
+        if "_moved" in state:  # it names a communicator: the rows count as not moved
+            state["_moved"] = None
         return state
 
     def __copy__(self) -> OnComm:
@@ -182,6 +185,23 @@ class Metric(OnComm, ABC):
         self._error: InputError | None = None
         self.state = State(self.state_layout())
         self._recent = None if self.window is None else RecentRows(self.window)
+        self._moved: Moved | None = None  # which kept rows are at their owner rank
+
+    def move_rows(self, comm: Comm) -> None:
+        """Collective, for a kind that keeps rows per user: send the rows kept since the
+        last move to the ranks of ``comm`` that own their users, so that each rank holds
+        its own users' rows, once; ``compute()`` on ``comm`` then moves only the rows
+        kept after. Called by every rank at the same point (the command line calls it
+        after each reading round, a trainer may between batches); results are the same
+        bits with or without it. Other kinds keep no rows: nothing."""
+
+    def _moved_rows(self, comm: Comm, rows: RowBuffer) -> Moved:
+        """The record of the rows of ``rows`` at their owners on ``comm``: this metric's,
+        or a new one (none there yet) when it was made for other rows or ranks."""
+        moved = self._moved
+        if moved is None or not moved.at_owners(comm, rows):
+            moved = self._moved = Moved(comm, rows)
+        return moved
 
     def reserve(self, rows: int) -> None:
         """About ``rows`` rows are coming to this empty metric (local; a hint, as a reader
@@ -349,8 +369,9 @@ class Metric(OnComm, ABC):
         """A copy of the state on the same communicator."""
         copied = copy.copy(self)
         for name, value in self.__dict__.items():
-            if name not in ("_comm", "_comm_given"):
+            if name not in ("_comm", "_comm_given", "_moved"):
                 setattr(copied, name, copy.deepcopy(value, memo))
+        copied._moved = None  # the copy's rows are other buffers: none counts as moved
         return copied
 
     # -- errors ----------------------------------------------------------------------

@@ -4,9 +4,11 @@ Rank 0 inspects the files and plans who reads what (:func:`plan_job`, :mod:`mpie
 and the plan is shared; every rank then reads its pieces (:mod:`mpieval.readers`) in
 lockstep rounds (:func:`reading_rounds`) and feeds its metrics (:class:`Task`); after
 every round the ranks sum a few counters, so that a bad line on any rank stops every rank
-at once. Rank 0 prints the Abacus lines (:func:`print_results`), shows progress
-(:class:`Progress`) and writes the JSON atomically (:func:`mpieval.locations.write_json`).
-Inputs and outputs may be URIs (:mod:`mpieval.locations`).
+at once, and the per-user kinds move the round's rows to their users' owner ranks
+(:meth:`mpieval.metric.Metric.move_rows`: a rank keeps its own users' rows once). Rank 0
+prints the Abacus lines (:func:`print_results`), shows progress (:class:`Progress`) and
+writes the JSON atomically (:func:`mpieval.locations.write_json`). Inputs and outputs may
+be URIs (:mod:`mpieval.locations`).
 """
 
 from __future__ import annotations
@@ -216,14 +218,17 @@ def evaluate_job(job: Job, comm: Comm, *, progress: bool = False,
             first = False
             expected = _expected_rows(job, comm.rank, batch)
             if expected is not None:
-                for task in tasks:
-                    task.metric.reserve(expected)
+                for task in tasks:  # room for its own users' rows, which may be more
+                    task.metric.reserve(expected if comm.size == 1 else expected * 3 // 2)
         _feed(tasks, batch)
 
     for totals in reading_rounds(_batches(job, comm.rank), feed, comm):
         rows = totals.rows
         if meter is not None:
             meter.show(totals.rows, totals.bytes, final=totals.last)
+        if not totals.last:  # the last round's rows move in compute()
+            for task in tasks:
+                task.metric.move_rows(comm)
     _return_freed_memory()
     try:
         results = evaluator.compute()

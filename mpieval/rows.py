@@ -139,6 +139,36 @@ class RowBuffer:
             joined[name] = chunks[0]
         return joined
 
+    def split_off(self, start: int) -> dict[str, np.ndarray]:
+        """Remove the rows from ``start`` on and return them, one array a column (views of
+        the reserved room where they were there: valid until the next append, which
+        reuses that room). The rows before ``start`` stay as they are."""
+        if start >= self._length:
+            return {name: np.empty(0, dtype) for name, dtype in self.dtypes.items()}
+        in_room = self._in_room if self._room is not None else 0
+        tail = {}
+        for name, chunks in self._chunks.items():
+            pieces = []
+            if self._room is not None and start < in_room:
+                pieces.append(self._room[name][start:in_room])
+            kept, offset = [], in_room
+            for chunk in chunks:
+                end = offset + len(chunk)
+                if end <= start:
+                    kept.append(chunk)
+                elif offset >= start:
+                    pieces.append(chunk)
+                else:  # the chunk that holds row ``start``
+                    kept.append(chunk[: start - offset].copy())
+                    pieces.append(chunk[start - offset :])
+                offset = end
+            self._chunks[name] = kept
+            tail[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        if self._room is not None:
+            self._in_room = min(self._in_room, start)
+        self._length = start
+        return tail
+
     def clear(self) -> None:
         """Forget every row and release the memory."""
         self._length = 0

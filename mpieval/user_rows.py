@@ -6,16 +6,19 @@ key of several columns: ``extra_keys``), pred, label and tag code in a
 :class:`~mpieval.rows.RowBuffer` (the second hash of a text uid beside it, for the
 exchange to detect key collisions), merges and saves them with the tag values the codes
 stand for, and at compute agrees with the other ranks on the tags, the key kind and the
-pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the exchange
-(:meth:`UserRowsMetric._outgoing`). A kind says what its update checks and what its
-compute counts on the rows of whole users.
+pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the kind's pass
+(:meth:`UserRowsMetric._outgoing`). Before, the rows move to the ranks that own their
+users (:meth:`UserRowsMetric.move_rows`, after each reading round of the command, and the
+rest at compute: :meth:`UserRowsMetric._gather`); a move agrees on the tag values first
+seen since the last one, so that every rank codes the tags alike. A kind says what its
+update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
 else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 4 more for a string
 uid or a several-column key (the low 32 bits of the second hash, which detects
 collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
 nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
-order (:meth:`UserRowsMetric._outgoing`), so the exchange gets them without a copy.
+order (:meth:`UserRowsMetric._outgoing`), so the kind's pass gets them without a copy.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError
+from mpieval.exchange import move_to_owners
 from mpieval.kernels.codes import remap
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
@@ -192,6 +196,61 @@ class UserRowsMetric(Metric):
         if check is not None:
             self.state.rows("checks").append(handed_over={"check"}, check=_low_bits(check))
 
+    # -- moving rows to their users' owners --------------------------------------------
+
+    def move_rows(self, comm: Comm) -> None:
+        """:meth:`Metric.move_rows`: the ranks first agree on the tag values new since the
+        last move (every rank then codes the tags alike), on the key kind and on the
+        columns' dtypes (the widest of each); where they disagree (an error that
+        ``compute()`` raises on every rank) the rows stay where they are."""
+        if comm.size > 1:
+            self._move(comm, final=False)
+
+    def _gather(self, comm: Comm) -> tuple[UserLayout, np.ndarray]:
+        """Collective, at compute: the rows not moved yet moved to their users' owners
+        (:meth:`_move`), so that this rank holds exactly the rows of the users it owns;
+        then :meth:`_agree`."""
+        if comm.size > 1:
+            self._move(comm, final=True)
+        return self._agree(comm)
+
+    def _move(self, comm: Comm, final: bool) -> None:
+        """Collective: one move of the rows kept since the last one (:meth:`move_rows`);
+        ``final``: at compute, where a disagreement raises its :class:`InputError`."""
+        rows, checks = self._stored, self.state.rows("checks")
+        moved = self._moved_rows(comm, rows)
+        if moved.stopped and not final:
+            return
+        tag_type = None if self._tags.type is None else self._tags.type.__name__
+        dtypes = {name: dtype.str for name, dtype in rows.dtypes.items()}
+        views = comm.allgather((self._hashed, tag_type, dtypes,
+                                list(self._tags.values[moved.tags:])))
+        tags = list(self._tags.values[: moved.tags])  # every rank's first tags, alike
+        index = {value: code for code, value in enumerate(tags)}
+        for view in views:
+            for value in view[3]:
+                if value not in index:
+                    index[value] = len(tags)
+                    tags.append(value)
+        problem = _disagreement(views, len(tags))
+        if problem is not None:
+            if final:
+                raise problem
+            moved.stopped = True
+            return
+        for name in rows.dtypes:
+            widest = np.result_type(*(np.dtype(view[2][name]) for view in views))
+            if widest != rows.dtypes[name]:
+                rows.widen(name, widest)
+        recode = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
+        for code in range(moved.tags, len(self._tags.values)):
+            recode[code] = index[self._tags.values[code]]
+        hashed = any(view[0] for view in views) or bool(self.extra_keys)
+        move_to_owners(comm, [rows, checks] if hashed else [rows], moved.count,
+                       recode={"tag": recode} if len(tags) > moved.tags else None)
+        self._tags = TagCodes(tags)
+        moved.count, moved.tags = len(rows), len(tags)
+
     # -- compute -----------------------------------------------------------------------
 
     def _agree(self, comm: Comm) -> tuple[UserLayout, np.ndarray]:
@@ -251,6 +310,19 @@ class UserRowsMetric(Metric):
         if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest uint16
             return codes
         return np.where(codes == NO_TAG, np.uint16(len(layout.tags)), codes)
+
+
+def _disagreement(views: Sequence[tuple[Any, ...]], tags: int) -> InputError | None:
+    """What the ranks' views of a move (:meth:`UserRowsMetric._move`: the key kind, the
+    tag type, ...) and the ``tags`` distinct tag values of every rank do not allow, as
+    :meth:`UserRowsMetric._agree` says it at compute; None: nothing."""
+    if len({view[0] for view in views if view[0] is not None}) > 1:
+        return InputError("uid", "integer uids on some ranks and strings on others")
+    if len({view[1] for view in views if view[1] is not None}) > 1:
+        return InputError("tag", "integer tags on some ranks and strings on others")
+    if tags > MAX_TAGS:
+        return InputError("tag", f"more than {MAX_TAGS} distinct tag values")
+    return None
 
 
 CHECK_DTYPE = np.dtype(np.uint32)

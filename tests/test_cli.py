@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from mpieval.comm import Comm
 from mpieval.errors import DataError, InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS, available
 from mpieval.metric import Evaluator
+from mpieval.user_rows import UserRowsMetric
 
 ALL_KINDS = [k for k in NAMES if available(k)]
 
@@ -697,6 +699,41 @@ def test_a_bad_batch_on_one_rank_stops_every_rank_a_round_later(comm, monkeypatc
         next(rounds)
     origin = "" if comm.rank == last else f"rank {last}: "  # other ranks name the rank
     assert str(raised.value) == f"{origin}r{last}b4:2: column pred: 'abc' is not a number"
+
+
+@pytest.mark.mpi
+def test_rows_moved_in_every_reading_round_give_the_one_process_json(comm, tmp_path, capsys,
+                                                                     monkeypatch):
+    """Small rounds (several a rank, ranks reading different amounts, some nothing near
+    the end): the per-user kinds move their rows to their owners after every round, and
+    every kind's JSON is the one process's, byte for byte."""
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 3000)
+    moves = []
+    real_move = UserRowsMetric.move_rows
+    monkeypatch.setattr(UserRowsMetric, "move_rows",
+                        lambda self, comm: moves.append(self.kind) or real_move(self, comm))
+    folder = Path(comm.allgather(str(tmp_path))[0])
+    data = rows(6000, seed=11)
+    names = ["a.tsv", "b.parquet", "c.csv", "d.parquet", "e.tsv"]
+    files = (shards(folder, data, names) if comm.rank == 0
+             else [str(folder / name) for name in names])
+    comm.barrier()
+    flags, inputs = column_flags(ALL_KINDS)
+    out_json = folder / "run.json"
+    status, _, err = run(capsys, "eval", "--metrics", ",".join(ALL_KINDS), *flags,
+                         "--table-size", "1000", "--json", out_json, *files)
+    assert status == 0, err
+    assert len(moves) >= 4  # wuauc and ranking, after two rounds or more
+    comm.barrier()
+    local = Comm.local()
+    metrics = {kind: KINDS[kind].build({"table_size": 1000} if kind == "auc" else {}, local)
+               for kind in ALL_KINDS}
+    for kind, metric in metrics.items():
+        metric.update(**{arg: data[column] for arg, column in inputs[kind].items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = Evaluator.to_dict(Evaluator(metrics, local).compute())
+    assert json.dumps(metrics_json(out_json)) == json.dumps(json.loads(json.dumps(want)))
 
 
 def test_nothing_in_mpieval_imports_the_command_line():

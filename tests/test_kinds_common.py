@@ -278,6 +278,42 @@ def test_weights_not_whole_move_only_the_fields_the_page_names_and_by_a_rounding
         unnamed = sorted(f for f in differ if f"`{f}`" not in section)
         assert not unnamed, (f"{name} {options}: fields whose last bits differ on "
                              f"{comm.size} ranks, not named on docs/kinds/{name}.md: {unnamed}")
+@pytest.mark.mpi
+@pytest.mark.parametrize("n", [7, 90, 600])
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_moved_between_batches_give_the_one_process_result(
+    comm: Comm, rng: np.random.Generator, name: str, n: int
+) -> None:
+    """``move_rows()`` after every batch (the command line's reading rounds), with preds
+    kept as float32 on some ranks and float64 on others, new tags on some ranks only, and
+    an empty rank: the same bits as one process; again after compute and more rows, and
+    after a reload of the state."""
+    rows = dataset(name, rng, n)
+    if "pred" in rows and rows["pred"].dtype.kind == "f":  # float32 values, as float64
+        rows["pred"] = rows["pred"].astype(np.float32).astype(np.float64)
+    before, after = batches_of(rows, [n // 2])
+    mine = my_rows(before, comm.rank, comm.size, rng, scatter=True)
+    if "pred" in mine and comm.rank % 2 == 0 and mine["pred"].dtype.kind == "f":
+        mine["pred"] = mine["pred"].astype(np.float32)
+    if "tag" in mine:  # tags arrive in another order on rank 0 than on the others
+        order = np.argsort(mine["tag"], kind="stable")
+        mine = {k: v[order if comm.rank == 0 else order[::-1]] for k, v in mine.items()}
+    here = np.random.default_rng([n, comm.rank])  # this rank's own batches, 4 on each
+    size = len(next(iter(mine.values())))
+    metric = make(name, comm)
+    for batch in batches_of(mine, here.integers(0, size + 1, 3).tolist()):
+        metric.update(**batch)
+        metric.move_rows(comm)
+    assert_same(computed(metric), computed(fed(name, Comm.local(), [before])), bits=True)
+    metric.update(**my_rows(after, comm.rank, comm.size, rng))
+    metric.move_rows(comm)
+    want = computed(fed(name, Comm.local(), [rows]))
+    assert_same(computed(metric), want, bits=True)
+    assert_same(computed(metric), want, bits=True)
+    restored = make(name, comm)
+    restored.load_state_dict(metric.state_dict())
+    restored.move_rows(comm)
+    assert_same(computed(restored), want, bits=True)
 
 
 def _bad_cases() -> Iterator[tuple[str, str, Any]]:

@@ -119,3 +119,26 @@ def test_rows_computed_in_their_free_room_are_not_copied_again() -> None:
     got = rows.columns()
     assert got["key"].tolist() == [0, 1, 7, 8, 9]
     assert got["label"].tolist() == [1, 1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("reserved", [0, 4, 10, 100])
+def test_split_off_takes_the_rows_from_a_start_on_and_keeps_the_rest(reserved: int) -> None:
+    """Rows in reserved room, in chunks past it, or both: the tail comes back in order,
+    the head stays, and appends go on after the head (into the room again)."""
+    rows = RowBuffer({"key": np.uint64, "pred": np.float32})
+    rows.reserve(reserved)
+    keys = np.arange(10, dtype=np.uint64)
+    for a, b in ((0, 3), (3, 7), (7, 10)):
+        rows.append(key=keys[a:b], pred=keys[a:b].astype(np.float32))
+    for start in (10, 8, 5, 3, 0):
+        tail = rows.split_off(start)
+        assert len(rows) == start
+        np.testing.assert_array_equal(tail["key"], keys[start:])
+        np.testing.assert_array_equal(tail["pred"], keys[start:].astype(np.float32))
+        rows.append(key=keys[start:].copy(), pred=keys[start:].astype(np.float32))
+        assert len(rows) == 10
+    rows.split_off(4)
+    rows.append(key=keys[7:] + 100, pred=keys[7:].astype(np.float32))
+    got = rows.columns()
+    np.testing.assert_array_equal(got["key"], np.concatenate([keys[:4], keys[7:] + 100]))
+    assert got["pred"].dtype == np.float32

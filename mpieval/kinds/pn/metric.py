@@ -25,7 +25,8 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.exchange import gather_by_user
+from mpieval.errors import UidCollisionError
+from mpieval.exchange import group_rows, move_to_owners
 from mpieval.keys import uid_keys_checked
 from mpieval.kinds.pn import KIND
 from mpieval.kinds.pn.kernels import pair_counts
@@ -172,15 +173,25 @@ class PnMetric(Metric):
             label=y.astype(np.float64, copy=False),
         )
 
+    def move_rows(self, comm: Comm) -> None:
+        """:meth:`Metric.move_rows`: every column of the rows kept since the last move
+        (:func:`mpieval.exchange.move_to_owners`)."""
+        if comm.size > 1:
+            rows = self.state.rows("rows")
+            moved = self._moved_rows(comm, rows)
+            move_to_owners(comm, [rows], moved.count)
+            moved.count = len(rows)
+
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
+        """Collective: move the rows left to their users' owners, count the pairs there."""
+        self.move_rows(comm)
         rows = self.state.rows("rows").columns()
-        # Checks travel only when some uid was a string (hashed): every rank or none.
+        # Checks are compared only when some uid was a string (hashed): every rank or none.
         hashed = comm.any(bool(np.any(rows["check"] != rows["key"])))
-        users = gather_by_user(
-            comm,
-            rows["key"],
-            {"pred": rows["pred"], "label": rows["label"]},
-            checks=rows["check"] if hashed else None,
+        users = comm.agreed(
+            lambda: group_rows(rows["key"], {"pred": rows["pred"], "label": rows["label"]},
+                               checks=rows["check"] if hashed else None),
+            catch=UidCollisionError,
         )
         positive, negative, tie = pair_counts(
             users.starts, users.columns["pred"], users.columns["label"]

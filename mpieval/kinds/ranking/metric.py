@@ -13,7 +13,8 @@ A user without a relevant row is not valid. Each value of a block is the unweigh
 over its valid users; its ``ci95`` treats the users as independent clusters (as UAUC's).
 
 Exact however the rows are split across ranks: :meth:`RankingMetric.local_sums` moves
-every user's rows to the rank that owns the user (:func:`mpieval.exchange.gather_by_user`)
+every user's rows not moved yet to the rank that owns the user
+(:func:`mpieval.exchange.move_to_owners`), groups them (:func:`mpieval.exchange.group_rows`)
 and each rank adds its users' values to exact accumulators, summed in the one
 ``Allreduce`` of :func:`mpieval.metric.compute_all`: the same bits on any number of
 ranks, in any order of rows.
@@ -23,14 +24,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from mpieval import logline
 from mpieval.comm import Comm
-from mpieval.errors import InputError
-from mpieval.exchange import gather_by_user
+from mpieval.errors import InputError, UidCollisionError
+from mpieval.exchange import group_rows
 from mpieval.kernels import exact, stats
 from mpieval.kinds.ranking import DEFAULT_K, KIND
 from mpieval.kinds.ranking.kernels import sum_fields, user_sums, value_names
@@ -213,10 +215,11 @@ class RankingMetric(UserRowsMetric):
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
-        layout, local_to_global = self._agree(comm)
+        layout, local_to_global = self._gather(comm)
         self._layout = layout
         keys, columns, checks = self._outgoing(layout, local_to_global)
-        users = gather_by_user(comm, keys, columns, checks=checks)
+        users = comm.agreed(partial(group_rows, keys, columns, checks=checks),
+                            catch=UidCollisionError)
         del keys, columns, checks
         sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
                          users.columns.get("tag"), len(layout.tags), self.k)

@@ -1,7 +1,8 @@
 """The ``wuauc`` kind: per-user AUC per tag (WUAUC, UAUC), LogLoss, CTRs, COPC, counts.
 
 Exact however the rows are split across ranks: :meth:`WuaucMetric.compute` moves every
-user's rows to the rank that owns the user (:func:`mpieval.exchange.exchange_to_owners`),
+user's rows not moved yet (:meth:`~mpieval.metric.Metric.move_rows`) to the rank that owns
+the user (:func:`mpieval.exchange.move_to_owners`),
 each rank computes its users' AUCs (a table of the keys groups the rows by user, then
 one compiled pass over the users: :mod:`mpieval.kinds.wuauc.kernels`), and the per-tag sums
 join the one ``Allreduce`` of :func:`mpieval.metric.compute_all`.
@@ -13,10 +14,11 @@ Every sum is exact (:mod:`mpieval.kernels.exact`) and rounded once, so the value
 same bits on any number of ranks and in any order of rows.
 
 Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 4 more
-for a string uid). ``compute()`` holds for a moment, beside the rows: their chunks joined
+for a string uid): after the moves, the rows of this rank's users. ``compute()`` holds
+for a moment, beside the rows: the rows not moved yet, in transit, their chunks joined
 one column at a time (nothing to join when the rows were reserved:
 :meth:`~mpieval.metric.Metric.reserve`), the global tag codes only when some
-row has no tag (2 bytes a row), what the exchange receives, 1 byte a row (its part), and
+row has no tag (2 bytes a row), 1 byte a row (its part), and
 per thread 8 bytes a row of its largest part (4 more while a part is grouped, beside its
 table of users) and 8 bytes a row of its heaviest user (24 for float64 preds)
 (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
@@ -31,7 +33,7 @@ import numpy as np
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
-from mpieval.exchange import OwnedRows, exchange_to_owners
+from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
@@ -126,14 +128,15 @@ class WuaucMetric(UserRowsMetric):
     # -- compute -----------------------------------------------------------------------
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
-        """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
-        layout, local_to_global = self._agree(comm)
+        """Collective: move the rows left to their users' owners, agree on the tags, sum
+        per tag."""
+        layout, local_to_global = self._gather(comm)
         self._layout = layout
         rows = self._stored.columns()
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
         keys, columns, checks = self._outgoing(layout, local_to_global)
-        owned = exchange_to_owners(comm, keys, columns, checks=checks)
+        owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
         user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
         return {"blocks": np.concatenate([by_row, user], axis=1)}

@@ -1,0 +1,176 @@
+"""Per-rank peak memory and weak scaling of the per-user kinds (issue 36), and heavy users.
+
+    .venv/bin/python scripts/bench_scale.py memory               # auc,wuauc at 1, 2, 4 ranks
+    .venv/bin/python scripts/bench_scale.py memory --metrics pn --ranks 1 2 4
+    .venv/bin/python scripts/bench_scale.py weak --repeats 5     # 2 ranks on 2x vs 2 runs of 1x
+    .venv/bin/python scripts/bench_scale.py heavy --repeats 5    # one 10%-user vs 100 users
+
+Data (generated once under ``bench-data/scale/``, which git ignores): Parquet files of
+``uid, pred, label, tag`` in row groups of 500,000 rows: many light users (uniform over
+``--users``) plus a Zipf head (a third of the rows, Zipf(1.2) over 10,000 users); preds
+Beta(2, 8) (mean 0.2, float64), labels Bernoulli(pred), four string tags. ``heavy``: the
+same rows with one user given 10% of them, against the same rows with that user's rows
+spread over 100 users.
+
+``memory``: ``mpieval eval --metrics M [--uid uid --tag tag]`` at each number of ranks
+(oversubscribed on a small machine: memory is what is measured), every rank under
+``/usr/bin/time`` (its peak RSS); the largest peak per rank against the one-rank peak, and
+the JSON outputs compared byte for byte (the ``run`` object left out). ``weak``:
+``mpiexec -n 2`` on two files against two one-rank runs, one file each, started together;
+medians of ``--repeats``, alternating. ``heavy``: ``mpiexec -n 4`` on each, alternating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data" / "scale"
+BIN = Path(sys.executable).parent
+MPIEVAL = str(BIN / "mpieval")
+MPIEXEC = os.environ.get("MPIEXEC") or str(BIN / "mpiexec")
+TAGS = np.array(["feed", "home", "search", "video"])
+GROUP = 500_000
+
+
+def generate(path: Path, rows: int, users: int, seed: int, heavy: float = 0.0,
+             split_heavy: int = 0) -> Path:
+    """Write ``rows`` rows to ``path`` (once): light users, a Zipf head, and with
+    ``heavy`` one user with that share of the rows (spread over ``split_heavy`` users
+    when given)."""
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    # one user id per row, in row groups (the generator never holds the file's columns twice)
+    writer = None
+    tmp = path.with_suffix(".part")
+    for start in range(0, rows, GROUP):
+        n = min(GROUP, rows - start)
+        uid = rng.integers(1_000_000, 1_000_000 + users, size=n, dtype=np.int64)
+        head = rng.random(n) < 1 / 3
+        uid[head] = np.minimum(rng.zipf(1.2, size=int(head.sum())), 10_000)
+        if heavy:
+            chosen = rng.random(n) < heavy
+            uid[chosen] = (10**12 if not split_heavy
+                           else 10**12 + rng.integers(0, split_heavy, size=int(chosen.sum())))
+        pred = rng.beta(2.0, 8.0, size=n)
+        label = (rng.random(n) < pred).astype(np.int64)
+        tag = TAGS[rng.integers(0, len(TAGS), size=n)]
+        table = pa.table({"uid": uid, "pred": pred, "label": label, "tag": tag})
+        if writer is None:
+            writer = pq.ParquetWriter(tmp, table.schema)
+        writer.write_table(table, row_group_size=GROUP)
+    assert writer is not None
+    writer.close()
+    tmp.rename(path)
+    return path
+
+
+def metric_args(metrics: str) -> list[str]:
+    args = ["--metrics", metrics, "--uid", "uid"]
+    if "wuauc" in metrics or "ranking" in metrics:
+        args += ["--tag", "tag"]
+    return args
+
+
+def run_ranks(ranks: int, path: Path, metrics: str) -> tuple[float, list[int], dict]:
+    """Wall seconds, peak RSS (MB) of every rank and the JSON (without ``run``) of one run."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "out.json")
+        timed = 'exec /usr/bin/time -f "%M" -o "$0/rss.${PMI_RANK:-0}" "$@"'
+        command = [MPIEXEC, "-n", str(ranks), "sh", "-c", timed, scratch, MPIEVAL, "eval",
+                   *metric_args(metrics), "--json", out, str(path)]
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        peaks = []
+        for rank in range(ranks):
+            with open(os.path.join(scratch, f"rss.{rank}")) as kilobytes:
+                peaks.append(int(kilobytes.read().split()[-1]) // 1024)
+        with open(out) as text:
+            data = json.load(text)
+    data.pop("run", None)
+    return wall, peaks, data
+
+
+def memory(args: argparse.Namespace) -> None:
+    path = generate(DATA / f"rows{args.rows}.parquet", args.rows, args.users, 1)
+    print(f"{path}: {args.rows:,} rows; --metrics {args.metrics}; load {os.getloadavg()}")
+    first = None
+    one = None
+    for ranks in args.ranks:
+        wall, peaks, data = run_ranks(ranks, path, args.metrics)
+        if first is None:
+            first, one = data, max(peaks)
+        same = "identical" if data == first else "DIFFERENT"
+        print(f"{ranks} ranks: peak RSS per rank {peaks} MB, largest {max(peaks)} MB = "
+              f"{max(peaks) / one:.2f}x one rank's ({args.ranks[0]} ranks); {wall:.1f} s; "
+              f"results {same}", flush=True)
+
+
+def weak(args: argparse.Namespace) -> None:
+    a = generate(DATA / f"rows{args.rows}.parquet", args.rows, args.users, 1)
+    b = generate(DATA / f"rows{args.rows}b.parquet", args.rows, args.users, 2)
+    both = [MPIEXEC, "-n", "2", MPIEVAL, "eval", *metric_args(args.metrics), str(a), str(b)]
+    alone = [[MPIEXEC, "-n", "1", MPIEVAL, "eval", *metric_args(args.metrics), str(p)]
+             for p in (a, b)]
+    together, apart = [], []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        subprocess.run(both, check=True, stdout=subprocess.DEVNULL)
+        together.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        running = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in alone]
+        for process in running:
+            assert process.wait() == 0
+        apart.append(time.perf_counter() - start)
+    ratios = [t / s for t, s in zip(together, apart, strict=True)]
+    print(f"weak scaling, {args.metrics}: 2 ranks on 2 files {statistics.median(together):.2f} s, "
+          f"two 1-rank runs together {statistics.median(apart):.2f} s: median ratio "
+          f"{statistics.median(ratios):.3f} (of {args.repeats}); load {os.getloadavg()}")
+
+
+def heavy(args: argparse.Namespace) -> None:
+    one = generate(DATA / f"heavy{args.rows}.parquet", args.rows, args.users, 3, heavy=0.1)
+    spread = generate(DATA / f"heavy{args.rows}split.parquet", args.rows, args.users, 3,
+                      heavy=0.1, split_heavy=100)
+    times: dict[str, list[float]] = {"one": [], "spread": []}
+    for _ in range(args.repeats):
+        for name, path in (("one", one), ("spread", spread)):
+            wall, _, _ = run_ranks(args.heavy_ranks, path, args.metrics)
+            times[name].append(wall)
+    ratios = [a / b for a, b in zip(times["one"], times["spread"], strict=True)]
+    print(f"heavy user at {args.heavy_ranks} ranks, {args.metrics}: one 10%-user "
+          f"{statistics.median(times['one']):.2f} s, spread over 100 users "
+          f"{statistics.median(times['spread']):.2f} s: median ratio "
+          f"{statistics.median(ratios):.3f} (of {args.repeats}); load {os.getloadavg()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["memory", "weak", "heavy"])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--users", type=int, default=2_000_000)
+    parser.add_argument("--metrics", default="auc,wuauc")
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--heavy-ranks", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    {"memory": memory, "weak": weak, "heavy": heavy}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
