@@ -11,8 +11,9 @@ The corpus is ``tests/report_pages/``: ``runs/*.json.gz``, the ``--json`` files 
 ``--compare`` of ``auc``, ``wuauc`` and ``ranking``, tags, tags with too few users, many
 tags, importance weights, a merged run, undefined values, a miscalibrated and a reversed
 model) and two files written by hand from them (an older mpieval's file without
-statistics or ``run`` object, a kind this version does not know); ``cases.json``, which files each page shows (one alone,
-several side by side, or a run's own ``--report`` page); ``pages/NAME.html.gz``, the
+statistics or ``run`` object, a kind this version does not know); ``cases.json``, which
+files each page shows (one alone, several side by side, or a run's own ``--report``
+page); ``pages/NAME.html.gz``, the
 pages; ``matplotlib.txt``, the matplotlib version that drew them (the SVG's bytes are
 that version's: the test compares them only under it).
 """

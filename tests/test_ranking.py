@@ -405,11 +405,20 @@ def paired_rows(rng, users: int, tags=("feed", "search", "video")) -> dict[str, 
             "label": label.astype(np.float64), "tag": rng.choice(np.array(tags), n)}
 
 
+def wilson(successes: float, n: int, z: float = 1.959963984540054) -> list[float]:
+    """Wilson's score interval (Wilson 1927), from its formula."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
     """Per tag, each value's ``X_diff`` is the mean over valid users of B - A (per-user
     values from the oracle), ``X_diff_p`` and ``X_diff_ci95`` are scipy's paired t-test
     of those users (``ttest_rel``) and its interval; each value's own ``ci95`` is the t
-    interval of its users' mean; ``X_diff_q`` is scipy's Benjamini-Hochberg
+    interval of its users' mean (``hit_rate@K``: Wilson's interval of the share of users
+    with a hit); ``X_diff_q`` is scipy's Benjamini-Hochberg
     (``false_discovery_control``) over the tags other than ``all``."""
     from scipy import stats as scipy_stats
 
@@ -437,7 +446,12 @@ def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
             b = np.array([v[name] for v in b_users])
             assert compare[name] == pytest.approx(b.mean(), rel=1e-12)
             assert compare[f"{name}_diff"] == pytest.approx((b - a).mean(), rel=1e-9, abs=1e-15)
-            if np.ptp(a) == 0:  # every user the same value: no interval (scipy: NaN)
+            if name.startswith("hit_rate@"):  # a rate over users: Wilson's interval
+                hits, misses = a.sum(), len(a) - a.sum()
+                if not any(float(x).is_integer() and 1 <= x <= 3 for x in (hits, misses)):
+                    assert block["ci95"][name] == pytest.approx(wilson(hits, len(a)),
+                                                                rel=1e-9), (tag, name)
+            elif np.ptp(a) == 0:  # every user the same value: no interval (scipy: NaN)
                 assert block["ci95"][name] is None
             else:
                 low, high = scipy_stats.t.interval(0.95, len(a) - 1, loc=a.mean(),
@@ -561,6 +575,54 @@ def test_the_command_line_equals_the_oracle_and_the_api(tmp_path, capsys, rng) -
     metric = RankingMetric(comm=Comm.local(), k=[3, 10])
     metric.update(rows["uid"].astype(str), rows["pred"], rows["label"], rows["tag"])
     assert stdout.splitlines() == metric.compute().to_log_line("ranking").splitlines()
+
+
+def test_compare_and_gain_flags_equal_the_api_and_the_oracle(tmp_path, capsys, rng) -> None:
+    """``--compare pred_b --gain exponential``: the JSON of the API with those options,
+    B's values and differences those of the oracle; the log lines are the plain ones."""
+    n = 1200
+    rows = {"uid": rng.integers(0, 90, n), "pred": np.round(rng.random(n), 2),
+            "pred_b": np.round(rng.random(n), 1),
+            "label": rng.integers(0, 4, n) * (rng.random(n) < 0.4),
+            "tag": rng.choice(np.array(["feed", "search"]), n)}
+    path = write(str(tmp_path / "rank.tsv"), rows)
+    out = tmp_path / "out.json"
+    status, stdout, err = run(capsys, "eval", "--metrics", "ranking", "--k", "3", "--tag", "tag",
+                              "--compare", "pred_b", "--gain", "exponential", path,
+                              "--json", out)
+    assert status == 0, err
+    got = json.loads(out.read_text())["ranking"]
+    assert_matches_oracle(got, {**rows, "compare": rows["pred_b"]}, (3,), "exponential")
+    metric = RankingMetric(comm=Comm.local(), k=[3], gain="exponential", compare="pred_b")
+    metric.update(rows["uid"].astype(str), rows["pred"], rows["label"], rows["tag"],
+                  compare=rows["pred_b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = metric.compute()
+    assert got == json.loads(json.dumps(want.to_dict()))
+    assert stdout.splitlines() == want.to_log_line("ranking").splitlines()
+    assert set(got["tags"]["feed"]["compare"]) >= {"pred", "mrr", "map@3_diff_q",
+                                                   "hit_rate@3_diff_ci95", "ndcg_diff_p"}
+
+
+def test_the_config_keys_gain_and_compare(tmp_path, capsys) -> None:
+    data = tmp_path / "r.tsv"
+    data.write_text("uid\tpred\tb\tlabel\na\t0.9\t0.1\t0\na\t0.5\t0.7\t2\n"
+                    "b\t0.3\t0.2\t1\nb\t0.1\t0.4\t0\n")
+    config = tmp_path / "m.toml"
+    config.write_text('[metrics.top]\nkind = "ranking"\nk = [1]\ngain = "exponential"\n'
+                      'compare = "b"\n')
+    out = tmp_path / "out.json"
+    status, _, err = run(capsys, "eval", "--config", config, data, "--json", out)
+    assert status == 0, err
+    block = json.loads(out.read_text())["top"]["tags"]["all"]
+    # user a: relevant row second by pred, first by b; user b: first by pred, second by b
+    assert block["mrr"] == 0.75 and block["compare"]["mrr"] == 0.75
+    assert block["compare"]["mrr_diff"] == 0.0 and block["compare"]["hit_rate@1_diff"] == 0.0
+    assert block["ndcg@1"] == 0.5  # exponential: user a scores 0 of 3, user b 1 of 1
+    config.write_text('[metrics.top]\nkind = "ranking"\ngain = "square"\n')
+    status, _, err = run(capsys, "eval", "--config", config, data)
+    assert status == 2 and "gain: must be one of linear, exponential" in err
 
 
 def test_the_config_key_k(tmp_path, capsys) -> None:

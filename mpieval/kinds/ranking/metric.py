@@ -127,12 +127,17 @@ class RankingBlock:
         return self.values["ndcg"]
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals ``value -/+ t se`` of every value at ``level`` (Student's t with
-        ``valid_user_count - 1`` degrees of freedom), cut to [0, 1]; None where undefined,
-        below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of
-        0."""
-        return {name: stats.cluster_interval(value, self.stderr.get(name, math.nan),
-                                             self.valid_user_count, level, 0.0, 1.0)
+        """Intervals of every value at ``level``; None where undefined or below
+        :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users. ``hit_rate@K`` is a rate
+        over the users: Wilson's score interval of ``hit_rate * V`` hits among ``V`` users
+        (:func:`mpieval.kernels.stats.wilson_interval`; a user's value in [0, 1] varies at
+        most as a hit or a miss, so it is valid at 0 and at 1, where most users are). The
+        others: ``value -/+ t se`` (Student's t with ``V - 1`` degrees of freedom), cut to
+        [0, 1], None with a spread of 0."""
+        users = self.valid_user_count
+        return {name: (_rate_interval(value, users, level) if _is_rate(name) else
+                       stats.cluster_interval(value, self.stderr.get(name, math.nan), users,
+                                              level, 0.0, 1.0))
                 for name, value in self.values.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,6 +160,17 @@ class RankingBlock:
                           if key.partition("@")[0] in LOG_VALUES)
         return (f"{name}: Tag={self.tag} {values} ValidUserCount={n(self.valid_user_count)} "
                 f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)}")
+
+
+def _is_rate(name: str) -> bool:
+    return name.startswith("hit_rate@")
+
+
+def _rate_interval(value: float, users: int, level: float) -> tuple[float, float] | None:
+    """Wilson's interval of a share of ``users`` (None below the minimum of users)."""
+    if users < stats.MIN_CLUSTERS or math.isnan(value):
+        return None
+    return stats.wilson_interval(value * users, users, level)
 
 
 def _log_name(name: str) -> str:
@@ -225,7 +241,7 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
         reasons.append(f"tag {tag}: ci95 of {what} needs {stats.MIN_CLUSTERS} valid users")
     else:
         reasons += [f"tag {tag}: ci95 of {name} is null: its spread over the users is 0"
-                    for name, se in stderr.items() if se == 0]
+                    for name, se in stderr.items() if se == 0 and not _is_rate(name)]
         if comparison is not None:
             reasons += [f"tag {tag}: ci95 of {name}_diff is null: its spread over the "
                         "users is 0" for name, se in comparison.stderr.items() if se == 0]
