@@ -13,9 +13,9 @@ tags, importance weights, a merged run, undefined values, a miscalibrated and a 
 model) and two files written by hand from them (an older mpieval's file without
 statistics or ``run`` object, a kind this version does not know); ``cases.json``, which
 files each page shows (one alone, several side by side, or a run's own ``--report``
-page); ``pages/NAME.html.gz``, the
-pages; ``matplotlib.txt``, the matplotlib version that drew them (the SVG's bytes are
-that version's: the test compares them only under it).
+page); ``pages/NAME.html.gz``, the pages; ``matplotlib.txt``, the matplotlib version
+that drew them (the SVG's bytes are that version's: the test compares them only under
+it).
 """
 
 from __future__ import annotations

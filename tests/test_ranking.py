@@ -117,6 +117,23 @@ def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:
     assert_matches_oracle(computed(rows, k, batches=3), rows, k)
 
 
+def test_long_ties_at_the_top_equal_the_oracle(rng) -> None:
+    """The first relevant row inside a tie of 30 to 300 rows (the chances that the tie's
+    first j rows hold none, a product step by step up to 64 rows and one cumprod past),
+    after 0 to 2 rows above it."""
+    uid, pred, label = [], [], []
+    for user, (above, tied, relevant) in enumerate(
+            [(0, 300, 1), (1, 200, 3), (2, 65, 64), (0, 64, 2), (1, 30, 30), (0, 100, 99)]):
+        uid += [user] * (above + tied + 5)
+        pred += [0.9] * above + [0.5] * tied + [0.1] * 5
+        label += [0.0] * above + [1.0] * relevant + [0.0] * (tied - relevant) + [2.0] * 5
+    rows = {"uid": np.array(uid), "pred": np.array(pred), "label": np.array(label)}
+    order = rng.permutation(len(uid))
+    rows = {name: column[order] for name, column in rows.items()}
+    k = (1, 2, 10, 64, 65, 200, 400)
+    assert_matches_oracle(computed(rows, k, batches=2), rows, k)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_each_user_equals_sklearn_ndcg_score(rng, dtype) -> None:
     """Per user of two or more rows with a relevant one: ndcg and ndcg@K are
