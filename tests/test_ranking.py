@@ -37,13 +37,13 @@ def computed(rows: dict[str, np.ndarray], k=(1, 2, 5), batches: int = 1,
         return metric.compute().to_dict()
 
 
-def _close(mine, value, where) -> None:
+def _close(mine, value, where, absolute: float = 1e-15) -> None:
     if value is None:
         assert mine is None, where
     elif isinstance(value, int):
         assert mine == value, where
     else:
-        assert mine == pytest.approx(value, rel=1e-12, abs=1e-15), where
+        assert mine == pytest.approx(value, rel=1e-12, abs=absolute), where
 
 
 def assert_matches_oracle(got: dict, rows: dict[str, np.ndarray], k,
@@ -61,7 +61,9 @@ def assert_matches_oracle(got: dict, rows: dict[str, np.ndarray], k,
             if name == "compare":
                 assert mine["compare"]["pred"] == "pred_b"
                 for field, b_value in value.items():
-                    _close(mine["compare"][field], b_value, (tag, "compare", field))
+                    # a difference of two values in [0, 1] (the oracle's sums round too)
+                    _close(mine["compare"][field], b_value, (tag, "compare", field),
+                           1e-12 if field.endswith("_diff") else 1e-15)
             else:
                 _close(mine[name], value, (tag, name))
         assert ("compare" in mine) == ("compare" in rows)
@@ -430,13 +432,29 @@ def wilson(successes: float, n: int, z: float = 1.959963984540054) -> list[float
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
+def newcombe(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """Newcombe's (1998) method 10 interval of ``mean(b) - mean(a)`` over paired values,
+    from its formula: Wilson's intervals of each mean and their Pearson correlation."""
+    n = len(a)
+    pa, pb = a.mean(), b.mean()
+    la, ua = wilson(a.sum(), n)
+    lb, ub = wilson(b.sum(), n)
+    phi = 0.0 if np.ptp(a) == 0 or np.ptp(b) == 0 else float(np.corrcoef(a, b)[0, 1])
+    low = (pb - pa) - math.sqrt(max(0.0, (pb - lb) ** 2 - 2 * phi * (pb - lb) * (ua - pa)
+                                    + (ua - pa) ** 2))
+    high = (pb - pa) + math.sqrt(max(0.0, (ub - pb) ** 2 - 2 * phi * (ub - pb) * (pa - la)
+                                     + (pa - la) ** 2))
+    return [max(-1.0, low), min(1.0, high)]
+
+
 def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
     """Per tag, each value's ``X_diff`` is the mean over valid users of B - A (per-user
     values from the oracle), ``X_diff_p`` and ``X_diff_ci95`` are scipy's paired t-test
-    of those users (``ttest_rel``) and its interval; each value's own ``ci95`` is the t
-    interval of its users' mean (``hit_rate@K``: Wilson's interval of the share of users
-    with a hit); ``X_diff_q`` is scipy's Benjamini-Hochberg
-    (``false_discovery_control``) over the tags other than ``all``."""
+    of those users (``ttest_rel``) and its interval (``hit_rate@K``: Newcombe's interval
+    of paired rates); each value's own ``ci95`` is the t interval of its users' mean
+    (``hit_rate@K``: Wilson's interval of the share of users with a hit); ``X_diff_q`` is
+    scipy's Benjamini-Hochberg (``false_discovery_control``) over the tags other than
+    ``all``."""
     from scipy import stats as scipy_stats
 
     rows = paired_rows(rng, 60)
@@ -475,17 +493,24 @@ def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
                                                    scale=scipy_stats.sem(a))
                 assert block["ci95"][name] == pytest.approx(
                     [max(0.0, low), min(1.0, high)], rel=1e-6, abs=1e-12), (tag, name)
+            if name.startswith("hit_rate@"):  # Newcombe's interval of two paired rates
+                hits = [a.sum(), len(a) - a.sum(), b.sum(), len(b) - b.sum()]
+                if not any(float(x).is_integer() and 1 <= x <= 3 for x in hits):
+                    assert compare[f"{name}_diff_ci95"] == pytest.approx(
+                        newcombe(a, b), rel=1e-9, abs=1e-12), (tag, name)
             if np.ptp(b - a) == 0:  # every user the same difference, here 0: p = 1
                 assert (b - a)[0] == 0 and compare[f"{name}_diff_p"] == 1.0
-                assert compare[f"{name}_diff_ci95"] is None
+                if not name.startswith("hit_rate@"):
+                    assert compare[f"{name}_diff_ci95"] is None
                 if tag != "all":
                     p_values[name].append(1.0)
                 continue
             test = scipy_stats.ttest_rel(b, a)
             assert compare[f"{name}_diff_p"] == pytest.approx(test.pvalue, rel=1e-6), (tag, name)
             low, high = test.confidence_interval(0.95)
-            assert compare[f"{name}_diff_ci95"] == pytest.approx(
-                [max(-1.0, low), min(1.0, high)], rel=1e-6, abs=1e-12), (tag, name)
+            if not name.startswith("hit_rate@"):
+                assert compare[f"{name}_diff_ci95"] == pytest.approx(
+                    [max(-1.0, low), min(1.0, high)], rel=1e-6, abs=1e-12), (tag, name)
             if tag != "all":
                 p_values[name].append(test.pvalue)
         assert ("ndcg_diff_q" in compare) == (tag != "all")
@@ -507,7 +532,12 @@ def test_comparing_a_model_with_itself_is_no_difference_never_p_0(rng) -> None:
         compare = metric.compute().to_dict()["tags"]["all"]["compare"]
     for name in oracle_ranking.names((3,)):
         assert compare[f"{name}_diff"] == 0.0
-        assert compare[f"{name}_diff_p"] == 1.0 and compare[f"{name}_diff_ci95"] is None
+        assert compare[f"{name}_diff_p"] == 1.0
+        if name.startswith("hit_rate@"):  # Newcombe's: around 0, never zero-width
+            low, high = compare[f"{name}_diff_ci95"]
+            assert low < 0 < high
+        else:
+            assert compare[f"{name}_diff_ci95"] is None
 
 
 def test_below_the_minimum_of_users_there_is_no_p_value(rng) -> None:

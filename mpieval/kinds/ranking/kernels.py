@@ -35,13 +35,14 @@ it still counts as a user, and its rows as rows.
 
 Each block gets ``sum_fields(cutoffs)``: valid users, users, rows, then for each value
 (:func:`value_names`) its sum over the valid users and the sum of its squares, and with a
-compared model (``compare``) for each value B's sum, the sum of the differences B - A and
-of their squares, each in an exact accumulator (:mod:`mpieval.kernels.exact`). The rows
-are ordered by (key, block, -pred, label) (:func:`ranked`), so every group's values are
-computed from its rows in one order whatever order they arrived in (rows equal in all
-four are interchangeable), and each per-group sum is a sequential ``bincount`` (or
-product) in that order: the values' bits do not depend on the arrival order or on which
-rank owns the user. O(n log n) for the sorts, then O(n * (1 + len(cutoffs))).
+compared model (``compare``) for each value B's sum and sum of squares, the sum of the
+differences B - A and of their squares, each in an exact accumulator
+(:mod:`mpieval.kernels.exact`). The rows are ordered by (key, block, -pred, label)
+(:func:`ranked`), so every group's values are computed from its rows in one order
+whatever order they arrived in (rows equal in all four are interchangeable), and each
+per-group sum is a sequential ``bincount`` (or product) in that order: the values' bits
+do not depend on the arrival order or on which rank owns the user. O(n log n) for the
+sorts, then O(n * (1 + len(cutoffs))).
 """
 
 from __future__ import annotations
@@ -70,13 +71,13 @@ def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
 def sum_fields(cutoffs: Sequence[int], compare: bool = False) -> tuple[str, ...]:
     """The summed fields of one block: :data:`COUNT_FIELDS`, then ``NAME_sum`` and
     ``NAME_sq_sum`` for each value, then with ``compare`` ``b_NAME_sum``,
-    ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value."""
+    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value."""
     names = value_names(cutoffs)
     fields = COUNT_FIELDS + tuple(f"{name}{suffix}" for name in names
                                   for suffix in ("_sum", "_sq_sum"))
     if compare:
         fields += tuple(field for name in names for field in (
-            f"b_{name}_sum", f"{name}_diff_sum", f"{name}_diff_sq_sum"))
+            f"b_{name}_sum", f"b_{name}_sq_sum", f"{name}_diff_sum", f"{name}_diff_sq_sum"))
     return fields
 
 
@@ -139,9 +140,10 @@ def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.
         for j in range(n_values):
             b_column = np.ascontiguousarray(columns[1][kept, j])
             diff = np.ascontiguousarray(columns[2][kept, j])
-            exact.add_values(sums[b, first + 3 * j], b_column)
-            exact.add_values(sums[b, first + 3 * j + 1], diff)
-            exact.add_values(sums[b, first + 3 * j + 2], diff * diff)
+            exact.add_values(sums[b, first + 4 * j], b_column)
+            exact.add_values(sums[b, first + 4 * j + 1], b_column * b_column)
+            exact.add_values(sums[b, first + 4 * j + 2], diff)
+            exact.add_values(sums[b, first + 4 * j + 3], diff * diff)
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,

@@ -64,9 +64,11 @@ class RankingComparison:
     being the same) and its standard error with users as independent clusters
     (``stderr``). :meth:`ci` and :meth:`p` give the intervals and two-sided p-values
     (Student's t with ``users - 1`` degrees of freedom; None/NaN below
-    :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of 0).
-    ``q``: the Benjamini-Hochberg q-values of the p-values over the result's tags other
-    than ``all`` (:meth:`RankingResult.with_q_values`; empty in ``all`` and until set)."""
+    :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of 0; the
+    interval of a ``hit_rate@K`` difference is Newcombe's, from A's and B's rates and
+    their correlation over the users, ``correlation``). ``q``: the Benjamini-Hochberg
+    q-values of the p-values over the result's tags other than ``all``
+    (:meth:`RankingResult.with_q_values`; empty in ``all`` and until set)."""
 
     pred: str
     values: dict[str, float]
@@ -74,9 +76,15 @@ class RankingComparison:
     stderr: dict[str, float]
     users: int = 0
     q: dict[str, float] = field(default_factory=dict)
+    a_values: dict[str, float] = field(default_factory=dict)
+    correlation: dict[str, float] = field(default_factory=dict)
 
     def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of value ``name``'s difference at ``level``, within [-1, 1]."""
+        if _is_rate(name):
+            return _paired_rate_interval(self.a_values[name], self.values[name],
+                                         self.diffs[name], self.correlation[name],
+                                         self.users, level)
         return stats.cluster_interval(self.diffs[name], self.stderr[name], self.users,
                                       level, -1.0, 1.0)
 
@@ -173,6 +181,27 @@ def _rate_interval(value: float, users: int, level: float) -> tuple[float, float
     return stats.wilson_interval(value * users, users, level)
 
 
+def _paired_rate_interval(a: float, b: float, diff: float, correlation: float, users: int,
+                          level: float) -> tuple[float, float] | None:
+    """Newcombe's (1998, method 10) interval of the difference ``b - a`` of two rates over
+    the same ``users``: Wilson's intervals ``[la, ua]``, ``[lb, ub]`` of each and the
+    correlation ``phi`` of the users' values give ``diff - sqrt((b - lb)^2 - 2 phi (b -
+    lb)(ua - a) + (ua - a)^2)`` to ``diff + sqrt((ub - b)^2 - 2 phi (ub - b)(a - la) +
+    (a - la)^2)``, cut to [-1, 1]; not zero-width when every user's difference is 0
+    (None below the minimum of users)."""
+    if users < stats.MIN_CLUSTERS or math.isnan(a) or math.isnan(b):
+        return None
+    rate_a = stats.wilson_interval(a * users, users, level)
+    rate_b = stats.wilson_interval(b * users, users, level)
+    assert rate_a is not None and rate_b is not None
+    (la, ua), (lb, ub) = rate_a, rate_b
+    below = math.sqrt(max(0.0, (b - lb) ** 2 - 2 * correlation * (b - lb) * (ua - a)
+                          + (ua - a) ** 2))
+    above = math.sqrt(max(0.0, (ub - b) ** 2 - 2 * correlation * (ub - b) * (a - la)
+                          + (a - la) ** 2))
+    return (max(-1.0, diff - below), min(1.0, diff + above))
+
+
 def _log_name(name: str) -> str:
     """``ndcg`` -> ``NDCG``, ``ndcg@5`` -> ``NDCG@5``, ``recall@5`` -> ``Recall@5``."""
     value, at, cutoff = name.partition("@")
@@ -224,12 +253,16 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                                                       valid)
     comparison = None
     if compare is not None:
-        b_values, diffs, diff_stderr = {}, {}, {}
+        b_values, diffs, diff_stderr, correlation = {}, {}, {}, {}
         for name in value_names(k):
             b_values[name] = s[f"b_{name}_sum"] / valid if valid else math.nan
             diffs[name], diff_stderr[name] = _mean_and_stderr(
                 s[f"{name}_diff_sum"], s[f"{name}_diff_sq_sum"], valid)
-        comparison = RankingComparison(compare, b_values, diffs, diff_stderr, int(valid))
+            correlation[name] = _correlation(s[f"{name}_sum"], s[f"{name}_sq_sum"],
+                                             s[f"b_{name}_sum"], s[f"b_{name}_sq_sum"],
+                                             s[f"{name}_diff_sq_sum"], valid)
+        comparison = RankingComparison(compare, b_values, diffs, diff_stderr, int(valid),
+                                       a_values=values, correlation=correlation)
     reasons = []
     if s["rows"] == 0:
         reasons.append(f"tag {tag}: no rows")
@@ -244,11 +277,26 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                     for name, se in stderr.items() if se == 0 and not _is_rate(name)]
         if comparison is not None:
             reasons += [f"tag {tag}: ci95 of {name}_diff is null: its spread over the "
-                        "users is 0" for name, se in comparison.stderr.items() if se == 0]
+                        "users is 0" for name, se in comparison.stderr.items()
+                        if se == 0 and not _is_rate(name)]
     block = RankingBlock(tag=tag, k=k, values=values, valid_user_count=int(valid),
                          real_user_count=int(s["users"]), real_ins_num=int(s["rows"]),
                          stderr=stderr, compare=comparison)
     return block, reasons
+
+
+def _correlation(a: float, aa: float, b: float, bb: float, dd: float, units: float) -> float:
+    """The correlation over ``units`` users of A's and B's values from their sums ``a``,
+    ``b``, sums of squares ``aa``, ``bb`` and the sum of the squared differences ``dd``
+    (``sum a b = (aa + bb - dd) / 2``); 0 when either does not vary."""
+    if units < 2:
+        return 0.0
+    var_a = max(0.0, aa / units - (a / units) ** 2)
+    var_b = max(0.0, bb / units - (b / units) ** 2)
+    if var_a <= 1e-15 or var_b <= 1e-15:
+        return 0.0
+    cov = (aa + bb - dd) / 2 / units - (a / units) * (b / units)
+    return max(-1.0, min(1.0, cov / math.sqrt(var_a * var_b)))
 
 
 def _mean_and_stderr(total: float, squares: float, units: float) -> tuple[float, float]:
