@@ -738,3 +738,26 @@ def test_the_report_shows_each_tag_with_its_values_and_intervals(tmp_path, capsy
     both = " ".join(parse(report.render(report.load_runs([str(out), str(other)]))).text)
     assert both.count(f"{result['tags']['search']['ndcg']:.4g}") == 2 * text.count(
         f"{result['tags']['search']['ndcg']:.4g}")
+
+
+def test_the_report_shows_b_against_a_per_tag(tmp_path, capsys, rng) -> None:
+    """With ``--compare``: the summary's verdict on NDCG and a table of B - A per tag, each
+    difference with its interval and p-value (q-value in the tags)."""
+    from test_report import parse
+
+    rows = paired_rows(rng, 80, tags=("feed", "search"))
+    path = write(str(tmp_path / "rank.tsv"), {**rows, "pred_b": rows.pop("compare")})
+    out, page_path = tmp_path / "run.json", tmp_path / "page.html"
+    status, _, err = run(capsys, "eval", "--metrics", "ranking", "--k", "3", "--tag", "tag",
+                         "--compare", "pred_b", path, "--json", out, "--report", page_path)
+    assert status == 0, err
+    tags = json.loads(out.read_text())["ranking"]["tags"]
+    text = " ".join(parse(page_path.read_text()).text)
+    assert "B against A" in text and "MAP@3" in text and "Hit rate@3" in text
+    for tag in ("all", "feed", "search"):
+        compare = tags[tag]["compare"]
+        for name in ("ndcg", "mrr", "hit_rate@3"):
+            assert f"{compare[f'{name}_diff']:+.4g}" in text, (tag, name)
+        if tag != "all":
+            assert f"q = {compare['ndcg_diff_q']:.2f}" in text
+    assert f"NDCG {tags['all']['compare']['ndcg_diff']:+.4f}" in text  # the summary
