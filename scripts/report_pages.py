@@ -8,13 +8,14 @@ the page must leave them as they are).
 
 The corpus is ``tests/report_pages/``: ``runs/*.json.gz``, the ``--json`` files of real
 ``mpieval eval``, ``merge`` and ``demo`` runs on data made here at fixed seeds (every kind,
-``--compare``, tags, tags with too few users, many tags, importance weights, a merged
-run, undefined values, a miscalibrated and a reversed model) and two files written by
-hand from them (an older mpieval's file without statistics or ``run`` object, a kind
-this version does not know); ``cases.json``, which files each page shows (one alone,
-several side by side, or a run's own ``--report`` page); ``pages/NAME.html.gz``, the
-pages; ``matplotlib.txt``, the matplotlib version that drew them (the SVG's bytes are
-that version's: the test compares them only under it).
+``--compare`` of ``auc``, ``wuauc`` and ``ranking``, tags, tags with too few users, many
+tags, importance weights, a merged run, undefined values, a miscalibrated and a reversed
+model) and two files written by hand from them (an older mpieval's file without
+statistics or ``run`` object, a kind this version does not know); ``cases.json``, which
+files each page shows (one alone, several side by side, or a run's own ``--report``
+page); ``pages/NAME.html.gz``, the pages; ``matplotlib.txt``, the matplotlib version
+that drew them (the SVG's bytes are that version's: the test compares them only under
+it).
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ def make_runs(runs: Path) -> None:
                 "tags.parquet", "--json", "many_tags.json")
         mpieval("eval", "--metrics", "auc", "--weight", "w", "--weights", "importance",
                 "ab.parquet", "--json", "importance.json")
-        mpieval("eval", "--metrics", "ranking", "--uid", "uid", "--label", "grade",
-                "--tag", "tag", "--k", "2,5", "ab.parquet", "--json", "ranking.json")
+        ranking_run("ab.parquet")
         half = {name: column[:10_000] for name, column in data.items()}
         rest = {name: column[10_000:] for name, column in data.items()}
         pq.write_table(pa.table(half), "day1.parquet")
@@ -139,6 +139,13 @@ def make_runs(runs: Path) -> None:
             (runs / f"{name}.json.gz").write_bytes(gzip.compress(
                 Path(f"{name}.json").read_bytes(), mtime=0))
         os.chdir(ROOT)
+
+
+def ranking_run(data: str) -> None:
+    """The ``ranking`` run of the corpus (graded labels, tags, model B compared)."""
+    mpieval("eval", "--metrics", "ranking", "--uid", "uid", "--label", "grade",
+            "--tag", "tag", "--k", "2,5", "--compare", "pred_b", data, "--json",
+            "ranking.json")
 
 
 def older(demo: dict[str, Any]) -> dict[str, Any]:

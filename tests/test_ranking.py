@@ -1,6 +1,8 @@
 """The ``ranking`` kind on one rank: against the plain-Python oracle (every order of each
-tie enumerated, tags, graded labels), against scikit-learn's ``ndcg_score``, bad input,
-the ``k`` option, the log line byte for byte and the JSON names."""
+tie enumerated, tags, graded labels, both gains, a compared model), against
+scikit-learn's ``ndcg_score`` and torchmetrics' retrieval metrics, the paired test
+against scipy's ``ttest_rel`` and ``false_discovery_control``, bad input, the ``k`` and
+``gain`` options, the log line byte for byte and the JSON names."""
 
 from __future__ import annotations
 
@@ -22,39 +24,57 @@ from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds.ranking.kernels import group_values, value_names
 
 
-def computed(rows: dict[str, np.ndarray], k=(1, 2, 5), batches: int = 1) -> dict:
-    metric = RankingMetric(comm=Comm.local(), k=k)
+def computed(rows: dict[str, np.ndarray], k=(1, 2, 5), batches: int = 1,
+             gain: str = "linear") -> dict:
+    compare = "pred_b" if "compare" in rows else None
+    metric = RankingMetric(comm=Comm.local(), k=k, gain=gain, compare=compare)
     for part in np.array_split(np.arange(len(rows["uid"])), batches):
         metric.update(rows["uid"][part], rows["pred"][part], rows["label"][part],
-                      None if "tag" not in rows else rows["tag"][part])
+                      None if "tag" not in rows else rows["tag"][part],
+                      compare=None if compare is None else rows["compare"][part])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         return metric.compute().to_dict()
 
 
-def assert_matches_oracle(got: dict, rows: dict[str, np.ndarray], k) -> None:
+def _close(mine, value, where, absolute: float = 1e-15) -> None:
+    if value is None:
+        assert mine is None, where
+    elif isinstance(value, int):
+        assert mine == value, where
+    else:
+        assert mine == pytest.approx(value, rel=1e-12, abs=absolute), where
+
+
+def assert_matches_oracle(got: dict, rows: dict[str, np.ndarray], k,
+                          gain: str = "linear") -> None:
     want = oracle_ranking.ranking(rows["uid"].tolist(), rows["pred"].tolist(),
                                   rows["label"].tolist(),
-                                  rows["tag"].tolist() if "tag" in rows else None, sorted(set(k)))
+                                  rows["tag"].tolist() if "tag" in rows else None,
+                                  sorted(set(k)), gain,
+                                  rows["compare"].tolist() if "compare" in rows else None)
     assert got["kind"] == "ranking" and got["k"] == sorted(set(k))
     assert list(got["tags"]) == list(want)
     for tag, block in want.items():
         mine = got["tags"][tag]
         for name, value in block.items():
-            if value is None:
-                assert mine[name] is None, (tag, name)
-            elif isinstance(value, int):
-                assert mine[name] == value, (tag, name)
+            if name == "compare":
+                assert mine["compare"]["pred"] == "pred_b"
+                for field, b_value in value.items():
+                    # a difference of two values in [0, 1] (the oracle's sums round too)
+                    _close(mine["compare"][field], b_value, (tag, "compare", field),
+                           1e-12 if field.endswith("_diff") else 1e-15)
             else:
-                assert mine[name] == pytest.approx(value, rel=1e-12, abs=1e-15), (tag, name)
+                _close(mine[name], value, (tag, name))
+        assert ("compare" in mine) == ("compare" in rows)
 
 
 @st.composite
 def users(draw) -> dict[str, np.ndarray]:
     """A few users of 1 to 9 rows: preds from a few values (ties), graded labels (many
-    zeros, some users with none relevant), tags on some rows."""
+    zeros, some users with none relevant), tags on some rows, a model B's preds."""
     n_users = draw(st.integers(1, 6))
-    uid, pred, label, tag = [], [], [], []
+    uid, pred, label, tag, compare = [], [], [], [], []
     for user in range(n_users):
         n = draw(st.integers(1, 9))
         uid += [user * 7 + 3] * n
@@ -63,21 +83,28 @@ def users(draw) -> dict[str, np.ndarray]:
         label += draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.0, 0.5, 3.0]), min_size=n,
                                max_size=n))
         tag += draw(st.lists(st.sampled_from(["a", "b"]), min_size=n, max_size=n))
+        compare += draw(st.lists(st.sampled_from([0.1, 0.5, 0.7, 0.9]), min_size=n,
+                                 max_size=n))
     order = draw(st.permutations(range(len(uid))))
     return {"uid": np.array(uid)[order], "pred": np.array(pred)[order],
-            "label": np.array(label)[order], "tag": np.array(tag)[order]}
+            "label": np.array(label)[order], "tag": np.array(tag)[order],
+            "compare": np.array(compare)[order]}
 
 
 @settings(max_examples=150, deadline=None)
 @given(users(), st.lists(st.integers(1, 12), min_size=1, max_size=4),
-       st.booleans(), st.integers(1, 3), st.booleans())
-def test_equals_the_oracle(rows, k, with_tags, batches, float32) -> None:
+       st.booleans(), st.integers(1, 3), st.booleans(), st.sampled_from(["linear",
+                                                                       "exponential"]),
+       st.booleans())
+def test_equals_the_oracle(rows, k, with_tags, batches, float32, gain, with_compare) -> None:
     """float32 preds (kept so) are ranked by one integer sort, others by lexsort."""
     if not with_tags:
         del rows["tag"]
+    if not with_compare:
+        del rows["compare"]
     if float32:
         rows["pred"] = rows["pred"].astype(np.float32)
-    assert_matches_oracle(computed(rows, k, batches), rows, k)
+    assert_matches_oracle(computed(rows, k, batches, gain), rows, k, gain)
 
 
 def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:
@@ -88,6 +115,25 @@ def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:
             "label": np.where(rng.random(n) < 0.6, 0.0, rng.random(n) * 4)}
     k = (1, 3, 10, 50, 1000)
     assert_matches_oracle(computed(rows, k, batches=4), rows, k)
+    rows["compare"] = rng.integers(0, 3, n) / 2.0  # longer ties still
+    assert_matches_oracle(computed(rows, k, batches=3), rows, k)
+
+
+def test_long_ties_at_the_top_equal_the_oracle(rng) -> None:
+    """The first relevant row inside a tie of 30 to 300 rows (the chances that the tie's
+    first j rows hold none, a product step by step up to 64 rows and one cumprod past),
+    after 0 to 2 rows above it."""
+    uid, pred, label = [], [], []
+    for user, (above, tied, relevant) in enumerate(
+            [(0, 300, 1), (1, 200, 3), (2, 65, 64), (0, 64, 2), (1, 30, 30), (0, 100, 99)]):
+        uid += [user] * (above + tied + 5)
+        pred += [0.9] * above + [0.5] * tied + [0.1] * 5
+        label += [0.0] * above + [1.0] * relevant + [0.0] * (tied - relevant) + [2.0] * 5
+    rows = {"uid": np.array(uid), "pred": np.array(pred), "label": np.array(label)}
+    order = rng.permutation(len(uid))
+    rows = {name: column[order] for name, column in rows.items()}
+    k = (1, 2, 10, 64, 65, 200, 400)
+    assert_matches_oracle(computed(rows, k, batches=2), rows, k)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -135,6 +181,124 @@ def test_recall_of_a_tie_across_the_cutoff() -> None:
     assert block["recall@1"] == pytest.approx(1 / 3)
     assert block["recall@2"] == pytest.approx(2 / 3)
     assert block["recall@3"] == 1.0
+
+
+def test_mrr_map_and_hit_rate_of_a_tie_by_hand() -> None:
+    """Three tied rows, one relevant: it is first, second or third with chance 1/3 each,
+    so MRR = (1 + 1/2 + 1/3) / 3, hit_rate@K = K / 3 and AP@K = (1 + ... + 1/K) / 3."""
+    rows = {"uid": np.array([5, 5, 5]), "pred": np.array([0.4, 0.4, 0.4]),
+            "label": np.array([0.0, 2.0, 0.0])}
+    block = computed(rows, k=(1, 2, 3))["tags"]["all"]
+    assert block["mrr"] == pytest.approx(11 / 18)
+    assert [block[f"hit_rate@{k}"] for k in (1, 2, 3)] == pytest.approx([1 / 3, 2 / 3, 1])
+    assert [block[f"map@{k}"] for k in (1, 2, 3)] == pytest.approx([1 / 3, 1 / 2, 11 / 18])
+
+
+def test_mrr_map_and_hit_rate_without_ties_by_hand() -> None:
+    """Ranked: not relevant, relevant, not relevant, relevant: MRR 1/2; AP@4 = (1/2 +
+    2/4) / 2; AP@2 = (1/2) / min(2, 2); AP@3 = (1/2) / 2; hit_rate@1 = 0, @2 = 1."""
+    rows = {"uid": np.array([1, 1, 1, 1]), "pred": np.array([0.9, 0.7, 0.5, 0.3]),
+            "label": np.array([0.0, 1.0, 0.0, 3.0])}
+    block = computed(rows, k=(1, 2, 3, 4))["tags"]["all"]
+    assert block["mrr"] == 0.5
+    assert [block[f"map@{k}"] for k in (1, 2, 3, 4)] == pytest.approx([0, 1 / 4, 1 / 4, 1 / 2])
+    assert [block[f"hit_rate@{k}"] for k in (1, 2, 3, 4)] == [0, 1, 1, 1]
+
+
+def test_exponential_gain_is_sklearn_ndcg_score_of_2_to_the_label(rng) -> None:
+    """NDCG with ``gain="exponential"`` is ``ndcg_score`` of the gains ``2^label - 1``
+    (ties averaged); the other values depend on relevance alone, as with linear gain."""
+    n = 40
+    rows = {"uid": np.zeros(n, dtype=np.int64), "pred": np.round(rng.random(n), 1),
+            "label": rng.integers(0, 4, n).astype(np.float64)}
+    linear = computed(rows, k=(3, 10))["tags"]["all"]
+    exponential = computed(rows, k=(3, 10), gain="exponential")["tags"]["all"]
+    y_true, y_score = (2.0 ** rows["label"] - 1)[None, :], rows["pred"][None, :]
+    assert exponential["ndcg"] == pytest.approx(ndcg_score(y_true, y_score), rel=1e-12)
+    for cutoff in (3, 10):
+        assert exponential[f"ndcg@{cutoff}"] == pytest.approx(
+            ndcg_score(y_true, y_score, k=cutoff), rel=1e-12)
+        assert exponential[f"ndcg@{cutoff}"] != linear[f"ndcg@{cutoff}"]
+    for name in ("recall@3", "mrr", "map@10", "hit_rate@3"):
+        assert exponential[name] == linear[name]
+
+
+def _torchmetrics():
+    """torchmetrics (the ``peers`` extra), or a skip; with ``CI=true`` it must be
+    there."""
+    import os
+
+    if os.environ.get("CI") == "true":
+        import torchmetrics
+        return torchmetrics
+    return pytest.importorskip("torchmetrics")
+
+
+def test_each_user_equals_torchmetrics_retrieval(rng) -> None:
+    """Per user, without ties and preds above 0 (torchmetrics counts a relevant row whose
+    pred is <= 0 as not retrieved, and its ties take the sort's order): ``mrr`` is
+    ``retrieval_reciprocal_rank``, ``hit_rate@K`` ``retrieval_hit_rate``, ``ndcg@K``
+    ``retrieval_normalized_dcg`` (graded labels), and ``map@K`` is
+    ``retrieval_average_precision(top_k=K)`` times the relevant rows in the first K over
+    ``min(K, relevant rows)`` (torchmetrics divides by the former): the same for every
+    K past the user's last relevant row, and for K past every row."""
+    torch = pytest.importorskip("torch")
+    functional = _torchmetrics().functional.retrieval
+    n = 2000
+    keys = rng.integers(0, 150, n).astype(np.uint64)
+    pred = 0.01 + rng.permutation(n) / n  # no ties, all above 0
+    label = np.where(rng.random(n) < 0.7, 0.0, rng.integers(1, 4, n).astype(np.float64))
+    cutoffs = (1, 3, 10, 10_000)
+    values, valid, _, _ = group_values(keys, np.zeros(n, dtype=np.intp), pred, label, cutoffs)
+    names = value_names(cutoffs)
+    checked = 0
+    for i, user in enumerate(np.unique(keys)):
+        if not valid[i]:
+            continue
+        mine = keys == user
+        p, y = torch.tensor(pred[mine]), torch.tensor(label[mine])
+        relevant = torch.tensor(label[mine] > 0)
+        got = dict(zip(names, values[i].tolist(), strict=True))
+        assert got["mrr"] == pytest.approx(
+            float(functional.retrieval_reciprocal_rank(p, relevant)), rel=1e-6)
+        ranked_relevant = (label[mine] > 0)[np.argsort(-pred[mine])]
+        for cutoff in cutoffs:
+            assert got[f"hit_rate@{cutoff}"] == float(
+                functional.retrieval_hit_rate(p, relevant, top_k=cutoff))
+            assert got[f"ndcg@{cutoff}"] == pytest.approx(
+                float(functional.retrieval_normalized_dcg(p, y, top_k=cutoff)), rel=1e-6)
+            theirs = float(functional.retrieval_average_precision(p, relevant, top_k=cutoff))
+            found, total = ranked_relevant[:cutoff].sum(), ranked_relevant.sum()
+            assert got[f"map@{cutoff}"] == pytest.approx(
+                theirs * found / min(cutoff, total), rel=1e-6, abs=1e-12)
+        assert got["map@10000"] == pytest.approx(
+            float(functional.retrieval_average_precision(p, relevant)), rel=1e-6)
+        checked += 1
+    assert checked > 100
+
+
+def test_block_means_equal_torchmetrics_retrieval_with_skip(rng) -> None:
+    """A block's ``mrr``, ``hit_rate@K`` and ``ndcg@K`` are torchmetrics' retrieval
+    metrics over the users (``indexes``) with ``empty_target_action="skip"`` (users
+    without a relevant row left out, as here; torchmetrics' default counts them as 0)."""
+    torch = pytest.importorskip("torch")
+    torchmetrics = _torchmetrics()
+    n = 3000
+    rows = {"uid": rng.integers(0, 200, n), "pred": 0.01 + rng.permutation(n) / n,
+            "label": np.where(rng.random(n) < 0.8, 0.0, rng.integers(1, 3, n) * 1.0)}
+    block = computed(rows, k=(5,))["tags"]["all"]
+    indexes = torch.tensor(rows["uid"])
+    p, relevant = torch.tensor(rows["pred"]), torch.tensor(rows["label"] > 0)
+    retrieval = torchmetrics.retrieval
+    for name, metric, target in [
+        ("mrr", retrieval.RetrievalMRR(empty_target_action="skip"), relevant),
+        ("hit_rate@5", retrieval.RetrievalHitRate(top_k=5, empty_target_action="skip"),
+         relevant),
+        ("ndcg@5", retrieval.RetrievalNormalizedDCG(top_k=5, empty_target_action="skip"),
+         torch.tensor(rows["label"])),
+    ]:
+        assert block[name] == pytest.approx(float(metric(p, target, indexes=indexes)),
+                                            rel=1e-5), name
 
 
 @pytest.mark.parametrize("steps", [4, 3])  # preds that are float32 values, and not
@@ -209,7 +373,8 @@ def test_json_names_and_intervals(rng) -> None:
     got = computed(rows, k=(3, 1))
     assert list(got) == ["kind", "k", "tags"] and got["k"] == [1, 3]
     assert list(got["tags"]) == ["all", "x", "y"]
-    names = ["ndcg", "ndcg@1", "ndcg@3", "recall@1", "recall@3"]
+    names = ["ndcg", "ndcg@1", "ndcg@3", "recall@1", "recall@3", "mrr", "map@1", "map@3",
+             "hit_rate@1", "hit_rate@3"]
     for block in got["tags"].values():
         assert list(block) == [*names, "valid_user_count", "real_user_count",
                                "real_ins_num", "ci95"]
@@ -244,6 +409,201 @@ def test_few_valid_users_have_no_interval_and_warn() -> None:
     assert block["ndcg"] == 1.0 and block["ci95"]["ndcg"] is None
 
 
+# -- --compare: the paired differences ---------------------------------------------------
+
+
+def paired_rows(rng, users: int, tags=("feed", "search", "video")) -> dict[str, np.ndarray]:
+    """Users of 3 to 30 rows, graded labels, model B a noisier copy of A's score."""
+    sizes = rng.integers(3, 31, users)
+    n = int(sizes.sum())
+    score = rng.standard_normal(n)
+    label = np.where(score + rng.standard_normal(n) > 1.0, rng.integers(1, 3, n), 0)
+    return {"uid": np.repeat(np.arange(users) * 13 + 1, sizes),
+            "pred": np.round(score + 0.5 * rng.standard_normal(n), 1),
+            "compare": np.round(score + rng.standard_normal(n), 1),
+            "label": label.astype(np.float64), "tag": rng.choice(np.array(tags), n)}
+
+
+def wilson(successes: float, n: int, z: float = 1.959963984540054) -> list[float]:
+    """Wilson's score interval (Wilson 1927), from its formula."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def newcombe(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """Newcombe's (1998) method 10 interval of ``mean(b) - mean(a)`` over paired values,
+    from its formula: Wilson's intervals of each mean and their Pearson correlation."""
+    n = len(a)
+    pa, pb = a.mean(), b.mean()
+    la, ua = wilson(a.sum(), n)
+    lb, ub = wilson(b.sum(), n)
+    phi = 0.0 if np.ptp(a) == 0 or np.ptp(b) == 0 else float(np.corrcoef(a, b)[0, 1])
+    low = (pb - pa) - math.sqrt(max(0.0, (pb - lb) ** 2 - 2 * phi * (pb - lb) * (ua - pa)
+                                    + (ua - pa) ** 2))
+    high = (pb - pa) + math.sqrt(max(0.0, (ub - pb) ** 2 - 2 * phi * (ub - pb) * (pa - la)
+                                     + (pa - la) ** 2))
+    return [max(-1.0, low), min(1.0, high)]
+
+
+def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
+    """Per tag, each value's ``X_diff`` is the mean over valid users of B - A (per-user
+    values from the oracle), ``X_diff_p`` and ``X_diff_ci95`` are scipy's paired t-test
+    of those users (``ttest_rel``) and its interval (``hit_rate@K``: Newcombe's interval
+    of paired rates); each value's own ``ci95`` is the t interval of its users' mean
+    (``hit_rate@K``: Wilson's interval of the share of users with a hit); ``X_diff_q`` is
+    scipy's Benjamini-Hochberg (``false_discovery_control``) over the tags other than
+    ``all``."""
+    from scipy import stats as scipy_stats
+
+    rows = paired_rows(rng, 60)
+    k = (1, 5)
+    got = computed(rows, k=k)
+    names = oracle_ranking.names(k)
+    p_values: dict[str, list[float]] = {name: [] for name in names}
+    for tag, block in got["tags"].items():
+        in_tag = np.ones(len(rows["uid"]), bool) if tag == "all" else rows["tag"] == tag
+        a_users, b_users = [], []
+        for user in np.unique(rows["uid"][in_tag]):
+            mine = in_tag & (rows["uid"] == user)
+            labels = rows["label"][mine].tolist()
+            a = oracle_ranking.user_values(list(zip(rows["pred"][mine], labels, strict=True)), k)
+            b = oracle_ranking.user_values(list(zip(rows["compare"][mine], labels, strict=True)),
+                                           k)
+            if a is not None:
+                a_users.append(a)
+                b_users.append(b)
+        assert block["valid_user_count"] == len(a_users) >= 20
+        compare = block["compare"]
+        for name in names:
+            a = np.array([v[name] for v in a_users])
+            b = np.array([v[name] for v in b_users])
+            assert compare[name] == pytest.approx(b.mean(), rel=1e-12)
+            assert compare[f"{name}_diff"] == pytest.approx((b - a).mean(), rel=1e-9, abs=1e-15)
+            if name.startswith("hit_rate@"):  # a rate over users: Wilson's interval
+                hits, misses = a.sum(), len(a) - a.sum()
+                if not any(float(x).is_integer() and 1 <= x <= 3 for x in (hits, misses)):
+                    assert block["ci95"][name] == pytest.approx(wilson(hits, len(a)),
+                                                                rel=1e-9), (tag, name)
+            elif np.ptp(a) == 0:  # every user the same value: no interval (scipy: NaN)
+                assert block["ci95"][name] is None
+            else:
+                low, high = scipy_stats.t.interval(0.95, len(a) - 1, loc=a.mean(),
+                                                   scale=scipy_stats.sem(a))
+                assert block["ci95"][name] == pytest.approx(
+                    [max(0.0, low), min(1.0, high)], rel=1e-6, abs=1e-12), (tag, name)
+            if name.startswith("hit_rate@"):  # Newcombe's interval of two paired rates
+                hits = [a.sum(), len(a) - a.sum(), b.sum(), len(b) - b.sum()]
+                if not any(float(x).is_integer() and 1 <= x <= 3 for x in hits):
+                    assert compare[f"{name}_diff_ci95"] == pytest.approx(
+                        newcombe(a, b), rel=1e-9, abs=1e-12), (tag, name)
+            if np.ptp(b - a) == 0:  # every user the same difference, here 0: p = 1
+                assert (b - a)[0] == 0 and compare[f"{name}_diff_p"] == 1.0
+                if not name.startswith("hit_rate@"):
+                    assert compare[f"{name}_diff_ci95"] is None
+                if tag != "all":
+                    p_values[name].append(1.0)
+                continue
+            test = scipy_stats.ttest_rel(b, a)
+            assert compare[f"{name}_diff_p"] == pytest.approx(test.pvalue, rel=1e-6), (tag, name)
+            low, high = test.confidence_interval(0.95)
+            if not name.startswith("hit_rate@"):
+                assert compare[f"{name}_diff_ci95"] == pytest.approx(
+                    [max(-1.0, low), min(1.0, high)], rel=1e-6, abs=1e-12), (tag, name)
+            if tag != "all":
+                p_values[name].append(test.pvalue)
+        assert ("ndcg_diff_q" in compare) == (tag != "all")
+    for name in names:
+        q = scipy_stats.false_discovery_control(p_values[name])
+        mine = [got["tags"][tag]["compare"][f"{name}_diff_q"] for tag in ("feed", "search",
+                                                                           "video")]
+        assert mine == pytest.approx(list(q), rel=1e-6), name
+    assert got["tags"]["all"]["compare"]["ndcg_diff"] < 0  # B is the noisier model
+
+
+def test_comparing_a_model_with_itself_is_no_difference_never_p_0(rng) -> None:
+    """B = A: every difference 0, p-value 1, no interval (a spread of 0), a warning."""
+    rows = paired_rows(rng, 30, tags=("x",))
+    rows["compare"] = rows["pred"].copy()
+    metric = RankingMetric(comm=Comm.local(), k=[3], compare="pred_b")
+    metric.update(rows["uid"], rows["pred"], rows["label"], compare=rows["compare"])
+    with pytest.warns(UndefinedMetricWarning, match="ci95 of mrr_diff is null"):
+        compare = metric.compute().to_dict()["tags"]["all"]["compare"]
+    for name in oracle_ranking.names((3,)):
+        assert compare[f"{name}_diff"] == 0.0
+        assert compare[f"{name}_diff_p"] == 1.0
+        if name.startswith("hit_rate@"):  # Newcombe's: around 0, never zero-width
+            low, high = compare[f"{name}_diff_ci95"]
+            assert low < 0 < high
+        else:
+            assert compare[f"{name}_diff_ci95"] is None
+
+
+def test_below_the_minimum_of_users_there_is_no_p_value(rng) -> None:
+    rows = paired_rows(rng, 60, tags=("x",))
+    users = np.unique(rows["uid"])[:9]
+    keep = np.isin(rows["uid"], users)
+    rows = {name: column[keep] for name, column in rows.items()}
+    rows["label"][:] = 0
+    rows["label"][np.unique(rows["uid"], return_index=True)[1]] = 1  # each user valid
+    metric = RankingMetric(comm=Comm.local(), k=[3], compare="pred_b")
+    metric.update(rows["uid"], rows["pred"], rows["label"], compare=rows["compare"])
+    with pytest.warns(UndefinedMetricWarning, match="ci95 of the values and their "
+                                                    "differences needs 10 valid users"):
+        block = metric.compute().to_dict()["tags"]["all"]
+    assert block["valid_user_count"] == 9
+    assert block["compare"]["ndcg_diff"] is not None
+    assert block["compare"]["ndcg_diff_p"] is None and block["compare"]["ndcg_diff_ci95"] is None
+
+
+def test_compare_is_given_exactly_when_the_metric_compares() -> None:
+    with pytest.raises(InputError, match="compare: is needed"):
+        RankingMetric(comm=Comm.local(), compare="b").update([1], [0.1], [1.0])
+    with pytest.raises(InputError, match="compare: is given"):
+        RankingMetric(comm=Comm.local()).update([1], [0.1], [1.0], compare=[0.2])
+    metric = RankingMetric(comm=Comm.local(), compare="b")
+    with pytest.raises(InputError, match="compare: must be finite"):
+        metric.update([1, 1], [0.1, 0.2], [1.0, 0.0], compare=[0.2, math.inf])
+    with pytest.raises(InputError, match="compare"):
+        metric.update([1, 1], [0.1, 0.2], [1.0, 0.0], compare=[0.2])
+    assert metric.rows == 0
+
+
+def test_the_log_line_is_the_same_with_the_new_values_and_compare(rng) -> None:
+    """MRR, MAP@K, hit rate@K and the comparison are in the JSON only: the log line keeps
+    its fields (NDCG, NDCG@K, Recall@K, counts), one line per tag."""
+    rows = paired_rows(rng, 30)
+    plain = RankingMetric(comm=Comm.local(), k=[2, 4])
+    paired = RankingMetric(comm=Comm.local(), k=[2, 4], compare="pred_b")
+    plain.update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
+    paired.update(rows["uid"], rows["pred"], rows["label"], rows["tag"], compare=rows["compare"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        line = plain.compute().to_log_line("rk")
+        assert paired.compute().to_log_line("rk") == line
+    first = line.split("\n")[0]
+    assert [field.split("=")[0] for field in first.split(" ")] == [
+        "rk:", "Tag", "NDCG", "NDCG@2", "NDCG@4", "Recall@2", "Recall@4", "ValidUserCount",
+        "RealUserCount", "RealInsNum"]
+
+
+@pytest.mark.parametrize("gain", ["", "Linear", "exp", None, 2])
+def test_a_bad_gain_names_the_option(gain) -> None:
+    with pytest.raises(InputError, match="gain: must be one of linear, exponential") as caught:
+        RankingMetric(comm=Comm.local(), gain=gain)
+    assert caught.value.field == "gain"
+
+
+def test_exponential_gain_refuses_labels_past_its_bound() -> None:
+    metric = RankingMetric(comm=Comm.local(), gain="exponential")
+    metric.update([1, 1], [0.1, 0.2], [512.0, 0.0])
+    with pytest.raises(InputError, match="label: must be at most 512 with gain exponential"):
+        metric.update([1, 1], [0.1, 0.2], [513.0, 0.0])
+    assert metric.rows == 2
+    RankingMetric(comm=Comm.local()).update([1], [0.1], [1e300])  # linear: any finite
+
+
 # -- the command line ------------------------------------------------------------------
 
 
@@ -262,6 +622,54 @@ def test_the_command_line_equals_the_oracle_and_the_api(tmp_path, capsys, rng) -
     metric = RankingMetric(comm=Comm.local(), k=[3, 10])
     metric.update(rows["uid"].astype(str), rows["pred"], rows["label"], rows["tag"])
     assert stdout.splitlines() == metric.compute().to_log_line("ranking").splitlines()
+
+
+def test_compare_and_gain_flags_equal_the_api_and_the_oracle(tmp_path, capsys, rng) -> None:
+    """``--compare pred_b --gain exponential``: the JSON of the API with those options,
+    B's values and differences those of the oracle; the log lines are the plain ones."""
+    n = 1200
+    rows = {"uid": rng.integers(0, 90, n), "pred": np.round(rng.random(n), 2),
+            "pred_b": np.round(rng.random(n), 1),
+            "label": rng.integers(0, 4, n) * (rng.random(n) < 0.4),
+            "tag": rng.choice(np.array(["feed", "search"]), n)}
+    path = write(str(tmp_path / "rank.tsv"), rows)
+    out = tmp_path / "out.json"
+    status, stdout, err = run(capsys, "eval", "--metrics", "ranking", "--k", "3", "--tag", "tag",
+                              "--compare", "pred_b", "--gain", "exponential", path,
+                              "--json", out)
+    assert status == 0, err
+    got = json.loads(out.read_text())["ranking"]
+    assert_matches_oracle(got, {**rows, "compare": rows["pred_b"]}, (3,), "exponential")
+    metric = RankingMetric(comm=Comm.local(), k=[3], gain="exponential", compare="pred_b")
+    metric.update(rows["uid"].astype(str), rows["pred"], rows["label"], rows["tag"],
+                  compare=rows["pred_b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = metric.compute()
+    assert got == json.loads(json.dumps(want.to_dict()))
+    assert stdout.splitlines() == want.to_log_line("ranking").splitlines()
+    assert set(got["tags"]["feed"]["compare"]) >= {"pred", "mrr", "map@3_diff_q",
+                                                   "hit_rate@3_diff_ci95", "ndcg_diff_p"}
+
+
+def test_the_config_keys_gain_and_compare(tmp_path, capsys) -> None:
+    data = tmp_path / "r.tsv"
+    data.write_text("uid\tpred\tb\tlabel\na\t0.9\t0.1\t0\na\t0.5\t0.7\t2\n"
+                    "b\t0.3\t0.2\t1\nb\t0.1\t0.4\t0\n")
+    config = tmp_path / "m.toml"
+    config.write_text('[metrics.top]\nkind = "ranking"\nk = [1]\ngain = "exponential"\n'
+                      'compare = "b"\n')
+    out = tmp_path / "out.json"
+    status, _, err = run(capsys, "eval", "--config", config, data, "--json", out)
+    assert status == 0, err
+    block = json.loads(out.read_text())["top"]["tags"]["all"]
+    # user a: relevant row second by pred, first by b; user b: first by pred, second by b
+    assert block["mrr"] == 0.75 and block["compare"]["mrr"] == 0.75
+    assert block["compare"]["mrr_diff"] == 0.0 and block["compare"]["hit_rate@1_diff"] == 0.0
+    assert block["ndcg@1"] == 0.5  # exponential: user a scores 0 of 3, user b 1 of 1
+    config.write_text('[metrics.top]\nkind = "ranking"\ngain = "square"\n')
+    status, _, err = run(capsys, "eval", "--config", config, data)
+    assert status == 2 and "gain: must be one of linear, exponential" in err
 
 
 def test_the_config_key_k(tmp_path, capsys) -> None:
@@ -330,3 +738,26 @@ def test_the_report_shows_each_tag_with_its_values_and_intervals(tmp_path, capsy
     both = " ".join(parse(report.render(report.load_runs([str(out), str(other)]))).text)
     assert both.count(f"{result['tags']['search']['ndcg']:.4g}") == 2 * text.count(
         f"{result['tags']['search']['ndcg']:.4g}")
+
+
+def test_the_report_shows_b_against_a_per_tag(tmp_path, capsys, rng) -> None:
+    """With ``--compare``: the summary's verdict on NDCG and a table of B - A per tag, each
+    difference with its interval and p-value (q-value in the tags)."""
+    from test_report import parse
+
+    rows = paired_rows(rng, 80, tags=("feed", "search"))
+    path = write(str(tmp_path / "rank.tsv"), {**rows, "pred_b": rows.pop("compare")})
+    out, page_path = tmp_path / "run.json", tmp_path / "page.html"
+    status, _, err = run(capsys, "eval", "--metrics", "ranking", "--k", "3", "--tag", "tag",
+                         "--compare", "pred_b", path, "--json", out, "--report", page_path)
+    assert status == 0, err
+    tags = json.loads(out.read_text())["ranking"]["tags"]
+    text = " ".join(parse(page_path.read_text()).text)
+    assert "B against A" in text and "MAP@3" in text and "Hit rate@3" in text
+    for tag in ("all", "feed", "search"):
+        compare = tags[tag]["compare"]
+        for name in ("ndcg", "mrr", "hit_rate@3"):
+            assert f"{compare[f'{name}_diff']:+.4g}" in text, (tag, name)
+        if tag != "all":
+            assert f"q = {compare['ndcg_diff_q']:.2f}" in text
+    assert f"NDCG {tags['all']['compare']['ndcg_diff']:+.4f}" in text  # the summary

@@ -1,7 +1,8 @@
 """The ``ranking`` kind across ranks: each user's rows split over the ranks (uneven shards,
-rank 1 with no rows) give the result of one process bit for bit, on every rank; states
-saved on N ranks load on any number of ranks with the same bits. The assertions hold for
-any ``comm.size``."""
+rank 1 with no rows) give the result of one process bit for bit, on every rank (every
+value, both gains, a compared model's differences, p- and q-values); states saved on N
+ranks load on any number of ranks with the same bits. The assertions hold for any
+``comm.size``."""
 
 from __future__ import annotations
 
@@ -30,15 +31,18 @@ def dataset(rng: np.random.Generator, n: int, uid_kind: str,
         # gains whose sums round: a tie's mean gain depends on the order it is summed in
         "label": np.where(rng.random(n) < 0.4, 0.0, rng.choice([0.1, 0.3, 0.7, 2.2], n)),
         "tag": rng.choice(np.array(["feed", "search", "video"]), n),
+        "compare": np.where(rng.random(n) < 0.5, rng.integers(0, 4, n) / 3,
+                            rng.random(n)).astype(np.float32 if pred_kind == "float32"
+                                                  else np.float64),
     }
 
 
-def fed(comm: Comm, rows: dict[str, np.ndarray], batches: int = 3,
-        k=(1, 5, 20)) -> RankingMetric:
-    metric = RankingMetric(comm=comm, k=k)
+def fed(comm: Comm, rows: dict[str, np.ndarray], batches: int = 3, k=(1, 5, 20),
+        gain: str = "linear", compare: bool = False) -> RankingMetric:
+    metric = RankingMetric(comm=comm, k=k, gain=gain, compare="b" if compare else None)
     for part in np.array_split(np.arange(len(rows["uid"])), batches):
         metric.update(rows["uid"][part], rows["pred"][part], rows["label"][part],
-                      rows["tag"][part])
+                      rows["tag"][part], compare=rows["compare"][part] if compare else None)
     return metric
 
 
@@ -51,15 +55,18 @@ def result(metric: RankingMetric) -> dict:
 @pytest.mark.parametrize("pred_kind", ["float32", "float64"])
 @pytest.mark.parametrize("uid_kind", ["int", "str"])
 @pytest.mark.parametrize("scatter", [True, False])
+@pytest.mark.parametrize("gain, compare", [("linear", False), ("exponential", True)])
 def test_split_users_give_the_bits_of_one_process(comm: Comm, rng: np.random.Generator,
                                                   uid_kind: str, scatter: bool,
-                                                  pred_kind: str) -> None:
+                                                  pred_kind: str, gain: str,
+                                                  compare: bool) -> None:
     rows = dataset(rng, 5000, uid_kind, pred_kind)
-    want = result(fed(Comm.local(), rows, batches=1))
+    want = result(fed(Comm.local(), rows, batches=1, gain=gain, compare=compare))
+    assert ("compare" in want["tags"]["feed"]) == compare
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
     if comm.size > 1 and comm.rank == 1:
         assert len(mine["uid"]) == 0
-    got = result(fed(comm, mine))
+    got = result(fed(comm, mine, gain=gain, compare=compare))
     assert got == want  # the same bits: floats compared exactly
     assert all(other == got for other in comm.allgather(got))
     assert got["tags"]["all"]["real_ins_num"] == len(rows["uid"])

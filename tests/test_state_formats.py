@@ -1,8 +1,8 @@
 """Saved states stay readable after an upgrade: tests/data/states keeps a saved run
 (``--save-state``, 2 ranks, a metric of every kind) of every state format this project
 has written (``scripts/record_states.sh``), and this version must merge each to the
-results it was saved with; a state of a newer format, or one missing a part, is refused
-with an error naming the formats."""
+results it was saved with (and may add values to them); a state of a newer format, or
+one missing a part, is refused with an error naming the formats."""
 
 from __future__ import annotations
 

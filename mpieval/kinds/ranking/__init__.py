@@ -1,4 +1,5 @@
-"""The ``ranking`` kind: per-user top-K ranking quality per tag (NDCG, NDCG@K, Recall@K).
+"""The ``ranking`` kind: per-user top-K ranking quality per tag (NDCG, NDCG@K, Recall@K,
+MRR, MAP@K, hit rate@K), and with ``compare`` the paired differences of a model B.
 
 ``metric``: :class:`RankingMetric` and :class:`RankingResult` (rows kept per user,
 :mod:`mpieval.user_rows`, moved to their owner rank at compute); ``kernels``: the values
@@ -7,11 +8,12 @@ of whole users; ``report``: the kind's section.
 
 from __future__ import annotations
 
-from mpieval.declaration import PRED, TAG, UID, Input, Kind, Option
+from mpieval.declaration import COMPARE, COMPARED, PRED, TAG, UID, Input, Kind, Option
 from mpieval.errors import InputError
-from mpieval.validation import positive_int
+from mpieval.validation import one_of, positive_int
 
 DEFAULT_K = (5, 10, 20)
+GAINS = ("linear", "exponential")
 
 
 def cutoffs(name: str, value: object) -> tuple[int, ...]:
@@ -40,12 +42,19 @@ def cutoff_text(text: str) -> list[int | str]:
 
 KIND = Kind(
     name="ranking",
-    summary="per-user NDCG, NDCG@K and Recall@K per tag (graded relevance labels)",
+    summary="per-user NDCG, NDCG@K, Recall@K, MRR, MAP@K and hit rate@K per tag (graded "
+            "relevance labels)",
     exports=("RankingMetric", "RankingResult"),
     metric="mpieval.kinds.ranking.metric:RankingMetric",
-    declared_inputs=(UID, PRED, Input("label", help="label column"), TAG),
-    declared_options=(Option("k", DEFAULT_K, cutoffs, parse=cutoff_text, metavar="LIST",
-                             help="ranking cutoffs, e.g. 5,10,20"),),
+    declared_inputs=(UID, PRED, Input("label", help="label column"), TAG, COMPARE),
+    declared_options=(
+        Option("k", DEFAULT_K, cutoffs, parse=cutoff_text, metavar="LIST",
+               help="ranking cutoffs, e.g. 5,10,20"),
+        Option("gain", "linear", one_of(*GAINS), choices=GAINS,
+               help="NDCG's gain of a row: linear (the label) or exponential "
+                    "(2^label - 1)"),
+        COMPARED,
+    ),
     report="mpieval.kinds.ranking.report:SECTION",
     tag_required=("ndcg", "valid_user_count", "real_user_count", "real_ins_num"),
     required=("k",),

@@ -1,30 +1,48 @@
-"""Per-user sums of the ``ranking`` kind: NDCG, NDCG@K and Recall@K (whole-array numpy).
+"""Per-user sums of the ``ranking`` kind: NDCG, NDCG@K, Recall@K, MRR, MAP@K, hit rate@K
+(whole-array numpy).
 
 A group is a user (block ``all``) or a user's rows of one tag (the block of that tag).
 Within a group the rows are ranked by pred, highest first, position ``p = 0, 1, ...``
-(rank ``p + 1``), discount ``d(p) = 1 / log2(p + 2)``, gain = label. Rows with tied preds
-(a run over positions ``[a, b)``) take every order of the tie with equal chance:
+(rank ``p + 1``), discount ``d(p) = 1 / log2(p + 2)``, gain = label (``linear``) or
+``2^label - 1`` (``exponential``); a row is relevant when its label is above 0. Rows with
+tied preds (a run over positions ``[a, b)``, ``m = b - a`` rows of which ``r`` relevant)
+take every order of the tie with equal chance, and every value is its expectation over
+those orders:
 
-- each position of the run has the expected gain ``mean(label over the run)``, so
+- each position of the run has the expected gain ``mean(gain over the run)``, so
   ``DCG@K = sum over runs of mean_gain * sum_{a <= p < min(b, K)} d(p)``
   (scikit-learn's ``ndcg_score`` with ``ignore_ties=False``);
-- a relevant row (label > 0) of the run is among the first ``K`` with chance
-  ``clip(K - a, 0, b - a) / (b - a)``, so the expected number of relevant rows in the
-  first ``K`` is ``sum over runs of relevant_in_run * clip(K - a, 0, b - a) / (b - a)``.
+- a relevant row of the run is among the first ``K`` with chance
+  ``clip(K - a, 0, m) / m``, so the expected number of relevant rows in the first ``K``
+  is ``sum over runs of r * clip(K - a, 0, m) / m``;
+- only the first run with a relevant row (``a``, ``m``, ``r``) decides the first relevant
+  rank: its first ``j`` rows are all not relevant with chance
+  ``S_j = C(m - r, j) / C(m, j) = prod_{i < j} (m - r - i) / (m - i)``, so the first
+  relevant row sits at position ``a + j`` with chance ``S_j r / (m - j)``, and
+  ``MRR = sum_{j = 0}^{m - r} S_j r / (m - j) / (a + j + 1)`` and
+  ``hit_rate@K = 1 - S_c``, ``c = clip(K - a, 0, m)`` (``S_c = 0`` past ``c = m - r``),
+  computed as ``-expm1(sum_{i < c} log1p(-r / (m - i)))``;
+- ``AP@K = sum_{p < K} rel_p * (relevant rows at positions <= p) / (p + 1) / min(K, R)``
+  (``R`` the group's relevant rows): for position ``p = a + t`` of a run, with ``R_before``
+  relevant rows in the runs before it, ``E[rel_p (1 + relevant before p)] =
+  (r / m) (1 + R_before) + t r (r - 1) / (m (m - 1))`` (two rows of one run are both
+  relevant with chance ``r (r - 1) / (m (m - 1))``; runs are ordered independently).
 
-``IDCG@K`` is the DCG@K of the labels sorted descending, ``NDCG@K = DCG@K / IDCG@K``,
+``IDCG@K`` is the DCG@K of the gains sorted descending, ``NDCG@K = DCG@K / IDCG@K``,
 ``NDCG`` the same without a cutoff, ``Recall@K`` = expected relevant rows in the first K
 / relevant rows. A group without a relevant row is not valid (its values are undefined);
 it still counts as a user, and its rows as rows.
 
 Each block gets ``sum_fields(cutoffs)``: valid users, users, rows, then for each value
-(:func:`value_names`) its sum over the valid users and the sum of its squares, each in an
-exact accumulator (:mod:`mpieval.kernels.exact`). The rows are ordered by (key, block,
--pred, label) (:func:`ranked`), so every group's values are computed from its rows in one order
+(:func:`value_names`) its sum over the valid users and the sum of its squares, and with a
+compared model (``compare``) for each value B's sum and sum of squares, the sum of the
+differences B - A and of their squares, each in an exact accumulator
+(:mod:`mpieval.kernels.exact`). The rows are ordered by (key, block, -pred, label)
+(:func:`ranked`), so every group's values are computed from its rows in one order
 whatever order they arrived in (rows equal in all four are interchangeable), and each
-per-group sum is a sequential ``bincount`` in that order: the values' bits do not depend on
-the arrival order or on which rank owns the user. O(n log n) for the sorts, then
-O(n * (1 + len(cutoffs))).
+per-group sum is a sequential ``bincount`` (or product) in that order: the values' bits
+do not depend on the arrival order or on which rank owns the user. O(n log n) for the
+sorts, then O(n * (1 + len(cutoffs))).
 """
 
 from __future__ import annotations
@@ -36,61 +54,102 @@ import numpy as np
 from mpieval.kernels import exact
 
 COUNT_FIELDS = ("valid_users", "users", "rows")
+MAX_EXPONENTIAL_LABEL = 512.0
+"""The largest label ``gain = "exponential"`` takes: ``2^label - 1`` and a group's sums
+of it stay finite (``2^1024`` is past float64)."""
+LOG_VALUES = ("ndcg", "recall")
+"""The values of the log line (its fields are fixed); the others are in the JSON only."""
 
 
 def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
-    """The values of one block, in order: ``ndcg``, ``ndcg@K`` then ``recall@K`` for each
-    cutoff as given (ascending)."""
-    return ("ndcg", *(f"ndcg@{k}" for k in cutoffs), *(f"recall@{k}" for k in cutoffs))
+    """The values of one block, in order: ``ndcg``, ``ndcg@K``, ``recall@K``, ``mrr``,
+    ``map@K``, ``hit_rate@K``, each cutoff as given (ascending)."""
+    return ("ndcg", *(f"ndcg@{k}" for k in cutoffs), *(f"recall@{k}" for k in cutoffs),
+            "mrr", *(f"map@{k}" for k in cutoffs), *(f"hit_rate@{k}" for k in cutoffs))
 
 
-def sum_fields(cutoffs: Sequence[int]) -> tuple[str, ...]:
+def sum_fields(cutoffs: Sequence[int], compare: bool = False) -> tuple[str, ...]:
     """The summed fields of one block: :data:`COUNT_FIELDS`, then ``NAME_sum`` and
-    ``NAME_sq_sum`` for each value."""
-    return COUNT_FIELDS + tuple(f"{name}{suffix}" for name in value_names(cutoffs)
-                                for suffix in ("_sum", "_sq_sum"))
+    ``NAME_sq_sum`` for each value, then with ``compare`` ``b_NAME_sum``,
+    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value."""
+    names = value_names(cutoffs)
+    fields = COUNT_FIELDS + tuple(f"{name}{suffix}" for name in names
+                                  for suffix in ("_sum", "_sq_sum"))
+    if compare:
+        fields += tuple(field for name in names for field in (
+            f"b_{name}_sum", f"b_{name}_sq_sum", f"{name}_diff_sum", f"{name}_diff_sq_sum"))
+    return fields
+
+
+def gains(label: np.ndarray, gain: str) -> np.ndarray:
+    """Each row's gain: the label (``linear``) or ``2^label - 1`` (``exponential``)."""
+    if gain == "linear":
+        return label
+    result: np.ndarray = np.exp2(label) - 1.0
+    return result
 
 
 def user_sums(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
-              tag: np.ndarray | None, n_tags: int, cutoffs: Sequence[int]) -> np.ndarray:
+              tag: np.ndarray | None, n_tags: int, cutoffs: Sequence[int],
+              gain: str = "linear", compare: np.ndarray | None = None) -> np.ndarray:
     """The exact sums of every block (``all``, then tag ``0 .. n_tags - 1``) over the groups
-    of these rows, shape ``(1 + n_tags, len(sum_fields(cutoffs)), exact.DIGITS)``.
+    of these rows, shape ``(1 + n_tags, len(sum_fields(cutoffs, compare)), exact.DIGITS)``.
 
     ``keys``: uint64 user keys, every row of a user present; ``pred`` and ``label`` floats
     (labels finite and >= 0); ``tag``: each row's tag index, ``n_tags`` (or more) for a row
-    without a tag, or None (no tags)."""
-    sums = exact.accumulator(1 + n_tags, len(sum_fields(cutoffs)))
+    without a tag, or None (no tags); ``compare``: model B's preds of the rows, or None."""
+    sums = exact.accumulator(1 + n_tags, len(sum_fields(cutoffs, compare is not None)))
     label = np.asarray(label, dtype=np.float64)
-    _add_groups(sums, keys, np.zeros(len(keys), dtype=np.intp), pred, label, cutoffs)
+    _add_groups(sums, keys, np.zeros(len(keys), dtype=np.intp), pred, label, cutoffs, gain,
+                compare)
     if tag is not None and n_tags > 0:
         tagged = tag < n_tags
         _add_groups(sums, keys[tagged], 1 + tag[tagged].astype(np.intp), pred[tagged],
-                    label[tagged], cutoffs)
+                    label[tagged], cutoffs, gain,
+                    None if compare is None else compare[tagged])
     return sums
 
 
 def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
-                label: np.ndarray, cutoffs: Sequence[int]) -> None:
+                label: np.ndarray, cutoffs: Sequence[int], gain: str,
+                compare: np.ndarray | None) -> None:
     """Add the groups (key, block) of these rows to ``sums[block]``."""
     if len(keys) == 0:
         return
-    values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs)
+    values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs,
+                                                          gain)
+    columns = [values]
+    if compare is not None:
+        b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
+        columns += [b_values, b_values - values]
     order = np.argsort(group_block, kind="stable")
     blocks, starts = np.unique(group_block[order], return_index=True)
+    n_values = values.shape[1]
     for b, members in zip(blocks.tolist(), np.split(order, starts[1:]), strict=True):
         counts = (valid[members].sum(), len(members), group_rows[members].sum())
         for field, count in enumerate(counts):
             exact.add_values(sums[b, field], np.array([count], dtype=np.float64))
-        block_values = values[members[valid[members]]]
-        for j in range(block_values.shape[1]):
-            column = np.ascontiguousarray(block_values[:, j])
+        kept = members[valid[members]]
+        for j in range(n_values):
+            column = np.ascontiguousarray(values[kept, j])
             exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j], column)
             exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j + 1], column * column)
+        if compare is None:
+            continue
+        first = len(COUNT_FIELDS) + 2 * n_values
+        for j in range(n_values):
+            b_column = np.ascontiguousarray(columns[1][kept, j])
+            diff = np.ascontiguousarray(columns[2][kept, j])
+            exact.add_values(sums[b, first + 4 * j], b_column)
+            exact.add_values(sums[b, first + 4 * j + 1], b_column * b_column)
+            exact.add_values(sums[b, first + 4 * j + 2], diff)
+            exact.add_values(sums[b, first + 4 * j + 3], diff * diff)
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
-                 cutoffs: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                  np.ndarray]:
+                 cutoffs: Sequence[int],
+                 gain: str = "linear") -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]:
     """Every group's values (module doc), one row a group in the order of (key, block):
     ``values`` (n_groups, len(value_names(cutoffs))), NaN where the group is not valid;
     ``valid`` (it has a relevant row); the group's block; its rows."""
@@ -99,6 +158,7 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     n = len(keys)
     order = ranked(keys, block, pred, label)
     k, b, p, y = keys[order], block[order], pred[order], label[order]
+    g = gains(y, gain)
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = (k[1:] != k[:-1]) | (b[1:] != b[:-1])
     new_run = new_group.copy()
@@ -117,9 +177,9 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     run_group = group[run_start]
     relevant = y > 0
     run_relevant = np.bincount(run, weights=relevant, minlength=n_runs)
-    mean_gain = (np.bincount(run, weights=y, minlength=n_runs) / run_rows)[run]
-    gain = mean_gain * discount
-    ideal = y[np.lexsort((-y, group))] * discount  # each group's labels, descending
+    mean_gain = (np.bincount(run, weights=g, minlength=n_runs) / run_rows)[run]
+    dcg_terms = mean_gain * discount
+    ideal = g[np.lexsort((-g, group))] * discount  # each group's gains, descending
     relevant_rows = np.bincount(group, weights=relevant, minlength=n_groups)
     valid = relevant_rows > 0
 
@@ -128,19 +188,117 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
             return np.bincount(group, weights=weights, minlength=n_groups)
         return np.bincount(group[rows], weights=weights[rows], minlength=n_groups)
 
+    first = _first_relevant_runs(run_group, run_relevant, run_rows, run_first)
+    precision_terms = _precision_terms(run, run_group, run_relevant, run_rows, run_first,
+                                       position)
     with np.errstate(invalid="ignore", divide="ignore"):  # invalid groups: NaN
-        ndcg = [per_group(gain) / per_group(ideal)]
-        recall = []
+        ndcg = [per_group(dcg_terms) / per_group(ideal)]
+        recall, average_precision, hit_rate = [], [], []
         for cutoff in cutoffs:
             top = position < min(cutoff, n)
-            ndcg.append(per_group(gain, top) / per_group(ideal, top))
+            ndcg.append(per_group(dcg_terms, top) / per_group(ideal, top))
             in_top = np.clip(min(cutoff, n) - run_first, 0, run_rows)
             expected = np.bincount(run_group, weights=run_relevant * in_top / run_rows,
                                    minlength=n_groups)
             recall.append(expected / relevant_rows)
-    values = np.stack(ndcg + recall, axis=1)
+            average_precision.append(per_group(precision_terms, top)
+                                     / np.minimum(cutoff, relevant_rows))
+            hit_rate.append(first.hit_rate(cutoff, n_groups))
+        mrr = [first.reciprocal_rank(n_groups)]
+    values = np.stack(ndcg + recall + mrr + average_precision + hit_rate, axis=1)
     values[~valid] = np.nan
     return values, valid, b[group_start], group_rows
+
+
+def _precision_terms(run: np.ndarray, run_group: np.ndarray, run_relevant: np.ndarray,
+                     run_rows: np.ndarray, run_first: np.ndarray,
+                     position: np.ndarray) -> np.ndarray:
+    """Each row position's expected ``rel_p * (relevant rows at positions <= p) / (p + 1)``
+    over the orders of its run (module doc: AP@K)."""
+    # relevant rows in the runs before, from a running count: whole numbers, exact
+    before = np.cumsum(run_relevant) - run_relevant
+    group_first_run = np.flatnonzero(np.r_[True, run_group[1:] != run_group[:-1]])
+    before -= before[group_first_run][run_group]
+    r, m = run_relevant[run], run_rows[run].astype(np.float64)
+    offset = position - run_first[run]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        both = np.where(m > 1, r * (r - 1) / (m * (m - 1)), 0.0)
+    terms: np.ndarray = (r / m * (1.0 + before[run]) + offset * both) / (position + 1.0)
+    return terms
+
+
+class _FirstRelevant:
+    """The first run with a relevant row of each valid group (module doc: MRR, hit
+    rate): its group, first position ``a``, rows ``m`` and relevant rows ``r``, and the
+    chances ``S_j`` (``j = 0 .. m - r``) that its first ``j`` rows are all not relevant,
+    laid out one segment a run."""
+
+    def __init__(self, group: np.ndarray, first: np.ndarray, rows: np.ndarray,
+                 relevant: np.ndarray) -> None:
+        self.group, self.first = group, first.astype(np.float64)
+        self.rows, self.relevant = rows.astype(np.float64), relevant
+        lengths = (rows - relevant).astype(np.int64) + 1
+        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        self.segment = np.repeat(np.arange(len(group)), lengths)
+        self.j = np.arange(int(lengths.sum())) - self.starts[self.segment]
+        m, r = self.rows[self.segment], self.relevant[self.segment]
+        self.next_share = r / (m - self.j)  # the chance that row j is relevant given S_j
+        with np.errstate(divide="ignore"):
+            self.log_factor = np.log1p(-self.next_share)  # -inf at j = m - r
+        self.lengths = lengths
+
+    def none_before(self) -> np.ndarray:
+        """``S_j`` at every entry: the product of the factors ``1 - r / (m - i)`` of
+        ``i < j``, left to right in each segment (whatever the other segments)."""
+        factor = 1.0 - self.next_share
+        out = np.ones(len(self.j))
+        long = self.lengths > _LEVELS
+        for start, length in zip(self.starts[long].tolist(), self.lengths[long].tolist(),
+                                 strict=True):
+            out[start + 1:start + length] = np.cumprod(factor[start:start + length - 1])
+        short = np.flatnonzero(~long)
+        short = short[np.argsort(-self.lengths[short], kind="stable")]
+        short_lengths = self.lengths[short]
+        for step in range(1, int(short_lengths.max(initial=1))):
+            alive = short[:np.searchsorted(-short_lengths, -step, side="left")]
+            at = self.starts[alive] + step
+            out[at] = out[at - 1] * factor[at - 1]
+        return out
+
+    def reciprocal_rank(self, n_groups: int) -> np.ndarray:
+        """``E[1 / rank of the first relevant row]`` of each group (NaN: no relevant)."""
+        terms = (self.none_before() * self.next_share
+                 / (self.first[self.segment] + self.j + 1.0))
+        out = np.full(n_groups, np.nan)
+        out[self.group] = np.bincount(self.segment, weights=terms, minlength=len(self.group))
+        return out
+
+    def hit_rate(self, cutoff: int, n_groups: int) -> np.ndarray:
+        """The chance that a relevant row is among the first ``cutoff`` (NaN: none
+        relevant): ``1 - S_c``, ``c = clip(cutoff - a, 0, m)``."""
+        inside = np.clip(cutoff - self.first, 0, self.rows)[self.segment]
+        kept = self.j < inside
+        logs = np.bincount(self.segment[kept], weights=self.log_factor[kept],
+                           minlength=len(self.group))
+        out = np.full(n_groups, np.nan)
+        out[self.group] = -np.expm1(logs)
+        return out
+
+
+_LEVELS = 64
+"""Segments of :meth:`_FirstRelevant.none_before` longer than this take one ``cumprod``
+each; the shorter ones go step by step together."""
+
+
+def _first_relevant_runs(run_group: np.ndarray, run_relevant: np.ndarray,
+                         run_rows: np.ndarray, run_first: np.ndarray) -> _FirstRelevant:
+    """Each valid group's first run with a relevant row."""
+    with_relevant = np.flatnonzero(run_relevant > 0)
+    groups = run_group[with_relevant]
+    first = with_relevant[np.r_[True, groups[1:] != groups[:-1]]] if len(groups) else \
+        with_relevant
+    return _FirstRelevant(run_group[first], run_first[first], run_rows[first],
+                          run_relevant[first])
 
 
 def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,

@@ -1,16 +1,25 @@
-"""The ``ranking`` kind: per-user top-K ranking quality per tag (NDCG, NDCG@K, Recall@K).
+"""The ``ranking`` kind: per-user top-K ranking quality per tag (NDCG, NDCG@K, Recall@K,
+MRR, MAP@K, hit rate@K).
 
 Per user (block ``all``) and per user's rows of one tag (the block of that tag), rows
-ranked by pred, highest first, gain = label (graded relevance, finite and >= 0; 0 is not
-relevant), discount ``1 / log2(rank + 1)``; tied preds take every order of the tie with
-equal chance (:mod:`mpieval.kinds.ranking.kernels` gives the formulas)::
+ranked by pred, highest first, gain = label (``gain="exponential"``: ``2^label - 1``),
+discount ``1 / log2(rank + 1)``, relevant = label > 0; tied preds take every order of the
+tie with equal chance, each value its expectation over those orders
+(:mod:`mpieval.kinds.ranking.kernels` gives the formulas)::
 
-    NDCG@K   = DCG@K / IDCG@K        (IDCG@K: the labels sorted descending)
+    NDCG@K   = DCG@K / IDCG@K        (IDCG@K: the gains sorted descending)
     NDCG     = DCG / IDCG            (no cutoff)
     Recall@K = expected relevant rows among the first K / relevant rows
+    MRR      = E[1 / rank of the first relevant row]
+    MAP@K    = E[sum_{rank i <= K, relevant} precision@i] / min(K, relevant rows)
+    hit_rate@K = chance of a relevant row among the first K
 
 A user without a relevant row is not valid. Each value of a block is the unweighted mean
 over its valid users; its ``ci95`` treats the users as independent clusters (as UAUC's).
+With ``compare`` (model B's pred), each block also holds B's values and the differences
+B - A, the mean over the valid users of each user's difference, with their intervals and
+paired p-values over those users (Student's t, as ``uauc_diff``) and, in the tag blocks,
+Benjamini-Hochberg q-values over the tags other than ``all``.
 
 Exact however the rows are split across ranks: :meth:`RankingMetric.local_sums` moves
 every user's rows not moved yet to the rank that owns the user
@@ -22,6 +31,7 @@ ranks, in any order of rows.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,7 +45,13 @@ from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import group_rows
 from mpieval.kernels import exact, stats
 from mpieval.kinds.ranking import DEFAULT_K, KIND
-from mpieval.kinds.ranking.kernels import sum_fields, user_sums, value_names
+from mpieval.kinds.ranking.kernels import (
+    LOG_VALUES,
+    MAX_EXPONENTIAL_LABEL,
+    sum_fields,
+    user_sums,
+    value_names,
+)
 from mpieval.metric import warn_undefined
 from mpieval.tags import ALL, TagBlocks, reasons_text
 from mpieval.user_rows import UserRowsMetric
@@ -43,13 +59,65 @@ from mpieval.validation import as_vector, check_finite, check_lengths
 
 
 @dataclass(frozen=True)
+class RankingComparison:
+    """Model B (pred column ``pred``) against model A in one tag block, paired by user:
+    B's ``values`` (the names of A's), each value's difference B - A (``diffs``, the mean
+    over the valid users of the user's difference; a user is valid for both, the labels
+    being the same) and its standard error with users as independent clusters
+    (``stderr``). :meth:`ci` and :meth:`p` give the intervals and two-sided p-values
+    (Student's t with ``users - 1`` degrees of freedom; None/NaN below
+    :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of 0; the
+    interval of a ``hit_rate@K`` difference is Newcombe's, from A's and B's rates and
+    their correlation over the users, ``correlation``). ``q``: the Benjamini-Hochberg
+    q-values of the p-values over the result's tags other than ``all``
+    (:meth:`RankingResult.with_q_values`; empty in ``all`` and until set)."""
+
+    pred: str
+    values: dict[str, float]
+    diffs: dict[str, float]
+    stderr: dict[str, float]
+    users: int = 0
+    q: dict[str, float] = field(default_factory=dict)
+    a_values: dict[str, float] = field(default_factory=dict)
+    correlation: dict[str, float] = field(default_factory=dict)
+
+    def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
+        """The interval of value ``name``'s difference at ``level``, within [-1, 1]."""
+        if _is_rate(name):
+            return _paired_rate_interval(self.a_values[name], self.values[name],
+                                         self.diffs[name], self.correlation[name],
+                                         self.users, level)
+        return stats.cluster_interval(self.diffs[name], self.stderr[name], self.users,
+                                      level, -1.0, 1.0)
+
+    def p(self, name: str) -> float:
+        """The two-sided p-value of value ``name``'s difference (no difference)."""
+        return stats.cluster_p(self.diffs[name], self.stderr[name], self.users)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``pred``, B's values, then for each value ``X``: ``X_diff``, ``X_diff_ci95``,
+        ``X_diff_p`` and (tag blocks) ``X_diff_q``."""
+        fields: dict[str, Any] = {"pred": self.pred}
+        fields.update({name: logline.json_number(value) for name, value in self.values.items()})
+        for name, diff in self.diffs.items():
+            pair = self.ci(name)
+            fields[f"{name}_diff"] = logline.json_number(diff)
+            fields[f"{name}_diff_ci95"] = None if pair is None else list(pair)
+            fields[f"{name}_diff_p"] = logline.json_number(self.p(name))
+            if self.q:
+                fields[f"{name}_diff_q"] = logline.json_number(self.q[name])
+        return fields
+
+
+@dataclass(frozen=True)
 class RankingBlock:
     """The values of one tag (``all`` or a tag value); NaN marks an undefined value.
 
     ``values`` maps each name of :func:`mpieval.kinds.ranking.kernels.value_names` (``ndcg``,
-    ``ndcg@K``..., ``recall@K``...) to its mean over the valid users; ``stderr`` holds
-    their standard errors with users as independent clusters (NaN below two valid users;
-    :meth:`ci` gives none below :data:`mpieval.kernels.stats.MIN_CLUSTERS`).
+    ``ndcg@K``..., ``recall@K``..., ``mrr``, ``map@K``..., ``hit_rate@K``...) to its mean
+    over the valid users; ``stderr`` holds their standard errors with users as independent
+    clusters (NaN below two valid users; :meth:`ci` gives none below
+    :data:`mpieval.kernels.stats.MIN_CLUSTERS`). ``compare``: model B against A.
     """
 
     tag: str
@@ -59,6 +127,7 @@ class RankingBlock:
     real_user_count: int
     real_ins_num: int
     stderr: dict[str, float] = field(default_factory=dict)
+    compare: RankingComparison | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -68,12 +137,17 @@ class RankingBlock:
         return self.values["ndcg"]
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals ``value -/+ t se`` of every value at ``level`` (Student's t with
-        ``valid_user_count - 1`` degrees of freedom), cut to [0, 1]; None where undefined,
-        below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a spread of
-        0."""
-        return {name: stats.cluster_interval(value, self.stderr.get(name, math.nan),
-                                             self.valid_user_count, level, 0.0, 1.0)
+        """Intervals of every value at ``level``; None where undefined or below
+        :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users. ``hit_rate@K`` is a rate
+        over the users: Wilson's score interval of ``hit_rate * V`` hits among ``V`` users
+        (:func:`mpieval.kernels.stats.wilson_interval`; a user's value in [0, 1] varies at
+        most as a hit or a miss, so it is valid at 0 and at 1, where most users are). The
+        others: ``value -/+ t se`` (Student's t with ``V - 1`` degrees of freedom), cut to
+        [0, 1], None with a spread of 0."""
+        users = self.valid_user_count
+        return {name: (_rate_interval(value, users, level) if _is_rate(name) else
+                       stats.cluster_interval(value, self.stderr.get(name, math.nan), users,
+                                              level, 0.0, 1.0))
                 for name, value in self.values.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,15 +158,50 @@ class RankingBlock:
             "real_ins_num": self.real_ins_num,
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()},
+            **({} if self.compare is None else {"compare": self.compare.to_dict()}),
         }
 
     def to_log_line(self, name: str) -> str:
         """``NAME: Tag=TAG NDCG=%g NDCG@K=%g... Recall@K=%g... ValidUserCount=%d
-        RealUserCount=%d RealInsNum=%d``, cutoffs ascending."""
+        RealUserCount=%d RealInsNum=%d``, cutoffs ascending (the other values are in the
+        JSON only)."""
         v, n = logline.value, logline.count
-        values = " ".join(f"{_log_name(key)}={v(value)}" for key, value in self.values.items())
+        values = " ".join(f"{_log_name(key)}={v(value)}" for key, value in self.values.items()
+                          if key.partition("@")[0] in LOG_VALUES)
         return (f"{name}: Tag={self.tag} {values} ValidUserCount={n(self.valid_user_count)} "
                 f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)}")
+
+
+def _is_rate(name: str) -> bool:
+    return name.startswith("hit_rate@")
+
+
+def _rate_interval(value: float, users: int, level: float) -> tuple[float, float] | None:
+    """Wilson's interval of a share of ``users`` (None below the minimum of users)."""
+    if users < stats.MIN_CLUSTERS or math.isnan(value):
+        return None
+    return stats.wilson_interval(value * users, users, level)
+
+
+def _paired_rate_interval(a: float, b: float, diff: float, correlation: float, users: int,
+                          level: float) -> tuple[float, float] | None:
+    """Newcombe's (1998, method 10) interval of the difference ``b - a`` of two rates over
+    the same ``users``: Wilson's intervals ``[la, ua]``, ``[lb, ub]`` of each and the
+    correlation ``phi`` of the users' values give ``diff - sqrt((b - lb)^2 - 2 phi (b -
+    lb)(ua - a) + (ua - a)^2)`` to ``diff + sqrt((ub - b)^2 - 2 phi (ub - b)(a - la) +
+    (a - la)^2)``, cut to [-1, 1]; not zero-width when every user's difference is 0
+    (None below the minimum of users)."""
+    if users < stats.MIN_CLUSTERS or math.isnan(a) or math.isnan(b):
+        return None
+    rate_a = stats.wilson_interval(a * users, users, level)
+    rate_b = stats.wilson_interval(b * users, users, level)
+    assert rate_a is not None and rate_b is not None
+    (la, ua), (lb, ub) = rate_a, rate_b
+    below = math.sqrt(max(0.0, (b - lb) ** 2 - 2 * correlation * (b - lb) * (ua - a)
+                          + (ua - a) ** 2))
+    above = math.sqrt(max(0.0, (ub - b) ** 2 - 2 * correlation * (ub - b) * (a - la)
+                          + (a - la) ** 2))
+    return (max(-1.0, diff - below), min(1.0, diff + above))
 
 
 def _log_name(name: str) -> str:
@@ -116,62 +225,123 @@ class RankingResult(TagBlocks[RankingBlock]):
         """One line per tag, ``all`` first, joined with newlines."""
         return "\n".join(block.to_log_line(name) for block in self.blocks)
 
+    def with_q_values(self) -> RankingResult:
+        """The result whose per-tag comparisons (tags other than ``all``) carry the
+        Benjamini-Hochberg q-values of each value's ``X_diff_p`` over those tags
+        (:func:`mpieval.kernels.stats.bh_q_values`; NaN where the p-value is)."""
+        tagged = [block for block in self.blocks[1:] if block.compare is not None]
+        if not tagged:
+            return self
+        names = value_names(self.k)
+        q = {name: stats.bh_q_values([block.compare.p(name) for block in tagged
+                                      if block.compare is not None])
+             for name in names}
+        replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
+            block.compare, q={name: q[name][i] for name in names}))
+            for i, block in enumerate(tagged) if block.compare is not None}
+        return RankingResult(self.k, tuple(replaced.get(id(block), block)
+                                           for block in self.blocks))
 
-def block_from_sums(tag: str, k: tuple[int, ...],
-                    sums: np.ndarray) -> tuple[RankingBlock, list[str]]:
+
+def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
+                    compare: str | None = None) -> tuple[RankingBlock, list[str]]:
     """The values of one block from its summed fields (:func:`sum_fields`), and why any
     is NaN."""
-    s = dict(zip(sum_fields(k), (float(x) for x in sums), strict=True))
+    s = dict(zip(sum_fields(k, compare is not None), (float(x) for x in sums), strict=True))
     valid = s["valid_users"]
     values, stderr = {}, {}
     for name in value_names(k):
-        total, squares = s[f"{name}_sum"], s[f"{name}_sq_sum"]
-        values[name] = total / valid if valid else math.nan
-        # users as independent clusters: the delta method of sum v_u / sum 1 (as UAUC),
-        # with the small-sample factor sqrt(V / (V - 1))
-        stderr[name] = stats.cluster_stderr(
-            stats.ratio_stderr(total, valid, squares, total, valid), valid)
+        values[name], stderr[name] = _mean_and_stderr(s[f"{name}_sum"], s[f"{name}_sq_sum"],
+                                                      valid)
+    comparison = None
+    if compare is not None:
+        b_values, diffs, diff_stderr, correlation = {}, {}, {}, {}
+        for name in value_names(k):
+            b_values[name] = s[f"b_{name}_sum"] / valid if valid else math.nan
+            diffs[name], diff_stderr[name] = _mean_and_stderr(
+                s[f"{name}_diff_sum"], s[f"{name}_diff_sq_sum"], valid)
+            correlation[name] = _correlation(s[f"{name}_sum"], s[f"{name}_sq_sum"],
+                                             s[f"b_{name}_sum"], s[f"b_{name}_sq_sum"],
+                                             s[f"{name}_diff_sq_sum"], valid)
+        comparison = RankingComparison(compare, b_values, diffs, diff_stderr, int(valid),
+                                       a_values=values, correlation=correlation)
     reasons = []
     if s["rows"] == 0:
         reasons.append(f"tag {tag}: no rows")
     elif valid == 0:
-        reasons.append(f"tag {tag}: no user has a relevant row (label > 0), NDCG and Recall "
+        reasons.append(f"tag {tag}: no user has a relevant row (label > 0), the values "
                        "are undefined")
     elif valid < stats.MIN_CLUSTERS:
-        reasons.append(f"tag {tag}: ci95 of NDCG and Recall needs {stats.MIN_CLUSTERS} "
-                       "valid users")
+        what = "the values" if compare is None else "the values and their differences"
+        reasons.append(f"tag {tag}: ci95 of {what} needs {stats.MIN_CLUSTERS} valid users")
     else:
         reasons += [f"tag {tag}: ci95 of {name} is null: its spread over the users is 0"
-                    for name, se in stderr.items() if se == 0]
+                    for name, se in stderr.items() if se == 0 and not _is_rate(name)]
+        if comparison is not None:
+            reasons += [f"tag {tag}: ci95 of {name}_diff is null: its spread over the "
+                        "users is 0" for name, se in comparison.stderr.items()
+                        if se == 0 and not _is_rate(name)]
     block = RankingBlock(tag=tag, k=k, values=values, valid_user_count=int(valid),
                          real_user_count=int(s["users"]), real_ins_num=int(s["rows"]),
-                         stderr=stderr)
+                         stderr=stderr, compare=comparison)
     return block, reasons
 
 
-class RankingMetric(UserRowsMetric):
-    """Per-user NDCG, NDCG@K and Recall@K per tag (formulas: module doc), exact for any
-    split of a user's rows across ranks.
+def _correlation(a: float, aa: float, b: float, bb: float, dd: float, units: float) -> float:
+    """The correlation over ``units`` users of A's and B's values from their sums ``a``,
+    ``b``, sums of squares ``aa``, ``bb`` and the sum of the squared differences ``dd``
+    (``sum a b = (aa + bb - dd) / 2``); 0 when either does not vary."""
+    if units < 2:
+        return 0.0
+    var_a = max(0.0, aa / units - (a / units) ** 2)
+    var_b = max(0.0, bb / units - (b / units) ** 2)
+    if var_a <= 1e-15 or var_b <= 1e-15:
+        return 0.0
+    cov = (aa + bb - dd) / 2 / units - (a / units) * (b / units)
+    return max(-1.0, min(1.0, cov / math.sqrt(var_a * var_b)))
 
-    ``update(uid, pred, label, tag=None)``: ``uid`` integers or strings/bytes (never
-    missing); ``pred`` finite numbers (a score: higher ranks first); ``label`` the graded
-    relevance, finite and >= 0; ``tag`` integers or strings (rows without a tag count in
-    ``all`` only). Option ``k``: the cutoffs, positive integers (default 5, 10, 20).
+
+def _mean_and_stderr(total: float, squares: float, units: float) -> tuple[float, float]:
+    """The mean of per-user values from their sum and sum of squares over ``units``
+    users, and its standard error with users as independent clusters: the delta method
+    of ``sum v_u / sum 1`` (as UAUC's) with the small-sample factor ``sqrt(V / (V - 1))``
+    (:func:`mpieval.kernels.stats.cluster_stderr`; NaN below two users)."""
+    mean = total / units if units else math.nan
+    return mean, stats.cluster_stderr(stats.ratio_stderr(total, units, squares, total, units),
+                                      units)
+
+
+class RankingMetric(UserRowsMetric):
+    """Per-user NDCG, NDCG@K, Recall@K, MRR, MAP@K and hit rate@K per tag (formulas:
+    module doc), exact for any split of a user's rows across ranks.
+
+    ``update(uid, pred, label, tag=None, compare=None)``: ``uid`` integers or
+    strings/bytes (never missing); ``pred`` finite numbers (a score: higher ranks first);
+    ``label`` the graded relevance, finite and >= 0 (at most
+    :data:`~mpieval.kinds.ranking.kernels.MAX_EXPONENTIAL_LABEL` with
+    ``gain="exponential"``); ``tag`` integers or strings (rows without a tag count in
+    ``all`` only); ``compare`` model B's preds of the rows (finite), given exactly when
+    the metric has ``compare=``.
 
     State: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (key, pred, label as a
-    float64, tag code).
+    float64, tag code, and B's pred with ``compare``).
 
     Parameters
     ----------
     comm : Comm, mpi4py communicator, torch or Paddle process group, optional
         Where ``compute()`` communicates; None: resolved on first use.
     k : sequence of int, default (5, 10, 20)
-        The cutoffs K of NDCG@K and Recall@K.
+        The cutoffs K of NDCG@K, Recall@K, MAP@K and hit rate@K.
+    gain : {"linear", "exponential"}, default "linear"
+        NDCG's gain of a row: its label, or ``2^label - 1``.
+    compare : str, optional
+        The name of model B's pred: ``update()`` then takes ``compare=``, and each tag
+        block gains the paired A/B values.
 
     Raises
     ------
     InputError
-        A bad ``k`` (``update()``: a bad batch, raised again by ``compute()`` on every
+        A bad option (``update()``: a bad batch, raised again by ``compute()`` on every
         rank).
 
     Examples
@@ -182,8 +352,8 @@ class RankingMetric(UserRowsMetric):
     >>> metric.update(uid=np.array([1, 1, 1]), pred=np.array([0.9, 0.5, 0.1]),
     ...               label=np.array([0, 1, 0]))
     >>> result = metric.compute()
-    >>> result.all["recall@1"], result.all["recall@2"]
-    (0.0, 1.0)
+    >>> result.all["recall@1"], result.all["recall@2"], result.all["mrr"]
+    (0.0, 1.0, 0.5)
     """
 
     kind = KIND.name
@@ -191,27 +361,39 @@ class RankingMetric(UserRowsMetric):
     options = KIND.declared_options
     label_dtype = np.float64
     k: tuple[int, ...]
+    gain: str
+    compare: str | None
 
-    def __init__(self, comm: Comm | Any | None = None, *, k: Any = DEFAULT_K) -> None:
-        super().__init__(comm, k=k)
+    def __init__(self, comm: Comm | Any | None = None, *, k: Any = DEFAULT_K,
+                 gain: str = "linear", compare: str | None = None) -> None:
+        super().__init__(comm, k=k, gain=gain, compare=compare)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`Metric.state_dict`, the cutoffs as an int64 array (a plain value)."""
         return {**super().state_dict(), "options.k": np.array(self.k, dtype=np.int64)}
 
-    def update(self, uid: Any, pred: Any, label: Any, tag: Any = None) -> None:
-        """Add a batch of rows (local: no communication). A bad batch changes nothing."""
+    def update(self, uid: Any, pred: Any, label: Any, tag: Any = None,
+               compare: Any = None) -> None:
+        """Add a batch of rows (local: no communication). A bad batch changes nothing.
+        With ``compare=`` set on the metric, ``compare`` is model B's pred of the rows."""
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
+            b = None if compare is None else as_vector("compare", compare)
+            if (b is None) != (self.compare is None):
+                raise InputError("compare", "is needed: the metric compares two models"
+                                 if b is None else "is given but the metric has compare=None")
             user, check = self._user_keys(uid, None)
-            check_lengths(uid=user, pred=p, label=y)
+            check_lengths(uid=user, pred=p, label=y, compare=b)
             check_finite("pred", p)
-            check_relevance("label", y)
+            if b is not None:
+                check_finite("compare", b)
+            check_relevance("label", y, MAX_EXPONENTIAL_LABEL
+                            if self.gain == "exponential" else math.inf)
             tags = None if tag is None else self._tags.check(tag, len(p))
         if len(p) == 0:
             return
-        self._store(user, check, p, y.astype(np.float64), tags)
+        self._store(user, check, p, y.astype(np.float64), tags, b)
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         """Collective: agree on the tags, move rows to their users' owners, sum per tag."""
@@ -222,7 +404,8 @@ class RankingMetric(UserRowsMetric):
                             catch=UidCollisionError)
         del keys, columns, checks
         sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
-                         users.columns.get("tag"), len(layout.tags), self.k)
+                         users.columns.get("tag"), len(layout.tags), self.k, self.gain,
+                         users.columns.get("compare"))
         return {"blocks": sums}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
@@ -230,22 +413,31 @@ class RankingMetric(UserRowsMetric):
         names = (ALL, *(str(tag) for tag in self._layout.tags))
         blocks, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
-            block, why = block_from_sums(name, self.k, block_sums)
+            block, why = block_from_sums(name, self.k, block_sums, self.compare)
             blocks.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "ranking: " + reasons_text(reasons))
-        return RankingResult(self.k, tuple(blocks))
+        return RankingResult(self.k, tuple(blocks)).with_q_values()
 
 
-def check_relevance(field: str, values: np.ndarray) -> None:
-    """Every value a graded relevance: finite (exact as float64) and >= 0."""
+def check_relevance(field: str, values: np.ndarray, largest: float = math.inf) -> None:
+    """Every value a graded relevance: finite (exact as float64), >= 0 and at most
+    ``largest``."""
     check_finite(field, values)
-    if len(values) == 0 or values.dtype.kind in "bu":
+    if len(values) == 0 or values.dtype.kind == "b":
         return
-    bad = values < 0
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise InputError(field, "must be >= 0 (a graded relevance; 0 is not relevant)",
-                         count=int(bad.sum()), first_index=first, value=values[first].item())
-
+    if values.dtype.kind != "u":
+        bad = values < 0
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise InputError(field, "must be >= 0 (a graded relevance; 0 is not relevant)",
+                             count=int(bad.sum()), first_index=first,
+                             value=values[first].item())
+    if largest < math.inf:
+        bad = values > largest
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise InputError(field, f"must be at most {largest:g} with gain exponential "
+                             "(2^label - 1 must stay finite)", count=int(bad.sum()),
+                             first_index=first, value=values[first].item())
