@@ -59,7 +59,8 @@ KIND = Kind(
     tag_required=("ndcg", "valid_user_count", "real_user_count", "real_ins_num"),
     required=("k",),
     counts=frozenset({"valid_user_count", "real_user_count", "real_ins_num"}),
-    better={"ndcg": "higher", "ndcg@": "higher", "recall@": "higher"},
+    better={"ndcg": "higher", "ndcg@": "higher", "recall@": "higher", "mrr": "higher",
+            "map@": "higher", "hit_rate@": "higher"},
     demo="""\
 [metrics.grade_ranking]     # NDCG and recall of each user's rows on graded labels
 kind = "ranking"
