@@ -33,7 +33,8 @@ PACKAGE = "mpieval"
 # layer with a match is the module's). "base": what every layer may use.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", (r"mpieval\.(errors|logline|validation)", r"mpieval\._core(\..*)?")),
-    ("kernels", (r"mpieval\.kernels(\..*)?", r"mpieval\.kinds\.\w+\.(kernels|delong|importance)",)),
+    ("kernels", (r"mpieval\.kernels(\..*)?",
+                 r"mpieval\.kinds\.\w+\.(kernels|delong|importance|moments|influence)",)),
     ("state", (r"mpieval\.(state|rows|window|keys|tags|memory)",)),
     ("communication", (r"mpieval\.(comm|exchange)", r"mpieval\.transport.*")),
     ("api", (r"mpieval", r"mpieval\.(declaration|metric|user_rows|checkpoint|locations|kinds)",

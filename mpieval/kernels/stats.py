@@ -272,3 +272,94 @@ def bh_q_values(p_values: list[float]) -> list[float]:
         running = min(running, m * p_values[i] / rank)
         q[i] = running
     return q
+
+
+# --- issue 32: AUC at high values with few positives, skewed means, sums of gaps ---------
+
+def hanley_mcneil_variance(auc: float, positives: float, negatives: float) -> float:
+    """Hanley & McNeil's (1982) variance of an AUC ``A`` from ``P`` positives and ``N``
+    negatives: ``(A (1 - A) + (P - 1) (Q1 - A^2) + (N - 1) (Q2 - A^2)) / (P N)`` with ``Q1
+    = A / (2 - A)`` and ``Q2 = 2 A^2 / (1 + A)`` (exponential score distributions); 0 at
+    ``A`` 0 and 1."""
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    spread = (auc * (1 - auc) + (positives - 1) * (q1 - auc * auc)
+              + (negatives - 1) * (q2 - auc * auc))
+    return max(spread, 0.0) / (positives * negatives)
+
+
+def auc_score_interval(auc: float, positives: float, negatives: float, quantile: float
+                       ) -> tuple[float, float] | None:
+    """The score-type interval of an AUC (Newcombe 2006, his method 5, with the class sizes
+    as they are): the ``theta`` in [0, 1] with ``(auc - theta)^2 <= q^2 V(theta)``,
+    ``V`` :func:`hanley_mcneil_variance` at ``theta`` itself, so the spread is the one of
+    the candidate value, not the sample's (which is small, or 0, when a few positives
+    happen to rank high). Its ends by bisection; None when ``auc`` is NaN or a class has
+    fewer than 2."""
+    if math.isnan(auc) or positives < 2 or negatives < 2:
+        return None
+    q2 = quantile * quantile
+
+    def outside(theta: float) -> bool:
+        return (auc - theta) ** 2 > q2 * hanley_mcneil_variance(theta, positives, negatives)
+
+    def end(inner: float, outer: float) -> float:
+        if not outside(outer):
+            return outer
+        for _ in range(100):
+            mid = (inner + outer) / 2
+            if outside(mid):
+                outer = mid
+            else:
+                inner = mid
+        return (inner + outer) / 2
+
+    return (float(end(auc, 0.0)), float(end(auc, 1.0)))
+
+
+def hull(*pairs: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The smallest interval holding every pair that is not None (None if all are)."""
+    given = [pair for pair in pairs if pair is not None]
+    if not given:
+        return None
+    return (min(low for low, _ in given), max(high for _, high in given))
+
+
+def effective_rate_interval(value: float, stderr: float, level: float
+                            ) -> tuple[float, float] | None:
+    """An interval of a mean of values in [0, 1] (a predicted CTR) from its standard error:
+    Wilson's score interval of ``value`` over ``n = value (1 - value) / stderr^2`` rows,
+    the rows of a 0/1 variable of that mean and spread (a spread within [0, 1] is at most
+    that of 0/1 values, so ``n`` is at least the rows). For 0/1 values it is Wilson's
+    interval itself; for values that spread less it tends to the Wald interval; in
+    between it keeps the score interval's skew, the long right tail of a small mean of
+    skewed preds. None when ``value`` or ``stderr`` is NaN or ``stderr`` is 0."""
+    if math.isnan(value) or math.isnan(stderr) or stderr <= 0 or not 0 < value < 1:
+        return None
+    rows = value * (1 - value) / (stderr * stderr)
+    return wilson_interval(value * rows, rows, level)
+
+
+def absolute_sum_interval(total: float, sure: list[float], unsure: list[float],
+                          level: float) -> tuple[float, float] | None:
+    """An interval of ``sum_k |g_k|`` (an expected calibration error) from its estimate
+    ``total = sum_k |h_k|``, ``h_k = g_k + e_k`` with independent normal errors of
+    standard errors ``sure`` (groups whose gap is at least :data:`SURE_GAP` standard
+    errors from 0: ``|h_k| - |g_k| = +/- e_k``) and ``unsure`` (the others: ``|h_k| -
+    |g_k|`` lies within ``+/- |e_k|``, a half-normal). By the triangle inequality the
+    error of ``total`` is at most ``|sum_sure +/- e_k| + sum_unsure |e_k|``; the interval
+    is ``total -/+ c``, cut at 0, with ``c = z sqrt(sum_sure s^2) + sum_unsure s sqrt(2 /
+    pi) + z sqrt(sum_unsure s^2 (1 - 2 / pi))`` (the normal quantiles of each part, added:
+    conservative, so valid at a gap of 0 too, where the estimate's bias is all upward).
+    None when there is no spread at all."""
+    if math.isnan(total) or not (any(s > 0 for s in sure) or any(s > 0 for s in unsure)):
+        return None
+    z = z_value(level)
+    half = (z * math.sqrt(math.fsum(s * s for s in sure))
+            + math.sqrt(2 / math.pi) * math.fsum(unsure)
+            + z * math.sqrt((1 - 2 / math.pi) * math.fsum(s * s for s in unsure)))
+    return (float(max(0.0, total - half)), float(total + half))
+
+
+SURE_GAP = 3.0
+"""A calibration group whose gap is this many standard errors from 0 has a known sign
+(:func:`absolute_sum_interval`)."""

@@ -1,0 +1,74 @@
+"""The sums behind the ``auc`` kind's intervals of logloss, NE, RMSE, MAE, the CTRs and
+COPC, and behind the paired differences of ``--compare`` (issue 32).
+
+Every row adds ``v f(row)`` to an exact accumulator (:mod:`mpieval.kernels.exact`: the same
+bits on any number of ranks) for each field of :data:`FIELDS`, with ``v`` the row's weight
+``w`` (frequency weights: ``w`` repeated rows) or its square ``w^2`` (importance weights: a
+row is one observation standing for ``w``), 1 without weights. Then a mean ``m = sum w a /
+sum w`` over independent rows has the delta-method variance ``sum v (a - m)^2 / (sum
+w)^2`` under either meaning, written with these sums (:func:`mpieval.kernels.stats.ratio_stderr`).
+
+Per model (``p`` the pred, ``y`` the label, ``ce`` the row's logloss with the pred clipped
+to ``[1e-15, 1 - 1e-15]``, ``e = p - y``): ``v``, ``v y``, ``v y^2``, ``v p``, ``v p^2``,
+``v p y``, ``v ce``, ``v ce^2``, ``v ce y``, ``v |e|``, ``v e^2``, ``v e^4``. Comparing
+(:data:`CROSS`): ``v p_A p_B`` and ``v ce_A ce_B``, the products of the two models' per-row
+values that pair them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpieval.kernels import exact
+
+FIELDS = ("v", "y", "yy", "p", "pp", "py", "ce", "cece", "cey", "abs", "sq", "fourth")
+(V, Y, YY, P, PP, PY, CE, CECE, CEY, ABS, SQ, FOURTH) = range(len(FIELDS))
+CROSS = ("pp", "cece")
+CROSS_PP, CROSS_CECE = range(len(CROSS))
+
+PRED_CLIP = 1e-15
+
+
+def row_weights(n: int, weight: np.ndarray | None, importance: bool) -> np.ndarray:
+    """Each row's ``v``: 1, ``w``, or ``w^2`` (importance weights)."""
+    if weight is None:
+        return np.ones(n)
+    w = np.asarray(weight, dtype=np.float64)
+    if not importance:
+        return w
+    with np.errstate(over="ignore"):  # beyond float64: an error at compute
+        squared: np.ndarray = w * w
+    return squared
+
+
+def cross_entropy(pred: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Each row's ``-(y ln q + (1 - y) ln(1 - q))``, ``q`` the pred clipped."""
+    q = np.clip(np.asarray(pred, dtype=np.float64), PRED_CLIP, 1 - PRED_CLIP)
+    y = np.asarray(label, dtype=np.float64)
+    ce: np.ndarray = -(y * np.log(q) + (1 - y) * np.log1p(-q))
+    return ce
+
+
+def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray, v: np.ndarray) -> None:
+    """Add validated rows to ``sums`` (``len(FIELDS)``, ``exact.DIGITS``), in place; ``v``
+    from :func:`row_weights`. Each row's terms are float64 operations on that row alone."""
+    p = np.asarray(pred, dtype=np.float64)
+    y = np.asarray(label, dtype=np.float64)
+    ce = cross_entropy(p, y)
+    e = p - y
+    e2 = e * e
+    terms = {V: v, Y: v * y, YY: v * y * y, P: v * p, PP: v * p * p, PY: v * p * y,
+             CE: v * ce, CECE: v * ce * ce, CEY: v * ce * y, ABS: v * np.abs(e), SQ: v * e2,
+             FOURTH: v * e2 * e2}
+    for field, values in terms.items():
+        exact.add_values(sums[field], values)
+
+
+def accumulate_cross(sums: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray,
+                     label: np.ndarray, v: np.ndarray) -> None:
+    """Add the rows' :data:`CROSS` products of models A and B to ``sums`` (``len(CROSS)``,
+    ``exact.DIGITS``), in place."""
+    a = np.asarray(pred_a, dtype=np.float64)
+    b = np.asarray(pred_b, dtype=np.float64)
+    exact.add_values(sums[CROSS_PP], v * a * b)
+    exact.add_values(sums[CROSS_CECE], v * cross_entropy(a, label) * cross_entropy(b, label))
