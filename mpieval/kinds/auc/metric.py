@@ -918,6 +918,11 @@ class AucMetric(Metric):
             return None
         return exact.to_floats(sums["weight_squares" + model])
 
+    def _parts_added_later(self) -> frozenset[str]:
+        """The moments (issue 32): a state saved before them merges, without the intervals
+        and paired differences they give."""
+        return frozenset({"moments", "moments_b", "cross"})
+
     def _load_extra_state(self, state: Mapping[str, Any]) -> None:
         """A saved state of the other weights' meaning is refused by name (a state saved
         before the option existed holds frequency weights)."""
