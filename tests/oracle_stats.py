@@ -216,3 +216,86 @@ def auc_score_interval(auc, positives, negatives, z):
     inside = [k / 200_000 for k in range(200_001)
               if (auc - k / 200_000) ** 2 <= z * z * var(k / 200_000)]
     return min(inside), max(inside)
+
+
+def average_precision_influences(score, label, weight=None):
+    """Per row ``(IF of its positive part, IF of its negative part)`` of average precision
+    (:func:`average_precision_stderr`'s formula), and the AP."""
+    n = len(score)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    total = sum(w)
+    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    pi = positives / total
+    prec, cnt = {}, {}
+    for s in set(score):
+        tp = sum(w[j] * y[j] for j in range(n) if score[j] >= s)
+        cnt[s] = sum(w[j] for j in range(n) if score[j] >= s)
+        prec[s] = tp / cnt[s]
+    ap = sum(w[i] * y[i] * prec[score[i]] for i in range(n)) / positives
+    out = []
+    for i in range(n):
+        s = score[i]
+        parts = []
+        for part in (1.0, 0.0):
+            c = sum(w[j] * y[j] * (part - prec[score[j]]) / cnt[score[j]]
+                    for j in range(n) if score[j] <= s)
+            parts.append((part * prec[s] + c - ap * part) / pi)
+        out.append(tuple(parts))
+    return out, ap
+
+
+def ece_influences(pred, label, table_size, weight=None, points=1000, groups=20):
+    """Per row ``(IF positive part, IF negative part)`` of ECE: a row of calibration group
+    ``k`` moves ``sum_k |G_k| / W`` by ``s_k (m - y) - ECE`` (``m`` its bucket's midpoint,
+    ``s_k`` the sign of the group's gap); and the ECE. Buckets go to ``points`` bins by
+    the weight below them, bins to ``groups`` groups by the weight below them."""
+    n = len(pred)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    bucket = [min(int(float(p) * table_size), table_size - 1) for p in pred]
+    rows = {}
+    for b, wi in zip(bucket, w, strict=True):
+        rows[b] = rows.get(b, 0.0) + wi
+    total = sum(w)
+    below, bin_of = 0.0, {}
+    for b in sorted(rows):
+        bin_of[b] = min(int(below * points / total), points - 1)
+        below += rows[b]
+    bin_rows = {}
+    for b, r in rows.items():
+        bin_rows[bin_of[b]] = bin_rows.get(bin_of[b], 0.0) + r
+    running, last, group, group_of_bin = 0.0, -1, -1, {}
+    for k in sorted(bin_rows):
+        index = min(int(running * groups / total), groups - 1)
+        if index != last:
+            group, last = group + 1, index
+        group_of_bin[k] = group
+        running += bin_rows[k]
+    gap = {}
+    for i in range(n):
+        g = group_of_bin[bin_of[bucket[i]]]
+        mid = (bucket[i] + 0.5) / table_size
+        gap[g] = gap.get(g, 0.0) + w[i] * (mid - y[i])
+    ece = sum(abs(v) for v in gap.values()) / total
+    out = []
+    for i in range(n):
+        g = group_of_bin[bin_of[bucket[i]]]
+        sign = (gap[g] > 0) - (gap[g] < 0)
+        mid = (bucket[i] + 0.5) / table_size
+        out.append((sign * (mid - 1) - ece, sign * mid - ece))
+    return out, ece
+
+
+def paired_table_stderr(influences_a, influences_b, label, weight=None, importance=False):
+    """``sqrt(sum v1 (IF1_B - IF1_A)^2 + v0 (IF0_B - IF0_A)^2) / W`` over the rows, ``v1 =
+    w y``, ``v0 = w (1 - y)`` (squared under importance weights)."""
+    total = spread = 0.0
+    for i, ((a1, a0), (b1, b0)) in enumerate(zip(influences_a, influences_b, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        v1, v0 = w * float(label[i]), w * (1 - float(label[i]))
+        if importance:
+            v1, v0 = v1 * v1, v0 * v0
+        spread += v1 * (b1 - a1) ** 2 + v0 * (b0 - a0) ** 2
+        total += w
+    return math.sqrt(spread) / total

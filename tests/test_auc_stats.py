@@ -622,3 +622,201 @@ def test_compare_block_has_model_bs_curves_and_ece(rng):
     alone = compute(pred_b, label, 1000).to_dict()
     for name in ("pr_curve", "ece", "score_histogram"):
         assert block["compare"][name] == alone[name] != block[name]
+
+
+# -- issue 32: every value its interval, every value compared ------------------------------
+
+NEW_INTERVALS = ("logloss", "ne", "auprc", "ece", "rmse", "mae")
+DIFFS = ("logloss", "ne", "copc", "ece", "auprc")
+
+
+def _model(rng, n, ctr=0.2, scale=1.0):
+    z = rng.standard_normal(n)
+    label = (rng.random(n) < 1 / (1 + np.exp(-(math.log(ctr / (1 - ctr)) + z)))).astype(np.int8)
+    pred = np.clip(scale / (1 + np.exp(-(math.log(ctr / (1 - ctr)) + z))), 0, 1)
+    return pred, label
+
+
+@pytest.mark.parametrize("weights", [None, "frequency", "importance"])
+def test_new_standard_errors_equal_the_row_oracle(rng, weights):
+    pred, label = _model(rng, 400)
+    weight = None if weights is None else np.where(label == 1, 1.0, 3.0)
+    importance = weights == "importance"
+    metric = AucMetric(table_size=50, comm=Comm.local(), weights=weights or "frequency")
+    metric.update(pred, label, weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        result = metric.compute()
+    rows = oracle_stats.row_terms(pred, label, weight, importance)
+    for name, value in (("logloss", lambda r: r[4]), ("mae", lambda r: abs(r[2] - r[3])),
+                        ("mse", lambda r: (r[2] - r[3]) ** 2)):
+        _, want = oracle_stats.mean_stderr(rows, value)
+        assert result.stderr[name] == pytest.approx(want, rel=1e-9), name
+    assert result.stderr["ne"] == pytest.approx(oracle_stats.ne_stderr(rows)[1], rel=1e-9)
+    # AUPRC on the bucket index (rows in a bucket tie): the influence spread, floored at the
+    # binomial AP (1 - AP) / P_e
+    score = [int(p * 50) if p < 1 else 49 for p in pred]
+    ap, delta = oracle_stats.average_precision_stderr(score, label, weight, importance)
+    positives = result.class_sizes[0]
+    assert result.auprc == pytest.approx(ap, rel=1e-12)
+    assert result.stderr["auprc"] == pytest.approx(
+        max(delta, math.sqrt(ap * (1 - ap) / positives)), rel=1e-9)
+
+
+def test_new_intervals_from_their_standard_errors(rng):
+    """``logloss``, ``ne``, ``mae``: Wald, cut at 0; ``rmse``: the root of the MSE's Wald
+    interval; ``auprc``: logit scale, Student's t of min(P, N) - 1; ``bucket_error``:
+    null."""
+    result = compute(*_model(rng, 3000), table_size=1000)
+    z = stats.z_value(0.95)
+    ci = result.ci()
+    for name in ("logloss", "ne", "mae"):
+        value, se = getattr(result, name), result.stderr[name]
+        assert ci[name] == pytest.approx((value - z * se, value + z * se), rel=1e-12)
+    mse, se = result.rmse**2, result.stderr["mse"]
+    assert ci["rmse"] == pytest.approx((math.sqrt(mse - z * se), math.sqrt(mse + z * se)))
+    t = stats.t_value(0.95, min(result.class_sizes) - 1)
+    logit = math.log(result.auprc / (1 - result.auprc))
+    half = t * result.stderr["auprc"] / (result.auprc * (1 - result.auprc))
+    assert ci["auprc"] == pytest.approx((1 / (1 + math.exp(half - logit)),
+                                         1 / (1 + math.exp(-half - logit))), rel=1e-12)
+    assert ci["bucket_error"] is None
+    low, high = ci["ece"]
+    assert 0 <= low <= result.ece < high
+
+
+def test_ece_interval_is_valid_at_a_gap_of_zero():
+    """A calibrated model on rows whose labels follow the preds: ECE's estimate is above
+    its truth 0 (the absolute gaps' bias), yet the interval reaches 0 (low is 0)."""
+    rng = np.random.default_rng(3)
+    pred = rng.uniform(0.05, 0.5, 2000)
+    label = (rng.random(2000) < pred).astype(np.int8)
+    result = compute(pred, label, table_size=1000)
+    low, high = result.ci()["ece"]
+    assert low == 0 < result.ece < high
+
+
+def test_auc_score_interval_equals_a_grid_oracle():
+    for auc, positives, negatives in ((0.983, 10, 9990), (0.9, 30, 500), (1.0, 12, 40)):
+        got = stats.auc_score_interval(auc, positives, negatives, 1.959964)
+        want = oracle_stats.auc_score_interval(auc, positives, negatives, 1.959964)
+        assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_auc_of_one_with_a_small_class_has_a_score_interval():
+    """Every positive above every negative (DeLong's spread 0): the score interval alone,
+    never zero-width; below 10 in a class, still null."""
+    pred = np.r_[np.linspace(0.6, 0.9, 12), np.linspace(0.05, 0.5, 200)]
+    label = np.r_[np.ones(12), np.zeros(200)].astype(np.int8)
+    result = compute(pred, label)
+    low, high = result.ci()["auc"]
+    assert result.auc == 1.0 and low < 1.0 == high
+    assert low == pytest.approx(oracle_stats.auc_score_interval(1.0, 12, 200, 1.959964)[0],
+                                abs=1e-5)
+    assert compute(pred[3:], label[3:]).ci()["auc"] is None  # 9 positives
+
+
+@pytest.mark.parametrize("weights", [None, "frequency", "importance"])
+def test_paired_differences_equal_the_row_oracle(rng, weights):
+    pred, label = _model(rng, 300)
+    other = np.clip(pred * rng.uniform(0.8, 1.4, len(pred)), 0, 1)
+    weight = None if weights is None else np.where(label == 1, 1.0, 2.0)
+    importance = weights == "importance"
+    metric = AucMetric(table_size=40, compare="b", comm=Comm.local(),
+                       weights=weights or "frequency")
+    metric.update(pred, label, weight, compare=other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        comparison = metric.compute().compare
+    want = oracle_stats.paired_stderrs(pred, label=label, pred_b=other, weight=weight,
+                                       importance=importance)
+    for name in ("logloss", "ne", "copc"):
+        assert comparison.diffs[name] == pytest.approx(want[name], rel=1e-9), name
+    score_a = [min(int(p * 40), 39) for p in pred]
+    score_b = [min(int(p * 40), 39) for p in other]
+    ia, ap_a = oracle_stats.average_precision_influences(score_a, label, weight)
+    ib, ap_b = oracle_stats.average_precision_influences(score_b, label, weight)
+    assert comparison.diffs["auprc"] == pytest.approx(
+        (ap_b - ap_a, oracle_stats.paired_table_stderr(ia, ib, label, weight, importance)),
+        rel=1e-9)
+    ea, ece_a = oracle_stats.ece_influences(pred, label, 40, weight)
+    eb, ece_b = oracle_stats.ece_influences(other, label, 40, weight)
+    assert comparison.diffs["ece"] == pytest.approx(
+        (ece_b - ece_a, oracle_stats.paired_table_stderr(ea, eb, label, weight, importance)),
+        rel=1e-9)
+    for name in DIFFS:
+        diff, se = comparison.diffs[name]
+        t = stats.t_value(0.95, min(comparison.result.class_sizes) - 1)
+        assert comparison.diff_ci(name) == pytest.approx((diff - t * se, diff + t * se))
+        assert comparison.p_value(name) == pytest.approx(stats.t_two_sided_p(
+            diff / se, min(comparison.result.class_sizes) - 1))
+
+
+def test_a_model_that_over_predicts_by_30_percent_differs_in_calibration_not_ranking(rng):
+    """B = 1.3 A: the same ranking, COPC 1 -> 0.77: ``copc``, ``logloss``, ``ne`` and
+    ``ece`` differ significantly, ``auc`` does not (issue 32)."""
+    pred, label = _model(rng, 20_000, ctr=0.05)
+    metric = AucMetric(table_size=10_000, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=np.clip(1.3 * pred, 0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in ("copc", "logloss", "ne", "ece"):
+        assert d[f"{name}_diff_p"] < 1e-3, name
+        low, high = d[f"{name}_diff_ci95"]
+        assert (low > 0 or high < 0) and low <= d[f"{name}_diff"] <= high
+    assert d["copc_diff"] < -0.2 and d["ece_diff"] > 0 and d["logloss_diff"] > 0
+    assert d["auc_diff_p"] > 0.01
+
+
+def test_identical_models_differ_by_zero_and_p_is_one_or_null_never_zero(rng):
+    pred, label = _model(rng, 2000)
+    metric = AucMetric(table_size=1000, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=pred)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in DIFFS:
+        assert d[f"{name}_diff"] == 0 and d[f"{name}_diff_ci95"] is None, name
+        assert d[f"{name}_diff_p"] in (1.0, None), name
+
+
+def test_below_ten_in_a_class_the_paired_differences_are_null(rng):
+    pred, label = _model(rng, 400, ctr=0.01)
+    label[:] = 0
+    label[:5] = 1
+    metric = AucMetric(table_size=100, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=np.clip(pred * 1.3, 0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in DIFFS:
+        assert d[f"{name}_diff"] is not None
+        assert d[f"{name}_diff_ci95"] is None and d[f"{name}_diff_p"] is None, name
+
+
+def test_integer_weights_give_the_new_intervals_of_repeated_rows(rng):
+    pred, label = _model(rng, 500)
+    weight = rng.integers(1, 4, 500)
+    once = compute(pred, label, weight=weight.astype(np.float64)).ci()
+    repeated = compute(np.repeat(pred, weight), np.repeat(label, weight)).ci()
+    for name in NEW_INTERVALS:
+        assert once[name] == pytest.approx(repeated[name], rel=1e-9), name
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_a_state_without_the_moments_merges_with_null_intervals_of_them(rng, soft):
+    pred, label = _model(rng, 500)
+    metric = AucMetric(table_size=100, compare="b", soft_labels=soft, comm=Comm.local())
+    metric.update(pred, label, compare=pred * 0.9)
+    saved = {k: v for k, v in metric.state_dict().items()
+             if k not in ("moments", "moments_b", "cross")}
+    loaded = AucMetric(table_size=100, compare="b", soft_labels=soft, comm=Comm.local())
+    loaded.load_state_dict(saved)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = loaded.compute()
+    assert all(result.ci()[name] is None for name in ("logloss", "ne", "rmse", "mae"))
+    assert result.ci()["auprc"] is not None and result.compare.diff_ci("auprc") is not None
+    assert result.compare.diff_ci("logloss") is None
+    assert any("state saved by this version" in str(w.message) for w in caught)

@@ -19,7 +19,8 @@ weights within a class do not follow the pred: the effective-size assumption of
   (:func:`mpieval.kinds.auc.kernels.expected_calibration_error`: ``sum_k |G_k| / W``,
   ``G_k = sum_{rows in k} w (m_b - y)``, ``m_b`` the bucket's midpoint): a row of group
   ``k`` moves it by ``IF = s_k (m_b - y) - ECE`` (``s_k`` the sign of ``G_k``), where
-  ``G_k`` is away from 0; each group's gap ``G_k / W`` has the standard error ``sqrt(sum_{rows} v (a - g_k)^2) / W``, ``a = (m_b - y) 1(row in k)``.
+  ``G_k`` is away from 0; each group's gap ``G_k / W`` has the standard error
+  ``sqrt(sum_{rows} v (a - g_k)^2) / W``, ``a = (m_b - y) 1(row in k)``.
 """
 
 from __future__ import annotations
