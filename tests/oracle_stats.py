@@ -299,3 +299,31 @@ def paired_table_stderr(influences_a, influences_b, label, weight=None, importan
         spread += v1 * (b1 - a1) ** 2 + v0 * (b0 - a0) ** 2
         total += w
     return math.sqrt(spread) / total
+
+
+def hall_interval(mean, stderr, skewness, z):
+    """Hall's (1992) interval: ``mean - se g^-1(+/-z)``, ``g(t) = t + a t^2 + a^2 t^3 / 3
+    + a / 2``, ``a = skewness / 3``; ``g^-1`` by bisection (not the closed form)."""
+    a = skewness / 3
+
+    def inverse(x):
+        low, high = -1e3, 1e3
+        for _ in range(200):
+            mid = (low + high) / 2
+            if mid + a * mid * mid + a * a * mid**3 / 3 + a / 2 > x:
+                high = mid
+            else:
+                low = mid
+        return (low + high) / 2
+
+    return mean - stderr * inverse(z), mean - stderr * inverse(-z)
+
+
+def mean_skewness(rows, importance=False):
+    """The skewness of a weighted mean of preds: ``sum w^k (p - m)^3 / (sum w^j (p -
+    m)^2)^(3/2)`` with ``k, j = 1, 1`` (frequency) or ``3, 2`` (importance)."""
+    total = sum(r[0] for r in rows)
+    m = sum(r[0] * r[2] for r in rows) / total
+    third = sum((r[0] ** 3 if importance else r[0]) * (r[2] - m) ** 3 for r in rows)
+    second = sum(r[1] * (r[2] - m) ** 2 for r in rows)
+    return third / second**1.5

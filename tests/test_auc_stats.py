@@ -313,7 +313,7 @@ def test_ratio_stderrs_equal_the_delta_method_over_rows(rng, weighted):
 
 
 def test_ci_at_another_level_and_the_json_pair(rng):
-    """``predicted_ctr``: Wilson's over the rows of its delta-method spread; ``auc``:
+    """``predicted_ctr``: Hall's interval of a skewed mean; ``auc``:
     DeLong's on the logit scale (Student's t of the smaller class - 1 degrees of freedom;
     a smaller class of at least 200: no score interval beside it); ``actual_ctr``: Wilson's
     score interval; ``copc``: Wilson's over the rows of COPC's own spread, over the
@@ -330,8 +330,8 @@ def test_ci_at_another_level_and_the_json_pair(rng):
     half = t * result.stderr["auc"] / (result.auc * (1 - result.auc))
     mean, se = result.predicted_ctr, result.stderr["predicted_ctr"]
     copc_rows = r * (1 - r) / (result.stderr["copc"] * mean) ** 2
-    want = {"predicted_ctr": oracle_stats.wilson(mean * mean * (1 - mean) / se**2,
-                                                 mean * (1 - mean) / se**2, z95),
+    want = {"predicted_ctr": oracle_stats.hall_interval(
+                mean, se, result.stderr["predicted_ctr_skewness"], z95),
             "auc": (1 / (1 + math.exp(half - logit)), 1 / (1 + math.exp(-half - logit))),
             "actual_ctr": tuple(wilson),
             "copc": tuple(x / mean for x in oracle_stats.wilson(r * copc_rows, copc_rows, z95))}
@@ -653,6 +653,8 @@ def test_new_standard_errors_equal_the_row_oracle(rng, weights):
         _, want = oracle_stats.mean_stderr(rows, value)
         assert result.stderr[name] == pytest.approx(want, rel=1e-9), name
     assert result.stderr["ne"] == pytest.approx(oracle_stats.ne_stderr(rows)[1], rel=1e-9)
+    assert result.stderr["predicted_ctr_skewness"] == pytest.approx(
+        oracle_stats.mean_skewness(rows, importance), rel=1e-7)
     # AUPRC on the bucket index (rows in a bucket tie): the influence spread, floored at the
     # binomial AP (1 - AP) / P_e
     score = [int(p * 50) if p < 1 else 49 for p in pred]

@@ -324,19 +324,29 @@ def hull(*pairs: tuple[float, float] | None) -> tuple[float, float] | None:
     return (min(low for low, _ in given), max(high for _, high in given))
 
 
-def effective_rate_interval(value: float, stderr: float, level: float
-                            ) -> tuple[float, float] | None:
-    """An interval of a mean of values in [0, 1] (a predicted CTR) from its standard error:
-    Wilson's score interval of ``value`` over ``n = value (1 - value) / stderr^2`` rows,
-    the rows of a 0/1 variable of that mean and spread (a spread within [0, 1] is at most
-    that of 0/1 values, so ``n`` is at least the rows). For 0/1 values it is Wilson's
-    interval itself; for values that spread less it tends to the Wald interval; in
-    between it keeps the score interval's skew, the long right tail of a small mean of
-    skewed preds. None when ``value`` or ``stderr`` is NaN or ``stderr`` is 0."""
-    if math.isnan(value) or math.isnan(stderr) or stderr <= 0 or not 0 < value < 1:
+def skewed_mean_interval(value: float, stderr: float, skewness: float, level: float,
+                         low: float = -math.inf, high: float = math.inf,
+                         ) -> tuple[float, float] | None:
+    """Hall's (1992) interval of a mean whose estimate is skewed (a predicted CTR of a few
+    hundred skewed preds): with ``a = skewness / 3`` (``skewness`` the estimate's own, the
+    values' over ``sqrt n``), the studentized mean ``T`` is mapped by ``g(t) = t + a t^2 +
+    a^2 t^3 / 3 + a / 2`` (monotone, ``((1 + a t)^3 - 1) / (3 a) + a / 2``) to a nearly
+    normal one, so the interval is ``value - se g^-1(+/-z)``: longer on the side of the
+    skew. ``a = 0``: Wald. Cut to ``[low, high]``; None when a term is NaN or ``stderr``
+    is not above 0."""
+    if math.isnan(value) or math.isnan(stderr) or not stderr > 0 or math.isnan(skewness):
         return None
-    rows = value * (1 - value) / (stderr * stderr)
-    return wilson_interval(value * rows, rows, level)
+    z = z_value(level)
+    a = skewness / 3
+
+    def inverse(x: float) -> float:
+        if a == 0:
+            return x
+        cube = 1 + 3 * a * (x - a / 2)
+        return (math.copysign(abs(cube) ** (1 / 3), cube) - 1) / a
+
+    return (float(max(low, value - stderr * inverse(z))),
+            float(min(high, value - stderr * inverse(-z))))
 
 
 def absolute_sum_interval(total: float, sure: list[float], unsure: list[float],

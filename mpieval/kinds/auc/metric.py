@@ -281,9 +281,10 @@ class AucResult:
           :data:`mpieval.kernels.stats.MIN_CLASS` in either class.
         - ``actual_ctr``: Wilson's score interval of ``positives / num`` (valid at 0 and at
           all positives).
-        - ``predicted_ctr``: Wilson's score interval over the rows that give the delta
-          method's spread (:func:`mpieval.kernels.stats.effective_rate_interval`: skewed
-          preds); None with a spread of 0 (every pred equal).
+        - ``predicted_ctr``: Hall's interval of a skewed mean
+          (:func:`mpieval.kernels.stats.skewed_mean_interval`, the delta method's spread
+          and the preds' skewness: skewed preds on small sets), cut to [0, 1]; None with a
+          spread of 0 (every pred equal).
         - ``copc``: Wilson's interval of the actual CTR over the rows that give COPC's own
           delta-method spread (the preds' spread and their correlation with the labels
           in it; without clicks, the actual CTR's rows), over ``predicted_ctr``.
@@ -320,8 +321,9 @@ class AucResult:
             pair = stats.wilson_interval(self.actual_ctr * copc_rows, copc_rows, level)
             if pair is not None:
                 copc = (pair[0] / self.predicted_ctr, pair[1] / self.predicted_ctr)
-        predicted = stats.effective_rate_interval(
-            self.predicted_ctr, self.stderr.get("predicted_ctr", math.nan), level)
+        predicted = stats.skewed_mean_interval(
+            self.predicted_ctr, self.stderr.get("predicted_ctr", math.nan),
+            self.stderr.get("predicted_ctr_skewness", 0.0), level, 0.0, 1.0)
         quantile = None if math.isnan(auc_stderr) else stats.t_value(level, smaller - 1)
         auc = stats.logit_interval(self.auc, auc_stderr, level, quantile)
         if enough_classes and smaller < SCORE_CLASS:
@@ -457,6 +459,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
                        if num > positives else 1.0)
         stderr.update(_moment_stderrs(moment_sums, num, logloss, ne, actual, mae,
                                       rmse * rmse, reasons))
+        stderr["predicted_ctr_skewness"] = _skewness(moment_sums, predicted)
         stderr["auprc"] = _auprc_stderr(filled, auprc, factors)
         ece_spread = _ece_spread(filled, factors)
     return AucResult(
@@ -510,6 +513,19 @@ def _moment_stderrs(m: np.ndarray | None, num: float, logloss: float, ne: float,
         out["ne"] = _spread(m[f.CECE], -2 * c * m[f.CEY], c * c * m[f.YY], -2 * d * m[f.CE],
                             2 * d * c * m[f.Y], d * d * m[f.V]) / (num * entropy)
     return out
+
+
+def _skewness(m: np.ndarray | None, mean: float) -> float:
+    """The skewness of the predicted CTR's estimate, ``sum u (p - m)^3 / (sum v (p -
+    m)^2)^(3/2)`` (frequency: the preds' skewness over ``sqrt n``); 0 without the moments
+    or a spread."""
+    if m is None or not m[moments.V] > 0:
+        return 0.0
+    f = moments
+    third = math.fsum((m[f.UPPP], -3 * mean * m[f.UPP], 3 * mean * mean * m[f.UP],
+                       -mean**3 * m[f.U]))
+    second = math.fsum((m[f.PP], -2 * mean * m[f.P], mean * mean * m[f.V]))
+    return third / second**1.5 if second > 0 else 0.0
 
 
 def _spread(*terms: float) -> float:
@@ -822,7 +838,7 @@ class AucMetric(Metric):
         binary = not self.soft_labels or is_binary(label)
         kernels.accumulate(state.summed("table"), state.summed("sums"), pred, label, weight,
                            binary=binary)
-        v = moments.row_weights(len(pred), weight, self.weights == "importance")
+        v = moments.row_weights(len(pred), weight, self.weights == "importance")  # (v, u)
         moments.accumulate(state.summed("moments"), pred, label, v)
         if compare is not None:
             moments.accumulate(state.summed("moments_b"), compare, label, v)

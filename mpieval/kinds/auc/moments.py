@@ -10,7 +10,9 @@ w)^2`` under either meaning, written with these sums (:func:`mpieval.kernels.sta
 
 Per model (``p`` the pred, ``y`` the label, ``ce`` the row's logloss with the pred clipped
 to ``[1e-15, 1 - 1e-15]``, ``e = p - y``): ``v``, ``v y``, ``v y^2``, ``v p``, ``v p^2``,
-``v p y``, ``v ce``, ``v ce^2``, ``v ce y``, ``v |e|``, ``v e^2``, ``v e^4``. Comparing
+``v p y``, ``v ce``, ``v ce^2``, ``v ce y``, ``v |e|``, ``v e^2``, ``v e^4``; and ``u``, ``u p``, ``u
+p^2``, ``u p^3`` with ``u`` the weight or its cube (importance), for the third moment of the
+predicted CTR (its skewness: :func:`mpieval.kernels.stats.skewed_mean_interval`). Comparing
 (:data:`CROSS`): ``v p_A p_B`` and ``v ce_A ce_B``, the products of the two models' per-row
 values that pair them.
 """
@@ -21,24 +23,28 @@ import numpy as np
 
 from mpieval.kernels import exact
 
-FIELDS = ("v", "y", "yy", "p", "pp", "py", "ce", "cece", "cey", "abs", "sq", "fourth")
-(V, Y, YY, P, PP, PY, CE, CECE, CEY, ABS, SQ, FOURTH) = range(len(FIELDS))
+FIELDS = ("v", "y", "yy", "p", "pp", "py", "ce", "cece", "cey", "abs", "sq", "fourth", "u",
+          "up", "upp", "uppp")
+(V, Y, YY, P, PP, PY, CE, CECE, CEY, ABS, SQ, FOURTH, U, UP, UPP, UPPP) = range(len(FIELDS))
 CROSS = ("pp", "cece")
 CROSS_PP, CROSS_CECE = range(len(CROSS))
 
 PRED_CLIP = 1e-15
 
 
-def row_weights(n: int, weight: np.ndarray | None, importance: bool) -> np.ndarray:
-    """Each row's ``v``: 1, ``w``, or ``w^2`` (importance weights)."""
+def row_weights(n: int, weight: np.ndarray | None, importance: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``(v, u)``: 1 and 1, ``w`` and ``w``, or ``w^2`` and ``w^3`` (importance
+    weights)."""
     if weight is None:
-        return np.ones(n)
+        return np.ones(n), np.ones(n)
     w = np.asarray(weight, dtype=np.float64)
     if not importance:
-        return w
+        return w, w
     with np.errstate(over="ignore"):  # beyond float64: an error at compute
         squared: np.ndarray = w * w
-    return squared
+        cubed: np.ndarray = squared * w
+    return squared, cubed
 
 
 def cross_entropy(pred: np.ndarray, label: np.ndarray) -> np.ndarray:
@@ -49,26 +55,34 @@ def cross_entropy(pred: np.ndarray, label: np.ndarray) -> np.ndarray:
     return ce
 
 
-def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray, v: np.ndarray) -> None:
-    """Add validated rows to ``sums`` (``len(FIELDS)``, ``exact.DIGITS``), in place; ``v``
-    from :func:`row_weights`. Each row's terms are float64 operations on that row alone."""
+def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray,
+               weights: tuple[np.ndarray, np.ndarray]) -> None:
+    """Add validated rows to ``sums`` (``len(FIELDS)``, ``exact.DIGITS``), in place;
+    ``weights`` the ``(v, u)`` of :func:`row_weights`. Each row's terms are float64
+    operations on that row alone."""
+    v, u = weights
     p = np.asarray(pred, dtype=np.float64)
     y = np.asarray(label, dtype=np.float64)
     ce = cross_entropy(p, y)
     e = p - y
     e2 = e * e
-    terms = {V: v, Y: v * y, YY: v * y * y, P: v * p, PP: v * p * p, PY: v * p * y,
-             CE: v * ce, CECE: v * ce * ce, CEY: v * ce * y, ABS: v * np.abs(e), SQ: v * e2,
-             FOURTH: v * e2 * e2}
+    with np.errstate(over="ignore", invalid="ignore"):  # huge weights: an error at compute
+        terms = {V: v, Y: v * y, YY: v * y * y, P: v * p, PP: v * p * p, PY: v * p * y,
+                 CE: v * ce, CECE: v * ce * ce, CEY: v * ce * y, ABS: v * np.abs(e), SQ: v * e2,
+                 FOURTH: v * e2 * e2, U: u, UP: u * p, UPP: u * p * p, UPPP: u * p * p * p}
     for field, values in terms.items():
         exact.add_values(sums[field], values)
 
 
 def accumulate_cross(sums: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray,
-                     label: np.ndarray, v: np.ndarray) -> None:
+                     label: np.ndarray, weights: tuple[np.ndarray, np.ndarray]) -> None:
     """Add the rows' :data:`CROSS` products of models A and B to ``sums`` (``len(CROSS)``,
     ``exact.DIGITS``), in place."""
+    v = weights[0]
     a = np.asarray(pred_a, dtype=np.float64)
     b = np.asarray(pred_b, dtype=np.float64)
-    exact.add_values(sums[CROSS_PP], v * a * b)
-    exact.add_values(sums[CROSS_CECE], v * cross_entropy(a, label) * cross_entropy(b, label))
+    with np.errstate(over="ignore", invalid="ignore"):  # huge weights: an error at compute
+        pp = v * a * b
+        cece = v * cross_entropy(a, label) * cross_entropy(b, label)
+    exact.add_values(sums[CROSS_PP], pp)
+    exact.add_values(sums[CROSS_CECE], cece)
