@@ -11,8 +11,9 @@ w)^2`` under either meaning, written with these sums (:func:`mpieval.kernels.sta
 Per model (``p`` the pred, ``y`` the label, ``ce`` the row's logloss with the pred clipped
 to ``[1e-15, 1 - 1e-15]``, ``e = p - y``): ``v``, ``v y``, ``v y^2``, ``v p``, ``v p^2``,
 ``v p y``, ``v ce``, ``v ce^2``, ``v ce y``, ``v |e|``, ``v e^2``, ``v e^4``; and ``u``,
-``u p``, ``u p^2``, ``u p^3`` with ``u`` the weight or its cube (importance), for the third moment of the
-predicted CTR (its skewness: :func:`mpieval.kernels.stats.skewed_mean_interval`). Comparing
+``u p``, ``u p^2``, ``u p^3`` with ``u`` the weight or its cube (importance), for the
+third moment of the predicted CTR (its skewness:
+:func:`mpieval.kernels.stats.skewed_mean_interval`). Comparing
 (:data:`CROSS`): ``v p_A p_B`` and ``v ce_A ce_B``, the products of the two models' per-row
 values that pair them.
 """
