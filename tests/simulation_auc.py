@@ -194,3 +194,62 @@ def paired_null_rejection(rng: np.random.Generator, datasets: int, n: int, ctr: 
 
 def binormal_rows(rng: np.random.Generator, n: int, d: float) -> tuple[np.ndarray, np.ndarray]:
     return binormal(rng, n, d)
+
+
+# -- the table of docs/statistics.md (scripts/stats_coverage.py --auc-only) -----------------
+
+PARTS = ("hard", "new")
+
+
+def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
+          ) -> list[tuple[str, str, float, int]]:
+    """The cells of one part of the ``auc`` table (:data:`PARTS`: ``"hard"`` the regimes of
+    the issue and the old cells, ``"new"`` every new interval and paired test): ``(cell,
+    value, share, sets)``, coverage of each 95% interval or the share of paired p < 0.05
+    under the null."""
+    from simulation import downsampling_coverage, few_positives_rates, rare_click_coverage
+
+    out: list[tuple[str, str, float, int]] = []
+    if part == "new":
+        return _new_cells(rng, datasets, big_datasets)
+    for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0)):
+        auc = stats.normal_cdf(d / math.sqrt(2))
+        out.append((f"AUC {auc:.3f}, {positives} positives in 10,000 rows", "auc covers",
+                    high_auc_coverage(rng, datasets, positives, d), datasets))
+    for positives in (10, 30):
+        rates = few_positives_rates(rng, datasets, positives)
+        cell = f"AUC 0.760, {positives} positives in 10,000 rows"
+        out += [(cell, "auc covers", rates["auc"], datasets),
+                (cell, "auc_diff p < 0.05 under the null", rates["auc_diff p<0.05"], datasets)]
+    for shift, name in ((0.0, "calibrated"), (0.5, "over-predicting")):
+        cell = f"importance weights, non-clicks kept at 0.02, {name}"
+        for key, share in downsampled_copc_coverage(rng, datasets, shift).items():
+            out.append((cell, f"{key} covers", share, datasets))
+    for ctr in (0.05, 0.2):
+        cell = f"importance weights, non-clicks kept at 0.1, CTR {ctr}"
+        shares = downsampling_coverage(rng, datasets, ctr=ctr)
+        for key in ("auc", "actual_ctr", "predicted_ctr", "copc"):
+            out.append((cell, f"{key} covers", shares[f"importance {key}"], datasets))
+    for n in (100, 300, 1000):
+        for key, share in skewed_coverage(rng, datasets, n).items():
+            out.append((f"{n} rows of skewed preds", f"{key} covers", share, datasets))
+    for key, share in rare_click_coverage(rng, datasets).items():
+        out.append(("1,000 rows, CTR 0.002", f"{key} covers", share, datasets))
+    return out
+
+
+def _new_cells(rng: np.random.Generator, datasets: int, big_datasets: int,
+               ) -> list[tuple[str, str, float, int]]:
+    out: list[tuple[str, str, float, int]] = []
+    for n, sets in ((1000, datasets), (100_000, big_datasets)):
+        for ctr in (0.02, 0.2):
+            for ties, keep, what in ((False, None, ""), (True, None, ", ties"),
+                                     (False, 0.1, ", importance (non-clicks kept at 0.1)")):
+                cell = f"{n:,} rows, CTR {ctr}{what}"
+                for key, share in new_interval_coverage(rng, sets, n, ctr, ties, keep).items():
+                    out.append((cell, f"{key} covers", share, sets))
+            for keep, what in ((None, ""), (0.1, ", importance (non-clicks kept at 0.1)")):
+                cell = f"{n:,} rows, CTR {ctr}{what}, two equal models"
+                for key, share in paired_null_rejection(rng, sets, n, ctr, keep=keep).items():
+                    out.append((cell, f"{key}_diff p < 0.05", share, sets))
+    return out

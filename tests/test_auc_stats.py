@@ -822,3 +822,44 @@ def test_a_state_without_the_moments_merges_with_null_intervals_of_them(rng, sof
     assert result.ci()["auprc"] is not None and result.compare.diff_ci("auprc") is not None
     assert result.compare.diff_ci("logloss") is None
     assert any("state saved by this version" in str(w.message) for w in caught)
+
+
+# -- issue 32 by simulation (the table: scripts/stats_coverage.py --auc-only) --------------
+
+@pytest.mark.slow
+def test_hard_regimes_of_issue_32_by_simulation():
+    """High AUC with few positives, COPC under importance weights with non-clicks kept at
+    0.02, the predicted CTR of skewed preds on small sets: at their targets (fixed seed;
+    the bounds leave about 2 standard errors below the measured shares)."""
+    import simulation_auc as sim
+
+    rng = np.random.default_rng(32)
+    assert sim.high_auc_coverage(rng, 300, 10, 3.0) >= 0.90
+    assert sim.high_auc_coverage(rng, 300, 30, 3.0) >= 0.93
+    assert sim.high_auc_coverage(rng, 300, 10, 2.0) >= 0.90
+    for shift in (0.0, 0.5):
+        shares = sim.downsampled_copc_coverage(rng, 400, shift)
+        assert shares["copc"] >= 0.925 and shares["actual_ctr"] >= 0.925, shares
+    for n, bound in ((100, 0.92), (300, 0.93), (1000, 0.93)):
+        shares = sim.skewed_coverage(rng, 1500, n)
+        assert shares["predicted_ctr"] >= bound and shares["actual_ctr"] >= 0.93, (n, shares)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ctr", [0.02, 0.2])
+def test_new_intervals_and_paired_tests_by_simulation(monkeypatch, ctr):
+    """Each new interval covers its population value at 1,000 rows (ties and importance
+    weights too) and each new paired test keeps its size under the null."""
+    import simulation_auc as sim
+
+    monkeypatch.setattr(sim, "TRUTH_ROWS", 4_000_000)
+    rng = np.random.default_rng(320)
+    for ties, keep in ((False, None), (True, None), (False, 0.1)):
+        shares = sim.new_interval_coverage(rng, 300, 1000, ctr, ties, keep)
+        for name, share in shares.items():
+            if name == "auprc" and (keep is not None or ties):
+                continue  # below the target there (docs/statistics.md): not asserted
+            assert share >= 0.91, (ties, keep, name, share)
+    for keep in (None, 0.1):
+        for name, share in sim.paired_null_rejection(rng, 300, 1000, ctr, keep=keep).items():
+            assert share <= 0.085, (keep, name, share)
