@@ -60,7 +60,7 @@ def main() -> None:
                         help="only the auc kind's table of issue 32")
     parser.add_argument("--big-datasets", type=int, default=1000,
                         help="sets a cell at 100,000 rows (--auc-only)")
-    parser.add_argument("--auc-part", choices=("hard", "new"),
+    parser.add_argument("--auc-part", choices=("hard", "new", "new-100k"),
                         help="one part of --auc-only (each its own seeded stream)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)

@@ -198,20 +198,23 @@ def binormal_rows(rng: np.random.Generator, n: int, d: float) -> tuple[np.ndarra
 
 # -- the table of docs/statistics.md (scripts/stats_coverage.py --auc-only) -----------------
 
-PARTS = ("hard", "new")
+PARTS = ("hard", "new", "new-100k")
 
 
 def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
           ) -> list[tuple[str, str, float, int]]:
     """The cells of one part of the ``auc`` table (:data:`PARTS`: ``"hard"`` the regimes of
-    the issue and the old cells, ``"new"`` every new interval and paired test): ``(cell,
+    the issue and the old cells, ``"new"`` every new interval and paired test at 1,000
+    rows, ``"new-100k"`` at 100,000 rows, ``big_datasets`` sets a cell): ``(cell,
     value, share, sets)``, coverage of each 95% interval or the share of paired p < 0.05
     under the null."""
     from simulation import downsampling_coverage, few_positives_rates, rare_click_coverage
 
     out: list[tuple[str, str, float, int]] = []
     if part == "new":
-        return _new_cells(rng, datasets, big_datasets)
+        return _new_cells(rng, [(1000, datasets)])
+    if part == "new-100k":
+        return _new_cells(rng, [(100_000, big_datasets)])
     for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0)):
         auc = stats.normal_cdf(d / math.sqrt(2))
         out.append((f"AUC {auc:.3f}, {positives} positives in 10,000 rows", "auc covers",
@@ -238,10 +241,10 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
     return out
 
 
-def _new_cells(rng: np.random.Generator, datasets: int, big_datasets: int,
+def _new_cells(rng: np.random.Generator, sizes: list[tuple[int, int]],
                ) -> list[tuple[str, str, float, int]]:
     out: list[tuple[str, str, float, int]] = []
-    for n, sets in ((1000, datasets), (100_000, big_datasets)):
+    for n, sets in sizes:
         for ctr in (0.02, 0.2):
             for ties, keep, what in ((False, None, ""), (True, None, ", ties"),
                                      (False, 0.1, ", importance (non-clicks kept at 0.1)")):

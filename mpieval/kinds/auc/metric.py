@@ -37,7 +37,10 @@ from mpieval.validation import (
 F = TypeVar("F")
 
 INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc", "logloss", "ne", "auprc",
-                   "ece", "rmse", "mae", "bucket_error")
+                   "ece", "rmse", "mae")
+"""The values with an interval: all but ``bucket_error``, whose bucket ranges are chosen
+from the data (no valid interval of it is known: docs/statistics.md; not in ``ci95``
+rather than a ``null`` and a warning on every run)."""
 _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
            "copc": (0.0, math.inf)}
 
@@ -295,8 +298,7 @@ class AucResult:
           (:mod:`mpieval.kinds.auc.influence`), with the ``auc``'s t and minimum.
         - ``ece``: ``ece -/+ c`` cut at 0, ``c`` a bound on the error of a sum of absolute
           gaps (:func:`mpieval.kernels.stats.absolute_sum_interval`: valid at a gap of 0).
-        - ``bucket_error``: None (its bucket ranges are chosen from the data; no valid
-          interval of it is known).
+        - ``bucket_error`` has none (:data:`INTERVAL_FIELDS`).
         The ctrs', copc's and the others' need a total weight of 2 (two rows).
 
         Under importance weights (``weights="importance"``) the class totals are their
@@ -342,7 +344,7 @@ class AucResult:
                 "logloss": self._wald("logloss", level), "ne": self._wald("ne", level),
                 "auprc": auprc,
                 "ece": stats.absolute_sum_interval(self.ece, list(sure), list(unsure), level),
-                "rmse": rmse, "mae": self._wald("mae", level), "bucket_error": None}
+                "rmse": rmse, "mae": self._wald("mae", level)}
 
     def _wald(self, name: str, level: float) -> tuple[float, float] | None:
         """``value -/+ z se`` of ``name``, cut at 0; None with a spread of 0 or NaN."""
@@ -559,6 +561,37 @@ def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
     sure = np.abs(gaps.gaps) >= stats.SURE_GAP * gaps.stderrs
     return (tuple(float(s) for s in gaps.stderrs[sure]),
             tuple(float(s) for s in gaps.stderrs[~sure]))
+
+
+_NEW_INTERVALS = ("logloss", "ne", "auprc", "ece", "rmse", "mae")
+
+
+def _null_interval_reasons(result: AucResult, reasons: list[str]) -> None:
+    """A reason for each null interval (and paired difference) of issue 32 whose value is
+    defined, unless one already names it: every null has its warning."""
+    said = " ".join(reasons)
+
+    def why(name: str, units: tuple[float, float], stderr: float) -> str:
+        if min(units) < stats.MIN_CLASS and name in ("auprc", "diff"):
+            return f"needs a weight (or effective size) of {stats.MIN_CLASS} in each class"
+        if math.isnan(stderr):
+            return "needs two rows (and the moments of a state saved by this version)"
+        return "the spread is 0 or the value at the edge of its range"
+
+    intervals = result.ci(0.95)
+    for name in _NEW_INTERVALS:
+        if intervals[name] is None and not math.isnan(getattr(result, name)) \
+                and f"{name} ci95" not in said:
+            stderr = result.stderr.get("mse" if name == "rmse" else name, math.nan)
+            reasons.append(f"{name} ci95 is null: {why(name, result.class_sizes, stderr)}")
+    if result.compare is not None:
+        compare = result.compare
+        for name in DIFFS:
+            diff, stderr = compare.diffs.get(name, (math.nan, math.nan))
+            null = compare.diff_ci(name) is None or math.isnan(compare.p_value(name))
+            if null and not math.isnan(diff) and f"{name}_diff" not in said:
+                reasons.append(f"{name}_diff ci95 and p are null: "
+                               f"{why('diff', compare.result.class_sizes, stderr)}")
 
 
 def _table_influences(table_a: np.ndarray, a: AucResult, table_b: np.ndarray, b: AucResult,
@@ -880,6 +913,7 @@ class AucMetric(Metric):
         if self.compare is not None:
             result = dataclasses.replace(result, compare=self._compare(sums, comm, result,
                                                                          reasons))
+        _null_interval_reasons(result, reasons)
         if reasons:
             warn_undefined(comm, "auc: " + "; ".join(reasons))
         return result
