@@ -271,8 +271,10 @@ class AucResult:
         :func:`mpieval.kinds.auc.importance.rate_rows`."""
         return self.num if self.effective is None else self.effective.rate_rows
 
-    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined
+    def ci(self, level: float = 0.95, *, with_ece: bool = True,
+           ) -> dict[str, tuple[float, float] | None]:
+        """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined (and for
+        ``ece`` with ``with_ece=False``: it would draw the calibration figure)
         (docs/statistics.md has each method and its coverage by simulation).
 
         - ``auc``: DeLong's on the logit scale (:func:`mpieval.kernels.stats.logit_interval`,
@@ -339,12 +341,15 @@ class AucResult:
         mse = stats.interval(self.rmse**2, self.stderr.get("mse", math.nan), level, 0.0)
         rmse = None if mse is None or mse[1] == mse[0] else (math.sqrt(mse[0]),
                                                              math.sqrt(mse[1]))
-        sure, unsure = self.ece_spread
         return {"auc": auc, "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc,
                 "logloss": self._wald("logloss", level), "ne": self._wald("ne", level),
-                "auprc": auprc,
-                "ece": stats.absolute_sum_interval(self.ece, list(sure), list(unsure), level),
+                "auprc": auprc, "ece": self._ece_interval(level) if with_ece else None,
                 "rmse": rmse, "mae": self._wald("mae", level)}
+
+    def _ece_interval(self, level: float) -> tuple[float, float] | None:
+        """The ECE's (reading ``ece`` draws the calibration figure)."""
+        sure, unsure = self.ece_spread
+        return stats.absolute_sum_interval(self.ece, list(sure), list(unsure), level)
 
     def _wald(self, name: str, level: float) -> tuple[float, float] | None:
         """``value -/+ z se`` of ``name``, cut at 0; None with a spread of 0 or NaN."""
@@ -578,10 +583,12 @@ def _null_interval_reasons(result: AucResult, reasons: list[str]) -> None:
             return "needs two rows (and the moments of a state saved by this version)"
         return "the spread is 0 or the value at the edge of its range"
 
-    intervals = result.ci(0.95)
+    intervals = result.ci(0.95, with_ece=False)  # drawing no figure (ece: by its spread)
+    intervals["ece"] = (None if not any(s > 0 for part in result.ece_spread for s in part)
+                        else (0.0, 1.0))
     for name in _NEW_INTERVALS:
-        if intervals[name] is None and not math.isnan(getattr(result, name)) \
-                and f"{name} ci95" not in said:
+        defined = result.num > 0 if name == "ece" else not math.isnan(getattr(result, name))
+        if intervals[name] is None and defined and f"{name} ci95" not in said:
             stderr = result.stderr.get("mse" if name == "rmse" else name, math.nan)
             reasons.append(f"{name} ci95 is null: {why(name, result.class_sizes, stderr)}")
     if result.compare is not None:
