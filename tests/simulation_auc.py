@@ -215,7 +215,8 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
         return _new_cells(rng, [(1000, datasets)])
     if part == "new-100k":
         return _new_cells(rng, [(100_000, big_datasets)])
-    for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0)):
+    for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0), (300, 3.0),
+                         (600, 3.0)):
         auc = stats.normal_cdf(d / math.sqrt(2))
         out.append((f"AUC {auc:.3f}, {positives} positives in 10,000 rows", "auc covers",
                     high_auc_coverage(rng, datasets, positives, d), datasets))

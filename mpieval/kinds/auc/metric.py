@@ -47,7 +47,7 @@ _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1
 DIFFS = ("logloss", "ne", "copc", "ece", "auprc")
 """The values of :class:`AucComparison` with a paired difference beside ``auc_diff``."""
 
-SCORE_CLASS = 200
+SCORE_CLASS = 300
 """Below this many rows (effective rows under importance weights) in the smaller class,
 the ``auc`` interval also holds the score-type interval
 (:func:`mpieval.kernels.stats.auc_score_interval`): DeLong's sample spread from a few
@@ -288,8 +288,8 @@ class AucResult:
           all positives).
         - ``predicted_ctr``: Hall's interval of a skewed mean
           (:func:`mpieval.kernels.stats.skewed_mean_interval`, the delta method's spread
-          and the preds' skewness: skewed preds on small sets), cut to [0, 1]; None with a
-          spread of 0 (every pred equal).
+          and the preds' skewness: skewed preds on small sets; Wald's under importance
+          weights), cut to [0, 1]; None with a spread of 0 (every pred equal).
         - ``copc``: Wilson's interval of the actual CTR over the rows that give COPC's own
           delta-method spread (the preds' spread and their correlation with the labels
           in it; without clicks, the actual CTR's rows), over ``predicted_ctr``.
@@ -466,7 +466,10 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
                        if num > positives else 1.0)
         stderr.update(_moment_stderrs(moment_sums, num, logloss, ne, actual, mae,
                                       rmse * rmse, reasons))
-        stderr["predicted_ctr_skewness"] = _skewness(moment_sums, predicted)
+        # Hall's correction under frequency weights only: with importance weights the
+        # studentized ratio's skew is not the preds' (Wald covered 94-95% there)
+        stderr["predicted_ctr_skewness"] = (_skewness(moment_sums, predicted)
+                                            if squares is None else 0.0)
         stderr["auprc"] = _auprc_stderr(filled, auprc, factors)
         ece_spread = _ece_spread(filled, factors)
     return AucResult(
