@@ -464,6 +464,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             factors = (float(squares[importance.POSITIVE_SQ]) / positives if positives else 1.0,
                        float(squares[importance.NEGATIVE_SQ]) / (num - positives)
                        if num > positives else 1.0)
+        if squares is None and moment_sums is not None and moment_sums[moments.V] > 0:
+            moment_sums = moments.from_sums(moment_sums, sums, positives, num)
         stderr.update(_moment_stderrs(moment_sums, num, logloss, ne, actual, mae,
                                       rmse * rmse, reasons))
         # Hall's correction under frequency weights only: with importance weights the
@@ -881,11 +883,16 @@ class AucMetric(Metric):
         binary = not self.soft_labels or is_binary(label)
         kernels.accumulate(state.summed("table"), state.summed("sums"), pred, label, weight,
                            binary=binary)
-        v = moments.row_weights(len(pred), weight, self.weights == "importance")  # (v, u)
-        moments.accumulate(state.summed("moments"), pred, label, v)
+        heavy = self.weights == "importance"
+        v = (None if weight is None and not heavy
+             else moments.row_weights(len(pred), weight, heavy))
+        for part, model in (("moments", pred), ("moments_b", compare)):
+            if model is not None:
+                moments.accumulate(state.summed(part), model, label, v, binary=binary,
+                                   importance=heavy)
         if compare is not None:
-            moments.accumulate(state.summed("moments_b"), compare, label, v)
-            moments.accumulate_cross(state.summed("cross"), pred, compare, label, v)
+            moments.accumulate_cross(state.summed("cross"), pred, compare, label,
+                                     v or moments.row_weights(len(pred), None, heavy))
         if self.weights == "importance":
             importance.accumulate(state.summed("weight_squares"), pred, label, weight)
             if compare is not None:
@@ -963,13 +970,24 @@ class AucMetric(Metric):
                            "class")
         elif variance == 0:
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
-        diffs = _paired_diffs(a, b, exact.to_floats(sums["moments"]),
-                              exact.to_floats(sums["moments_b"]), exact.to_floats(sums["cross"]))
+        diffs = _paired_diffs(a, b, self._moments(sums), self._moments(sums, "_b"),
+                              exact.to_floats(sums["cross"]))
         for index, name in enumerate(table_influences):
             diffs[name] = (getattr(b, name) - getattr(a, name),
                            math.sqrt(float(spread[2 + index])) / a.num if a.num else math.nan)
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
                              auc_diff_stderr=math.sqrt(variance), diffs=diffs)
+
+    def _moments(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray:
+        """The merged moments as floats (``model`` ``"_b"``: model B's), under frequency
+        weights with the fields the table's sums hold filled in
+        (:func:`mpieval.kinds.auc.moments.from_sums`)."""
+        merged = exact.to_floats(sums["moments" + model])
+        if self.weights == "importance" or not merged[moments.V] > 0:
+            return merged
+        table = sums["table" + model]
+        return moments.from_sums(merged, exact.to_floats(sums["sums" + model]),
+                                 float(table[1].sum()), float(table.sum()))
 
     def _squares(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray | None:
         """The merged sums of squared weights as floats (importance weights; ``model``

@@ -56,23 +56,60 @@ def cross_entropy(pred: np.ndarray, label: np.ndarray) -> np.ndarray:
     return ce
 
 
+NEW_UNDER_FREQUENCY = (V, CECE, CEY, FOURTH, UPPP)
+"""The fields kept under frequency weights: the others are sums the table's own
+(:data:`mpieval.kinds.auc.kernels.SUM_FIELDS`) already holds, filled in by
+:func:`from_sums` (``v`` itself is kept as the mark of a state that has the moments)."""
+
+
 def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray,
-               weights: tuple[np.ndarray, np.ndarray]) -> None:
+               weights: tuple[np.ndarray, np.ndarray] | None, *, binary: bool = False,
+               importance: bool = False) -> None:
     """Add validated rows to ``sums`` (``len(FIELDS)``, ``exact.DIGITS``), in place;
-    ``weights`` the ``(v, u)`` of :func:`row_weights`. Each row's terms are float64
-    operations on that row alone."""
-    v, u = weights
+    ``weights`` the ``(v, u)`` of :func:`row_weights`, None without weights. Under
+    frequency weights only :data:`NEW_UNDER_FREQUENCY`. Each row's terms are float64
+    operations on that row alone; ``binary``: 0/1 labels (one log a row)."""
     p = np.asarray(pred, dtype=np.float64)
     y = np.asarray(label, dtype=np.float64)
-    ce = cross_entropy(p, y)
+    if binary:  # one log a row
+        q = np.clip(p, PRED_CLIP, 1 - PRED_CLIP)
+        ce = -np.log(np.where(y == 1, q, 1 - q))
+    else:
+        ce = cross_entropy(p, y)
     e = p - y
     e2 = e * e
     with np.errstate(over="ignore", invalid="ignore"):  # huge weights: an error at compute
-        terms = {V: v, Y: v * y, YY: v * y * y, P: v * p, PP: v * p * p, PY: v * p * y,
-                 CE: v * ce, CECE: v * ce * ce, CEY: v * ce * y, ABS: v * np.abs(e), SQ: v * e2,
-                 FOURTH: v * e2 * e2, U: u, UP: u * p, UPP: u * p * p, UPPP: u * p * p * p}
+        if weights is None:
+            exact.add_values(sums[V], np.array([float(len(p))]))
+            terms = {CECE: ce * ce, CEY: ce * y, FOURTH: e2 * e2, UPPP: p * p * p}
+        elif not importance:
+            v = weights[0]
+            terms = {V: v, CECE: v * ce * ce, CEY: v * ce * y, FOURTH: v * e2 * e2,
+                     UPPP: v * p * p * p}
+        else:
+            v, u = weights
+            terms = {V: v, Y: v * y, YY: v * y * y, P: v * p, PP: v * p * p, PY: v * p * y,
+                     CE: v * ce, CECE: v * ce * ce, CEY: v * ce * y, ABS: v * np.abs(e),
+                     SQ: v * e2, FOURTH: v * e2 * e2, U: u, UP: u * p, UPP: u * p * p,
+                     UPPP: u * p * p * p}
     for field, values in terms.items():
         exact.add_values(sums[field], values)
+
+
+def from_sums(moments: np.ndarray, sums: np.ndarray, positives: float, num: float,
+              ) -> np.ndarray:
+    """The frequency moments (floats) with the fields the table's sums hold filled in:
+    ``y`` the positives, ``p``, ``p^2``, ``p y``, ``ce``, ``|e|``, ``e^2`` from
+    :data:`mpieval.kinds.auc.kernels.SUM_FIELDS`, ``u`` the same as ``v``."""
+    from mpieval.kinds.auc import kernels
+
+    out = np.array(moments, dtype=np.float64)
+    out[Y], out[YY] = positives, sums[kernels.SUM_LABEL_SQ]
+    out[P], out[PP] = sums[kernels.SUM_PRED], sums[kernels.SUM_PRED_SQ]
+    out[PY], out[CE] = sums[kernels.SUM_LABEL_PRED], sums[kernels.SUM_LOGLOSS]
+    out[ABS], out[SQ] = sums[kernels.SUM_ABSERR], sums[kernels.SUM_SQRERR]
+    out[U], out[UP], out[UPP] = out[V], out[P], out[PP]
+    return out
 
 
 def accumulate_cross(sums: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray,
