@@ -736,8 +736,10 @@ class AucMetric(Metric):
     State: ``table`` (2, T): negatives then positives per bucket, and ``sums``
     (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
     second-moment sums of the intervals), each an exact accumulator
-    (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks); both merge by
-    addition (``16 T + 4352`` bytes, whatever the number of rows). With
+    (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks), and ``moments``
+    (:mod:`mpieval.kinds.auc.moments`: the sums of the other intervals and the paired
+    differences, exact too); all merge by addition (``16 T + 13056`` bytes, whatever the
+    number of rows; comparing, B's ``moments_b`` and the models' ``cross`` products). With
     ``weights="importance"`` also ``weight_squares``, the sums of squared weights its
     intervals read (:mod:`mpieval.kinds.auc.importance`: 2720 bytes; comparing, B's too
     in ``weight_squares_b``).
