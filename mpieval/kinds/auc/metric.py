@@ -588,21 +588,28 @@ def _null_interval_reasons(result: AucResult, reasons: list[str]) -> None:
             return "needs two rows (and the moments of a state saved by this version)"
         return "the spread is 0 or the value at the edge of its range"
 
-    intervals = result.ci(0.95, with_ece=False)  # drawing no figure (ece: by its spread)
-    intervals["ece"] = (None if not any(s > 0 for part in result.ece_spread for s in part)
-                        else (0.0, 1.0))
+    # the rules of ci() and diff_ci() without their quantiles: no interval is computed
+    # here (a run without JSON computes none, nor imports the statistics module)
+    enough = min(result.class_sizes) >= stats.MIN_CLASS
+    null = {name: not result.stderr.get(name, math.nan) > 0 for name in ("logloss", "ne",
+                                                                         "mae")}
+    null["rmse"] = not result.stderr.get("mse", math.nan) > 0
+    null["auprc"] = (not enough or not result.stderr.get("auprc", math.nan) > 0
+                     or not 0 < result.auprc < 1)
+    null["ece"] = not any(s > 0 for part in result.ece_spread for s in part)
     for name in _NEW_INTERVALS:
         defined = result.num > 0 if name == "ece" else not math.isnan(getattr(result, name))
-        if intervals[name] is None and defined and f"{name} ci95" not in said:
+        if null[name] and defined and f"{name} ci95" not in said:
             stderr = result.stderr.get("mse" if name == "rmse" else name, math.nan)
             reasons.append(f"{name} ci95 is null: {why(name, result.class_sizes, stderr)}")
     if result.compare is not None:
         compare = result.compare
+        enough = min(compare.result.class_sizes) >= stats.MIN_CLASS
         for name in DIFFS:
             diff, stderr = compare.diffs.get(name, (math.nan, math.nan))
-            null = compare.diff_ci(name) is None or math.isnan(compare.p_value(name))
-            if null and not math.isnan(diff) and f"{name}_diff" not in said:
-                reasons.append(f"{name}_diff ci95 and p are null: "
+            if (not enough or not stderr > 0) and not math.isnan(diff) \
+                    and f"{name}_diff" not in said:
+                reasons.append(f"{name}_diff ci95 is null (p too, unless the difference is 0): "
                                f"{why('diff', compare.result.class_sizes, stderr)}")
 
 
