@@ -325,12 +325,16 @@ class Metric(OnComm, ABC):
         mine = {option.name: getattr(self, option.name) for option in self.options}
         if saved != mine:
             raise ValueError(f"saved options {saved} differ from this metric's {mine}")
-        missing = [name for name in self._saved_names() if name not in state]
+        later = self._parts_added_later()
+        missing = [name for name in self._saved_names() if name not in state
+                   and name not in later]
         if missing:
             raise StateFormatError(
                 f"a {kind} state of format {saved_format} without {', '.join(missing)}: "
                 f"not a state this version (format {STATE_FORMAT}) wrote, or damaged")
         for name, part in self.state.layout.items():
+            if name in later and name not in state:
+                continue  # left at 0: the kind says what that means (_parts_added_later)
             if isinstance(part, Summed):
                 values = np.asarray(state[name], dtype=np.float64)
                 if values.shape != part.shape:
@@ -347,6 +351,12 @@ class Metric(OnComm, ABC):
         if self.window is not None:
             self._recent = RecentRows.from_state_dict(self.window, state)
         self._error = _saved_error(state)
+
+    def _parts_added_later(self) -> frozenset[str]:
+        """Summed parts a state of this format may lack, saved before they existed: left
+        at 0 on load, which the kind reads as unknown (the ``auc`` kind's moments: its
+        intervals of logloss and the rest are then null, with a warning)."""
+        return frozenset()
 
     def _saved_names(self) -> list[str]:
         """The keys of :meth:`state_dict` that every saved state of this metric holds."""

@@ -34,7 +34,7 @@ PACKAGE = "mpieval"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", (r"mpieval\.(errors|logline|validation)", r"mpieval\._core(\..*)?")),
     ("kernels", (r"mpieval\.kernels(\..*)?",
-                 r"mpieval\.kinds\.\w+\.(kernels|delong|importance|buckets)",)),
+                 r"mpieval\.kinds\.\w+\.(kernels|delong|importance|buckets|moments|influence)",)),
     ("state", (r"mpieval\.(state|rows|window|keys|tags|memory)",)),
     ("communication", (r"mpieval\.(comm|exchange)", r"mpieval\.transport.*")),
     ("api", (r"mpieval", r"mpieval\.(declaration|metric|user_rows|checkpoint|locations|kinds)",

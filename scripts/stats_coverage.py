@@ -23,6 +23,11 @@ downsampling (also alone: ``--downsampling-only``): full sets of 20,000 rows at 
 0.05 and 0.2 (d = 1), the non-clicks kept at 0.1 with weight 10, coverage of the
 population's values with ``weights="frequency"`` (before) and ``"importance"`` (after).
 A null interval or p-value counts as no cover and no rejection.
+
+``--auc-only``: the ``auc`` kind's table of issue 32 (tests/simulation_auc.py ``table``):
+high AUC with few positives, importance weights with non-clicks kept at 0.02, skewed preds,
+the old cells, and every new interval and paired test at 1,000 and 100,000 rows
+(``--big-datasets`` sets a cell there), each share with its binomial standard error.
 """
 
 from __future__ import annotations
@@ -51,8 +56,28 @@ def main() -> None:
                         help="only the small-sample table (few users, positives, clicks)")
     parser.add_argument("--downsampling-only", action="store_true",
                         help="only negative downsampling (importance weights)")
+    parser.add_argument("--auc-only", action="store_true",
+                        help="only the auc kind's table of issue 32")
+    parser.add_argument("--big-datasets", type=int, default=1000,
+                        help="sets a cell at 100,000 rows (--auc-only)")
+    parser.add_argument("--auc-part", choices=("hard", "new", "new-100k"),
+                        help="one part of --auc-only (each its own seeded stream)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.auc_only:
+        import simulation_auc
+
+        print("| cell | value | share | sets | se |\n|---|---|---|---|---|")
+        for index, part in enumerate(simulation_auc.PARTS):
+            if args.auc_part not in (None, part):
+                continue
+            part_rng = np.random.default_rng([args.seed, index])
+            for cell, value, share, sets in simulation_auc.table(
+                    part, part_rng, args.datasets, args.big_datasets):
+                se = math.sqrt(share * (1 - share) / sets)
+                print(f"| {cell} | `{value}` | {100 * share:.1f}% | {sets} | "
+                      f"{100 * se:.1f} |", flush=True)
+        return
     if args.downsampling_only:
         downsampling(rng, args.datasets)
         return

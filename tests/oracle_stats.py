@@ -90,3 +90,240 @@ def paired_delong(score_a, score_b, label):
     s01 = cov(a01, a01, auc_a, auc_a) + cov(b01, b01, auc_b, auc_b) - 2 * cov(a01, b01, auc_a,
                                                                               auc_b)
     return auc_b - auc_a, s10 / len(pos) + s01 / len(neg)
+
+
+# -- issue 32: every value's interval and paired difference (written from the formulas) ----
+
+def wilson(successes, n, z):
+    """Wilson's score interval of ``successes / n`` (no edge modification)."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def row_terms(pred, label, weight=None, importance=False):
+    """Per row ``(w, v, p, y, ce)``: ``v`` the weight, or its square under importance."""
+    rows = []
+    for i, (p, y) in enumerate(zip(pred, label, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        q = min(max(float(p), CLIP), 1 - CLIP)
+        y = float(y)
+        ce = -(y * math.log(q) + (1 - y) * math.log(1 - q))
+        rows.append((w, w * w if importance else w, float(p), y, ce))
+    return rows
+
+
+def mean_stderr(rows, value):
+    """``(mean, se)`` of ``sum w a / sum w`` with ``a = value(row)``: ``sqrt(sum v (a -
+    mean)^2) / sum w``."""
+    total = sum(w for w, *_ in rows)
+    mean = sum(w * value(r) for r in rows for w in [r[0]]) / total
+    spread = sum(r[1] * (value(r) - mean) ** 2 for r in rows)
+    return mean, math.sqrt(spread) / total
+
+
+def entropy(r):
+    return -(r * math.log(r) + (1 - r) * math.log(1 - r))
+
+
+def ne_stderr(rows):
+    """NE = logloss / H(ctr) by the delta method: each row's ``(ce - L) / H - NE H'(r) (y
+    - r) / H`` over the total weight, ``H'(r) = ln((1 - r) / r)``."""
+    total = sum(r[0] for r in rows)
+    loss = sum(r[0] * r[4] for r in rows) / total
+    ctr = sum(r[0] * r[3] for r in rows) / total
+    h = entropy(ctr)
+    ne = loss / h
+    slope = math.log((1 - ctr) / ctr)
+    spread = sum(r[1] * ((r[4] - loss) / h - ne * slope * (r[3] - ctr) / h) ** 2 for r in rows)
+    return ne, math.sqrt(spread) / total
+
+
+def paired_stderrs(pred_a, pred_b, label, weight=None, importance=False):
+    """``{name: (B - A, se)}`` for logloss, ne and copc: the delta method over each row's
+    paired influence (the difference of the two models' per-row influences)."""
+    ra = row_terms(pred_a, label, weight, importance)
+    rb = row_terms(pred_b, label, weight, importance)
+    total = sum(r[0] for r in ra)
+    la = sum(r[0] * r[4] for r in ra) / total
+    lb = sum(r[0] * r[4] for r in rb) / total
+    ctr = sum(r[0] * r[3] for r in ra) / total
+    h = entropy(ctr)
+    slope = math.log((1 - ctr) / ctr)
+    pa = sum(r[0] * r[2] for r in ra)
+    pb = sum(r[0] * r[2] for r in rb)
+    ca, cb = ctr * total / pa, ctr * total / pb
+    out = {}
+    d = lb - la
+    out["logloss"] = (d, math.sqrt(sum(a[1] * (b[4] - a[4] - d) ** 2
+                                       for a, b in zip(ra, rb, strict=True))) / total)
+    ne_d = d / h
+    out["ne"] = (ne_d, math.sqrt(sum(
+        a[1] * ((b[4] - a[4] - d) / h - ne_d * slope * (a[3] - ctr) / h) ** 2
+        for a, b in zip(ra, rb, strict=True))) / total)
+    out["copc"] = (cb - ca, math.sqrt(sum(
+        a[1] * ((a[3] - cb * b[2]) / pb - (a[3] - ca * a[2]) / pa) ** 2
+        for a, b in zip(ra, rb, strict=True))))
+    return out
+
+
+def average_precision_stderr(score, label, weight=None, importance=False):
+    """``(AP, se)`` of average precision (ties one threshold) by its influence function,
+    row by row: a row ``(y, s)`` moves ``AP = E[Y R(S)] / pi`` by ``(y R(s) + sum_{j: s_j
+    <= s} w_j y_j (y - R(s_j)) / cnt(s_j) - AP y) / pi``, ``R(s)`` the precision at
+    threshold ``s`` and ``cnt(s)`` the weight at or above it; ``se = sqrt(sum v IF^2) /
+    W`` (O(n^2))."""
+    n = len(score)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    total = sum(w)
+    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    pi = positives / total
+
+    def at_or_above(s):
+        tp = sum(w[j] * y[j] for j in range(n) if score[j] >= s)
+        cnt = sum(w[j] for j in range(n) if score[j] >= s)
+        return tp, cnt
+
+    prec, cnt = {}, {}
+    for s in set(score):
+        tp, c = at_or_above(s)
+        prec[s], cnt[s] = tp / c, c
+    ap = sum(w[i] * y[i] * prec[score[i]] for i in range(n)) / positives
+    spread = 0.0
+    for i in range(n):
+        for label_part, part in ((1.0, w[i] * y[i]), (0.0, w[i] * (1 - y[i]))):
+            if part == 0:
+                continue
+            s = score[i]
+            c = sum(w[j] * y[j] * (label_part - prec[score[j]]) / cnt[score[j]]
+                    for j in range(n) if score[j] <= s)
+            influence = (label_part * prec[s] + c - ap * label_part) / pi
+            spread += (part * part if importance else part) * influence**2
+    return ap, math.sqrt(spread) / total
+
+
+def auc_score_interval(auc, positives, negatives, z):
+    """Newcombe's score-type interval with Hanley & McNeil's variance at ``theta``, by a
+    fine grid (independent of the bisection)."""
+
+    def var(t):
+        q1, q2 = t / (2 - t), 2 * t * t / (1 + t)
+        return (t * (1 - t) + (positives - 1) * (q1 - t * t)
+                + (negatives - 1) * (q2 - t * t)) / (positives * negatives)
+
+    inside = [k / 200_000 for k in range(200_001)
+              if (auc - k / 200_000) ** 2 <= z * z * var(k / 200_000)]
+    return min(inside), max(inside)
+
+
+def average_precision_influences(score, label, weight=None):
+    """Per row ``(IF of its positive part, IF of its negative part)`` of average precision
+    (:func:`average_precision_stderr`'s formula), and the AP."""
+    n = len(score)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    total = sum(w)
+    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    pi = positives / total
+    prec, cnt = {}, {}
+    for s in set(score):
+        tp = sum(w[j] * y[j] for j in range(n) if score[j] >= s)
+        cnt[s] = sum(w[j] for j in range(n) if score[j] >= s)
+        prec[s] = tp / cnt[s]
+    ap = sum(w[i] * y[i] * prec[score[i]] for i in range(n)) / positives
+    out = []
+    for i in range(n):
+        s = score[i]
+        parts = []
+        for part in (1.0, 0.0):
+            c = sum(w[j] * y[j] * (part - prec[score[j]]) / cnt[score[j]]
+                    for j in range(n) if score[j] <= s)
+            parts.append((part * prec[s] + c - ap * part) / pi)
+        out.append(tuple(parts))
+    return out, ap
+
+
+def ece_influences(pred, label, table_size, weight=None, points=1000, groups=20):
+    """Per row ``(IF positive part, IF negative part)`` of ECE: a row of calibration group
+    ``k`` moves ``sum_k |G_k| / W`` by ``s_k (m - y) - ECE`` (``m`` its bucket's midpoint,
+    ``s_k`` the sign of the group's gap); and the ECE. Buckets go to ``points`` bins by
+    the weight below them, bins to ``groups`` groups by the weight below them."""
+    n = len(pred)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    bucket = [min(int(float(p) * table_size), table_size - 1) for p in pred]
+    rows = {}
+    for b, wi in zip(bucket, w, strict=True):
+        rows[b] = rows.get(b, 0.0) + wi
+    total = sum(w)
+    below, bin_of = 0.0, {}
+    for b in sorted(rows):
+        bin_of[b] = min(int(below * points / total), points - 1)
+        below += rows[b]
+    bin_rows = {}
+    for b, r in rows.items():
+        bin_rows[bin_of[b]] = bin_rows.get(bin_of[b], 0.0) + r
+    running, last, group, group_of_bin = 0.0, -1, -1, {}
+    for k in sorted(bin_rows):
+        index = min(int(running * groups / total), groups - 1)
+        if index != last:
+            group, last = group + 1, index
+        group_of_bin[k] = group
+        running += bin_rows[k]
+    gap = {}
+    for i in range(n):
+        g = group_of_bin[bin_of[bucket[i]]]
+        mid = (bucket[i] + 0.5) / table_size
+        gap[g] = gap.get(g, 0.0) + w[i] * (mid - y[i])
+    ece = sum(abs(v) for v in gap.values()) / total
+    out = []
+    for i in range(n):
+        g = group_of_bin[bin_of[bucket[i]]]
+        sign = (gap[g] > 0) - (gap[g] < 0)
+        mid = (bucket[i] + 0.5) / table_size
+        out.append((sign * (mid - 1) - ece, sign * mid - ece))
+    return out, ece
+
+
+def paired_table_stderr(influences_a, influences_b, label, weight=None, importance=False):
+    """``sqrt(sum v1 (IF1_B - IF1_A)^2 + v0 (IF0_B - IF0_A)^2) / W`` over the rows, ``v1 =
+    w y``, ``v0 = w (1 - y)`` (squared under importance weights)."""
+    total = spread = 0.0
+    for i, ((a1, a0), (b1, b0)) in enumerate(zip(influences_a, influences_b, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        v1, v0 = w * float(label[i]), w * (1 - float(label[i]))
+        if importance:
+            v1, v0 = v1 * v1, v0 * v0
+        spread += v1 * (b1 - a1) ** 2 + v0 * (b0 - a0) ** 2
+        total += w
+    return math.sqrt(spread) / total
+
+
+def hall_interval(mean, stderr, skewness, z):
+    """Hall's (1992) interval: ``mean - se g^-1(+/-z)``, ``g(t) = t + a t^2 + a^2 t^3 / 3
+    + a / 2``, ``a = skewness / 3``; ``g^-1`` by bisection (not the closed form)."""
+    a = skewness / 3
+
+    def inverse(x):
+        low, high = -1e3, 1e3
+        for _ in range(200):
+            mid = (low + high) / 2
+            if mid + a * mid * mid + a * a * mid**3 / 3 + a / 2 > x:
+                high = mid
+            else:
+                low = mid
+        return (low + high) / 2
+
+    return mean - stderr * inverse(z), mean - stderr * inverse(-z)
+
+
+def mean_skewness(rows, importance=False):
+    """The skewness of a weighted mean of preds: ``sum w^k (p - m)^3 / (sum w^j (p -
+    m)^2)^(3/2)`` with ``k, j = 1, 1`` (frequency) or ``3, 2`` (importance)."""
+    total = sum(r[0] for r in rows)
+    m = sum(r[0] * r[2] for r in rows) / total
+    third = sum((r[0] ** 3 if importance else r[0]) * (r[2] - m) ** 3 for r in rows)
+    second = sum(r[1] * (r[2] - m) ** 2 for r in rows)
+    return third / second**1.5

@@ -258,7 +258,8 @@ def test_json_has_the_statistics_and_the_log_line_does_not(rng):
     d = result.to_dict()
     for name in ("logloss", "ne", "auprc", "auc_tie_bound", "roc_curve", "calibration_curve"):
         assert name in d
-    assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc", "ne_recalibrated"}
+    assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc", "logloss", "ne",
+                              "auprc", "ece", "rmse", "mae", "ne_recalibrated"}  # none of bucket_error
     assert all(isinstance(pair, list) and len(pair) == 2 for pair in d["ci95"].values())
     assert all(isinstance(r, int) for _, _, r in d["calibration_curve"])
     line = result.to_log_line("x")
@@ -311,10 +312,13 @@ def test_ratio_stderrs_equal_the_delta_method_over_rows(rng, weighted):
 
 
 def test_ci_at_another_level_and_the_json_pair(rng):
-    """``predicted_ctr``: Wald; ``auc``: DeLong's on the logit scale (Student's t of the
-    smaller class - 1 degrees of freedom); ``actual_ctr``:
-    Wilson's score interval; ``copc``: ``actual_ctr``'s over the predicted CTR."""
+    """``predicted_ctr``: Hall's interval of a skewed mean; ``auc``:
+    DeLong's on the logit scale (Student's t of the smaller class - 1 degrees of freedom;
+    a smaller class of at least 300: no score interval beside it); ``actual_ctr``: Wilson's
+    score interval; ``copc``: Wilson's over the rows of COPC's own spread, over the
+    predicted CTR."""
     result = compute(*ctr_data(rng, 5000))
+    assert min(result.positives, result.num - result.positives) >= 300
     z95 = stats.z_value(0.95)
     assert z95 == pytest.approx(1.959963984540054)
     n, r = result.num, result.actual_ctr
@@ -323,12 +327,15 @@ def test_ci_at_another_level_and_the_json_pair(rng):
     logit = math.log(result.auc / (1 - result.auc))
     t = stats.t_value(0.95, min(result.positives, result.num - result.positives) - 1)
     half = t * result.stderr["auc"] / (result.auc * (1 - result.auc))
-    want = {"predicted_ctr": (result.predicted_ctr - z95 * result.stderr["predicted_ctr"],
-                              result.predicted_ctr + z95 * result.stderr["predicted_ctr"]),
+    mean, se = result.predicted_ctr, result.stderr["predicted_ctr"]
+    copc_rows = r * (1 - r) / (result.stderr["copc"] * mean) ** 2
+    want = {"predicted_ctr": oracle_stats.hall_interval(
+                mean, se, result.stderr["predicted_ctr_skewness"], z95),
             "auc": (1 / (1 + math.exp(half - logit)), 1 / (1 + math.exp(-half - logit))),
-            "actual_ctr": tuple(wilson)}
-    want["copc"] = tuple(x / result.predicted_ctr for x in want["actual_ctr"])
-    for name, (low, high) in result.ci(0.95).items():
+            "actual_ctr": tuple(wilson),
+            "copc": tuple(x / mean for x in oracle_stats.wilson(r * copc_rows, copc_rows, z95))}
+    for name in want:
+        low, high = result.ci(0.95)[name]
         value = getattr(result, name)
         assert (low, high) == pytest.approx(want[name], rel=1e-12)
         low90, high90 = result.ci(0.90)[name]
@@ -349,8 +356,7 @@ def test_one_row_per_class_gives_null_intervals_with_one_warning():
 
 def test_one_row_gives_null_ctr_intervals():
     d = compute(np.array([0.3]), np.array([1])).to_dict()
-    assert d["ci95"] == {"auc": None, "actual_ctr": None, "predicted_ctr": None, "copc": None,
-                         "ne_recalibrated": None}
+    assert set(d["ci95"].values()) == {None}
 
 
 def test_one_row_of_weight_two_has_the_intervals_of_two_rows():
@@ -615,3 +621,246 @@ def test_compare_block_has_model_bs_curves_and_ece(rng):
     alone = compute(pred_b, label, 1000).to_dict()
     for name in ("pr_curve", "ece", "score_histogram"):
         assert block["compare"][name] == alone[name] != block[name]
+
+
+# -- issue 32: every value its interval, every value compared ------------------------------
+
+NEW_INTERVALS = ("logloss", "ne", "auprc", "ece", "rmse", "mae")
+DIFFS = ("logloss", "ne", "copc", "ece", "auprc")
+
+
+def _model(rng, n, ctr=0.2, scale=1.0):
+    z = rng.standard_normal(n)
+    label = (rng.random(n) < 1 / (1 + np.exp(-(math.log(ctr / (1 - ctr)) + z)))).astype(np.int8)
+    pred = np.clip(scale / (1 + np.exp(-(math.log(ctr / (1 - ctr)) + z))), 0, 1)
+    return pred, label
+
+
+@pytest.mark.parametrize("weights", [None, "frequency", "importance"])
+def test_new_standard_errors_equal_the_row_oracle(rng, weights):
+    pred, label = _model(rng, 400)
+    weight = None if weights is None else np.where(label == 1, 1.0, 3.0)
+    importance = weights == "importance"
+    metric = AucMetric(table_size=50, comm=Comm.local(), weights=weights or "frequency")
+    metric.update(pred, label, weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        result = metric.compute()
+    rows = oracle_stats.row_terms(pred, label, weight, importance)
+    for name, value in (("logloss", lambda r: r[4]), ("mae", lambda r: abs(r[2] - r[3])),
+                        ("mse", lambda r: (r[2] - r[3]) ** 2)):
+        _, want = oracle_stats.mean_stderr(rows, value)
+        assert result.stderr[name] == pytest.approx(want, rel=1e-9), name
+    assert result.stderr["ne"] == pytest.approx(oracle_stats.ne_stderr(rows)[1], rel=1e-9)
+    assert result.stderr["predicted_ctr_skewness"] == (  # Hall's: frequency weights only
+        0.0 if importance else pytest.approx(oracle_stats.mean_skewness(rows), rel=1e-7))
+    # AUPRC on the bucket index (rows in a bucket tie): the influence spread, floored at the
+    # binomial AP (1 - AP) / P_e
+    score = [int(p * 50) if p < 1 else 49 for p in pred]
+    ap, delta = oracle_stats.average_precision_stderr(score, label, weight, importance)
+    positives = result.class_sizes[0]
+    assert result.auprc == pytest.approx(ap, rel=1e-12)
+    assert result.stderr["auprc"] == pytest.approx(
+        max(delta, math.sqrt(ap * (1 - ap) / positives)), rel=1e-9)
+
+
+def test_new_intervals_from_their_standard_errors(rng):
+    """``logloss``, ``ne``, ``mae``: Wald, cut at 0; ``rmse``: the root of the MSE's Wald
+    interval; ``auprc``: logit scale, Student's t of min(P, N) - 1; ``bucket_error``:
+    none."""
+    result = compute(*_model(rng, 3000), table_size=1000)
+    z = stats.z_value(0.95)
+    ci = result.ci()
+    for name in ("logloss", "ne", "mae"):
+        value, se = getattr(result, name), result.stderr[name]
+        assert ci[name] == pytest.approx((value - z * se, value + z * se), rel=1e-12)
+    mse, se = result.rmse**2, result.stderr["mse"]
+    assert ci["rmse"] == pytest.approx((math.sqrt(mse - z * se), math.sqrt(mse + z * se)))
+    t = stats.t_value(0.95, min(result.class_sizes) - 1)
+    logit = math.log(result.auprc / (1 - result.auprc))
+    half = t * result.stderr["auprc"] / (result.auprc * (1 - result.auprc))
+    assert ci["auprc"] == pytest.approx((1 / (1 + math.exp(half - logit)),
+                                         1 / (1 + math.exp(-half - logit))), rel=1e-12)
+    assert "bucket_error" not in ci
+    low, high = ci["ece"]
+    assert 0 <= low <= result.ece < high
+
+
+def test_ece_interval_is_valid_at_a_gap_of_zero():
+    """A calibrated model on rows whose labels follow the preds: ECE's estimate is above
+    its truth 0 (the absolute gaps' bias), yet the interval reaches 0 (low is 0)."""
+    rng = np.random.default_rng(3)
+    pred = rng.uniform(0.05, 0.5, 2000)
+    label = (rng.random(2000) < pred).astype(np.int8)
+    result = compute(pred, label, table_size=1000)
+    low, high = result.ci()["ece"]
+    assert low == 0 < result.ece < high
+
+
+def test_auc_score_interval_equals_a_grid_oracle():
+    for auc, positives, negatives in ((0.983, 10, 9990), (0.9, 30, 500), (1.0, 12, 40)):
+        got = stats.auc_score_interval(auc, positives, negatives, 1.959964)
+        want = oracle_stats.auc_score_interval(auc, positives, negatives, 1.959964)
+        assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_auc_of_one_with_a_small_class_has_a_score_interval():
+    """Every positive above every negative (DeLong's spread 0): the score interval alone,
+    never zero-width; below 10 in a class, still null."""
+    pred = np.r_[np.linspace(0.6, 0.9, 12), np.linspace(0.05, 0.5, 200)]
+    label = np.r_[np.ones(12), np.zeros(200)].astype(np.int8)
+    result = compute(pred, label)
+    low, high = result.ci()["auc"]
+    assert result.auc == 1.0 and low < 1.0 == high
+    assert low == pytest.approx(oracle_stats.auc_score_interval(1.0, 12, 200, 1.959964)[0],
+                                abs=1e-5)
+    assert compute(pred[3:], label[3:]).ci()["auc"] is None  # 9 positives
+
+
+@pytest.mark.parametrize("weights", [None, "frequency", "importance"])
+def test_paired_differences_equal_the_row_oracle(rng, weights):
+    pred, label = _model(rng, 300)
+    other = np.clip(pred * rng.uniform(0.8, 1.4, len(pred)), 0, 1)
+    weight = None if weights is None else np.where(label == 1, 1.0, 2.0)
+    importance = weights == "importance"
+    metric = AucMetric(table_size=40, compare="b", comm=Comm.local(),
+                       weights=weights or "frequency")
+    metric.update(pred, label, weight, compare=other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        comparison = metric.compute().compare
+    want = oracle_stats.paired_stderrs(pred, label=label, pred_b=other, weight=weight,
+                                       importance=importance)
+    for name in ("logloss", "ne", "copc"):
+        assert comparison.diffs[name] == pytest.approx(want[name], rel=1e-9), name
+    score_a = [min(int(p * 40), 39) for p in pred]
+    score_b = [min(int(p * 40), 39) for p in other]
+    ia, ap_a = oracle_stats.average_precision_influences(score_a, label, weight)
+    ib, ap_b = oracle_stats.average_precision_influences(score_b, label, weight)
+    assert comparison.diffs["auprc"] == pytest.approx(
+        (ap_b - ap_a, oracle_stats.paired_table_stderr(ia, ib, label, weight, importance)),
+        rel=1e-9)
+    ea, ece_a = oracle_stats.ece_influences(pred, label, 40, weight)
+    eb, ece_b = oracle_stats.ece_influences(other, label, 40, weight)
+    assert comparison.diffs["ece"] == pytest.approx(
+        (ece_b - ece_a, oracle_stats.paired_table_stderr(ea, eb, label, weight, importance)),
+        rel=1e-9)
+    for name in DIFFS:
+        diff, se = comparison.diffs[name]
+        t = stats.t_value(0.95, min(comparison.result.class_sizes) - 1)
+        assert comparison.diff_ci(name) == pytest.approx((diff - t * se, diff + t * se))
+        assert comparison.p_value(name) == pytest.approx(stats.t_two_sided_p(
+            diff / se, min(comparison.result.class_sizes) - 1))
+
+
+def test_a_model_that_over_predicts_by_30_percent_differs_in_calibration_not_ranking(rng):
+    """B = 1.3 A: the same ranking, COPC 1 -> 0.77: ``copc``, ``logloss``, ``ne`` and
+    ``ece`` differ significantly, ``auc`` does not (issue 32)."""
+    pred, label = _model(rng, 20_000, ctr=0.05)
+    metric = AucMetric(table_size=10_000, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=np.clip(1.3 * pred, 0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in ("copc", "logloss", "ne", "ece"):
+        assert d[f"{name}_diff_p"] < 1e-3, name
+        low, high = d[f"{name}_diff_ci95"]
+        assert (low > 0 or high < 0) and low <= d[f"{name}_diff"] <= high
+    assert d["copc_diff"] < -0.2 and d["ece_diff"] > 0 and d["logloss_diff"] > 0
+    assert d["auc_diff_p"] > 0.01
+
+
+def test_identical_models_differ_by_zero_and_p_is_one_or_null_never_zero(rng):
+    pred, label = _model(rng, 2000)
+    metric = AucMetric(table_size=1000, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=pred)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in DIFFS:
+        assert d[f"{name}_diff"] == 0 and d[f"{name}_diff_ci95"] is None, name
+        assert d[f"{name}_diff_p"] in (1.0, None), name
+
+
+def test_below_ten_in_a_class_the_paired_differences_are_null(rng):
+    pred, label = _model(rng, 400, ctr=0.01)
+    label[:] = 0
+    label[:5] = 1
+    metric = AucMetric(table_size=100, compare="b", comm=Comm.local())
+    metric.update(pred, label, compare=np.clip(pred * 1.3, 0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        d = metric.compute().to_dict()["compare"]
+    for name in DIFFS:
+        assert d[f"{name}_diff"] is not None
+        assert d[f"{name}_diff_ci95"] is None and d[f"{name}_diff_p"] is None, name
+
+
+def test_integer_weights_give_the_new_intervals_of_repeated_rows(rng):
+    pred, label = _model(rng, 500)
+    weight = rng.integers(1, 4, 500)
+    once = compute(pred, label, weight=weight.astype(np.float64)).ci()
+    repeated = compute(np.repeat(pred, weight), np.repeat(label, weight)).ci()
+    for name in NEW_INTERVALS:
+        assert once[name] == pytest.approx(repeated[name], rel=1e-9), name
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_a_state_without_the_moments_merges_with_null_intervals_of_them(rng, soft):
+    pred, label = _model(rng, 500)
+    metric = AucMetric(table_size=100, compare="b", soft_labels=soft, comm=Comm.local())
+    metric.update(pred, label, compare=pred * 0.9)
+    saved = {k: v for k, v in metric.state_dict().items()
+             if k not in ("moments", "moments_b", "cross")}
+    loaded = AucMetric(table_size=100, compare="b", soft_labels=soft, comm=Comm.local())
+    loaded.load_state_dict(saved)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = loaded.compute()
+    assert all(result.ci()[name] is None for name in ("logloss", "ne", "rmse", "mae"))
+    assert result.ci()["auprc"] is not None and result.compare.diff_ci("auprc") is not None
+    assert result.compare.diff_ci("logloss") is None
+    assert any("state saved by this version" in str(w.message) for w in caught)
+
+
+# -- issue 32 by simulation (the table: scripts/stats_coverage.py --auc-only) --------------
+
+@pytest.mark.slow
+def test_hard_regimes_of_issue_32_by_simulation():
+    """High AUC with few positives, COPC under importance weights with non-clicks kept at
+    0.02, the predicted CTR of skewed preds on small sets: at their targets (fixed seed;
+    the bounds leave about 2 standard errors below the measured shares)."""
+    import simulation_auc as sim
+
+    rng = np.random.default_rng(32)
+    assert sim.high_auc_coverage(rng, 300, 10, 3.0) >= 0.90
+    assert sim.high_auc_coverage(rng, 300, 30, 3.0) >= 0.93
+    assert sim.high_auc_coverage(rng, 300, 10, 2.0) >= 0.90
+    for shift in (0.0, 0.5):
+        shares = sim.downsampled_copc_coverage(rng, 400, shift)
+        assert shares["copc"] >= 0.925 and shares["actual_ctr"] >= 0.925, shares
+    for n, bound in ((100, 0.92), (300, 0.93), (1000, 0.93)):
+        shares = sim.skewed_coverage(rng, 1500, n)
+        assert shares["predicted_ctr"] >= bound and shares["actual_ctr"] >= 0.93, (n, shares)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ctr", [0.02, 0.2])
+def test_new_intervals_and_paired_tests_by_simulation(monkeypatch, ctr):
+    """Each new interval covers its population value at 1,000 rows (ties and importance
+    weights too) and each new paired test keeps its size under the null."""
+    import simulation_auc as sim
+
+    monkeypatch.setattr(sim, "TRUTH_ROWS", 4_000_000)
+    rng = np.random.default_rng(320)
+    for ties, keep in ((False, None), (True, None), (False, 0.1)):
+        shares = sim.new_interval_coverage(rng, 300, 1000, ctr, ties, keep)
+        for name, share in shares.items():
+            if name == "auprc" and (keep is not None or ties):
+                continue  # below the target there (docs/statistics.md): not asserted
+            assert share >= 0.91, (ties, keep, name, share)
+    for keep in (None, 0.1):
+        for name, share in sim.paired_null_rejection(rng, 300, 1000, ctr, keep=keep).items():
+            if name == "auprc" and keep is not None:
+                continue  # above the bound at a CTR of 0.2 (docs/statistics.md)
+            assert share <= 0.085, (keep, name, share)

@@ -26,6 +26,11 @@ def rows(rng, n=40_000):
             "weight": rng.integers(0, 4, n).astype(np.float64)}
 
 
+def _same(pair, want):
+    """Two intervals equal to 1e-12, or both None."""
+    return pair is None if want is None else pair == pytest.approx(want, rel=1e-12)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("scatter", [False, True])
 def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, scatter):
@@ -42,7 +47,7 @@ def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, 
         assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-12), name
     for level in (0.95, 0.8):
         for name, pair in got.ci(level).items():
-            assert pair == pytest.approx(want.ci(level)[name], rel=1e-12), name
+            assert _same(pair, want.ci(level)[name]), name
     assert got.stderr["auc"] == want.stderr["auc"]  # from the merged table: exact
     assert got.roc_curve == want.roc_curve
     assert got.calibration_curve == want.calibration_curve
@@ -50,7 +55,33 @@ def test_statistics_are_those_of_one_process_for_any_split(comm, rng, weighted, 
     np.testing.assert_allclose(got.pr_curve, want.pr_curve, rtol=1e-12)
     np.testing.assert_allclose(got.score_histogram, want.score_histogram, rtol=1e-12)
     assert got.ece == pytest.approx(want.ece, rel=1e-12) and got.pr_curve
-    assert not any(math.isnan(x) for pair in got.ci().values() for x in pair)
+    intervals = got.ci()
+    assert not any(math.isnan(x) for pair in intervals.values() for x in pair)
+    if not weighted:  # whole counts: the table, the sums and the moments are exact
+        assert got.stderr == want.stderr
+        assert got.ece_spread == want.ece_spread
+        assert got.to_dict()["ci95"] == want.to_dict()["ci95"]
+
+
+def test_importance_moments_have_the_same_bits_on_any_split(comm, rng):
+    """The moments (squared weights) and the cross products are exact sums: the same bits
+    as one process, whatever the split; so are the intervals from them."""
+    data = rows(rng)
+    data["weight"] = np.where(data["label"] == 1, 1.0, 10.0)
+    data["compare"] = np.clip(data["pred"] * 1.3, 0, 1)
+    mine = my_rows(data, comm.rank, comm.size, rng, scatter=True)
+    metric = AucMetric(table_size=10_000, compare="b", weights="importance", comm=comm)
+    metric.update(mine["pred"], mine["label"], mine["weight"], compare=mine["compare"])
+    one = AucMetric(table_size=10_000, compare="b", weights="importance", comm=Comm.local())
+    one.update(data["pred"], data["label"], data["weight"], compare=data["compare"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got, want = metric.compute(), one.compute()
+    for name in ("logloss", "ne", "mae", "mse"):
+        assert got.stderr[name] == want.stderr[name], name
+    for name in ("logloss", "ne", "copc"):
+        assert got.compare.diffs[name] == want.compare.diffs[name], name
+    assert got.compare.to_dict()["copc_diff_p"] < 1e-6  # B over-predicts by 30%
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -71,6 +102,12 @@ def test_paired_comparison_is_that_of_one_process_for_any_split(comm, rng, weigh
     assert got.p == pytest.approx(want.p, rel=1e-12)
     assert got.ci(0.9) == pytest.approx(want.ci(0.9), rel=1e-12)
     assert got.to_log_line("x") == want.to_log_line("x")
+    for name in ("logloss", "ne", "copc", "ece", "auprc"):
+        assert got.diffs[name] == pytest.approx(want.diffs[name], rel=1e-10), name
+        assert got.diff_ci(name, 0.9) == pytest.approx(want.diff_ci(name, 0.9), rel=1e-10)
+        assert got.p_value(name) == pytest.approx(want.p_value(name), rel=1e-9, abs=1e-300)
+        if not weighted:  # exact sums of whole counts: the same bits
+            assert got.diffs[name] == want.diffs[name], name
 
 
 @pytest.mark.parametrize("scatter", [False, True])
@@ -93,6 +130,6 @@ def test_importance_weights_are_those_of_one_process_for_any_split(comm, rng, sc
     assert got.effective == pytest.approx(want.effective, rel=1e-12)
     assert got.stderr == pytest.approx(want.stderr, rel=1e-12)
     for name, pair in got.ci(0.95).items():
-        assert pair == pytest.approx(want.ci(0.95)[name], rel=1e-12), name
+        assert _same(pair, want.ci(0.95)[name]), name
     assert got.compare.auc_diff_stderr == pytest.approx(want.compare.auc_diff_stderr, rel=1e-12)
     assert got.compare.ci() == pytest.approx(want.compare.ci(), rel=1e-12)

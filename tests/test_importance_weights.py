@@ -9,6 +9,7 @@ import math
 import warnings
 
 import numpy as np
+import oracle_stats
 import pytest
 from test_cli import rows, shards
 
@@ -107,8 +108,11 @@ def test_effective_sizes_and_standard_errors_equal_a_plain_python_oracle(rng, so
     centre = (r + z * z / (2 * n)) / (1 + z * z / n)
     spread = z * math.sqrt(r * (1 - r) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     assert ci["actual_ctr"] == pytest.approx((centre - spread, centre + spread), rel=1e-9)
-    assert ci["copc"] == pytest.approx(tuple(x / result.predicted_ctr
-                                             for x in ci["actual_ctr"]), rel=1e-12)
+    # copc: Wilson's over the rows of its own spread (its stderr, squared weights)
+    copc_rows = r * (1 - r) / (want["copc"] * result.predicted_ctr) ** 2
+    assert ci["copc"] == pytest.approx(tuple(
+        x / result.predicted_ctr for x in oracle_stats.wilson(r * copc_rows, copc_rows, z)),
+        rel=1e-8)
 
 
 def test_importance_intervals_are_wider_than_frequency_ones_after_downsampling(rng):
@@ -132,11 +136,19 @@ def test_with_every_weight_one_importance_equals_frequency_to_the_bit(rng, given
         metric.update(pred, label, weight, compare=b)
         results.append(_compute(metric))
     frequency, importance = results
-    assert importance.stderr == frequency.stderr
+    # but the predicted CTR's interval: Hall's skew correction under frequency weights only
+    for a, b in ((importance, frequency), (importance.compare.result,
+                                           frequency.compare.result)):
+        a_stderr, b_stderr = dict(a.stderr), dict(b.stderr)
+        assert a_stderr.pop("predicted_ctr_skewness") == 0.0
+        assert b_stderr.pop("predicted_ctr_skewness") != 0.0
+        assert a_stderr == b_stderr
     assert importance.compare.auc_diff_stderr == frequency.compare.auc_diff_stderr
-    assert importance.compare.result.stderr == frequency.compare.result.stderr
+    assert importance.compare.diffs == frequency.compare.diffs
     one, other = frequency.to_dict(), importance.to_dict()
     assert (one.pop("weights"), other.pop("weights")) == ("frequency", "importance")
+    for block in (one, other, one["compare"], other["compare"]):
+        block["ci95"].pop("predicted_ctr")
     assert one == other
 
 

@@ -31,7 +31,14 @@ def test_a_saved_run_of_every_format_merges_to_its_results(tmp_path, capsys, sav
     assert status == 0, err
     merged = json.loads(out.read_text())
     merged.pop("run")
-    assert_holds(json.loads((saved / "results.json").read_text()), merged)
+    want = json.loads((saved / "results.json").read_text())
+    for name, block in want.items():  # issue 32 changed the auc kind's intervals
+        if block.get("kind") == "auc":
+            old, new = block.pop("ci95"), merged[name].pop("ci95")
+            assert old["actual_ctr"] == new["actual_ctr"]
+            # a state saved before the moments: no interval of the values they give
+            assert all(new[key] is None for key in ("logloss", "ne", "rmse", "mae"))
+    assert_holds(want, merged)
 
 
 def assert_holds(recorded, merged, where="results"):

@@ -20,6 +20,7 @@ from mpieval.config import specs_from_config
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kernels.exact import DIGITS
 from mpieval.kinds import KINDS
+from mpieval.kinds.auc import moments
 from mpieval.kinds.auc.kernels import N_SUMS
 from mpieval.metric import Metric, Result
 
@@ -157,7 +158,7 @@ def test_the_window_and_the_lifetime_are_one_sum_of_one_buffer(monkeypatch, rng)
     ev["b"].update(rows["pred"], rows["label"])
     ev["p"].update(rows["label"], rows["label"])
     results = computed_all(ev)
-    sums_size = N_SUMS * DIGITS  # the exact sums
+    sums_size = (N_SUMS + len(moments.FIELDS)) * DIGITS  # the exact sums and the moments
     state = 2 * 64 + sums_size
     assert sums == [2 * state + (2 * 32 + sums_size) + 2 * 4]
     assert results["a"].window is not None and results["a"].window.rows == 100

@@ -272,3 +272,104 @@ def bh_q_values(p_values: list[float]) -> list[float]:
         running = min(running, m * p_values[i] / rank)
         q[i] = running
     return q
+
+
+# --- issue 32: AUC at high values with few positives, skewed means, sums of gaps ---------
+
+def hanley_mcneil_variance(auc: float, positives: float, negatives: float) -> float:
+    """Hanley & McNeil's (1982) variance of an AUC ``A`` from ``P`` positives and ``N``
+    negatives: ``(A (1 - A) + (P - 1) (Q1 - A^2) + (N - 1) (Q2 - A^2)) / (P N)`` with ``Q1
+    = A / (2 - A)`` and ``Q2 = 2 A^2 / (1 + A)`` (exponential score distributions); 0 at
+    ``A`` 0 and 1."""
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    spread = (auc * (1 - auc) + (positives - 1) * (q1 - auc * auc)
+              + (negatives - 1) * (q2 - auc * auc))
+    return max(spread, 0.0) / (positives * negatives)
+
+
+def auc_score_interval(auc: float, positives: float, negatives: float, quantile: float
+                       ) -> tuple[float, float] | None:
+    """The score-type interval of an AUC (Newcombe 2006, his method 5, with the class sizes
+    as they are): the ``theta`` in [0, 1] with ``(auc - theta)^2 <= q^2 V(theta)``,
+    ``V`` :func:`hanley_mcneil_variance` at ``theta`` itself, so the spread is the one of
+    the candidate value, not the sample's (which is small, or 0, when a few positives
+    happen to rank high). Its ends by bisection; None when ``auc`` is NaN or a class has
+    fewer than 2."""
+    if math.isnan(auc) or positives < 2 or negatives < 2:
+        return None
+    q2 = quantile * quantile
+
+    def outside(theta: float) -> bool:
+        return (auc - theta) ** 2 > q2 * hanley_mcneil_variance(theta, positives, negatives)
+
+    def end(inner: float, outer: float) -> float:
+        if not outside(outer):
+            return outer
+        for _ in range(100):
+            mid = (inner + outer) / 2
+            if outside(mid):
+                outer = mid
+            else:
+                inner = mid
+        return (inner + outer) / 2
+
+    return (float(end(auc, 0.0)), float(end(auc, 1.0)))
+
+
+def hull(*pairs: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The smallest interval holding every pair that is not None (None if all are)."""
+    given = [pair for pair in pairs if pair is not None]
+    if not given:
+        return None
+    return (min(low for low, _ in given), max(high for _, high in given))
+
+
+def skewed_mean_interval(value: float, stderr: float, skewness: float, level: float,
+                         low: float = -math.inf, high: float = math.inf,
+                         ) -> tuple[float, float] | None:
+    """Hall's (1992) interval of a mean whose estimate is skewed (a predicted CTR of a few
+    hundred skewed preds): with ``a = skewness / 3`` (``skewness`` the estimate's own, the
+    values' over ``sqrt n``), the studentized mean ``T`` is mapped by ``g(t) = t + a t^2 +
+    a^2 t^3 / 3 + a / 2`` (monotone, ``((1 + a t)^3 - 1) / (3 a) + a / 2``) to a nearly
+    normal one, so the interval is ``value - se g^-1(+/-z)``: longer on the side of the
+    skew. ``a = 0``: Wald. Cut to ``[low, high]``; None when a term is NaN or ``stderr``
+    is not above 0."""
+    if math.isnan(value) or math.isnan(stderr) or not stderr > 0 or math.isnan(skewness):
+        return None
+    z = z_value(level)
+    a = skewness / 3
+
+    def inverse(x: float) -> float:
+        if a == 0:
+            return x
+        cube = 1 + 3 * a * (x - a / 2)
+        return (math.copysign(abs(cube) ** (1 / 3), cube) - 1) / a
+
+    return (float(max(low, value - stderr * inverse(z))),
+            float(min(high, value - stderr * inverse(-z))))
+
+
+def absolute_sum_interval(total: float, sure: list[float], unsure: list[float],
+                          level: float) -> tuple[float, float] | None:
+    """An interval of ``sum_k |g_k|`` (an expected calibration error) from its estimate
+    ``total = sum_k |h_k|``, ``h_k = g_k + e_k`` with independent normal errors of
+    standard errors ``sure`` (groups whose gap is at least :data:`SURE_GAP` standard
+    errors from 0: ``|h_k| - |g_k| = +/- e_k``) and ``unsure`` (the others: ``|h_k| -
+    |g_k|`` lies within ``+/- |e_k|``, a half-normal). By the triangle inequality the
+    error of ``total`` is at most ``|sum_sure +/- e_k| + sum_unsure |e_k|``; the interval
+    is ``total -/+ c``, cut at 0, with ``c = z sqrt(sum_sure s^2) + sum_unsure s sqrt(2 /
+    pi) + z sqrt(sum_unsure s^2 (1 - 2 / pi))`` (the normal quantiles of each part, added:
+    conservative, so valid at a gap of 0 too, where the estimate's bias is all upward).
+    None when there is no spread at all."""
+    if math.isnan(total) or not (any(s > 0 for s in sure) or any(s > 0 for s in unsure)):
+        return None
+    z = z_value(level)
+    half = (z * math.sqrt(math.fsum(s * s for s in sure))
+            + math.sqrt(2 / math.pi) * math.fsum(unsure)
+            + z * math.sqrt((1 - 2 / math.pi) * math.fsum(s * s for s in unsure)))
+    return (float(max(0.0, total - half)), float(total + half))
+
+
+SURE_GAP = 3.0
+"""A calibration group whose gap is this many standard errors from 0 has a known sign
+(:func:`absolute_sum_interval`)."""

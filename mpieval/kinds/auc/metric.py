@@ -14,7 +14,16 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, OptionHint
 from mpieval.kernels import exact, stats
-from mpieval.kinds.auc import DEFAULT_TABLE_SIZE, KIND, buckets, delong, importance, kernels
+from mpieval.kinds.auc import (
+    DEFAULT_TABLE_SIZE,
+    KIND,
+    buckets,
+    delong,
+    importance,
+    influence,
+    kernels,
+    moments,
+)
 from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
@@ -28,9 +37,22 @@ from mpieval.validation import (
 
 F = TypeVar("F")
 
-INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc")
+INTERVAL_FIELDS = ("auc", "actual_ctr", "predicted_ctr", "copc", "logloss", "ne", "auprc",
+                   "ece", "rmse", "mae")
+"""The values with an interval: all but ``bucket_error``, whose bucket ranges are chosen
+from the data (no valid interval of it is known: docs/statistics.md; not in ``ci95``
+rather than a ``null`` and a warning on every run)."""
 _RANGES = {"auc": (0.0, 1.0), "actual_ctr": (0.0, 1.0), "predicted_ctr": (0.0, 1.0),
            "copc": (0.0, math.inf)}
+
+DIFFS = ("logloss", "ne", "copc", "ece", "auprc")
+"""The values of :class:`AucComparison` with a paired difference beside ``auc_diff``."""
+
+SCORE_CLASS = 300
+"""Below this many rows (effective rows under importance weights) in the smaller class,
+the ``auc`` interval also holds the score-type interval
+(:func:`mpieval.kernels.stats.auc_score_interval`): DeLong's sample spread from a few
+positives is too small when they happen to rank high (docs/statistics.md)."""
 
 
 _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "logloss", "ne",
@@ -42,13 +64,20 @@ _COMPARED = ("auc", "copc", "bucket_error", "rmse", "mae", "predicted_ctr", "log
 class AucComparison:
     """Model B (pred column ``pred``) against model A on the same rows: B's values
     (``result``), ``auc_diff = AUC_B - AUC_A`` and its standard error by the paired DeLong
-    test; :meth:`ci` gives the interval at any level, ``p`` the two-sided p-value."""
+    test; :meth:`ci` gives the interval at any level, ``p`` the two-sided p-value.
+
+    ``diffs``: for each of :data:`DIFFS` (``logloss``, ``ne``, ``copc``, ``ece``,
+    ``auprc``) the pair ``(B - A, standard error)``, the standard error of the paired
+    difference over the rows (docs/statistics.md); :meth:`diff_ci` and :meth:`p_value`
+    read them with the ``auc_diff`` rules (Student's t of ``min(P, N) - 1`` degrees of
+    freedom, None below :data:`mpieval.kernels.stats.MIN_CLASS` in either class)."""
 
     pred: str
     result: AucResult
     auc_diff: float
     auc_diff_stderr: float
     ne_recalibrated: buckets.PairedDifference | None = None  # B - A (mpieval/kinds/auc/buckets.py)
+    diffs: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
         """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
@@ -64,6 +93,23 @@ class AucComparison:
         the interval is None."""
         return stats.cluster_p(self.auc_diff, self.auc_diff_stderr, self._units)
 
+    def diff_ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
+        """The interval of ``name``'s difference (``"auc"`` or one of :data:`DIFFS`):
+        ``diff -/+ t se`` as :meth:`ci`, not cut (logloss and COPC have no upper end)."""
+        if name == "auc":
+            return self.ci(level)
+        diff, stderr = self.diffs.get(name, (math.nan, math.nan))
+        return stats.cluster_interval(diff, stderr, self._units, level)
+
+    def p_value(self, name: str) -> float:
+        """The two-sided paired p-value of ``name``'s difference (``"auc"`` or one of
+        :data:`DIFFS`); NaN where its interval is None, 1 for a difference and spread of
+        exactly 0, never 0 from a spread of 0."""
+        if name == "auc":
+            return self.p
+        diff, stderr = self.diffs.get(name, (math.nan, math.nan))
+        return stats.cluster_p(diff, stderr, self._units)
+
     @property
     def _units(self) -> float:
         """The smaller class size (:attr:`AucResult.class_sizes`: the t's degrees of
@@ -75,11 +121,20 @@ class AucComparison:
     def to_dict(self) -> dict[str, Any]:
         b = self.result.to_dict()
         pair = self.ci(0.95)
-        return {"pred": self.pred, **{name: b[name] for name in _COMPARED},
-                "ci95": b["ci95"], "auc_diff": logline.json_number(self.auc_diff),
-                "auc_diff_ci95": None if pair is None else list(pair),
-                "auc_diff_p": logline.json_number(self.p),
-                **({} if self.ne_recalibrated is None else self.ne_recalibrated.to_dict())}
+        fields: dict[str, Any] = {
+            "pred": self.pred, **{name: b[name] for name in _COMPARED},
+            "ci95": b["ci95"], "auc_diff": logline.json_number(self.auc_diff),
+            "auc_diff_ci95": None if pair is None else list(pair),
+            "auc_diff_p": logline.json_number(self.p)}
+        for name in DIFFS:
+            diff = self.diffs.get(name, (math.nan, math.nan))[0]
+            pair = self.diff_ci(name, 0.95)
+            fields[f"{name}_diff"] = logline.json_number(diff)
+            fields[f"{name}_diff_ci95"] = None if pair is None else list(pair)
+            fields[f"{name}_diff_p"] = logline.json_number(self.p_value(name))
+        if self.ne_recalibrated is not None:
+            fields.update(self.ne_recalibrated.to_dict())
+        return fields
 
     def to_log_line(self, name: str) -> str:
         """``NAME: compare=COL auc=%g copc=%g auc_diff=%g auc_diff_low=%g
@@ -185,6 +240,7 @@ class AucResult:
     auprc: float = math.nan
     auc_tie_bound: float = math.nan
     stderr: dict[str, float] = field(default_factory=dict)
+    ece_spread: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     effective: importance.Effective | None = None
     compare: AucComparison | None = None
     window: AucResult | None = None
@@ -226,29 +282,44 @@ class AucResult:
         :func:`mpieval.kinds.auc.importance.rate_rows`."""
         return self.num if self.effective is None else self.effective.rate_rows
 
-    def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined.
+    def ci(self, level: float = 0.95, *, with_ece: bool = True,
+           ) -> dict[str, tuple[float, float] | None]:
+        """Intervals of ``INTERVAL_FIELDS`` at ``level``; None where undefined (and for
+        ``ece`` with ``with_ece=False``: it would draw the calibration figure)
+        (docs/statistics.md has each method and its coverage by simulation).
 
         - ``auc``: DeLong's on the logit scale (:func:`mpieval.kernels.stats.logit_interval`,
           within (0, 1)) with Student's t of ``min(P, N) - 1`` degrees of freedom (``P``,
           ``N`` the class totals: the smaller class bounds how well the spread is known);
-          None below :data:`mpieval.kernels.stats.MIN_CLASS` in either class, or with a
-          spread of 0.
+          below :data:`SCORE_CLASS` in the smaller class, the hull of that and the
+          score-type interval (:func:`mpieval.kernels.stats.auc_score_interval`, the normal
+          quantile), which also gives one at an AUC of 0 or 1. None below
+          :data:`mpieval.kernels.stats.MIN_CLASS` in either class.
         - ``actual_ctr``: Wilson's score interval of ``positives / num`` (valid at 0 and at
           all positives).
-        - ``predicted_ctr``: Wald ``value -/+ z se`` cut to [0, 1]; None with a spread of
-          0 (every pred equal).
-        - ``copc``: the ``actual_ctr`` interval over ``predicted_ctr``: not [0, 0] without
-          positives (the predicted CTR's own spread is left out: it is small beside the
-          labels' one).
-
-        The ctrs' and copc's need a total weight of 2 (two rows).
+        - ``predicted_ctr``: Hall's interval of a skewed mean
+          (:func:`mpieval.kernels.stats.skewed_mean_interval`, the delta method's spread
+          and the preds' skewness: skewed preds on small sets; Wald's under importance
+          weights), cut to [0, 1]; None with a spread of 0 (every pred equal).
+        - ``copc``: Wilson's interval of the actual CTR over the rows that give COPC's own
+          delta-method spread (the preds' spread and their correlation with the labels
+          in it; without clicks, the actual CTR's rows), over ``predicted_ctr``.
+        - ``logloss``, ``ne``, ``mae``: ``value -/+ z se`` (the delta method over rows;
+          ``ne``'s with the CTR's spread in its entropy), cut at 0; ``rmse``: the square
+          root of that interval of the mean squared error.
+        - ``auprc``: on the logit scale, the delta method over the buckets' influences
+          (:mod:`mpieval.kinds.auc.influence`), with the ``auc``'s t and minimum.
+        - ``ece``: ``ece -/+ c`` cut at 0, ``c`` a bound on the error of a sum of absolute
+          gaps (:func:`mpieval.kernels.stats.absolute_sum_interval`: valid at a gap of 0).
+        - ``bucket_error`` has none (:data:`INTERVAL_FIELDS`).
+        The ctrs', copc's and the others' need a total weight of 2 (two rows).
 
         Under importance weights (``weights="importance"``) the class totals are their
-        effective sizes (:attr:`class_sizes`) and Wilson's rows :attr:`rate_rows`."""
+        effective sizes (:attr:`class_sizes`) and the delta method squares the weights."""
         auc_stderr = self.stderr.get("auc", math.nan)
         smaller = min(self.class_sizes)
-        if smaller < stats.MIN_CLASS:
+        enough_classes = smaller >= stats.MIN_CLASS
+        if not enough_classes:
             auc_stderr = math.nan
         rows = self.rate_rows
         enough = rows >= 2 and not math.isnan(self.stderr.get("actual_ctr", math.nan))
@@ -256,14 +327,47 @@ class AucResult:
         actual = (stats.wilson_interval(self.positives * (rows / self.num), rows, level)
                   if enough else None)
         copc = None
+        copc_stderr = self.stderr.get("copc", math.nan)
         if actual is not None and self.predicted_ctr > 0:
-            copc = (actual[0] / self.predicted_ctr, actual[1] / self.predicted_ctr)
-        predicted_stderr = self.stderr.get("predicted_ctr", math.nan)
-        predicted = None if predicted_stderr == 0 else stats.interval(
-            self.predicted_ctr, predicted_stderr, level, *_RANGES["predicted_ctr"])
+            copc_rows = rows
+            if self.positives > 0 and copc_stderr > 0:
+                r = self.actual_ctr
+                copc_rows = r * (1 - r) / (copc_stderr * self.predicted_ctr) ** 2
+            pair = stats.wilson_interval(self.actual_ctr * copc_rows, copc_rows, level)
+            if pair is not None:
+                copc = (pair[0] / self.predicted_ctr, pair[1] / self.predicted_ctr)
+        predicted = stats.skewed_mean_interval(
+            self.predicted_ctr, self.stderr.get("predicted_ctr", math.nan),
+            self.stderr.get("predicted_ctr_skewness", 0.0), level, 0.0, 1.0)
         quantile = None if math.isnan(auc_stderr) else stats.t_value(level, smaller - 1)
-        return {"auc": stats.logit_interval(self.auc, auc_stderr, level, quantile),
-                "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc}
+        auc = stats.logit_interval(self.auc, auc_stderr, level, quantile)
+        if enough_classes and smaller < SCORE_CLASS:
+            auc = stats.hull(auc, stats.auc_score_interval(self.auc, *self.class_sizes,
+                                                           stats.z_value(level)))
+        auprc_stderr = self.stderr.get("auprc", math.nan)
+        auprc = None
+        if enough_classes and not math.isnan(auprc_stderr):
+            auprc = stats.logit_interval(self.auprc, auprc_stderr, level,
+                                         stats.t_value(level, smaller - 1))
+        mse = stats.interval(self.rmse**2, self.stderr.get("mse", math.nan), level, 0.0)
+        rmse = None if mse is None or mse[1] == mse[0] else (math.sqrt(mse[0]),
+                                                             math.sqrt(mse[1]))
+        return {"auc": auc, "actual_ctr": actual, "predicted_ctr": predicted, "copc": copc,
+                "logloss": self._wald("logloss", level), "ne": self._wald("ne", level),
+                "auprc": auprc, "ece": self._ece_interval(level) if with_ece else None,
+                "rmse": rmse, "mae": self._wald("mae", level)}
+
+    def _ece_interval(self, level: float) -> tuple[float, float] | None:
+        """The ECE's (reading ``ece`` draws the calibration figure)."""
+        sure, unsure = self.ece_spread
+        return stats.absolute_sum_interval(self.ece, list(sure), list(unsure), level)
+
+    def _wald(self, name: str, level: float) -> tuple[float, float] | None:
+        """``value -/+ z se`` of ``name``, cut at 0; None with a spread of 0 or NaN."""
+        stderr = self.stderr.get(name, math.nan)
+        if not stderr > 0:
+            return None
+        return stats.interval(getattr(self, name), stderr, level, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -316,7 +420,8 @@ def _count(value: float) -> float:
 
 
 def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
-                      squares: np.ndarray | None = None) -> AucResult:
+                      squares: np.ndarray | None = None,
+                      moment_sums: np.ndarray | None = None) -> AucResult:
     """Every value of the ``auc`` kind from a (merged) table and its sums; the cause of
     each NaN is added to ``reasons``. ``squares``: the sums of squared weights
     (:data:`mpieval.kinds.auc.importance.FIELDS`, as floats) under importance weights,
@@ -340,6 +445,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
         auprc = tie_bound = nan
         recalibration = None
+        ece_spread: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     else:
         auc = kernels.auc_from_table(table)
         if math.isnan(auc):
@@ -372,6 +478,21 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
                           squares=squares, effective=effective)
         recalibration = buckets.recalibrated_ne(filled, float(sums[kernels.SUM_LOGLOSS]),
                                                 frequency=squares is None)
+        factors = (1.0, 1.0)
+        if squares is not None:
+            factors = (float(squares[importance.POSITIVE_SQ]) / positives if positives else 1.0,
+                       float(squares[importance.NEGATIVE_SQ]) / (num - positives)
+                       if num > positives else 1.0)
+        if squares is None and moment_sums is not None and moment_sums[moments.V] > 0:
+            moment_sums = moments.from_sums(moment_sums, sums, positives, num)
+        stderr.update(_moment_stderrs(moment_sums, num, logloss, ne, actual, mae,
+                                      rmse * rmse, reasons))
+        # Hall's correction under frequency weights only: with importance weights the
+        # studentized ratio's skew is not the preds' (Wald covered 94-95% there)
+        stderr["predicted_ctr_skewness"] = (_skewness(moment_sums, predicted)
+                                            if squares is None else 0.0)
+        stderr["auprc"] = _auprc_stderr(filled, auprc, factors)
+        ece_spread = _ece_spread(filled, factors)
     return AucResult(
         auc=auc,
         bucket_error=bucket_error,
@@ -390,12 +511,178 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         auprc=auprc,
         auc_tie_bound=tie_bound,
         stderr=stderr,
+        ece_spread=ece_spread,
         effective=effective,
         figures=AucFigures(filled),
         ne_recalibrated=math.nan if recalibration is None else recalibration.ne,
         recalibration=recalibration,
         lift=buckets.lift(filled),
     )
+
+
+def _moment_stderrs(m: np.ndarray | None, num: float, logloss: float, ne: float,
+                    actual: float, mae: float, mse: float, reasons: list[str],
+                    ) -> dict[str, float]:
+    """The delta-method standard errors of ``logloss``, ``ne``, ``mae`` and ``mse`` (the
+    mean squared error, RMSE squared) from the merged moments
+    (:mod:`mpieval.kinds.auc.moments`); NaN below a weight (or effective size) of 2."""
+    nan = math.nan
+    if m is None or not m[moments.V] > 0:
+        reasons.append("ci95 of logloss, ne, rmse and mae needs the sums of a state saved "
+                       "by this version")
+        return {"logloss": nan, "ne": nan, "mae": nan, "mse": nan}
+    f = moments
+    rows = num * (num / m[f.V])  # the rows, or their effective number
+    if not rows >= 2:
+        reasons.append("ci95 of logloss, ne, rmse and mae needs two rows")
+        return {"logloss": nan, "ne": nan, "mae": nan, "mse": nan}
+    out = {"logloss": stats.ratio_stderr(logloss * num, num, m[f.CECE], m[f.CE], m[f.V]),
+           "mae": stats.ratio_stderr(mae * num, num, m[f.SQ], m[f.ABS], m[f.V]),
+           "mse": stats.ratio_stderr(mse * num, num, m[f.FOURTH], m[f.SQ], m[f.V]),
+           "ne": nan}
+    if not math.isnan(ne):
+        entropy = _entropy(actual)
+        c = ne * math.log((1 - actual) / actual)
+        d = logloss - c * actual
+        out["ne"] = _spread(m[f.CECE], -2 * c * m[f.CEY], c * c * m[f.YY], -2 * d * m[f.CE],
+                            2 * d * c * m[f.Y], d * d * m[f.V]) / (num * entropy)
+    return out
+
+
+def _skewness(m: np.ndarray | None, mean: float) -> float:
+    """The skewness of the predicted CTR's estimate, ``sum u (p - m)^3 / (sum v (p -
+    m)^2)^(3/2)`` (frequency: the preds' skewness over ``sqrt n``); 0 without the moments
+    or a spread."""
+    if m is None or not m[moments.V] > 0:
+        return 0.0
+    f = moments
+    third = math.fsum((m[f.UPPP], -3 * mean * m[f.UPP], 3 * mean * mean * m[f.UP],
+                       -mean**3 * m[f.U]))
+    second = math.fsum((m[f.PP], -2 * mean * m[f.P], mean * mean * m[f.V]))
+    return third / second**1.5 if second > 0 else 0.0
+
+
+def _spread(*terms: float) -> float:
+    """``sqrt(sum terms)``, 0 when the sum is within the rounding of its terms (as
+    :func:`mpieval.kernels.stats.ratio_stderr`)."""
+    total = math.fsum(terms)
+    if total <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms):
+        return 0.0
+    return math.sqrt(total)
+
+
+def _auprc_stderr(filled: kernels.FilledBuckets, auprc: float,
+                  factors: tuple[float, float]) -> float:
+    """The AUPRC's delta-method standard error (:func:`mpieval.kinds.auc.influence.auprc`);
+    NaN without positives."""
+    spread = None if math.isnan(auprc) else influence.auprc(filled, auprc)
+    if spread is None:
+        return math.nan
+    positives = float(filled.positives.sum())
+    floor = auprc * (1 - auprc) / (positives * (positives / (factors[0] * positives)))
+    return math.sqrt(max(spread.variance(filled, factors), floor))
+
+
+def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
+                ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The standard errors of the ECE's group gaps, split into those whose sign is known
+    (:data:`mpieval.kernels.stats.SURE_GAP`) and the others."""
+    gaps = influence.calibration_gaps(filled, factors)
+    if gaps is None:
+        return (), ()
+    sure = np.abs(gaps.gaps) >= stats.SURE_GAP * gaps.stderrs
+    return (tuple(float(s) for s in gaps.stderrs[sure]),
+            tuple(float(s) for s in gaps.stderrs[~sure]))
+
+
+_NEW_INTERVALS = ("logloss", "ne", "auprc", "ece", "rmse", "mae")
+
+
+def _null_interval_reasons(result: AucResult, reasons: list[str]) -> None:
+    """A reason for each null interval (and paired difference) of issue 32 whose value is
+    defined, unless one already names it: every null has its warning."""
+    said = " ".join(reasons)
+
+    def why(name: str, units: tuple[float, float], stderr: float) -> str:
+        if min(units) < stats.MIN_CLASS and name in ("auprc", "diff"):
+            return f"needs a weight (or effective size) of {stats.MIN_CLASS} in each class"
+        if math.isnan(stderr):
+            return "needs two rows (and the moments of a state saved by this version)"
+        return "the spread is 0 or the value at the edge of its range"
+
+    # the rules of ci() and diff_ci() without their quantiles: no interval is computed
+    # here (a run without JSON computes none, nor imports the statistics module)
+    enough = min(result.class_sizes) >= stats.MIN_CLASS
+    null = {name: not result.stderr.get(name, math.nan) > 0 for name in ("logloss", "ne",
+                                                                         "mae")}
+    null["rmse"] = not result.stderr.get("mse", math.nan) > 0
+    null["auprc"] = (not enough or not result.stderr.get("auprc", math.nan) > 0
+                     or not 0 < result.auprc < 1)
+    null["ece"] = not any(s > 0 for part in result.ece_spread for s in part)
+    for name in _NEW_INTERVALS:
+        defined = result.num > 0 if name == "ece" else not math.isnan(getattr(result, name))
+        if null[name] and defined and f"{name} ci95" not in said:
+            stderr = result.stderr.get("mse" if name == "rmse" else name, math.nan)
+            reasons.append(f"{name} ci95 is null: {why(name, result.class_sizes, stderr)}")
+    if result.compare is not None:
+        compare = result.compare
+        enough = min(compare.result.class_sizes) >= stats.MIN_CLASS
+        for name in DIFFS:
+            diff, stderr = compare.diffs.get(name, (math.nan, math.nan))
+            if (not enough or not stderr > 0) and not math.isnan(diff) \
+                    and f"{name}_diff" not in said:
+                reasons.append(f"{name}_diff ci95 is null (p too, unless the difference is 0): "
+                               f"{why('diff', compare.result.class_sizes, stderr)}")
+
+
+def _table_influences(table_a: np.ndarray, a: AucResult, table_b: np.ndarray, b: AucResult,
+                      ) -> dict[str, tuple[influence.Influence, influence.Influence] | None]:
+    """The influences of A's and B's ``ece`` and ``auprc`` on their merged tables (for the
+    paired sweep over the rows), None where a value is undefined."""
+    filled_a = kernels.FilledBuckets.of(table_a[0], table_a[1])
+    filled_b = kernels.FilledBuckets.of(table_b[0], table_b[1])
+    out: dict[str, tuple[influence.Influence, influence.Influence] | None] = {}
+    gaps_a = influence.calibration_gaps(filled_a, (1.0, 1.0))
+    gaps_b = influence.calibration_gaps(filled_b, (1.0, 1.0))
+    out["ece"] = None if gaps_a is None or gaps_b is None else (gaps_a.influence,
+                                                                gaps_b.influence)
+    auprc_a = None if math.isnan(a.auprc) else influence.auprc(filled_a, a.auprc)
+    auprc_b = None if math.isnan(b.auprc) else influence.auprc(filled_b, b.auprc)
+    out["auprc"] = None if auprc_a is None or auprc_b is None else (auprc_a, auprc_b)
+    return out
+
+
+def _paired_diffs(a: AucResult, b: AucResult, ma: np.ndarray, mb: np.ndarray,
+                  cross: np.ndarray) -> dict[str, tuple[float, float]]:
+    """``(B - A, standard error)`` of ``logloss``, ``ne`` and ``copc`` from both models'
+    moments and their cross products (:mod:`mpieval.kinds.auc.moments`): the delta method
+    over the rows' paired values (docs/statistics.md)."""
+    f = moments
+    nan = math.nan
+    out = {name: (getattr(b, name) - getattr(a, name), nan) for name in ("logloss", "ne", "copc")}
+    num = a.num
+    if not (ma[f.V] > 0 and num * (num / ma[f.V]) >= 2):
+        return out
+    d = b.logloss - a.logloss
+    s_d, s_dy = mb[f.CE] - ma[f.CE], mb[f.CEY] - ma[f.CEY]
+    s_dd = (ma[f.CECE], mb[f.CECE], -2 * cross[f.CROSS_CECE])
+    out["logloss"] = (d, _spread(*s_dd, -2 * d * s_d, d * d * ma[f.V]) / num)
+    r = a.actual_ctr
+    if not math.isnan(out["ne"][0]):
+        diff = out["ne"][0]
+        c = diff * math.log((1 - r) / r)
+        shift = d - c * r
+        spread = _spread(*s_dd, -2 * c * s_dy, c * c * ma[f.YY], -2 * shift * s_d,
+                         2 * shift * c * ma[f.Y], shift * shift * ma[f.V])
+        out["ne"] = (diff, spread / (num * _entropy(r)))
+    pred_a, pred_b = a.predicted_ctr * num, b.predicted_ctr * num
+    if pred_a > 0 and pred_b > 0 and not math.isnan(out["copc"][0]):
+        alpha, beta, gamma = 1 / pred_b - 1 / pred_a, b.copc / pred_b, a.copc / pred_a
+        out["copc"] = (out["copc"][0], _spread(
+            alpha * alpha * ma[f.YY], beta * beta * mb[f.PP], gamma * gamma * ma[f.PP],
+            -2 * alpha * beta * mb[f.PY], 2 * alpha * gamma * ma[f.PY],
+            -2 * beta * gamma * cross[f.CROSS_PP]))
+    return out
 
 
 def _check_weight_range(positives: float, negatives: float) -> None:
@@ -478,8 +765,10 @@ class AucMetric(Metric):
     State: ``table`` (2, T): negatives then positives per bucket, and ``sums``
     (``kernels.SUM_FIELDS``: abserr, sqrerr, pred sum, rows, logloss sum and the three
     second-moment sums of the intervals), each an exact accumulator
-    (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks); both merge by
-    addition (``16 T + 4352`` bytes, whatever the number of rows). With
+    (:mod:`mpieval.kernels.exact`: the same bits on any number of ranks), and ``moments``
+    (:mod:`mpieval.kinds.auc.moments`: the sums of the other intervals and the paired
+    differences, exact too); all merge by addition (``16 T + 13056`` bytes, whatever the
+    number of rows; comparing, B's ``moments_b`` and the models' ``cross`` products). With
     ``weights="importance"`` also ``weight_squares``, the sums of squared weights its
     intervals read (:mod:`mpieval.kinds.auc.importance`: 2720 bytes; comparing, B's too
     in ``weight_squares_b``).
@@ -562,11 +851,14 @@ class AucMetric(Metric):
 
     def state_layout(self) -> dict[str, Part]:
         layout: dict[str, Part] = {"table": Summed((2, self.table_size)),
-                                   "sums": Summed((kernels.N_SUMS, exact.DIGITS))}
+                                   "sums": Summed((kernels.N_SUMS, exact.DIGITS)),
+                                   "moments": Summed((len(moments.FIELDS), exact.DIGITS))}
         if self.compare is not None:
             bucket = np.int32 if self.table_size < 2**31 else np.int64
             layout.update(table_b=Summed((2, self.table_size)),
                           sums_b=Summed((kernels.N_SUMS, exact.DIGITS)),
+                          moments_b=Summed((len(moments.FIELDS), exact.DIGITS)),
+                          cross=Summed((len(moments.CROSS), exact.DIGITS)),
                           pairs=Rows({"bucket_a": bucket, "bucket_b": bucket,
                                       "positive": np.float32, "negative": np.float32}))
         if self.weights == "importance":
@@ -622,6 +914,16 @@ class AucMetric(Metric):
         binary = not self.soft_labels or is_binary(label)
         kernels.accumulate(state.summed("table"), state.summed("sums"), pred, label, weight,
                            binary=binary)
+        heavy = self.weights == "importance"
+        v = (None if weight is None and not heavy
+             else moments.row_weights(len(pred), weight, heavy))
+        for part, model in (("moments", pred), ("moments_b", compare)):
+            if model is not None:
+                moments.accumulate(state.summed(part), model, label, v, binary=binary,
+                                   importance=heavy)
+        if compare is not None:
+            moments.accumulate_cross(state.summed("cross"), pred, compare, label,
+                                     v or moments.row_weights(len(pred), None, heavy))
         if self.weights == "importance":
             importance.accumulate(state.summed("weight_squares"), pred, label, weight)
             if compare is not None:
@@ -652,33 +954,40 @@ class AucMetric(Metric):
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> AucResult:
         """The result from the merged parts; with ``compare``, collective: one more sum
-        over ranks of the rows' paired placements (two numbers)."""
+        over ranks of the rows' paired placements and influences (four numbers)."""
         reasons: list[str] = []
         result = values_from_table(sums["table"], exact.to_floats(sums["sums"]), reasons,
-                                   self._squares(sums))
+                                   self._squares(sums), exact.to_floats(sums["moments"]))
         if self.compare is not None:
-            result = dataclasses.replace(result, compare=self._compare(sums, comm, result.auc,
+            result = dataclasses.replace(result, compare=self._compare(sums, comm, result,
                                                                          reasons))
             result = self._recalibrated_diff(sums, comm, result)
+        _null_interval_reasons(result, reasons)
         if reasons:
             warn_undefined(comm, "auc: " + "; ".join(reasons))
         return result
 
-    def _compare(self, sums: dict[str, np.ndarray], comm: Comm, auc: float,
+    def _compare(self, sums: dict[str, np.ndarray], comm: Comm, a: AucResult,
                  reasons: list[str]) -> AucComparison:
         assert self.compare is not None
+        auc = a.auc
         reasons_b: list[str] = []
         b = values_from_table(sums["table_b"], exact.to_floats(sums["sums_b"]), reasons_b,
-                              self._squares(sums, "_b"))
+                              self._squares(sums, "_b"), exact.to_floats(sums["moments_b"]))
         reasons.extend(f"compare: {reason}" for reason in reasons_b
                        if reason != "no rows")
         table_a, table_b = sums["table"], sums["table_b"]
         v10_a, v01_a, _ = delong.placements(table_a)
         v10_b, v01_b, _ = delong.placements(table_b)
         rows = self.state.rows("pairs").columns()
-        spread = exact.to_floats(comm.sum(delong.paired_spread(
-            rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
-            v10_a, v10_b, v01_a, v01_b)))
+        local = [delong.paired_spread(rows["bucket_a"], rows["bucket_b"], rows["positive"],
+                                      rows["negative"], v10_a, v10_b, v01_a, v01_b)]
+        table_influences = _table_influences(table_a, a, table_b, b)
+        for pair in table_influences.values():
+            local.append(exact.accumulator(1) if pair is None else influence.paired_spread(
+                rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
+                *pair, importance=self.weights == "importance")[np.newaxis])
+        spread = exact.to_floats(comm.sum(np.concatenate(local)))
         units = None if b.effective is None else (b.effective.positives,
                                                   b.effective.negatives)
         variance = delong.paired_variance(float(spread[0]), float(spread[1]),
@@ -693,8 +1002,24 @@ class AucMetric(Metric):
                            "class")
         elif variance == 0:
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
+        diffs = _paired_diffs(a, b, self._moments(sums), self._moments(sums, "_b"),
+                              exact.to_floats(sums["cross"]))
+        for index, name in enumerate(table_influences):
+            diffs[name] = (getattr(b, name) - getattr(a, name),
+                           math.sqrt(float(spread[2 + index])) / a.num if a.num else math.nan)
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
-                             auc_diff_stderr=math.sqrt(variance))
+                             auc_diff_stderr=math.sqrt(variance), diffs=diffs)
+
+    def _moments(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray:
+        """The merged moments as floats (``model`` ``"_b"``: model B's), under frequency
+        weights with the fields the table's sums hold filled in
+        (:func:`mpieval.kinds.auc.moments.from_sums`)."""
+        merged = exact.to_floats(sums["moments" + model])
+        if self.weights == "importance" or not merged[moments.V] > 0:
+            return merged
+        table = sums["table" + model]
+        return moments.from_sums(merged, exact.to_floats(sums["sums" + model]),
+                                 float(table[1].sum()), float(table.sum()))
 
     def _recalibrated_diff(self, sums: dict[str, np.ndarray], comm: Comm,
                            result: AucResult) -> AucResult:
@@ -726,6 +1051,11 @@ class AucMetric(Metric):
         if self.weights != "importance":
             return None
         return exact.to_floats(sums["weight_squares" + model])
+
+    def _parts_added_later(self) -> frozenset[str]:
+        """The moments (issue 32): a state saved before them merges, without the intervals
+        and paired differences they give."""
+        return frozenset({"moments", "moments_b", "cross"})
 
     def _load_extra_state(self, state: Mapping[str, Any]) -> None:
         """A saved state of the other weights' meaning is refused by name (a state saved

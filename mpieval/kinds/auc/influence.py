@@ -1,0 +1,153 @@
+"""The spread of the ``auc`` kind's table values AUPRC and ECE, from the merged table: each
+bucket's *influence* (the change of the value per unit of weight added there, for a
+positive and for a negative row), so that ``Var = sum_rows v IF^2 / W^2`` (the delta
+method over independent rows; ``v`` a row's weight, or its square under importance
+weights, ``W`` the total weight), and the paired sweep of two models' influences over the
+rows kept for the paired DeLong test (issue 32).
+
+Under importance weights the table holds weight sums, not sums of squared weights; a
+bucket's ``sum v`` is then read as its weight times its class's ``sum w^2 / sum w`` (the
+weights within a class do not follow the pred: the effective-size assumption of
+:mod:`mpieval.kinds.auc.importance`).
+
+- AUPRC (average precision, ``AP = sum_b pos_b R_b / P``, ``R_b = TP_b / (TP_b + FP_b)``
+  counting bucket ``b`` and above): ``AP = E[Y R(S)] / pi`` as a functional of the rows'
+  distribution, ``R(t) = E[Y 1(S >= t)] / E[1(S >= t)]``. A row ``(y, s)`` moves it by
+  ``IF = (y R(s) + C(s, y) - AP y) / pi`` with ``C(s, y) = sum_{c <= s} pos_c (y - R_c) /
+  cnt_c`` (``cnt_c = TP_c + FP_c``: the weight at or above ``c``), ``pi = P / W``.
+- ECE over the calibration groups ``k``
+  (:func:`mpieval.kinds.auc.kernels.expected_calibration_error`: ``sum_k |G_k| / W``,
+  ``G_k = sum_{rows in k} w (m_b - y)``, ``m_b`` the bucket's midpoint): a row of group
+  ``k`` moves it by ``IF = s_k (m_b - y) - ECE`` (``s_k`` the sign of ``G_k``), where
+  ``G_k`` is away from 0; each group's gap ``G_k / W`` has the standard error
+  ``sqrt(sum_{rows} v (a - g_k)^2) / W``, ``a = (m_b - y) 1(row in k)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mpieval.kernels import exact
+from mpieval.kinds.auc import kernels
+from mpieval.kinds.auc.kernels import FilledBuckets
+
+
+@dataclass(frozen=True)
+class Influence:
+    """Per filled bucket (in :class:`FilledBuckets` order) the influence of a positive
+    (``positive``) and of a negative (``negative``) row; ``index`` the buckets."""
+
+    index: np.ndarray
+    positive: np.ndarray
+    negative: np.ndarray
+
+    def variance(self, filled: FilledBuckets, factors: tuple[float, float]) -> float:
+        """``sum_b (f1 pos_b IF1_b^2 + f0 neg_b IF0_b^2) / W^2``, ``factors = (f1, f0)``
+        each class's ``sum v / sum w`` (1 and 1 for frequency weights)."""
+        total = float(filled.positives.sum() + filled.negatives.sum())
+        spread = (factors[0] * float(np.dot(filled.positives, self.positive ** 2))
+                  + factors[1] * float(np.dot(filled.negatives, self.negative ** 2)))
+        return spread / (total * total)
+
+    def at(self, buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The influences of rows in ``buckets``; 0 in a bucket that is not filled (a row of
+        weight 0)."""
+        if not len(self.index):
+            zero = np.zeros(len(buckets))
+            return zero, zero
+        where = np.minimum(np.searchsorted(self.index, buckets), len(self.index) - 1)
+        filled = self.index[where] == buckets
+        return (np.where(filled, self.positive[where], 0.0),
+                np.where(filled, self.negative[where], 0.0))
+
+
+def auprc(filled: FilledBuckets, value: float) -> Influence | None:
+    """The AUPRC's influence (module docstring); None without positives or rows."""
+    pos, neg = filled.positives, filled.negatives
+    total_pos, total = float(pos.sum()), float(pos.sum() + neg.sum())
+    if total_pos <= 0:
+        return None
+    tp = np.cumsum(pos[::-1])[::-1]  # at or above each bucket (buckets ascend)
+    count = tp + np.cumsum(neg[::-1])[::-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(count > 0, tp / count, 0.0)
+        share = np.where(count > 0, pos / count, 0.0)
+    below_one = np.cumsum(share * (1 - precision))  # sum over c <= b (ascending)
+    below_zero = -np.cumsum(share * precision)
+    prevalence = total_pos / total
+    return Influence(filled.index, (precision + below_one - value) / prevalence,
+                     below_zero / prevalence)
+
+
+@dataclass(frozen=True)
+class CalibrationGaps:
+    """The calibration groups of ECE: ``group`` of each filled bucket, each group's gap
+    ``G_k / W`` (``gaps``) and its standard error (``stderrs``), and the ECE's
+    :class:`Influence`."""
+
+    group: np.ndarray
+    gaps: np.ndarray
+    stderrs: np.ndarray
+    influence: Influence
+
+
+def calibration_gaps(filled: FilledBuckets, factors: tuple[float, float]
+                     ) -> CalibrationGaps | None:
+    """The ECE's groups and spreads (module docstring) from the filled buckets, in the
+    groups of :func:`mpieval.kinds.auc.kernels.merge_calibration` over the bins of
+    :func:`mpieval.kinds.auc.kernels.calibration`; None without rows."""
+    pos, neg = filled.positives, filled.negatives
+    rows = pos + neg
+    total = float(rows.sum())
+    if not total > 0:
+        return None
+    points = kernels.CURVE_POINTS
+    below = np.concatenate([[0.0], np.cumsum(rows)[:-1]])
+    bins = np.minimum((below * float(points) / total).astype(np.int64), points - 1)
+    bin_rows = np.bincount(bins, weights=rows, minlength=points)
+    used = np.flatnonzero(bin_rows > 0)
+    bin_group = np.zeros(points, dtype=np.int64)
+    count = kernels.CALIBRATION_GROUPS
+    running, last, group = 0.0, -1, -1
+    for k in used:  # merge_calibration's loop, over the bins that hold rows
+        index = min(int(running * count / total), count - 1)
+        if index != last:
+            group += 1
+            last = index
+        bin_group[k] = group
+        running += float(bin_rows[k])
+    groups = group + 1
+    of_bucket = bin_group[bins]
+    mid = (filled.index + 0.5) / filled.table_size
+    f1, f0 = factors
+    gap_sum = np.bincount(of_bucket, weights=rows * mid - pos, minlength=groups)
+    gaps = gap_sum / total
+    v_sq = np.bincount(of_bucket, weights=f0 * neg * mid**2 + f1 * pos * (1 - mid) ** 2,
+                       minlength=groups)
+    v_lin = np.bincount(of_bucket, weights=f0 * neg * mid - f1 * pos * (1 - mid),
+                        minlength=groups)
+    v_all = f1 * float(pos.sum()) + f0 * float(neg.sum())
+    spread = np.maximum(v_sq - 2 * gaps * v_lin + gaps**2 * v_all, 0.0)
+    stderrs = np.sqrt(spread) / total
+    ece = float(np.abs(gap_sum).sum()) / total
+    sign = np.sign(gaps)[of_bucket]
+    influence = Influence(filled.index, sign * (mid - 1) - ece, sign * mid - ece)
+    return CalibrationGaps(of_bucket, gaps, stderrs, influence)
+
+
+def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,
+                  negative: np.ndarray, a: Influence, b: Influence,
+                  importance: bool) -> np.ndarray:
+    """``sum_rows (v1 (IF1_B - IF1_A)^2 + v0 (IF0_B - IF0_A)^2)`` as one exact accumulator
+    (:mod:`mpieval.kernels.exact`) over rows with buckets ``bucket_a``, ``bucket_b`` and
+    class weights ``positive``, ``negative`` (``v`` those, or their squares under
+    importance weights): the spread of the paired difference of a table value."""
+    a1, a0 = a.at(bucket_a)
+    b1, b0 = b.at(bucket_b)
+    v1 = np.asarray(positive, np.float64)
+    v0 = np.asarray(negative, np.float64)
+    if importance:
+        v1, v0 = v1 * v1, v0 * v0
+    return exact.exact_sum(v1 * (b1 - a1) ** 2 + v0 * (b0 - a0) ** 2)
