@@ -126,14 +126,15 @@ def test_the_weighted_update_sums_are_exact(rng):
 
 @pytest.mark.parametrize("avx2", [True, False])
 @pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [1000, 1 << 18])  # a table cached or fetched ahead
 def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, avx2,
-                                                                          pred_dtype):
+                                                                          pred_dtype, size):
     """The binary update sums a block's preds, squares and logloss terms in float64 where
     they split exactly (preds and squares in [2**-34, 1], logloss in [2**-29, 64)) and adds
     the others one by one: rows on both sides of every edge (zeros, tiny preds, preds whose
     square is tiny, preds within 2**-29 of their label, subnormals), in blocks of which some
     have none, give the exact sums of the rows' own float64 terms, with the AVX2 copy of
-    the loops and with the baseline's."""
+    the loops and with the baseline's; and the table counts every row in its cell."""
     from mpieval import _core
     from mpieval.kinds.auc import kernels as auc
 
@@ -149,7 +150,7 @@ def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, av
     label[pred >= 1 - 2.0**-20] = 1  # near 1 and labelled 1: logloss terms below 2**-29
     was = _core.logloss.use_avx2(avx2)
     try:
-        table, sums = np.zeros((2, 1000)), exact.accumulator(auc.N_SUMS)
+        table, sums = np.zeros((2, size)), exact.accumulator(auc.N_SUMS)
         auc.accumulate(table, sums, pred[:3000], label[:3000])
         auc.accumulate(table, sums, pred[3000:], label[3000:])
     finally:
@@ -162,6 +163,6 @@ def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, av
         want = sum((Fraction(float(v)) for v in values), Fraction(0))
         got = exact.to_int(sums[auc.SUM_FIELDS.index(name)])
         assert Fraction(got, 2**1074) == want, name
-    want_table = np.zeros((2, 1000))
-    np.add.at(want_table, (label, np.minimum((p * 1000).astype(np.int64), 999)), 1)
+    want_table = np.zeros((2, size))
+    np.add.at(want_table, (label, np.minimum((p * size).astype(np.int64), size - 1)), 1)
     assert np.array_equal(table, want_table)

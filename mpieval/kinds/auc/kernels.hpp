@@ -126,6 +126,9 @@ inline bool block_sums(const double* __restrict pred, const double* __restrict l
     return block_sums_loop<16>(pred, label, logloss, block);
 }
 
+constexpr int64_t AHEAD = 16;  // rows between a table cell's prefetch and its addition
+constexpr int64_t FETCH_AHEAD_FROM = 1 << 17;  // cells (1 MiB): a table that gets them
+
 // The scratch of accumulate_binary: the batch's four exact sums in fixed point, a block's
 // logloss terms (logloss_block, with the preds and labels as float64), and a short last
 // block's rows padded to BLOCK.
@@ -134,6 +137,7 @@ struct BinaryScratch {
     exact::Wide wide[4];
     LoglossScratch block;
     double logloss[BLOCK];
+    int64_t cell[BLOCK];
     P pred[BLOCK];
     L label[BLOCK];
 };
@@ -160,12 +164,24 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
             p_block = scratch->pred;
             y_block = scratch->label;
         }
-        // the table first, in a loop of its own: its loads (cache misses for a large
-        // table) overlap, free of the sums' additions
-        for (int64_t i = 0; i < m; ++i) {
-            const int64_t y = int64_t(y_block[i]);
-            table[y * size + bucket(double(p_block[i]), size)] += 1.0;
-            positives += y;
+        // the table, in a loop of its own: its loads overlap, free of the sums' additions;
+        // a table beyond the processor's nearer caches (a cell a cache miss) gets each
+        // row's cell first, fetched AHEAD rows before its addition
+        if (2 * size > FETCH_AHEAD_FROM) {
+            int64_t* cell = scratch->cell;
+            for (int64_t i = 0; i < m; ++i)
+                cell[i] = int64_t(y_block[i]) * size + bucket(double(p_block[i]), size);
+            for (int64_t i = 0; i < m; ++i) {
+                if (i + AHEAD < m) __builtin_prefetch(table + cell[i + AHEAD], 1);
+                table[cell[i]] += 1.0;
+            }
+            for (int64_t i = 0; i < m; ++i) positives += int64_t(y_block[i]);
+        } else {
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t y = int64_t(y_block[i]);
+                table[y * size + bucket(double(p_block[i]), size)] += 1.0;
+                positives += y;
+            }
         }
         logloss_block(p_block, y_block, scratch->block, scratch->logloss);
         // the sums: the block's split values in float64 lanes, exact, then into the Wides
