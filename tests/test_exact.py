@@ -130,15 +130,16 @@ def test_the_weighted_update_sums_are_exact(rng):
 def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, avx2,
                                                                           pred_dtype, size):
     """The binary update sums a block's preds, squares and logloss terms in float64 where
-    they split exactly (preds and squares in [2**-34, 1], logloss in [2**-29, 64)) and adds
+    they split exactly (preds and squares in [2**-34, 1], logloss in [2**-73, 64)) and adds
     the others one by one: rows on both sides of every edge (zeros, tiny preds, preds whose
-    square is tiny, preds within 2**-29 of their label, subnormals), in blocks of which some
-    have none, give the exact sums of the rows' own float64 terms, with the AVX2 copy of
+    square is tiny, preds clipped to 1e-15 from their label, subnormals), in blocks of which
+    some have none, give the exact sums of the rows' own float64 terms, with the AVX2 copy of
     the loops and with the baseline's; and the table counts every row in its cell."""
     from mpieval import _core
     from mpieval.kinds.auc import kernels as auc
 
-    edges = [0.0, 1.0, 2.0**-34, 2.0**-34 * (1 - 2.0**-52), 2.0**-17, 2.0**-17 * (1 - 2.0**-52),
+    edges = [0.0, 1.0, 2.0**-78, 2.0**-78 * (1 - 2.0**-52), 2.0**-39, 2.0**-39 * (1 - 2.0**-52),
+             2.0**-34, 2.0**-17 * (1 - 2.0**-52),
              1e-15, 2e-15, 1 - 2.0**-29, 1 - 2.0**-30, 1 - 1e-9, 1e-9, 5e-324, 2.0**-1022,
              0.5, 0.2, 1e-6]
     n = 5 * 1024 + 301

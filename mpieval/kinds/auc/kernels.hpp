@@ -25,18 +25,19 @@ inline int64_t bucket(double p, int64_t size) {
 
 inline double* row(double* sums, int field) { return sums + field * exact::DIGITS; }
 
-// The exact sums' splits (exact::Split): preds and their squares in [2**-34, 1], logloss
-// terms in [2**-29, 64) (-log(1e-15) = 34.5 at most); a row's value out of its range (a
-// pred or square below 2**-34 but not 0, a logloss below 2**-29: a pred within 2**-29 of
-// its label) is added to the batch's Wide on its own.
-using PredSplit = exact::Split<1, 42, 34>;
-using LossSplit = exact::Split<6, 37, 29>;
+// The exact sums' splits (exact::Split): preds and their squares in [2**-34, 1] in two
+// parts, logloss terms in [2**-73, 64) in three (from -log(1 - 1e-15), 1.1e-15, to
+// -log(1e-15), 34.5: a pred clipped at 0 or 1 too); a row's value out of its range (a
+// pred below 2**-17 but not 0: its square below 2**-34) is added to the batch's Wide on
+// its own.
+using PredSplit = exact::Split<1, 42, 2>;
+using LossSplit = exact::Split<6, 37, 3>;
 
-// A block's sums, the fields in this order: pred's hi and lo, pred * label's, pred^2's,
-// logloss's; during the block's loop each in the lanes of a vector of BYTES bytes (GCC's
+// A block's sums, the fields in this order: pred's hi and rest, pred * label's, pred^2's,
+// logloss's hi, mid and lo; during the block's loop each in the lanes of a vector of BYTES bytes (GCC's
 // and Clang's vector extensions: plain float64 operations on several values at once; 16
 // bytes for SSE2, 32 for AVX2).
-enum { BLOCK_PRED, BLOCK_LABEL_PRED = 2, BLOCK_PRED_SQ = 4, BLOCK_LOGLOSS = 6, BLOCK_SUMS = 8 };
+enum { BLOCK_PRED, BLOCK_LABEL_PRED = 2, BLOCK_PRED_SQ = 4, BLOCK_LOGLOSS = 6, BLOCK_SUMS = 9 };
 template <int BYTES>
 struct Vectors;
 template <>
@@ -84,17 +85,20 @@ MPIEVAL_INLINE bool block_sums_loop(const double* __restrict pred,
         keep_in_range<PredSplit, BYTES>(q, ok);
         keep_in_range<LossSplit, BYTES>(l, ok);
         const V p_hi = (p + PredSplit::C) - PredSplit::C;
+        const V p_rest = p - p_hi;
         const V q_hi = (q + PredSplit::C) - PredSplit::C;
         const V l_hi = (l + LossSplit::C) - LossSplit::C;
-        const V p_lo = p - p_hi;
+        const V l_rest = l - l_hi;
+        const V l_mid = (l_rest + LossSplit::C2) - LossSplit::C2;
         lanes[BLOCK_PRED] += p_hi;
-        lanes[BLOCK_PRED + 1] += p_lo;
+        lanes[BLOCK_PRED + 1] += p_rest;
         lanes[BLOCK_LABEL_PRED] += p_hi * y;
-        lanes[BLOCK_LABEL_PRED + 1] += p_lo * y;
+        lanes[BLOCK_LABEL_PRED + 1] += p_rest * y;
         lanes[BLOCK_PRED_SQ] += q_hi;
         lanes[BLOCK_PRED_SQ + 1] += q - q_hi;
         lanes[BLOCK_LOGLOSS] += l_hi;
-        lanes[BLOCK_LOGLOSS + 1] += l - l_hi;
+        lanes[BLOCK_LOGLOSS + 1] += l_mid;
+        lanes[BLOCK_LOGLOSS + 2] += l_rest - l_mid;
     }
     int64_t oks[LANES];
     std::memcpy(oks, &ok, sizeof oks);
@@ -185,8 +189,9 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
         }
         logloss_block(p_block, y_block, scratch->block, scratch->logloss);
         // the sums: the block's split values in float64 lanes, exact, then into the Wides
-        // as a few values; a padded row's pred is 0 and its logloss (-log(1 - 1e-15)) out
-        // of range, so it adds nothing
+        // as a few values; a padded row's pred is 0, and its logloss (-log(1 - 1e-15))
+        // is dropped here, so it adds nothing
+        std::fill(scratch->logloss + m, scratch->logloss + BLOCK, 0.0);
         double block[BLOCK_SUMS];
         if (block_sums(scratch->block.p, scratch->block.y, scratch->logloss, block)) {
             for (int64_t i = 0; i < m; ++i) {  // the values out of range, one by one
@@ -198,14 +203,14 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
                 if (!LossSplit::ok(l)) wide[3].add(l);
             }
         }
-        for (int half = 0; half < 2; ++half) {
-            const double all = block[BLOCK_PRED + half];
-            const double positive = block[BLOCK_LABEL_PRED + half];
+        for (int part = 0; part < 2; ++part) {
+            const double all = block[BLOCK_PRED + part];
+            const double positive = block[BLOCK_LABEL_PRED + part];
             wide[0].add(all - positive);  // exact: the sum over the negatives' rows
             wide[1].add(positive);
-            wide[2].add(block[BLOCK_PRED_SQ + half]);
-            wide[3].add(block[BLOCK_LOGLOSS + half]);
+            wide[2].add(block[BLOCK_PRED_SQ + part]);
         }
+        for (int part = 0; part < 3; ++part) wide[3].add(block[BLOCK_LOGLOSS + part]);
     }
     double part[4 * D] = {};
     for (int k = 0; k < 4; ++k) wide[k].fold(part + k * D);
