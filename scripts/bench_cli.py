@@ -174,14 +174,14 @@ def parse_ratio(rows: int, r: int) -> None:
     for _ in range(r):
         auc.append(timed_cpu([MPIEVAL, "eval", "--metrics", "auc", str(path)]))
         parse.append(timed_cpu([sys.executable, "-c", PARSE_TWO_COLUMNS, str(path)]))
-    for k, clock in enumerate(("wall", "CPU (user + system)")):
+    for k, clock in enumerate(("wall", "user CPU", "CPU (user + system)")):
         a, p = (statistics.median(run[k] for run in runs) for runs in (auc, parse))
         pairs = sorted(x[k] / y[k] for x, y in zip(auc, parse, strict=True))
         print(f"{clock}: --metrics auc {a:.2f} s against read_csv of pred and label {p:.2f} s "
               f"(medians of {r}, alternating): {a / p:.2f}x ({verdict(a / p <= 1.25)} <= "
               f"1.25x); pairs' ratios {pairs[0]:.2f}-{pairs[-1]:.2f}x")
-    print(f"load {os.getloadavg()[0]:.2f} (busy: the wall times measure the machine's sharing; "
-          "the parse keeps its 2 GB of columns, mpieval streams)")
+    print(f"load {os.getloadavg()[0]:.2f} (on a busy machine read the user CPU time: the parse "
+          "keeps its 2 GB of columns, whose pages then cost it system and wall time)")
     print(f"phases: {phases(path)}")
 
 
@@ -244,12 +244,14 @@ def peak_rss_per_rank(ranks: int, path: Path, env: dict[str, str] | None = None)
     return peaks
 
 
-def timed_cpu(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system, ``getrusage``) of one run of ``command``."""
+def timed_cpu(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, user CPU seconds and user + system CPU seconds (``getrusage``) of one
+    run of ``command``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = timed_command(command)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    user = after.ru_utime - before.ru_utime
+    return wall, user, user + after.ru_stime - before.ru_stime
 
 
 def timed_rss(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
