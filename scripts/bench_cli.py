@@ -2,10 +2,20 @@
 
     .venv/bin/python scripts/bench_cli.py            # everything, medians of 3 runs
     .venv/bin/python scripts/bench_cli.py --repeats 5 --skip-2gb
+    .venv/bin/python scripts/bench_cli.py --parse-ratio --rows 30000000 --repeats 5
+    .venv/bin/python scripts/bench_cli.py --only-main-job --shape heavy
 
-Data (generated once under ``bench-data/``, which git ignores): a 10-million-row TSV
-``uid, pred, label, tag`` (about 195 MB; users of Zipf-like activity, four tags), and a
-2 GB TSV made of ten copies of its rows (only when the disk has room).
+Data (generated once under ``bench-data/``, which git ignores, by ``scripts/traffic.py``
+in the shape ``--shape`` names: ``traffic``, the default, about 580,000 users in 10M rows
+and beta-like preds; ``heavy``, the old generator, most rows in a few users): a
+10-million-row TSV ``uid, pred, label, tag`` (about 240 MB), and a 2 GB TSV made of ten
+copies of its rows (only when the disk has room).
+
+``--parse-ratio`` (issue 37): ``mpieval eval --metrics auc`` on a file of ``--rows`` rows
+(default 30M, so that start-up is a small share) against a bare ``pyarrow.csv.read_csv``
+of its pred and label columns (``include_columns``; every core), each a command of its own,
+alternating, medians of ``--repeats`` — target: at most 1.25x; with the phases of one
+mpieval run (``--progress``: start-up, reading, compute).
 
 Figures:
 - ``--metrics auc`` wall time (the whole command: start-up, read, compute, print; alone, so
@@ -39,6 +49,7 @@ import argparse
 import compileall
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -48,9 +59,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.csv as pacsv
+import traffic
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"
@@ -58,31 +68,13 @@ BIN = Path(sys.executable).parent
 MPIEVAL = str(BIN / "mpieval")
 MPIEXEC = os.environ.get("MPIEXEC") or str(BIN / "mpiexec")
 ROWS = 10_000_000
-TAGS = np.array(["feed", "search", "video", "mall"])
 
 
-def generate(path: Path, rows: int, seed: int = 1, string_uids: bool = False) -> None:
-    """``rows`` rows of uid, pred, label, tag, written in chunks (bounded memory); with
+def generate(path: Path, rows: int, seed: int = 1, string_uids: bool = False,
+             shape: str = "traffic") -> None:
+    """``rows`` rows of uid, pred, label, tag of the shape (``scripts/traffic.py``); with
     ``string_uids``, each uid written as the string ``u<number>`` (the same users)."""
-    rng = np.random.default_rng(seed)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as out:
-        out.write(b"uid\tpred\tlabel\ttag\n")
-        for start in range(0, rows, 1_000_000):
-            n = min(1_000_000, rows - start)
-            uid = (rng.zipf(1.3, n) * 2654435761) % 2_000_000
-            if string_uids:
-                uid = np.char.add("u", uid.astype(str))
-            truth = rng.beta(2, 8, n)
-            pred = np.round(np.clip(truth + rng.normal(0, 0.05, n), 0, 1), 6)
-            label = (rng.random(n) < truth).astype(np.int8)
-            table = pa.table({"uid": uid, "pred": pred, "label": label,
-                              "tag": TAGS[rng.integers(0, 4, n)]})
-            sink = pa.BufferOutputStream()
-            pacsv.write_csv(table, sink, write_options=pacsv.WriteOptions(
-                include_header=False, delimiter="\t", quoting_style="none"))
-            out.write(sink.getvalue().to_pybytes())
-    os.replace(tmp, path)
+    traffic.write(path, rows, shape, seed, string_uids)
 
 
 def repeat_file(source: Path, path: Path, copies: int) -> None:
@@ -144,6 +136,53 @@ PANDAS_SKLEARN = (
 
 
 ONE_THREAD = {"MPIEVAL_THREADS": "1"}
+SHAPE = "traffic"  # --shape
+PARSE_TWO_COLUMNS = (
+    "import sys, pyarrow.csv as c\n"
+    "c.read_csv(sys.argv[1], parse_options=c.ParseOptions(delimiter='\\t'),\n"
+    "           convert_options=c.ConvertOptions(include_columns=['pred', 'label']))\n"
+)
+
+
+def phases(path: Path) -> str:
+    """Where one ``mpieval eval --metrics auc --progress`` run's time goes: start-up (to
+    the first progress line's start of reading), reading (rows over the last line's
+    rate), and the rest (compute, output)."""
+    start = time.perf_counter()
+    done = subprocess.run([MPIEVAL, "eval", "--metrics", "auc", "--progress", str(path)],
+                          check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    wall = time.perf_counter() - start
+    last = [line for line in done.stderr.splitlines() if "rows/s" in line][-1]
+    rows, rate = (int(field.split()[0].replace(",", ""))
+                  for field in last.removeprefix("mpieval: ").split(", ")[:2])
+    reading = rows / rate
+    return (f"one run {wall:.2f} s, of which reading {reading:.2f} s, the rest "
+            f"{wall - reading:.2f} s")
+
+
+def parse_ratio(rows: int, r: int) -> None:
+    """Issue 37: ``--metrics auc`` against a bare parse of its two columns, alternating."""
+    path = DATA / f"{rows // 1_000_000}m-{SHAPE}.tsv"
+    if not path.exists():
+        print(f"generating {path} ...", flush=True)
+        generate(path, rows, shape=SHAPE)
+    print(f"{path}: {rows:,} rows, {path.stat().st_size / 1e6:.0f} MB; {os.cpu_count()} "
+          f"cores, load {os.getloadavg()[0]:.2f}", flush=True)
+    auc, parse = [], []
+    timed_command([MPIEVAL, "eval", "--metrics", "auc", str(path)])  # warm-up: page cache
+    for _ in range(r):
+        auc.append(timed_cpu([MPIEVAL, "eval", "--metrics", "auc", str(path)]))
+        parse.append(timed_cpu([sys.executable, "-c", PARSE_TWO_COLUMNS, str(path)]))
+    for k, clock in enumerate(("wall", "user CPU", "CPU (user + system)")):
+        a, p = (statistics.median(run[k] for run in runs) for runs in (auc, parse))
+        pairs = sorted(x[k] / y[k] for x, y in zip(auc, parse, strict=True))
+        print(f"{clock}: --metrics auc {a:.2f} s against read_csv of pred and label {p:.2f} s "
+              f"(medians of {r}, alternating): {a / p:.2f}x ({verdict(a / p <= 1.25)} <= "
+              f"1.25x); pairs' ratios {pairs[0]:.2f}-{pairs[-1]:.2f}x")
+    print(f"load {os.getloadavg()[0]:.2f} (on a busy machine read the user CPU time: the parse "
+          "keeps its 2 GB of columns, whose pages then cost it system and wall time)")
+    print(f"phases: {phases(path)}")
 
 
 def rank_times(ranks: int, argv: list[str], repeats: int
@@ -205,6 +244,16 @@ def peak_rss_per_rank(ranks: int, path: Path, env: dict[str, str] | None = None)
     return peaks
 
 
+def timed_cpu(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, user CPU seconds and user + system CPU seconds (``getrusage``) of one
+    run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed_command(command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user = after.ru_utime - before.ru_utime
+    return wall, user, user + after.ru_stime - before.ru_stime
+
+
 def timed_rss(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (MB, ``/usr/bin/time``) of one run of ``command``."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -244,13 +293,24 @@ def main() -> None:
     parser.add_argument("--compiled-core", action="store_true",
                         help="only issue 20's figures: the per-user path on string uids "
                              "and the start-up of every kind")
+    parser.add_argument("--parse-ratio", action="store_true",
+                        help="only issue 37's figure: --metrics auc against a bare parse of "
+                             "its two columns, on --rows rows")
+    parser.add_argument("--rows", type=int, default=30_000_000,
+                        help="rows of --parse-ratio's file (default 30M)")
+    traffic.add_shape_argument(parser)
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
-    ten = DATA / "10m.tsv"
+    global SHAPE
+    SHAPE = args.shape
+    if args.parse_ratio:
+        parse_ratio(args.rows, args.repeats)
+        return
+    ten = DATA / f"10m-{SHAPE}.tsv"
     if not ten.exists():
         print(f"generating {ten} ...", flush=True)
-        generate(ten, ROWS)
-    tiny = DATA / "tiny.tsv"
+        generate(ten, ROWS, shape=SHAPE)
+    tiny = DATA / f"tiny-{SHAPE}.tsv"
     if not tiny.exists():
         with open(ten, "rb") as src:
             tiny.write_bytes(b"".join(src.readline() for _ in range(11)))
@@ -288,7 +348,7 @@ def main_job(ten: Path, tiny: Path, r: int) -> None:
           f"({verdict(ratio <= 2.2)} <= 2.2x); peak RSS {max(peak)} MB (highest of {r}; "
           f"{verdict(max(peak) <= 500)} <= 500 MB)")
 
-    other = DATA / "10m-b.tsv"  # a second file of the same rows (a hard link if it can)
+    other = DATA / f"10m-{SHAPE}-b.tsv"  # a second file of the same rows (a hard link if it can)
     if not other.exists():
         try:
             os.link(ten, other)
@@ -328,10 +388,10 @@ def compiled_core(tiny: Path, r: int) -> None:
     package's bytecode compiled before both (``compileall``: the state of a normal install, whose
     pip compiles it; an editable install under ``PYTHONDONTWRITEBYTECODE`` would compile
     every module from source on every run)."""
-    strings = DATA / "10m-string-uids.tsv"
+    strings = DATA / f"10m-{SHAPE}-string-uids.tsv"
     if not strings.exists():
         print(f"generating {strings} ...", flush=True)
-        generate(strings, ROWS, string_uids=True)
+        generate(strings, ROWS, string_uids=True, shape=SHAPE)
     compile_package()
     auc, both, peak = [], [], []
     for _ in range(r):
@@ -421,7 +481,7 @@ def ten_million_rows(ten: Path, tiny: Path, r: int) -> None:
 
 
 def two_gigabytes(ten: Path, r: int) -> None:
-    big = DATA / "2g.tsv"
+    big = DATA / f"2g-{SHAPE}.tsv"
     if not big.exists():
         free = shutil.disk_usage(DATA).free
         if free < 10 * ten.stat().st_size + 5e9:

@@ -7,8 +7,9 @@ Builds the package's wheel once (``pip wheel . --no-deps``: the kernels compiled
 time, as a cluster installs them), then, ``--repeats`` times: a new virtual environment
 in a temporary folder, the wheel and its dependencies installed into it from pip's cache
 (``pip install WHEEL[mpich]``: MPI from pip, as the README's set-up does), and in it
-``mpieval eval --metrics auc,wuauc,pn --tag tag --compare pred_b`` on 200,000 rows run
-once (the first run of that environment), then five times more. The figure: the first
+``mpieval eval --metrics auc,wuauc,pn --tag tag --compare pred_b`` on 200,000 rows (of
+``scripts/traffic.py``'s ``--shape``) run once (the first run of that environment), then
+five times more. The figure: the first
 run's wall time against the median of the next five, per environment (target: at most
 1.2x; with kernels compiled at run time, the first run paid their compilation, on every
 rank). Also prints the environment's site-packages size (``du``), and whether a JIT
@@ -25,27 +26,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
+import traffic
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 200_000
 COMMAND = ["eval", "--metrics", "auc,wuauc,pn", "--tag", "tag", "--compare", "pred_b"]
 
 
-def write_data(path: Path) -> None:
-    """200,000 rows of uid, pred, pred_b, label, tag (users of Zipf-like activity)."""
-    rng = np.random.default_rng(7)
-    truth = rng.beta(2, 8, ROWS)
-    table = pa.table({
-        "uid": (rng.zipf(1.5, ROWS) * 2654435761) % 50_000,
-        "pred": np.round(np.clip(truth + rng.normal(0, 0.05, ROWS), 0, 1), 6),
-        "pred_b": np.round(np.clip(truth + rng.normal(0, 0.08, ROWS), 0, 1), 6),
-        "label": (rng.random(ROWS) < truth).astype(np.int8),
-        "tag": np.array(["feed", "search", "video", "mall"])[rng.integers(0, 4, ROWS)],
-    })
-    pacsv.write_csv(table, str(path), write_options=pacsv.WriteOptions(delimiter="\t"))
+def write_data(path: Path, shape: str) -> None:
+    """200,000 rows of uid, pred, label, tag, pred_b of the shape (``scripts/traffic.py``)."""
+    traffic.write(path, ROWS, shape, seed=7, pred_b=True)
 
 
 def timed(command: list[str]) -> float:
@@ -66,11 +56,12 @@ def site_packages_mb(venv: Path) -> tuple[int, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="fresh environments")
+    traffic.add_shape_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpieval-first-run-") as tmp:
         work = Path(tmp)
         data = work / "data.tsv"
-        write_data(data)
+        write_data(data, args.shape)
         wheels = work / "wheels"
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                         "--wheel-dir", str(wheels), str(ROOT)], check=True)

@@ -1,16 +1,19 @@
-"""``AucMetric.update()`` against a plain C loop, side by side in one run (issue 20).
+"""``AucMetric.update()`` against a plain C loop, side by side in one run (issues 20, 37).
 
     nice -n 10 .venv/bin/python scripts/bench_update.py            # medians of 5
-    nice -n 10 .venv/bin/python scripts/bench_update.py --repeats 9
+    nice -n 10 .venv/bin/python scripts/bench_update.py --repeats 9 --shape heavy
 
-The data: 10M rows, float32 pred (beta(2, 9), CTR ~0.18), int8 label, fed in batches of
-1M rows; T = 1,000,000 buckets. The baseline is a plain loop written in C, compiled here
-with ``g++ -O2`` into a temporary folder and called through ctypes: it fills the same
-table (two rows of T float64 buckets) and three float64 sums (abserr, sqrerr, pred; no
-log, no exact sums). ``update()`` is the whole method: validation, the table, the eight
-exact sums (logloss included). The two alternate, ``--repeats`` times each; the figure is
-the ratio of their medians (target: ``update()`` at 0.5x the plain loop or better), in
-wall time and in the process's CPU time (steadier on a busy machine).
+The data: 10M rows of ``scripts/traffic.py``'s shape (``--shape``: traffic, beta-like preds
+around a CTR of 0.2 with six decimals; heavy, the old generator's), pred as float32, int8
+label, fed in batches of 1M rows; T = 1,000,000 buckets (16 MB: the table stays in the
+processor's last-level cache, so the loops' own work counts). The baseline is a plain
+loop written in C, compiled here with ``g++ -O2`` into a temporary folder and called
+through ctypes: it fills the same table (two rows of T float64 buckets) and three float64
+sums (abserr, sqrerr, pred; no log, no exact sums). ``update()`` is the whole method:
+validation, the table, the eight exact sums (logloss included). The two alternate,
+``--repeats`` times each; the figure is the ratio of their medians (target: ``update()``
+at 0.5x the plain loop or better), in wall time and in the process's CPU time (steadier
+on a busy machine).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import traffic
 
 ROWS = 10_000_000
 BATCH = 1_000_000
@@ -76,11 +80,10 @@ def plain_loop(folder: Path) -> Callable[[np.ndarray, np.ndarray, np.ndarray, np
     return call
 
 
-def ctr_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    pred = rng.beta(2, 9, n).astype(np.float32)
-    label = (rng.random(n) < pred).astype(np.int8)
-    return pred, label
+def ctr_data(n: int, shape: str = "traffic", seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows' float32 pred and int8 label of the shape."""
+    pred, label = traffic.preds(n, shape, seed)
+    return pred.astype(np.float32), label
 
 
 def main() -> None:
@@ -89,12 +92,13 @@ def main() -> None:
     parser.add_argument("--table-size", type=int, default=T,
                         help="T (default 1e6; 1000 keeps the table in cache: the loops' own "
                              "work, without the table's cache misses)")
+    traffic.add_shape_argument(parser)
     args = parser.parse_args()
     size = args.table_size
 
     from mpieval import AucMetric, Comm
 
-    pred, label = ctr_data(ROWS)
+    pred, label = ctr_data(ROWS, args.shape)
     batches = [(pred[i : i + BATCH], label[i : i + BATCH]) for i in range(0, ROWS, BATCH)]
     with tempfile.TemporaryDirectory() as folder:
         plain = plain_loop(Path(folder))
@@ -123,7 +127,7 @@ def main() -> None:
         t_update = statistics.median(t[k] for t in updates)
         t_plain = statistics.median(t[k] for t in plains)
         print(f"{clock} time, medians of {args.repeats}, alternating:")
-        print(f"  update() of auc, 10M rows in batches of 1M, T={size:<7}"
+        print(f"  update() of auc, 10M rows ({args.shape}) in batches of 1M, T={size:<7}"
               f"{t_update * 1e3:7.1f} ms = {ROWS / t_update / 1e6:5.0f} M rows/s")
         print(f"  plain C loop (g++ -O2), table + 3 sums:              {t_plain * 1e3:7.1f} ms = "
               f"{ROWS / t_plain / 1e6:5.0f} M rows/s")

@@ -2,7 +2,8 @@
 
 One rank (the issue's target)::
 
-    /tmp/venv/bin/python scripts/bench_wuauc.py                      # 10M rows, 1M users, 3 tags
+    /tmp/venv/bin/python scripts/bench_wuauc.py                      # 10M rows of traffic
+    /tmp/venv/bin/python scripts/bench_wuauc.py --shape uniform      # 1M users, 3 tags
     /tmp/venv/bin/python scripts/bench_wuauc.py --pred-dtype float64  # general (non-float32) preds
 
 Two ranks (time in the exchange versus the whole compute)::
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import traffic
 
 import mpieval.kinds.wuauc.metric as wuauc_module
 from mpieval.comm import Comm
@@ -39,8 +41,16 @@ TAG_NAMES = np.array(["feed", "home", "search"])
 
 def batches(args: argparse.Namespace, comm: Comm) -> Iterator[dict[str, np.ndarray]]:
     """This rank's share of the rows, ``args.batch`` rows at a time."""
-    users = np.random.default_rng(7).integers(0, 2**63, size=args.users, dtype=np.int64)
     per_rank = args.rows // comm.size + (comm.rank < args.rows % comm.size)
+    if args.shape != "uniform":
+        rows = traffic.source(args.shape, seed=11 + comm.rank)
+        dtype = np.float32 if args.pred_dtype == "float32" else np.float64
+        for start in range(0, per_rank, args.batch):
+            batch = rows.rows(min(args.batch, per_rank - start))
+            batch["pred"] = batch["pred"].astype(dtype)
+            yield batch
+        return
+    users = np.random.default_rng(7).integers(0, 2**63, size=args.users, dtype=np.int64)
     rng = np.random.default_rng([11, comm.rank])
     for start in range(0, per_rank, args.batch):
         n = min(args.batch, per_rank - start)
@@ -78,7 +88,11 @@ def median_time(fn: Callable[[], Any], repeats: int, comm: Comm) -> tuple[float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--users", type=int, default=1_000_000)
+    parser.add_argument("--shape", choices=(*traffic.SHAPES, "uniform"), default="traffic",
+                        help="the rows (scripts/traffic.py): traffic (default), heavy, or "
+                             "uniform (--users users of equal activity, uniform preds, three "
+                             "tags: the figures before issue 37)")
+    parser.add_argument("--users", type=int, default=1_000_000, help="users of --shape uniform")
     parser.add_argument("--batch", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pred-dtype", choices=("float32", "float64"), default="float32")
@@ -123,7 +137,8 @@ def main() -> None:
     exchange_s = statistics.median(exchange_seconds)
     slowest = comm.allgather((compute_s, exchange_s, peak, after_update, rows))
 
-    say(f"rows={args.rows} users={args.users} tags={len(TAG_NAMES)} ranks={comm.size} "
+    say(f"rows={args.rows} shape={args.shape} (uniform: users={args.users} "
+        f"tags={len(TAG_NAMES)}) ranks={comm.size} "
         f"pred={args.pred_dtype} batch={args.batch} repeats={args.repeats}")
     say(f"update (all batches, rank 0): {update_seconds:.2f} s")
     say(f"np.sort of {args.rows} uint64 keys: {sort_s:.3f} s (median)")

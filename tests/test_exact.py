@@ -122,3 +122,48 @@ def test_the_weighted_update_sums_are_exact(rng):
         got = exact.to_int(sums[auc.SUM_FIELDS.index(name)])
         assert Fraction(got, 2**1074) == want, name
     assert exact.to_float(sums[auc.SUM_ROWS]) == n
+
+
+@pytest.mark.parametrize("avx2", [True, False])
+@pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [1000, 1 << 18])  # a table cached or fetched ahead
+def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, avx2,
+                                                                          pred_dtype, size):
+    """The binary update sums a block's preds, squares and logloss terms in float64 where
+    they split exactly (preds and squares in [2**-34, 1], logloss in [2**-73, 64)) and adds
+    the others one by one: rows on both sides of every edge (zeros, tiny preds, preds whose
+    square is tiny, preds clipped to 1e-15 from their label, subnormals), in blocks of which
+    some have none, give the exact sums of the rows' own float64 terms, with the AVX2 copy of
+    the loops and with the baseline's; and the table counts every row in its cell."""
+    from mpieval import _core
+    from mpieval.kinds.auc import kernels as auc
+
+    edges = [0.0, 1.0, 2.0**-78, 2.0**-78 * (1 - 2.0**-52), 2.0**-39, 2.0**-39 * (1 - 2.0**-52),
+             2.0**-34, 2.0**-17 * (1 - 2.0**-52),
+             1e-15, 2e-15, 1 - 2.0**-29, 1 - 2.0**-30, 1 - 1e-9, 1e-9, 5e-324, 2.0**-1022,
+             0.5, 0.2, 1e-6]
+    n = 5 * 1024 + 301
+    pred = rng.beta(2, 8, n)
+    pred[2048:3072] = rng.choice(edges, 1024)  # the third block: edges only
+    pred[4096:] = np.ldexp(rng.random(n - 4096), rng.integers(-1074, 1, n - 4096))
+    pred = pred.astype(pred_dtype)
+    label = (rng.random(n) < 0.5).astype(np.int8)
+    label[pred >= 1 - 2.0**-20] = 1  # near 1 and labelled 1: logloss terms below 2**-29
+    was = _core.logloss.use_avx2(avx2)
+    try:
+        table, sums = np.zeros((2, size)), exact.accumulator(auc.N_SUMS)
+        auc.accumulate(table, sums, pred[:3000], label[:3000])
+        auc.accumulate(table, sums, pred[3000:], label[3000:])
+    finally:
+        _core.logloss.use_avx2(was)
+    p = pred.astype(np.float64)
+    terms = {"pred": p, "pred_sq": p * p, "label_pred": p * label,
+             "logloss": [auc.binary_logloss(float(v), int(y)) for v, y in zip(p, label,
+                                                                             strict=True)]}
+    for name, values in terms.items():
+        want = sum((Fraction(float(v)) for v in values), Fraction(0))
+        got = exact.to_int(sums[auc.SUM_FIELDS.index(name)])
+        assert Fraction(got, 2**1074) == want, name
+    want_table = np.zeros((2, size))
+    np.add.at(want_table, (label, np.minimum((p * size).astype(np.int64), size - 1)), 1)
+    assert np.array_equal(table, want_table)

@@ -474,6 +474,21 @@ def test_binary_labels_narrow_as_check_binary_checks(dtype: str) -> None:
         assert (got.value.first_index, got.value.count) == (2, 2)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "float64"])
+@pytest.mark.parametrize("where", [0, 4095, 4096, 3 * 4096 + 17, 20_000 - 1])
+def test_binary_labels_name_their_first_bad_row_across_blocks(dtype: str, where: int) -> None:
+    """The compiled pass checks blocks of 4096 rows without a branch: a bad value in any
+    block, at either edge of one, is named at its own row, with the count of all."""
+    labels = (np.arange(20_000) % 3 == 0).astype(dtype)
+    assert validation.binary_uint8("label", labels).tolist() == labels.tolist()
+    labels[where] = 2
+    labels[-1] = 2
+    with pytest.raises(InputError) as got:
+        validation.binary_uint8("label", labels)
+    assert got.value.first_index == where
+    assert got.value.count == (1 if where == len(labels) - 1 else 2)
+
+
 @pytest.mark.parametrize("name", ["rows.tsv", "rows.parquet", "rows.tsv.gz"])
 def test_a_rank_expects_about_the_rows_it_reads(tmp_path, name: str) -> None:
     """The rows a rank's per-user metrics reserve room for, from its first batch: at

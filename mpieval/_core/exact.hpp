@@ -122,4 +122,33 @@ struct Wide {
     }
 };
 
+// Exact sums of a block of up to 2**10 float64 values in plain float64 additions (which a
+// compiler vectorises), for values in a known range: a value v with 2**-K <= v < 2**A, or
+// 0, splits exactly into hi, v rounded to a multiple of 2**-G ((v + C) - C, C = 1.5 *
+// 2**(52 - G): the sum rounds at C's last bit, 2**-G, and the difference is exact), and
+// the rest v - hi (exact: at most 2**(-G-1), a multiple of v's last bit, at least
+// 2**(-K-52)); with PARTS = 3, the rest splits again so, into mid, a multiple of 2**-G2
+// (G2 = G + 44), and lo. 2**10 his are whole multiples of 2**-G below 2**(A+G+10) <=
+// 2**53; as many mids multiples of 2**-G2 below 2**(G2-G-1+10) <= 2**53; and as many last
+// parts multiples of 2**(-K-52) below 2**(K+52-G'-1+10) <= 2**53 (G' the last grid, G or
+// G2): every partial sum of each, in any order, is exact, so the block's sum goes to a
+// Wide as two or three values (the same exact sum, so the same bits, as adding each value
+// to it). A value out of the range (ok() is false: negative, tiny, large, inf, NaN) is
+// added to the Wide on its own.
+template <int A, int G, int PARTS>
+struct Split {
+    static_assert(PARTS == 2 || PARTS == 3, "two or three parts");
+    static constexpr int G2 = G + 44;
+    static constexpr int K = (PARTS == 2 ? G : G2) - 8;
+    static_assert(A + G + 10 <= 53 && G2 - G - 1 + 10 <= 53, "inexact");
+    static constexpr double C = 1.5 * double(int64_t(1) << (52 - G));
+    static constexpr double C2 = 1.5 / double(int64_t(1) << (G2 - 52));
+    static constexpr double BELOW = double(int64_t(1) << A);
+    static constexpr double FROM =  // 2**-K
+        1.0 / double(int64_t(1) << (K / 2)) / double(int64_t(1) << (K - K / 2));
+
+    // Whether v splits exactly (branch-free: vectorised as it is written).
+    static bool ok(double v) { return (v < BELOW) & ((v >= FROM) | (v == 0.0)); }
+};
+
 }  // namespace mpieval::exact

@@ -52,7 +52,8 @@ void bind_exact(nb::module_ m) {
 }
 
 void bind_logloss(nb::module_ m) {
-    m.doc() = "mpieval's own log (logloss.hpp), for the tests against its Python twin.";
+    m.doc() = "mpieval's own log (logloss.hpp), for the tests against its Python twin; "
+              "the choice of the block loops' copies (use_avx2).";
     m.def("log", [](In x, Out out) {
         const double* v = as<double>(x, "x");
         double* o = as<double>(out, "out");
@@ -60,6 +61,18 @@ void bind_logloss(nb::module_ m) {
         Release r;
         for (int64_t i = 0; i < n; ++i) o[i] = mpieval::log(v[i]);
     }, nb::arg("x").noconvert(), nb::arg("out").noconvert());
+    m.def("use_avx2", [](bool on) {
+#ifdef MPIEVAL_AVX2
+        const bool was = avx2_on();
+        avx2_on() = on && __builtin_cpu_supports("avx2");
+        return was;
+#else
+        (void)on;
+        return false;
+#endif
+    }, nb::arg("on"),
+       "Run the AVX2 copies of the block loops (where the processor has AVX2) or the "
+       "baseline's; returns whether they ran before. For the tests: both give the same bits.");
 }
 
 void bind_sort(nb::module_ m) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -24,13 +25,123 @@ inline int64_t bucket(double p, int64_t size) {
 
 inline double* row(double* sums, int field) { return sums + field * exact::DIGITS; }
 
+// The exact sums' splits (exact::Split): preds and their squares in [2**-34, 1] in two
+// parts, logloss terms in [2**-73, 64) in three (from -log(1 - 1e-15), 1.1e-15, to
+// -log(1e-15), 34.5: a pred clipped at 0 or 1 too); a row's value out of its range (a
+// pred below 2**-17 but not 0: its square below 2**-34) is added to the batch's Wide on
+// its own.
+using PredSplit = exact::Split<1, 42, 2>;
+using LossSplit = exact::Split<6, 37, 3>;
+
+// A block's sums, the fields in this order: pred's hi and rest, pred * label's, pred^2's,
+// logloss's hi, mid and lo; during the block's loop each in the lanes of a vector of BYTES bytes (GCC's
+// and Clang's vector extensions: plain float64 operations on several values at once; 16
+// bytes for SSE2, 32 for AVX2).
+enum { BLOCK_PRED, BLOCK_LABEL_PRED = 2, BLOCK_PRED_SQ = 4, BLOCK_LOGLOSS = 6, BLOCK_SUMS = 9 };
+template <int BYTES>
+struct Vectors;
+template <>
+struct Vectors<16> {
+    typedef double Lanes __attribute__((vector_size(16)));
+    typedef int64_t Mask __attribute__((vector_size(16)));
+};
+template <>
+struct Vectors<32> {
+    typedef double Lanes __attribute__((vector_size(32)));
+    typedef int64_t Mask __attribute__((vector_size(32)));
+};
+template <int BYTES>
+using Lanes = typename Vectors<BYTES>::Lanes;
+template <int BYTES>
+using Mask = typename Vectors<BYTES>::Mask;
+
+// Keep v where it splits exactly by Split (exact::Split::ok), 0 elsewhere; `ok` keeps a
+// lane's bits set only where it does.
+template <class Split, int BYTES>
+MPIEVAL_INLINE void keep_in_range(Lanes<BYTES>& v, Mask<BYTES>& ok) {
+    const Mask<BYTES> here = (v < Split::BELOW) & ((v >= Split::FROM) | (v == 0.0));
+    ok &= here;
+    v = here ? v : Lanes<BYTES>{};
+}
+
+// The sums of a block's split values (BLOCK rows: pred, label and logloss as float64) into
+// `block` (BLOCK_SUMS), those out of their splits' ranges as 0; whether some were.
+template <int BYTES>
+MPIEVAL_INLINE bool block_sums_loop(const double* __restrict pred,
+                                    const double* __restrict label,
+                                    const double* __restrict logloss,
+                                    double (&block)[BLOCK_SUMS]) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    V lanes[BLOCK_SUMS] = {};
+    Mask<BYTES> ok = Mask<BYTES>{} - 1;
+    for (int64_t i = 0; i < BLOCK; i += LANES) {
+        V y, p, l;
+        std::memcpy(&y, label + i, sizeof y);
+        std::memcpy(&p, pred + i, sizeof p);
+        std::memcpy(&l, logloss + i, sizeof l);
+        keep_in_range<PredSplit, BYTES>(p, ok);
+        V q = p * p;
+        keep_in_range<PredSplit, BYTES>(q, ok);
+        keep_in_range<LossSplit, BYTES>(l, ok);
+        const V p_hi = (p + PredSplit::C) - PredSplit::C;
+        const V p_rest = p - p_hi;
+        const V q_hi = (q + PredSplit::C) - PredSplit::C;
+        const V l_hi = (l + LossSplit::C) - LossSplit::C;
+        const V l_rest = l - l_hi;
+        const V l_mid = (l_rest + LossSplit::C2) - LossSplit::C2;
+        lanes[BLOCK_PRED] += p_hi;
+        lanes[BLOCK_PRED + 1] += p_rest;
+        lanes[BLOCK_LABEL_PRED] += p_hi * y;
+        lanes[BLOCK_LABEL_PRED + 1] += p_rest * y;
+        lanes[BLOCK_PRED_SQ] += q_hi;
+        lanes[BLOCK_PRED_SQ + 1] += q - q_hi;
+        lanes[BLOCK_LOGLOSS] += l_hi;
+        lanes[BLOCK_LOGLOSS + 1] += l_mid;
+        lanes[BLOCK_LOGLOSS + 2] += l_rest - l_mid;
+    }
+    int64_t oks[LANES];
+    std::memcpy(oks, &ok, sizeof oks);
+    bool out = false;
+    for (int64_t j = 0; j < LANES; ++j) out |= oks[j] == 0;
+    for (int k = 0; k < BLOCK_SUMS; ++k) {
+        double values[LANES];
+        std::memcpy(values, &lanes[k], sizeof values);
+        block[k] = 0.0;
+        for (int64_t j = 0; j < LANES; ++j) block[k] += values[j];  // exact
+    }
+    return out;
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline bool block_sums_avx2(const double* __restrict pred,
+                                                    const double* __restrict label,
+                                                    const double* __restrict logloss,
+                                                    double (&block)[BLOCK_SUMS]) {
+    return block_sums_loop<32>(pred, label, logloss, block);
+}
+#endif
+
+inline bool block_sums(const double* __restrict pred, const double* __restrict label,
+                       const double* __restrict logloss, double (&block)[BLOCK_SUMS]) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return block_sums_avx2(pred, label, logloss, block);
+#endif
+    return block_sums_loop<16>(pred, label, logloss, block);
+}
+
+constexpr int64_t AHEAD = 16;  // rows between a table cell's prefetch and its addition
+constexpr int64_t FETCH_AHEAD_FROM = 1 << 17;  // cells (1 MiB): a table that gets them
+
 // The scratch of accumulate_binary: the batch's four exact sums in fixed point, a block's
-// logloss terms (logloss_block), and a short last block's rows padded to BLOCK.
+// logloss terms (logloss_block, with the preds and labels as float64), and a short last
+// block's rows padded to BLOCK.
 template <class P, class L>
 struct BinaryScratch {
     exact::Wide wide[4];
     LoglossScratch block;
     double logloss[BLOCK];
+    int64_t cell[BLOCK];
     P pred[BLOCK];
     L label[BLOCK];
 };
@@ -57,21 +168,49 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
             p_block = scratch->pred;
             y_block = scratch->label;
         }
-        // the table first, in a loop of its own: its loads (cache misses for a large
-        // table) overlap, free of the exact sums' chains of additions
-        for (int64_t i = 0; i < m; ++i) {
-            const int64_t y = int64_t(y_block[i]);
-            table[y * size + bucket(double(p_block[i]), size)] += 1.0;
-            positives += y;
+        // the table, in a loop of its own: its loads overlap, free of the sums' additions;
+        // a table beyond the processor's nearer caches (a cell a cache miss) gets each
+        // row's cell first, fetched AHEAD rows before its addition
+        if (2 * size > FETCH_AHEAD_FROM) {
+            int64_t* cell = scratch->cell;
+            for (int64_t i = 0; i < m; ++i)
+                cell[i] = int64_t(y_block[i]) * size + bucket(double(p_block[i]), size);
+            for (int64_t i = 0; i < m; ++i) {
+                if (i + AHEAD < m) __builtin_prefetch(table + cell[i + AHEAD], 1);
+                table[cell[i]] += 1.0;
+            }
+            for (int64_t i = 0; i < m; ++i) positives += int64_t(y_block[i]);
+        } else {
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t y = int64_t(y_block[i]);
+                table[y * size + bucket(double(p_block[i]), size)] += 1.0;
+                positives += y;
+            }
         }
         logloss_block(p_block, y_block, scratch->block, scratch->logloss);
-        for (int64_t i = 0; i < m; ++i) {
-            const double p = double(p_block[i]);
-            const int64_t y = int64_t(y_block[i]);
-            wide[y].add(p);
-            wide[2].add(p * p);
-            wide[3].add(scratch->logloss[i]);
+        // the sums: the block's split values in float64 lanes, exact, then into the Wides
+        // as a few values; a padded row's pred is 0, and its logloss (-log(1 - 1e-15))
+        // is dropped here, so it adds nothing
+        std::fill(scratch->logloss + m, scratch->logloss + BLOCK, 0.0);
+        double block[BLOCK_SUMS];
+        if (block_sums(scratch->block.p, scratch->block.y, scratch->logloss, block)) {
+            for (int64_t i = 0; i < m; ++i) {  // the values out of range, one by one
+                const double p = double(p_block[i]);
+                const int64_t y = int64_t(y_block[i]);
+                const double q = p * p, l = scratch->logloss[i];
+                if (!PredSplit::ok(p)) wide[y].add(p);
+                if (!PredSplit::ok(q)) wide[2].add(q);
+                if (!LossSplit::ok(l)) wide[3].add(l);
+            }
         }
+        for (int part = 0; part < 2; ++part) {
+            const double all = block[BLOCK_PRED + part];
+            const double positive = block[BLOCK_LABEL_PRED + part];
+            wide[0].add(all - positive);  // exact: the sum over the negatives' rows
+            wide[1].add(positive);
+            wide[2].add(block[BLOCK_PRED_SQ + part]);
+        }
+        for (int part = 0; part < 3; ++part) wide[3].add(block[BLOCK_LOGLOSS + part]);
     }
     double part[4 * D] = {};
     for (int k = 0; k < 4; ++k) wide[k].fold(part + k * D);

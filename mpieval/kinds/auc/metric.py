@@ -28,7 +28,7 @@ from mpieval.metric import Metric, warn_undefined, window_dict
 from mpieval.state import Part, Rows, State, Summed
 from mpieval.validation import (
     as_vector,
-    check_binary,
+    binary_uint8,
     check_interval,
     check_lengths,
     check_weight,
@@ -900,8 +900,8 @@ class AucMetric(Metric):
                 check_interval("compare", b, 0.0, 1.0)
             if self.soft_labels:
                 check_interval("label", y, 0.0, 1.0)
-            else:
-                check_binary("label", y, hint=SOFT_LABELS)
+            else:  # checked and narrowed in one compiled pass (a new array: a window keeps it)
+                y = binary_uint8("label", y, hint=SOFT_LABELS)
             if w is not None:
                 check_weight("weight", w)
         self._add(pred=p, label=y, weight=w, compare=b)
