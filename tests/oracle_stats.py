@@ -90,3 +90,77 @@ def paired_delong(score_a, score_b, label):
     s01 = cov(a01, a01, auc_a, auc_a) + cov(b01, b01, auc_b, auc_b) - 2 * cov(a01, b01, auc_a,
                                                                               auc_b)
     return auc_b - auc_a, s10 / len(pos) + s01 / len(neg)
+
+
+def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.95,
+                       min_users=10, min_effective=2.0):
+    """The intervals of one ``wuauc`` block's row values (and, with ``compare``, the paired
+    ``logloss_diff`` and ``copc_diff``) with users as clusters, from the formulas
+    (docs/statistics.md): per user ``u`` its weight ``n_u``, clicks ``c_u``, pred sum
+    ``p_u``, logloss sum ``l_u`` (B's ``pb_u``, ``lb_u``); a ratio ``R = sum a_u / sum
+    b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| * sqrt(U / (U - 1))``; the
+    interval ``R -/+ t se`` with Student's t of ``(sum w_u)^2 / sum w_u^2 - 1`` degrees of
+    freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC; the smaller of the two
+    models' for ``copc_diff``); None below ``min_users`` users or ``min_effective``."""
+    from scipy import stats as scipy_stats
+
+    users: dict[object, list[float]] = {}
+    for i, (u, p, y) in enumerate(zip(uids, preds, labels, strict=True)):
+        w = 1.0 if weights is None else float(weights[i])
+        b = 0.0 if compare is None else float(compare[i])
+        s = users.setdefault(u, [0.0] * 6)
+        lb = w * _row_logloss(b, int(y)) if compare is not None else 0.0
+        for k, value in enumerate((w, w * int(y), w * float(p),
+                                   w * _row_logloss(float(p), int(y)), w * b, lb)):
+            s[k] += value
+    U = len(users)
+    n = [s[0] for s in users.values()]
+    c = [s[1] for s in users.values()]
+    p = [s[2] for s in users.values()]
+    l_ = [s[3] for s in users.values()]
+    pb = [s[4] for s in users.values()]
+    lb = [s[5] for s in users.values()]
+
+    def kish(w):
+        return sum(w) ** 2 / sum(x * x for x in w)
+
+    def interval(value, spread_sq, denominator, effective, low, high):
+        if U < min_users or effective < min_effective or spread_sq <= 0:
+            return None, math.nan
+        se = math.sqrt(spread_sq) / abs(denominator) * math.sqrt(U / (U - 1))
+        df = min(effective, U) - 1
+        t = scipy_stats.t.ppf(0.5 + level / 2, df)
+        p_value = 2 * scipy_stats.t.sf(abs(value) / se, df)
+        return (max(low, value - t * se), min(high, value + t * se)), p_value
+
+    def ratio(a, b, effective, low, high):
+        r = sum(a) / sum(b)
+        spread = sum((x - r * y) ** 2 for x, y in zip(a, b, strict=True))
+        return r, interval(r, spread, sum(b), effective, low, high)
+
+    out = {}
+    for name, a, b, w, bounds in (("actual_ctr", c, n, n, (0, 1)),
+                                  ("predicted_ctr", p, n, n, (0, 1)),
+                                  ("copc", c, p, p, (0, math.inf)),
+                                  ("logloss", l_, n, n, (0, math.inf))):
+        value, (pair, _) = ratio(a, b, kish(w), *bounds)
+        out[name] = (value, pair)
+    if compare is not None:
+        d = [y - x for x, y in zip(l_, lb, strict=True)]
+        diff = sum(d) / sum(n)
+        spread = sum((x - diff * y) ** 2 for x, y in zip(d, n, strict=True))
+        out["logloss_diff"] = (diff, *interval(diff, spread, sum(n), kish(n), -math.inf,
+                                               math.inf))
+        clicks, pa_sum, pb_sum = sum(c), sum(p), sum(pb)
+        copc_a, copc_b = clicks / pa_sum, clicks / pb_sum
+        e = [(ci - copc_b * b) / pb_sum - (ci - copc_a * a) / pa_sum
+             for ci, a, b in zip(c, p, pb, strict=True)]
+        out["copc_diff"] = (copc_b - copc_a, *interval(
+            copc_b - copc_a, sum(x * x for x in e), 1.0, min(kish(p), kish(pb)),
+            -math.inf, math.inf))
+    return out
+
+
+def _row_logloss(pred, label):
+    q = min(max(pred, CLIP), 1 - CLIP)
+    return -math.log(q) if label == 1 else -math.log(1 - q)

@@ -78,3 +78,38 @@ def wuauc(uids, preds, labels, tags=None) -> dict[str, dict[str, float]]:
         for tag in sorted({t for t in tags if t is not None}):
             result[str(tag)] = block([r for r, t in zip(rows, tags, strict=True) if t == tag])
     return result
+
+
+def _logloss(pred: float, label: int) -> float:
+    p = min(max(pred, 1e-15), 1 - 1e-15)
+    return -math.log(p) if label == 1 else -math.log(1 - p)
+
+
+def group_moments(keys, preds, labels, tags, n_tags: int, compare=None,
+                  weights=None) -> list[list[float]]:
+    """Per block (``all``, then tag codes ``0 .. n_tags - 1``; a larger code counts in
+    ``all`` only), over its groups (a user in ``all``, a (user, tag)) with ``n`` the
+    group's weight, ``c`` its weighted clicks, ``p`` its weighted pred sum, ``l`` its
+    weighted logloss sum (and ``pb``, ``lb`` of the compared model): ``c^2, c n, n^2, p^2,
+    p n, c p, l^2, l n, n^4`` and with ``compare`` then ``pb^2, c pb, p pb, (lb - l)^2,
+    (lb - l) n``."""
+    groups: dict[tuple[int, object], list[float]] = {}
+    for i, (key, pred, label, code) in enumerate(zip(keys, preds, labels, tags, strict=True)):
+        w = 1.0 if weights is None else float(weights[i])
+        b = 0.0 if compare is None else float(compare[i])
+        y = int(label)
+        add = (w, w * y, w * float(pred), w * _logloss(float(pred), y), w * b,
+               w * _logloss(b, y) if compare is not None else 0.0)
+        for block in (0, 1 + int(code)) if int(code) < n_tags else (0,):
+            sums = groups.setdefault((block, key), [0.0] * 6)
+            for k in range(6):
+                sums[k] += add[k]
+    width = 9 if compare is None else 14
+    out = [[0.0] * width for _ in range(1 + n_tags)]
+    for (block, _), (n, c, p, ll, pb, lb) in groups.items():
+        values = [c * c, c * n, n * n, p * p, p * n, c * p, ll * ll, ll * n, n ** 4]
+        if compare is not None:
+            values += [pb * pb, c * pb, p * pb, (lb - ll) ** 2, (lb - ll) * n]
+        for k, value in enumerate(values):
+            out[block][k] += value
+    return out

@@ -157,4 +157,7 @@ def test_compare_gives_the_one_process_bits_on_any_split(
                       mine["tag"][part], compare=mine["compare"][part])
     got = quiet(metric).to_dict()
     assert got == want and got["tags"]["all"]["compare"]["uauc_diff_p"] is not None
+    # the row values' intervals and paired tests from each user's sums, in a fixed order
+    assert got["tags"]["x"]["compare"]["logloss_diff_ci95"] is not None
+    assert got["tags"]["x"]["ci95"]["copc"] is not None
     same_on_every_rank(comm, got)

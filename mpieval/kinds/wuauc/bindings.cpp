@@ -71,6 +71,28 @@ void bind_wuauc(nb::module_ m) {
         }, Floats{});
     }, nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
        nb::arg("tag_of_code").noconvert(), nb::arg("sums").noconvert());
+    m.def("moment_sums", [](In packed, int row_bits, In pred, In label, In tag, int64_t n_tags,
+                            In compare, In weight, Out sums) {
+        const uint64_t* k = as<uint64_t>(packed, "packed");
+        const int64_t n = length(packed);
+        const uint8_t* y = as<uint8_t>(label, "label");
+        const uint16_t* t = length(tag) ? as<uint16_t>(tag, "tag") : nullptr;
+        const double* w = length(weight) ? as<double>(weight, "weight") : nullptr;
+        double* s = as<double>(sums, "sums");
+        const int64_t fields = wuauc::MOMENT_FIELDS +
+                               (length(compare) ? wuauc::COMPARE_MOMENT_FIELDS : 0);
+        if (int64_t(sums.shape(0)) != 1 + n_tags || int64_t(sums.shape(1)) != fields)
+            throw std::invalid_argument("moment_sums: sums of shape (1 + n_tags, fields, DIGITS)");
+        dispatch(pred, [&](auto* p) {
+            using P = std::remove_pointer_t<decltype(p)>;
+            const P* b = length(compare) ? as<P>(compare, "compare") : nullptr;
+            Release r;
+            wuauc::moment_sums(k, n, row_bits, p, y, t, n_tags, b, w, s);
+        }, Floats{});
+    }, nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("pred").noconvert(),
+       nb::arg("label").noconvert(), nb::arg("tag").noconvert(), nb::arg("n_tags"),
+       nb::arg("compare").noconvert(), nb::arg("weight").noconvert(),
+       nb::arg("sums").noconvert());
     m.def("paired_diff_sums", [](In groups_a, In groups_b, Out sums) {
         const double* a = as<double>(groups_a, "groups_a");
         const double* b = as<double>(groups_b, "groups_b");

@@ -544,6 +544,112 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     exact::normalize(out.sums, blocks);
 }
 
+// The per-user sums of the intervals of the row values (actual CTR, predicted CTR, COPC,
+// LogLoss) with users as clusters: each group (a user in `all`, a (user, tag)) sums its
+// rows' weight n, clicks c = sum w y, pred p = sum w pred and logloss l = sum w logloss
+// (with a compared model also B's pB and lB) in one order that depends on the rows only,
+// not on their order or ranks (the rows sorted by tag, pred, label, B's pred, weight), then
+// adds the products of MOMENT_NAMES (kernels.py) to its block, each exactly.
+constexpr int64_t MOMENT_FIELDS = 9;
+constexpr int64_t COMPARE_MOMENT_FIELDS = 5;
+
+struct MomentRow {
+    double pred, compare, weight;
+    uint32_t tag, label;
+};
+
+inline bool moment_order(const MomentRow& a, const MomentRow& b) {
+    if (a.tag != b.tag) return a.tag < b.tag;
+    if (a.pred != b.pred) return a.pred < b.pred;
+    if (a.label != b.label) return a.label < b.label;
+    if (a.compare != b.compare) return a.compare < b.compare;
+    return a.weight < b.weight;
+}
+
+struct GroupSums {
+    double n, c, p, l, pb, lb;
+};
+
+inline void add_moments(double* sums, int64_t fields, int64_t block, const GroupSums& g,
+                        bool compare) {
+    double* s = sums + block * fields * D;
+    exact::add(s + 0 * D, g.c * g.c);
+    exact::add(s + 1 * D, g.c * g.n);
+    exact::add(s + 2 * D, g.n * g.n);
+    exact::add(s + 3 * D, g.p * g.p);
+    exact::add(s + 4 * D, g.p * g.n);
+    exact::add(s + 5 * D, g.c * g.p);
+    exact::add(s + 6 * D, g.l * g.l);
+    exact::add(s + 7 * D, g.l * g.n);
+    const double n_sq = g.n * g.n;
+    exact::add(s + 8 * D, n_sq * n_sq);
+    if (compare) {
+        const double d = g.lb - g.l;
+        exact::add(s + 9 * D, g.pb * g.pb);
+        exact::add(s + 10 * D, g.c * g.pb);
+        exact::add(s + 11 * D, g.p * g.pb);
+        exact::add(s + 12 * D, d * d);
+        exact::add(s + 13 * D, d * g.n);
+    }
+}
+
+// Every user of the grouped rows (group: a run of one packed >> row_bits is a user) adds
+// its groups' products to sums (blocks, MOMENT_FIELDS [+ COMPARE_MOMENT_FIELDS], DIGITS).
+// compare, weight: null when absent (a weight of 1).
+template <class P>
+void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
+                 const uint8_t* label, const uint16_t* tag, int64_t n_tags, const P* compare,
+                 const double* weight, double* sums) {
+    const int64_t fields = MOMENT_FIELDS + (compare ? COMPARE_MOMENT_FIELDS : 0);
+    const int64_t blocks = 1 + n_tags;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    std::vector<MomentRow> rows;
+    int64_t groups = 0;
+    for (int64_t start = 0; start < n;) {
+        const int64_t end = run_end(packed, start, n, row_bits);
+        rows.resize(size_t(end - start));
+        for (int64_t k = start; k < end; ++k) {
+            const uint64_t row = packed[k] & row_mask;
+            MomentRow& r = rows[size_t(k - start)];
+            r.pred = double(pred[row]) + 0.0;
+            r.compare = compare ? double(compare[row]) + 0.0 : 0.0;
+            r.weight = weight ? weight[row] + 0.0 : 1.0;
+            r.tag = tag ? uint32_t(tag[row]) : uint32_t(n_tags);
+            r.label = label[row] ? 1u : 0u;
+        }
+        std::sort(rows.begin(), rows.end(), moment_order);
+        GroupSums user{0, 0, 0, 0, 0, 0}, group{0, 0, 0, 0, 0, 0};
+        for (size_t k = 0; k < rows.size(); ++k) {
+            const MomentRow& r = rows[k];
+            const double w = r.weight;
+            const double l = w * binary_logloss(r.pred, r.label);
+            const double lb = compare ? w * binary_logloss(r.compare, r.label) : 0.0;
+            for (GroupSums* g : {&user, &group}) {
+                g->n += w;
+                if (r.label) g->c += w;
+                g->p += w * r.pred;
+                g->l += l;
+                g->pb += w * r.compare;
+                g->lb += lb;
+            }
+            if (k + 1 == rows.size() || rows[k + 1].tag != r.tag) {
+                if (int64_t(r.tag) < n_tags) {
+                    add_moments(sums, fields, 1 + int64_t(r.tag), group, compare != nullptr);
+                    ++groups;
+                }
+                group = GroupSums{0, 0, 0, 0, 0, 0};
+            }
+        }
+        add_moments(sums, fields, 0, user, compare != nullptr);
+        if (++groups >= exact::SAFE_ADDS / 2) {
+            exact::normalize(sums, blocks * fields);
+            groups = 0;
+        }
+        start = end;
+    }
+    exact::normalize(sums, blocks * fields);
+}
+
 // sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.
 template <class P, class L, class C, class T>
 void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code, int64_t n,

@@ -45,6 +45,20 @@ USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum", "auc_sq_sum", "rows_sq_sum", "auc_rows_sq_sum", "auc_sq_rows_sq_sum",
 )
+MOMENT_FIELDS = (
+    "user_clicks_sq_sum", "user_clicks_rows_sum", "user_rows_sq_sum", "user_pred_sq_sum",
+    "user_pred_rows_sum", "user_clicks_pred_sum", "user_logloss_sq_sum",
+    "user_logloss_rows_sum", "user_rows_4_sum",
+)
+"""Per-block sums over every group (a user in ``all``, a (user, tag)) of the products of
+its weighted rows ``n``, clicks ``c``, pred sum ``p`` and logloss sum ``l``: ``c^2``, ``c
+n``, ``n^2``, ``p^2``, ``p n``, ``c p``, ``l^2``, ``l n``, ``n^4`` (the intervals of the row
+values with users as clusters; :func:`user_auc_sums`)."""
+COMPARE_MOMENT_FIELDS = ("user_b_pred_sq_sum", "user_clicks_b_pred_sum",
+                         "user_pred_b_pred_sum", "user_logloss_diff_sq_sum",
+                         "user_logloss_diff_rows_sum")
+"""With a compared model, then ``pB^2``, ``c pB``, ``p pB``, ``(lB - l)^2``, ``(lB - l) n``
+(``pB``, ``lB``: B's pred and logloss sums)."""
 SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
@@ -109,19 +123,26 @@ def user_auc_sums(
     n_tags: int,
     *,
     compare: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool]:
     """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
-    :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
-    ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
+    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (shape ``(1 +
+    n_tags, 20, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
+    key have different ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
 
     With ``compare`` (model B's preds of the same rows), each block goes on with B's
-    ``USER_SUM_FIELDS`` and the ``DIFF_FIELDS`` of the users paired between the models
-    (shape ``(1 + n_tags, 27, DIGITS)``): the rows are grouped once, and the pass over the
+    ``USER_SUM_FIELDS``, the ``DIFF_FIELDS`` of the users paired between the models and
+    the ``COMPARE_MOMENT_FIELDS``: the rows are grouped once, and the pass over the
     users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
     same order (it depends on the keys, labels and tags only; 24 bytes more a row, at
     most).
+
+    The moments: a pass over each part's users before the AUC passes sorts each user's
+    rows by (tag, pred, label, B's pred, weight) and sums its groups in that order, so
+    each group's sums have the same bits whatever the order of its rows and the ranks
+    they came from (scratch: 32 bytes a row of the longest user). ``weight``: float64
+    row weights (None: 1 a row).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
@@ -133,6 +154,8 @@ def user_auc_sums(
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
     sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
+    n_moments = len(MOMENT_FIELDS) + (0 if compare is None else len(COMPARE_MOMENT_FIELDS))
+    moments = exact.accumulator(1 + n_tags, n_moments)
     groups = [np.empty((0, 3)) for _ in models]
     collision = False
     if n:
@@ -147,19 +170,27 @@ def user_auc_sums(
                   else np.ascontiguousarray(checks, np.uint32))
         models = [np.ascontiguousarray(model if model.dtype in (np.float32, np.float64)
                                        else model.astype(np.float64)) for model in models]
+        weights = (np.zeros(0) if weight is None
+                   else np.ascontiguousarray(weight, np.float64))
         parts = np.empty(n if part_bits else 0, np.uint8)
         _core.wuauc.parts(keys, parts, part_bits, sizes)
 
         kept = threading.local()  # each thread's memory, kept from one part to the next
 
-        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
-            """The part's sums and (with ``compare``) valid groups, per model."""
+        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool,
+                                         np.ndarray]:
+            """The part's sums and (with ``compare``) valid groups, per model, whether
+            it has a key collision, and its moments."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
+            part_moments = exact.accumulator(1 + n_tags, n_moments)
+            _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
+                                    models[1] if len(models) > 1 else models[0][:0],
+                                    weights, part_moments)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -170,7 +201,7 @@ def user_auc_sums(
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model, label,
                                          tags, n_tags, part_sums[k], part_groups[k], kept.work)
                 part_groups[k] = part_groups[k][:cursor]
-            return part_sums, part_groups, bool(found)
+            return part_sums, part_groups, bool(found), part_moments
 
         # started largest first (a part holding a heavy user must not start last: the
         # threads would wait for it), then put in part order
@@ -179,16 +210,21 @@ def user_auc_sums(
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
-            for part_sums, _, _ in done:
+            for part_sums, _, _, _ in done:
                 sums[k] += part_sums[k]  # digit by digit: exact
             exact.normalize(sums[k])
-            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _ in done])
-        collision = any(found for _, _, found in done)
+            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _, _ in done])
+        for *_, part_moments in done:
+            moments += part_moments
+        exact.normalize(moments)
+        collision = any(found for _, _, found, _ in done)
+    mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
-        return sums[0], collision
+        return np.concatenate([sums[0], mine], axis=1), collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
     paired_diff_sums(groups[0], groups[1], diff)
-    return np.concatenate([sums[0], sums[1], diff], axis=1), collision
+    return np.concatenate([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]],
+                          axis=1), collision
 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",

@@ -132,11 +132,17 @@ class WuaucMetric(UserRowsMetric):
         rows = self._stored.columns()
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
+        blocks = [by_row]
+        if self.compare is not None:  # B's row sums: its pred and logloss sums
+            by_row_b = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
+            row_sums(rows["compare"], rows["label"], rows["tag"], local_to_global, by_row_b)
         keys, columns, checks = self._outgoing(layout, local_to_global)
         owned = exchange_to_owners(comm, keys, columns, checks=checks)
         del keys, columns, checks
-        user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
-        return {"blocks": np.concatenate([by_row, user], axis=1)}
+        blocks.append(comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError))
+        if self.compare is not None:
+            blocks.append(by_row_b)
+        return {"blocks": np.concatenate(blocks, axis=1)}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
