@@ -98,10 +98,12 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     ``logloss_diff`` and ``copc_diff``) with users as clusters, from the formulas
     (docs/statistics.md): per user ``u`` its weight ``n_u``, clicks ``c_u``, pred sum
     ``p_u``, logloss sum ``l_u`` (B's ``pb_u``, ``lb_u``); a ratio ``R = sum a_u / sum
-    b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| * sqrt(U / (U - 1))``; the
+    b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| / sqrt(k)``, ``k = 1 - 2 sum
+    w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` of the same weights ``w_u``; the
     interval ``R -/+ t se`` with Student's t of ``(sum w_u)^2 / sum w_u^2 - 1`` degrees of
-    freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC; the smaller of the two
-    models' for ``copc_diff``); None below ``min_users`` users or ``min_effective``."""
+    freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC and ``copc_diff``, whose
+    degrees of freedom are the smaller of the two models'); None below ``min_users``
+    users or ``min_effective``."""
     from scipy import stats as scipy_stats
 
     users: dict[object, list[float]] = {}
@@ -124,40 +126,42 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     def kish(w):
         return sum(w) ** 2 / sum(x * x for x in w)
 
-    def interval(value, spread_sq, denominator, effective, low, high):
+    def interval(value, spread_sq, denominator, w, low, high, effective=None):
+        effective = kish(w) if effective is None else effective
         if U < min_users or effective < min_effective or spread_sq <= 0:
             return None, math.nan
-        se = math.sqrt(spread_sq) / abs(denominator) * math.sqrt(U / (U - 1))
+        total, square, cube = sum(w), sum(x * x for x in w), sum(x ** 3 for x in w)
+        k = 1 - 2 * cube / (total * square) + square / total ** 2
+        se = math.sqrt(spread_sq) / abs(denominator) / math.sqrt(k)
         df = min(effective, U) - 1
         t = scipy_stats.t.ppf(0.5 + level / 2, df)
         p_value = 2 * scipy_stats.t.sf(abs(value) / se, df)
         return (max(low, value - t * se), min(high, value + t * se)), p_value
 
-    def ratio(a, b, effective, low, high):
+    def ratio(a, b, w, low, high):
         r = sum(a) / sum(b)
         spread = sum((x - r * y) ** 2 for x, y in zip(a, b, strict=True))
-        return r, interval(r, spread, sum(b), effective, low, high)
+        return r, interval(r, spread, sum(b), w, low, high)
 
     out = {}
     for name, a, b, w, bounds in (("actual_ctr", c, n, n, (0, 1)),
                                   ("predicted_ctr", p, n, n, (0, 1)),
                                   ("copc", c, p, p, (0, math.inf)),
                                   ("logloss", l_, n, n, (0, math.inf))):
-        value, (pair, _) = ratio(a, b, kish(w), *bounds)
+        value, (pair, _) = ratio(a, b, w, *bounds)
         out[name] = (value, pair)
     if compare is not None:
         d = [y - x for x, y in zip(l_, lb, strict=True)]
         diff = sum(d) / sum(n)
         spread = sum((x - diff * y) ** 2 for x, y in zip(d, n, strict=True))
-        out["logloss_diff"] = (diff, *interval(diff, spread, sum(n), kish(n), -math.inf,
-                                               math.inf))
+        out["logloss_diff"] = (diff, *interval(diff, spread, sum(n), n, -math.inf, math.inf))
         clicks, pa_sum, pb_sum = sum(c), sum(p), sum(pb)
         copc_a, copc_b = clicks / pa_sum, clicks / pb_sum
         e = [(ci - copc_b * b) / pb_sum - (ci - copc_a * a) / pa_sum
              for ci, a, b in zip(c, p, pb, strict=True)]
-        out["copc_diff"] = (copc_b - copc_a, *interval(
-            copc_b - copc_a, sum(x * x for x in e), 1.0, min(kish(p), kish(pb)),
-            -math.inf, math.inf))
+        out["copc_diff"] = (copc_b - copc_a, *interval(  # k of A's pred sums
+            copc_b - copc_a, sum(x * x for x in e), 1.0, p, -math.inf, math.inf,
+            min(kish(p), kish(pb))))
     return out
 
 

@@ -243,7 +243,7 @@ def _oracle_auc_sums(keys, pred, label, tag, n_tags: int) -> np.ndarray:
         if auc != -1.0:
             n = len(rows)
             sums[block, 1:] += (1, n, clicks, auc, auc * n, auc * clicks, auc * auc, n * n,
-                                auc * n * n, auc * auc * n * n)
+                                auc * n * n, auc * auc * n * n, n * n * n)
     return sums
 
 
@@ -662,8 +662,9 @@ def test_distinct_tags_equal_numpy_unique(codes, as_text):
 def test_interval_stderrs_equal_the_cluster_formulas_over_users(rng) -> None:
     """Plain Python over the users' own AUCs: ``uauc``'s standard error is the sample
     standard deviation of the AUCs (V - 1) over sqrt(V), ``wuauc``'s the delta method of a
-    ratio times sqrt(V / (V - 1)); the interval uses Student's t with V - 1 degrees of
-    freedom."""
+    ratio over sqrt(k), k = 1 - 2 sum n^3 / (sum n sum n^2) + sum n^2 / (sum n)^2 (V - 1 / V
+    for equal rows); the ``uauc`` interval uses Student's t with V - 1 degrees of freedom,
+    the ``wuauc`` one (sum n)^2 / sum n^2 - 1."""
     uid, pred, label = simulation.users(rng, 300, 1.0, 0.5, mean_rows=6)
     tag = np.where(uid % 3 == 0, "a", "b")
     metric = WuaucMetric(comm=Comm.local())
@@ -682,11 +683,15 @@ def test_interval_stderrs_equal_the_cluster_formulas_over_users(rng) -> None:
         block = result[name]
         v = len(a)
         assert block.stderr["uauc"] == pytest.approx(a.std(ddof=1) / math.sqrt(v), rel=1e-9)
+        k = 1 - 2 * (n**3).sum() / (n.sum() * (n**2).sum()) + (n**2).sum() / n.sum() ** 2
         assert block.stderr["wuauc"] == pytest.approx(
-            math.sqrt((n * n * (a - wuauc) ** 2).sum() * v / (v - 1)) / n.sum(), rel=1e-9)
+            math.sqrt((n * n * (a - wuauc) ** 2).sum() / k) / n.sum(), rel=1e-9)
         low, high = block.ci()["uauc"]
         assert (low + high) / 2 == pytest.approx(uauc)
         assert high - low == pytest.approx(2 * stats.t_value(0.95, v - 1) * block.stderr["uauc"])
+        low, high = block.ci()["wuauc"]
+        assert high - low == pytest.approx(2 * stats.t_value(
+            0.95, n.sum() ** 2 / (n**2).sum() - 1) * block.stderr["wuauc"])
         assert block.to_dict()["ci95"]["wuauc"] == list(block.ci()["wuauc"])
 
 
@@ -739,11 +744,13 @@ def test_compare_matches_the_paired_per_user_oracle(rng) -> None:
         assert c is not None and c.pred == "model_b"
         assert c.uauc_diff == pytest.approx(d.mean(), rel=1e-12, abs=1e-15)
         assert c.wuauc_diff == pytest.approx(weighted, rel=1e-12, abs=1e-15)
-        # the cluster formulas with the small-sample factor: V - 1 for V users
+        # the cluster formulas with the small-sample factor: V - 1 for V users, and for
+        # users weighted by their rows k = 1 - 2 sum n^3 / (sum n sum n^2) + sum n^2 / (sum n)^2
         v = len(d)
         assert c.stderr["uauc_diff"] == pytest.approx(d.std(ddof=1) / math.sqrt(v), rel=1e-9)
+        k = 1 - 2 * (n**3).sum() / (n.sum() * (n**2).sum()) + (n**2).sum() / n.sum() ** 2
         assert c.stderr["wuauc_diff"] == pytest.approx(
-            math.sqrt((n * n * (d - weighted) ** 2).sum() * v / (v - 1)) / n.sum(), rel=1e-9)
+            math.sqrt((n * n * (d - weighted) ** 2).sum() / k) / n.sum(), rel=1e-9)
         assert (c.uauc, c.wuauc) == (b_alone[name].uauc, b_alone[name].wuauc)
     # A's own values do not change with the comparison
     plain = WuaucMetric(comm=Comm.local())
@@ -1066,3 +1073,107 @@ def test_kish_effective_users_set_the_degrees_of_freedom(rng) -> None:
 
 def sigmoid_like(rng: np.random.Generator, label: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-(rng.standard_normal(len(label)) + label)))
+
+
+# -- weights -----------------------------------------------------------------------------
+
+
+def _weighted(rng: np.random.Generator, n: int = 3000, low: int = 1) -> dict[str, np.ndarray]:
+    data = _unequal_users(rng, 40)
+    n = len(data["uid"])
+    return {**data, "weight": rng.integers(low, 4, n).astype(np.float64)}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_integer_weights_equal_repeated_rows(rng, dtype) -> None:
+    """Every row of weight ``w`` as ``w`` rows: the same counts and AUCs, exactly, and the
+    same CTRs, LogLoss, intervals and paired values (to rounding: ``3 p`` is rounded once
+    as a product, three times as a sum)."""
+    data = _weighted(rng)
+    data["pred"], data["compare"] = data["pred"].astype(dtype), data["compare"].astype(dtype)
+    weighted = WuaucMetric(comm=Comm.local(), compare="b")
+    weighted.update(data["uid"], data["pred"], data["label"], data["tag"],
+                    compare=data["compare"], weight=data["weight"])
+    repeat = data["weight"].astype(int)
+    repeated = WuaucMetric(comm=Comm.local(), compare="b")
+    repeated.update(*(np.repeat(data[k], repeat) for k in ("uid", "pred", "label", "tag")),
+                    compare=np.repeat(data["compare"], repeat))
+    got, want = quiet(weighted).to_dict(), quiet(repeated).to_dict()
+    for tag, block in want["tags"].items():
+        for name in ("wuauc", "uauc", "click_wuauc", "real_user_count", "real_ins_num",
+                     "valid_user_count", "valid_ins_num", "valid_click_num"):
+            assert got["tags"][tag][name] == block[name], (tag, name)
+        for name in ("uauc_diff", "wuauc_diff", "uauc", "wuauc"):
+            assert got["tags"][tag]["compare"][name] == block["compare"][name]
+    _close(got["tags"], want["tags"])
+
+
+def _close(got: Any, want: Any, where: str = "") -> None:
+    """Equal structure, numbers to 1e-12 (None where None)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), where
+        for key in want:
+            _close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            _close(a, b, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15), where
+    else:
+        assert got == want, where
+
+
+def test_weighted_values_match_the_weighted_oracles(rng) -> None:
+    """A user's AUC with the pair ``(i, j)`` weighing ``w_i w_j`` (ties one half), the
+    weighted CTRs and LogLoss, and their intervals over users (weights 0 to 3, fractional
+    ones too) against plain Python."""
+    from oracle_stats import user_cluster_stats
+    from oracle_users import weighted_block
+
+    data = _weighted(rng, low=0)
+    data["weight"] = data["weight"] * rng.choice([1.0, 0.5, 0.25], len(data["weight"]))
+    metric = WuaucMetric(comm=Comm.local(), compare="b", weights="importance")
+    metric.update(data["uid"], data["pred"], data["label"], data["tag"],
+                  compare=data["compare"], weight=data["weight"])
+    result = quiet(metric).to_dict()
+    assert result["weights"] == "importance"
+    for name in ("all", "x"):
+        rows = np.ones(len(data["uid"]), bool) if name == "all" else data["tag"] == name
+        columns = [data[k][rows].tolist() for k in ("uid", "pred", "label", "weight")]
+        want = weighted_block(*columns)
+        block = result["tags"][name]
+        for value, expected in want.items():
+            assert block[value] == pytest.approx(expected, rel=1e-12, abs=1e-15), value
+        intervals = user_cluster_stats(*columns[:3], compare=data["compare"][rows].tolist(),
+                                       weights=columns[3])
+        for value in ("actual_ctr", "predicted_ctr", "copc", "logloss"):
+            assert block["ci95"][value] == pytest.approx(intervals[value][1], rel=1e-9)
+        for diff in ("logloss_diff", "copc_diff"):
+            assert block["compare"][f"{diff}_ci95"] == pytest.approx(intervals[diff][1],
+                                                                     rel=1e-9)
+
+
+def test_weights_mixed_with_unweighted_batches_and_merges(rng) -> None:
+    """A batch without weights beside weighted ones weighs 1 a row, whichever came first,
+    and in a merge of a weighted metric with an unweighted one."""
+    data = _weighted(rng)
+    ones = data["weight"].copy()
+    half = len(ones) // 2
+    ones[:half] = 1.0
+    want = WuaucMetric(comm=Comm.local())
+    want.update(data["uid"], data["pred"], data["label"], data["tag"], weight=ones)
+    first = WuaucMetric(comm=Comm.local())
+    first.update(*(data[k][:half] for k in ("uid", "pred", "label", "tag")))
+    first.update(*(data[k][half:] for k in ("uid", "pred", "label", "tag")),
+                 weight=data["weight"][half:])
+    other = WuaucMetric(comm=Comm.local())
+    other.update(*(data[k][half:] for k in ("uid", "pred", "label", "tag")),
+                 weight=data["weight"][half:])
+    plain = WuaucMetric(comm=Comm.local())
+    plain.update(*(data[k][:half] for k in ("uid", "pred", "label", "tag")))
+    expected = quiet(want).to_dict()
+    assert quiet(first).to_dict() == expected
+    assert quiet(plain.merge(other)).to_dict() == expected
+    with pytest.raises(InputError, match="weight"):
+        first.update([1], [0.5], [1], weight=[-1.0])

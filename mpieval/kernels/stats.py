@@ -213,6 +213,21 @@ def cluster_p(diff: float, stderr: float, units: float, *,
     return t_two_sided_p(diff / stderr, df)
 
 
+def weighted_cluster_stderr(stderr: float, total: float, total_sq: float,
+                            total_cube: float) -> float:
+    """The standard error of a weighted mean (or ratio) over clusters of weights ``w_u``
+    (``total = sum w``, ``total_sq = sum w^2``, ``total_cube = sum w^3``) with the
+    small-sample factor ``1 / sqrt(k)``, ``k = 1 - 2 sum w^3 / (sum w sum w^2) + sum w^2 /
+    (sum w)^2``: the expectation of ``sum w_u^2 (x_u - mean)^2`` over ``sum w_u^2
+    Var(x)`` when every cluster's ``x_u`` has the same variance (a heavy cluster pulls the
+    mean towards itself and hides its own residual). Equal weights over ``U`` clusters:
+    ``k = (U - 1) / U``, :func:`cluster_stderr`'s factor. NaN when ``k`` is not above 0."""
+    if math.isnan(stderr) or total <= 0 or total_sq <= 0:
+        return math.nan
+    k = 1 - 2 * total_cube / (total * total_sq) + total_sq / (total * total)
+    return stderr / math.sqrt(k) if k > 0 else math.nan
+
+
 MIN_EFFECTIVE = 2.0
 """The fewest effective units (:func:`effective_units`) a per-user interval or p-value
 needs beside ``MIN_CLUSTERS`` units: below it one unit holds nearly all the weight."""

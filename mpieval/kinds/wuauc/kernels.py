@@ -22,9 +22,15 @@ tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
 ``AUC * rows``, ``AUC * clicks``, and for the intervals ``AUC^2``, ``rows^2``, ``AUC *
-rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
+rows^2``, ``AUC^2 * rows^2`` and ``rows^3``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
+
+Weights. With a weight a row, each user's rows are sorted by (pred, label, tag, weight)
+and passed once: a group's rows, clicks and ``twice_u`` are weighted sums (``AUC = sum
+over (positive i, negative j) of w_i w_j (1 if pred_i > pred_j, 1/2 if tied) / (W+ W-)``,
+so an integer weight is that many repeated rows, exactly), summed in that order: the same
+bits whatever the order of the rows and the ranks they came from.
 Scratch: 1 byte a row (its part), and per thread 8 bytes a row of its largest part (4
 more while a part is grouped) and 8 bytes a row of its longest user (24 for float64
 preds) (:func:`user_auc_sums`).
@@ -44,16 +50,17 @@ from mpieval.kernels.parallel import on_threads, threads
 USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum", "auc_sq_sum", "rows_sq_sum", "auc_rows_sq_sum", "auc_sq_rows_sq_sum",
+    "rows_cube_sum",
 )
 MOMENT_FIELDS = (
     "user_clicks_sq_sum", "user_clicks_rows_sum", "user_rows_sq_sum", "user_pred_sq_sum",
     "user_pred_rows_sum", "user_clicks_pred_sum", "user_logloss_sq_sum",
-    "user_logloss_rows_sum", "user_rows_4_sum",
+    "user_logloss_rows_sum", "user_rows_cube_sum", "user_pred_cube_sum",
 )
 """Per-block sums over every group (a user in ``all``, a (user, tag)) of the products of
 its weighted rows ``n``, clicks ``c``, pred sum ``p`` and logloss sum ``l``: ``c^2``, ``c
-n``, ``n^2``, ``p^2``, ``p n``, ``c p``, ``l^2``, ``l n``, ``n^4`` (the intervals of the row
-values with users as clusters; :func:`user_auc_sums`)."""
+n``, ``n^2``, ``p^2``, ``p n``, ``c p``, ``l^2``, ``l n``, ``n^3``, ``p^3`` (the intervals
+of the row values with users as clusters; :func:`user_auc_sums`)."""
 COMPARE_MOMENT_FIELDS = ("user_b_pred_sq_sum", "user_clicks_b_pred_sum",
                          "user_pred_b_pred_sum", "user_logloss_diff_sq_sum",
                          "user_logloss_diff_rows_sum")
@@ -76,12 +83,13 @@ ROW_SLICE = 1 << 20
 
 
 def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray,
-             sums: np.ndarray) -> None:
+             sums: np.ndarray, weight: np.ndarray | None = None) -> None:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
     ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
-    1 - 1e-15]``). Slices of ``ROW_SLICE`` rows run on
+    1 - 1e-15]``). With ``weight`` (float64), each a weighted sum (``sum w``, ``sum w y``,
+    ``sum w pred``, ``sum w logloss``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
     digit by digit (exact: the same bits)."""
     n = len(pred)
@@ -89,14 +97,16 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     pred = pred if pred.dtype in (np.float32, np.float64) else pred.astype(np.float64)
     pred, label, codes, tag_of_code = (np.ascontiguousarray(a, dtype) for a, dtype in (
         (pred, None), (_labels(label), None), (codes, np.uint16), (tag_of_code, np.uint16)))
+    weights = np.zeros(0) if weight is None else np.ascontiguousarray(weight, np.float64)
     if threads() == 1 or len(slices) < 2:
-        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums)
+        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums, weights)
         return
 
     def one_slice(rows: tuple[int, int]) -> np.ndarray:
         lo, hi = rows
         part = np.zeros_like(sums)
-        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
+        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part,
+                             weights if weight is None else weights[lo:hi])
         return part
 
     for part in on_threads(one_slice, slices):
@@ -128,7 +138,7 @@ def user_auc_sums(
     """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
     (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (shape ``(1 +
-    n_tags, 20, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
+    n_tags, 22, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
     key have different ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
 
     With ``compare`` (model B's preds of the same rows), each block goes on with B's
@@ -198,8 +208,9 @@ def user_auc_sums(
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
-                cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model, label,
-                                         tags, n_tags, part_sums[k], part_groups[k], kept.work)
+                cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
+                                               label, tags, n_tags, part_sums[k],
+                                               part_groups[k], kept.work, weights)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found), part_moments
 

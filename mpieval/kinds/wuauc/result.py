@@ -16,7 +16,8 @@ Intervals (users as independent clusters, as the rows of a user are not independ
 ``uauc`` and ``wuauc`` over the valid users; ``actual_ctr``, ``predicted_ctr``, ``copc``,
 ``logloss`` (ratios of sums over rows) over every user of the block, each user's sums
 ``n_u, c_u, p_u, l_u`` (weight, clicks, pred and logloss sums) one cluster: the delta
-method, ``se(A / B) = sqrt(sum_u (a_u - R b_u)^2) / |B|`` times ``sqrt(U / (U - 1))``.
+method, ``se(A / B) = sqrt(sum_u (a_u - R b_u)^2) / |B|`` over ``sqrt(k)``, ``k = 1 - 2 sum
+w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` (``(U - 1) / U`` for equal weights).
 Student's t takes Kish's effective number of users of the estimator's weights (``(sum
 w_u)^2 / sum w_u^2``; ``w_u = n_u``, ``p_u`` for COPC, 1 for UAUC) less one as degrees of
 freedom, so a block of a few heavy users among many light ones is not read as many
@@ -154,11 +155,11 @@ class WuaucBlock:
     predicted_ctr: float
     copc: float
     real_user_count: int
-    real_ins_num: int
+    real_ins_num: int | float  # a sum of weights with weights
     valid_user_count: int
-    valid_ins_num: int
+    valid_ins_num: int | float
     click_wuauc: float
-    valid_click_num: int
+    valid_click_num: int | float
     stderr: dict[str, float] = field(default_factory=dict)
     compare: WuaucComparison | None = None
     effective: dict[str, float] = field(default_factory=dict)
@@ -186,11 +187,11 @@ class WuaucBlock:
             "predicted_ctr": logline.json_number(self.predicted_ctr),
             "copc": logline.json_number(self.copc),
             "real_user_count": self.real_user_count,
-            "real_ins_num": self.real_ins_num,
+            "real_ins_num": logline.json_count(self.real_ins_num),
             "valid_user_count": self.valid_user_count,
-            "valid_ins_num": self.valid_ins_num,
+            "valid_ins_num": logline.json_count(self.valid_ins_num),
             "click_wuauc": logline.json_number(self.click_wuauc),
-            "valid_click_num": self.valid_click_num,
+            "valid_click_num": logline.json_count(self.valid_click_num),
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()},
             **({} if self.compare is None else {"compare": self.compare.to_dict()}),
@@ -212,9 +213,17 @@ class WuaucResult(TagBlocks[WuaucBlock]):
     """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
 
     blocks: tuple[WuaucBlock, ...]
+    weights: str = "frequency"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": KIND.name, "tags": {block.tag: block.to_dict() for block in self.blocks}}
+        return {"kind": KIND.name, "weights": self.weights,
+                "tags": {block.tag: block.to_dict() for block in self.blocks}}
+
+    @property
+    def weight_sum(self) -> int | float:
+        """The sum of the weights of every row (``all``'s ``real_ins_num``): the ``run``
+        block's weight sum."""
+        return logline.json_count(self.blocks[0].real_ins_num)
 
     def with_q_values(self) -> WuaucResult:
         """The result whose per-tag comparisons (tags other than ``all``) carry the
@@ -229,7 +238,8 @@ class WuaucResult(TagBlocks[WuaucBlock]):
         replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
             block.compare, q={name: q[name][i] for name in q}))
             for i, block in enumerate(tagged) if block.compare is not None}
-        return WuaucResult(tuple(replaced.get(id(block), block) for block in self.blocks))
+        return dataclasses.replace(self, blocks=tuple(replaced.get(id(block), block)
+                                                      for block in self.blocks))
 
     def to_log_line(self, name: str) -> str:
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
@@ -264,11 +274,11 @@ def block_from_sums(tag: str, sums: np.ndarray,
         predicted_ctr=predicted,
         copc=_ratio(actual, predicted),
         real_user_count=int(s["users"]),
-        real_ins_num=int(rows),
+        real_ins_num=_count(rows),
         valid_user_count=int(s["valid_users"]),
-        valid_ins_num=int(valid_rows),
+        valid_ins_num=_count(valid_rows),
         click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
-        valid_click_num=int(s["valid_clicks"]),
+        valid_click_num=_count(s["valid_clicks"]),
         stderr=_stderrs(s),
         compare=None if compare is None else _comparison(compare, s, sums),
         effective=_effective(s),
@@ -317,9 +327,9 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
         stderr = {
             "uauc_diff": stats.cluster_stderr(stats.ratio_stderr(
                 c["diff_sum"], users, c["diff_sq_sum"], c["diff_sum"], users), users),
-            "wuauc_diff": stats.cluster_stderr(stats.ratio_stderr(
+            "wuauc_diff": stats.weighted_cluster_stderr(stats.ratio_stderr(
                 c["diff_rows_sum"], rows, c["diff_sq_rows_sq_sum"], c["diff_rows_sq_sum"],
-                s["rows_sq_sum"]), users),
+                s["rows_sq_sum"]), rows, s["rows_sq_sum"], s["rows_cube_sum"]),
         }
     all_users, all_rows = s["users"], s["rows"]
     logloss_a, logloss_b = _ratio(s["logloss_sum"], all_rows), _ratio(c["b_logloss_sum"],
@@ -328,10 +338,11 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
     copc_b = _ratio(s["clicks"], c["b_pred_sum"])
     stderr["logloss_diff"] = stderr["copc_diff"] = math.nan
     if all_users >= 2:
-        stderr["logloss_diff"] = stats.cluster_stderr(stats.ratio_stderr(
+        stderr["logloss_diff"] = stats.weighted_cluster_stderr(stats.ratio_stderr(
             c["b_logloss_sum"] - s["logloss_sum"], all_rows, c["user_logloss_diff_sq_sum"],
-            c["user_logloss_diff_rows_sum"], s["user_rows_sq_sum"]), all_users)
-        stderr["copc_diff"] = stats.cluster_stderr(_copc_diff_stderr(s, c), all_users)
+            c["user_logloss_diff_rows_sum"], s["user_rows_sq_sum"]), *_weights(s, "logloss"))
+        stderr["copc_diff"] = stats.weighted_cluster_stderr(_copc_diff_stderr(s, c),
+                                                            *_weights(s, "copc"))
     effective = _effective(s)
     return WuaucComparison(
         pred=pred,
@@ -378,8 +389,10 @@ def _copc_diff_stderr(s: dict[str, float], c: dict[str, float]) -> float:
 
 def _stderrs(s: dict[str, float]) -> dict[str, float]:
     """Standard errors of ``INTERVAL_FIELDS`` with users as independent clusters
-    (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method), times ``sqrt(U / (U -
-    1))`` over ``U`` users (:func:`mpieval.kernels.stats.cluster_stderr`); NaN below two:
+    (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method), with the small-sample
+    factor of users of unequal weight (:func:`_weights`,
+    :func:`mpieval.kernels.stats.weighted_cluster_stderr`; ``sqrt(V / (V - 1))`` for
+    ``uauc``); NaN below two users:
     ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u`` over the valid users
     (``A_u`` the user's AUC, ``n_u`` its rows); ``actual_ctr = sum c_u / sum n_u``,
     ``predicted_ctr = sum p_u / sum n_u``, ``copc = sum c_u / sum p_u`` and ``logloss =
@@ -389,9 +402,9 @@ def _stderrs(s: dict[str, float]) -> dict[str, float]:
     if users >= 2:
         stderr["uauc"] = stats.cluster_stderr(stats.ratio_stderr(
             s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users), users)
-        stderr["wuauc"] = stats.cluster_stderr(stats.ratio_stderr(
+        stderr["wuauc"] = stats.weighted_cluster_stderr(stats.ratio_stderr(
             s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"],
-            s["auc_rows_sq_sum"], s["rows_sq_sum"]), users)
+            s["auc_rows_sq_sum"], s["rows_sq_sum"]), *_weights(s, "wuauc"))
     every = s["users"]
     if every >= 2:
         rows, rows_sq = s["rows"], s["user_rows_sq_sum"]
@@ -405,8 +418,25 @@ def _stderrs(s: dict[str, float]) -> dict[str, float]:
             "logloss": (s["logloss_sum"], rows, s["user_logloss_sq_sum"],
                         s["user_logloss_rows_sum"], rows_sq),
         }.items():
-            stderr[name] = stats.cluster_stderr(stats.ratio_stderr(a, b, aa, ab, bb), every)
+            stderr[name] = stats.weighted_cluster_stderr(stats.ratio_stderr(a, b, aa, ab, bb),
+                                                         *_weights(s, name))
     return stderr
+
+
+def _weights(s: dict[str, float], name: str) -> tuple[float, float, float]:
+    """``(sum w, sum w^2, sum w^3)`` of the users' weights in the estimator of ``name``
+    (:func:`mpieval.kernels.stats.weighted_cluster_stderr`): the valid users' rows for
+    ``wuauc``, every user's pred sums for ``copc``, every user's rows otherwise."""
+    if name == "wuauc":
+        return s["valid_rows"], s["rows_sq_sum"], s["rows_cube_sum"]
+    if name == "copc":
+        return s["pred_sum"], s["user_pred_sq_sum"], s["user_pred_cube_sum"]
+    return s["rows"], s["user_rows_sq_sum"], s["user_rows_cube_sum"]
+
+
+def _count(x: float) -> int | float:
+    """A count: whole (an int), or with weights a sum of weights, kept as it is."""
+    return int(x) if x.is_integer() and abs(x) < 2.0**53 else x
 
 
 def _ratio(a: float, b: float) -> float:
