@@ -7,6 +7,7 @@ AUC of the raw preds is Phi(d / sqrt 2) (the sigmoid keeps the order).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from typing import Any
@@ -315,13 +316,16 @@ ROW_VALUES = ("actual_ctr", "predicted_ctr", "copc", "logloss")
 
 def hetero_users(rng: np.random.Generator, n_users: int, prevalence: float,
                  noise: float = 0.7, ties: bool = False, low: int = 5,
-                 high: int = 200, valid: bool = False) -> dict[str, np.ndarray]:
+                 high: int = 200, valid: bool = False,
+                 keep: float = 1.0) -> dict[str, np.ndarray]:
     """Users with log-uniform sizes in ``[low, high]`` rows, each its own click rate
     ``sigmoid(N(logit(prevalence), 0.7^2))``, separation ``d_u ~ N(1, 0.5^2)`` and score
     shift ``N(0, 1)``; two equally good models (the score plus each its own ``N(0,
     noise^2)``), preds rounded to 2 decimals with ``ties``. ``valid``: each user's first
     row a click and its second not (every user valid; the AUCs' truth is the same, the
-    CTRs' not). Keys: uid, a, b, label."""
+    CTRs' not). ``keep < 1``: negative downsampling, each non-click kept with probability
+    ``keep`` and weight ``1 / keep`` (importance weights; key ``weight``). Keys: uid, a, b,
+    label (and weight)."""
     sizes = np.exp(rng.uniform(math.log(low), math.log(high + 1), n_users)).astype(int)
     uid = np.repeat(np.arange(n_users), sizes)
     centre = math.log(prevalence / (1 - prevalence))
@@ -336,9 +340,15 @@ def hetero_users(rng: np.random.Generator, n_users: int, prevalence: float,
     for name in ("a", "b"):
         pred = sigmoid(score + noise * rng.standard_normal(len(uid)))
         models[name] = np.round(pred, 2) if ties else pred
-    return {"uid": uid, "label": label, **models}
+    data = {"uid": uid, "label": label, **models}
+    if keep < 1:
+        kept = (label == 1) | (rng.random(len(uid)) < keep)
+        data = {key: value[kept] for key, value in data.items()}
+        data["weight"] = np.where(data["label"] == 1, 1.0, 1 / keep)
+    return data
 
 
+@functools.lru_cache(maxsize=16)
 def hetero_truth(prevalence: float, noise: float = 0.7, ties: bool = False,
                  draws: int = 4_000_000, seed: int = 5) -> dict[str, float]:
     """The population values :func:`hetero_users` estimates (users' sizes are independent
@@ -368,63 +378,65 @@ def hetero_truth(prevalence: float, noise: float = 0.7, ties: bool = False,
 
 
 def hetero_tag_rates(rng: np.random.Generator, tags: int, n_users: int, prevalence: float,
-                     ties: bool = False, per_run: int = 100, kish: bool = True,
-                     valid: bool = False) -> dict[str, float]:
+                     ties: bool = False, per_run: int = 100, valid: bool = False,
+                     keep: float = 1.0) -> dict[str, float]:
     """Over ``tags`` tags of ``n_users`` :func:`hetero_users` each (``per_run`` tags a
     ``wuauc --compare`` run): the share of model A's 95% intervals covering the truth
-    (:func:`hetero_truth`; ``uauc``, ``wuauc`` over the valid users, which are fewer),
-    the share of tags whose paired test of the two equally good models gives ``p < 0.05``
-    (``X_diff``), and per run the share with some ``q < 0.05`` (``X_diff fdr``: under the
-    null every discovery is false, so this is the false discovery rate). A null interval
-    or p-value counts as no cover and no rejection. ``kish=False`` (with ``valid``): the
-    ``wuauc`` intervals of main's code before issue 32 (``users - 1`` degrees of freedom,
-    ``sqrt(V / (V - 1))``). ``valid``: every user valid
-    (:func:`hetero_users`), and only the per-user values (``uauc``, ``wuauc`` and their
-    differences) measured; else only the row values."""
+    (:func:`hetero_truth`), the share of tags whose paired test of the two equally good
+    models gives ``p < 0.05`` (``X_diff``), and per run the share with some ``q < 0.05``
+    (``X_diff fdr``: under the null every discovery is false, so this is the false
+    discovery rate). A null interval or p-value counts as no cover and no rejection.
+    ``valid``: every user valid (:func:`hetero_users`), and only the per-user values
+    (``uauc``, ``wuauc`` and their differences) measured, also as main computed them
+    before issue 32 on the same tags (keys ``"before X"``: ``users - 1`` degrees of
+    freedom, ``sqrt(V / (V - 1))``); else only the row values (which had no interval).
+    ``keep``: negative downsampling with importance weights (:func:`hetero_users`), the
+    truth the full population's."""
     want = hetero_truth(prevalence, ties=ties)
     names = ("uauc", "wuauc") if valid else ROW_VALUES
     diffs = ("uauc_diff", "wuauc_diff") if valid else ("logloss_diff", "copc_diff")
-    counts = dict.fromkeys([*names, *diffs, *(f"{d} fdr" for d in diffs)], 0.0)
+    keys = [*names, *diffs, *(f"{d} fdr" for d in diffs)]
+    counts = dict.fromkeys([*keys, *(f"before {key}" for key in keys)] if valid else keys, 0.0)
     runs = done = 0
     while done < tags:
         k = min(per_run, tags - done)
-        data = hetero_users(rng, k * n_users, prevalence, ties=ties, valid=valid)
-        metric = WuaucMetric(comm=Comm.local(), compare="b")
-        metric.update(data["uid"], data["a"], data["label"], tag=data["uid"] // n_users,
-                      compare=data["b"])
+        data = hetero_users(rng, k * n_users, prevalence, ties=ties, valid=valid, keep=keep)
+        metric = WuaucMetric(comm=Comm.local(), compare="b",
+                             weights="importance" if keep < 1 else "frequency")
+        tag = data["uid"] // n_users
+        metric.update(data["uid"], data["a"], data["label"], tag=tag, compare=data["b"],
+                      weight=data.get("weight"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = metric.compute()
-        discovered = dict.fromkeys(diffs, False)
-        befores: list[Any] = []
-        for block in result.blocks[1:]:
-            compare = block.compare
-            assert compare is not None
-            if not kish:
-                n = np.bincount(data["uid"][data["uid"] // n_users == int(block.tag)]
-                                ).astype(float)
-                n = n[n > 0]
-                k = 1 - 2 * (n**3).sum() / (n.sum() * (n**2).sum()) + (n**2).sum() / n.sum()**2
-                block = _before(block, k, block.valid_user_count)
-                compare = _before(compare, k, block.valid_user_count)
-                befores.append(compare)
-            ci = block.ci()
-            for name in names:
-                pair = ci[name]
-                counts[name] += pair is not None and pair[0] <= want[name] <= pair[1]
+        pairs = [(block, block.compare) for block in result.blocks[1:]]
+        versions = [("", pairs)]
+        if valid:
+            rows = np.bincount(data["uid"]).astype(float)  # every user valid: its rows
+            befores = []
+            for block, compare in pairs:
+                n = rows[int(block.tag) * n_users: (int(block.tag) + 1) * n_users]
+                factor = (1 - 2 * (n**3).sum() / (n.sum() * (n**2).sum())
+                          + (n**2).sum() / n.sum() ** 2)
+                befores.append((_before(block, factor, block.valid_user_count),
+                                _before(compare, factor, block.valid_user_count)))
+            versions.append(("before ", befores))
+        for prefix, blocks in versions:
+            for block, compare in blocks:
+                assert compare is not None
+                ci = block.ci()
+                for name in names:
+                    pair = ci[name]
+                    counts[prefix + name] += pair is not None and pair[0] <= want[name] <= pair[1]
+                for name in diffs:
+                    counts[prefix + name] += compare.p(name) < 0.05
             for name in diffs:
-                counts[name] += compare.p(name) < 0.05
-                discovered[name] |= compare.q.get(name, math.nan) < 0.05
-        if not kish:  # q-values of main's p-values
-            discovered = {name: any(q < 0.05 for q in stats.bh_q_values(
-                [c.p(name) for c in befores])) for name in diffs}
-        for name in diffs:
-            counts[f"{name} fdr"] += discovered[name]
+                q = stats.bh_q_values([compare.p(name) for _, compare in blocks])
+                counts[f"{prefix}{name} fdr"] += any(value < 0.05 for value in q)
         done += k
         runs += 1
     return {key: value / (runs if key.endswith("fdr") else tags)
             for key, value in counts.items()}
-
 
 
 def _before(value: Any, k: float, users: int) -> Any:

@@ -1055,12 +1055,15 @@ def test_kish_effective_users_set_the_degrees_of_freedom(rng) -> None:
     metric.update(uid, pred, label)
     block = quiet(metric).all
     effective = sizes.sum() ** 2 / (sizes.astype(float) ** 2).sum()
-    for name, df in (("wuauc", effective - 1), ("uauc", len(sizes) - 1),
-                     ("logloss", effective - 1)):
+    for name, df in (("wuauc", effective - 1), ("uauc", len(sizes) - 1)):
         low, _ = block.ci()[name]  # the upper end may be cut at 1
         t = scipy_stats.t.ppf(0.975, df)
         assert getattr(block, name) - low == pytest.approx(t * block.stderr[name],
                                                            rel=1e-9), name
+    low, high = block.ci()["logloss"]  # on the log scale
+    t = scipy_stats.t.ppf(0.975, effective - 1)
+    assert math.log(high / low) / 2 == pytest.approx(t * block.stderr["logloss"]
+                                                     / block.logloss, rel=1e-9)
     heavy = np.r_[sizes[:-1], 100_000]
     uid = np.repeat(np.arange(len(heavy)), heavy)
     label = (np.arange(len(uid)) % 2).astype(int)

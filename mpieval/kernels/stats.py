@@ -228,6 +228,22 @@ def weighted_cluster_stderr(stderr: float, total: float, total_sq: float,
     return stderr / math.sqrt(k) if k > 0 else math.nan
 
 
+def log_cluster_interval(value: float, stderr: float, units: float, level: float,
+                         high: float = math.inf, *,
+                         effective: float | None = None) -> tuple[float, float] | None:
+    """:func:`cluster_interval` of a positive value on the log scale: ``value exp(-/+ t
+    stderr / value)`` (the delta method, ``se(log v) = se / v``), cut to ``high``: above 0
+    and asymmetric, as a ratio of skewed sums (a CTR, a mean pred over few users) is.
+    None as :func:`cluster_interval`, and when ``value`` is not above 0."""
+    if not value > 0:
+        return None
+    pair = cluster_interval(math.log(value), stderr / value, units, level,
+                            effective=effective)
+    if pair is None:
+        return None
+    return (float(math.exp(pair[0])), float(min(high, math.exp(pair[1]))))
+
+
 MIN_EFFECTIVE = 2.0
 """The fewest effective units (:func:`effective_units`) a per-user interval or p-value
 needs beside ``MIN_CLUSTERS`` units: below it one unit holds nearly all the weight."""

@@ -165,18 +165,22 @@ class WuaucBlock:
     effective: dict[str, float] = field(default_factory=dict)
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals ``value -/+ t se`` of ``INTERVAL_FIELDS`` at ``level`` (Student's t
-        with ``effective[name] - 1`` degrees of freedom, Kish's effective users), cut to
-        the value's range; None where undefined, below
+        """Intervals of ``INTERVAL_FIELDS`` at ``level``: ``value -/+ t se`` for ``uauc``
+        and ``wuauc``, ``value exp(-/+ t se / value)`` (the log scale) for the row values
+        (Student's t with ``effective[name] - 1`` degrees of freedom, Kish's effective
+        users), cut to the value's range; None where undefined, below
         :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (valid users for ``uauc`` and
         ``wuauc``, every user of the block for the row values), below
         :data:`~mpieval.kernels.stats.MIN_EFFECTIVE` effective users or with a spread of
         0."""
-        return {name: stats.cluster_interval(
-                    getattr(self, name), self.stderr.get(name, math.nan),
-                    self.valid_user_count if name in PER_USER else self.real_user_count,
-                    level, *BOUNDS[name], effective=self.effective.get(name))
-                for name in INTERVAL_FIELDS}
+        intervals = {name: stats.cluster_interval(
+            getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
+            level, *BOUNDS[name], effective=self.effective.get(name)) for name in PER_USER}
+        for name in PER_ROW:  # positive ratios of skewed sums: on the log scale
+            intervals[name] = stats.log_cluster_interval(
+                getattr(self, name), self.stderr.get(name, math.nan), self.real_user_count,
+                level, BOUNDS[name][1], effective=self.effective.get(name))
+        return intervals
 
     def to_dict(self) -> dict[str, Any]:
         return {
