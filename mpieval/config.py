@@ -90,7 +90,8 @@ def specs_from_flags(
 
     Each metric is named after its kind; ``prefix`` (``--name``) replaces the kind in
     the log lines only. Options apply to the kinds that have them; a column or option
-    flag that no listed kind uses is an error, never silently ignored.
+    flag that no listed kind uses is an error, never silently ignored; so is ``--weight``
+    beside a kind that takes no weight.
     """
     names = [k.strip() for k in kinds.split(",")]
     if any(not k for k in names):
@@ -116,6 +117,10 @@ def specs_from_flags(
         except InputError as error:  # named by its flag
             flag = kind.options[error.field].flag if error.field in kind.options else error.field
             raise InputError(flag, error.problem) from None
+        if columns.get("weight") is not None and "weight" not in kind.inputs:
+            raise InputError("--weight", f"kind {name} does not take weights: its values "
+                             "would be unweighted beside weighted ones (drop it from "
+                             "--metrics, or run it without --weight)")
         specs.append(MetricSpec(name=name, kind=name, columns=_columns(kind, columns),
                                 prefix=prefix or "", options=checked))
     used = {name for spec in specs

@@ -20,7 +20,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 
 from mpieval.errors import InputError, KindUnavailable
-from mpieval.validation import column_name, window_rows
+from mpieval.validation import column_name, one_of, window_rows
 
 if TYPE_CHECKING:
     from mpieval.metric import Metric
@@ -106,6 +106,20 @@ TAG = Input("tag", role="name", optional=True,
             help="tag column: a block per tag value after the block 'all'")
 COMPARE = Input("compare", optional=True,
                 help="a second pred column (model B) on the same rows: paired A/B values")
+
+WEIGHT = Input("weight", optional=True, weight=True, help="sample weight column")
+"""A sample weight a row (``auc``, ``wuauc``): integer weights equal repeated rows. A kind
+that does not declare it refuses ``--weight`` (:func:`mpieval.config.specs_from_flags`)."""
+
+WEIGHT_MEANINGS = ("frequency", "importance")
+"""How the intervals read the weights: ``frequency`` (a weight of 2 is two identical
+rows) or ``importance`` (a weight is an inverse sampling rate: a row stands for ``w``
+rows of the population, and the weights' spread adds to the intervals'; docs/statistics.md)."""
+
+WEIGHTS = Option("weights", "frequency", one_of(*WEIGHT_MEANINGS), choices=WEIGHT_MEANINGS,
+                 help="how the intervals read the --weight column: frequency (a weight of 2 "
+                      "is two rows) or importance (inverse sampling rates)", about="weight")
+"""What a weight means to the intervals (the kinds that take :data:`WEIGHT`)."""
 
 COMPARED = Option("compare", None, column_name, help=COMPARE.help)
 """The name of model B's pred (``auc``, ``wuauc``): ``update()`` then takes ``compare=``,

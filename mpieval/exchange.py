@@ -164,7 +164,8 @@ class Moved:
 
 
 def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
-                   recode: Mapping[str, np.ndarray] | None = None) -> None:
+                   recode: Mapping[str, np.ndarray] | None = None,
+                   aligned: Sequence[RowBuffer] = ()) -> None:
     """Collective: every row of ``buffers`` from ``start`` on, moved to the rank that owns
     its key (the first buffer's ``key`` column), where it is appended; the rows before
     ``start`` stay (they are at their owner already).
@@ -176,8 +177,10 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     is taken out of the buffers first (:meth:`RowBuffer.split_off`), so a rank holds its
     kept rows once, plus this move's rows in transit. ``recode``: uint16 code columns of
     the first buffer mapped through a lookup (:func:`mpieval.kernels.codes.remap`) before
-    they travel (a kind's local tag codes to the codes every rank agreed on).
+    they travel (a kind's local tag codes to the codes every rank agreed on). ``aligned``:
+    more buffers of the same rows (every rank passes the same number), moved alike.
     """
+    buffers = [*buffers, *aligned]
     tails = [buffer.split_off(start) for buffer in buffers]
     for name, lookup in (recode or {}).items():
         codes = tails[0][name]

@@ -350,8 +350,9 @@ def weight_entries(weighted: Mapping[str, Mapping[str, str]], results: Mapping[s
                    ) -> dict[str, dict[str, Any]]:
     """The ``weights`` of the ``run`` object: for each weighted metric (name -> its weight
     ``column`` and ``meaning``) those and the ``sum`` of its weights (its result's
-    ``num``)."""
-    return {name: {**entry, "sum": results[name].to_dict()["num"]}
+    ``weight_sum`` where it has one, else its ``num``)."""
+    return {name: {**entry, "sum": getattr(results[name], "weight_sum", None)
+                   or results[name].to_dict()["num"]}
             for name, entry in weighted.items()}
 
 

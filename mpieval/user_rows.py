@@ -206,6 +206,11 @@ class UserRowsMetric(Metric):
         if comm.size > 1:
             self._move(comm, final=False)
 
+    def _aligned(self, comm: Comm) -> list[RowBuffer]:
+        """Collective: more buffers row-aligned with the kept rows that move with them (a
+        kind's own: ``wuauc``'s weights); none here."""
+        return []
+
     def _gather(self, comm: Comm) -> tuple[UserLayout, np.ndarray]:
         """Collective, at compute: the rows not moved yet moved to their users' owners
         (:meth:`_move`), so that this rank holds exactly the rows of the users it owns;
@@ -247,7 +252,8 @@ class UserRowsMetric(Metric):
             recode[code] = index[self._tags.values[code]]
         hashed = any(view[0] for view in views) or bool(self.extra_keys)
         move_to_owners(comm, [rows, checks] if hashed else [rows], moved.count,
-                       recode={"tag": recode} if len(tags) > moved.tags else None)
+                       recode={"tag": recode} if len(tags) > moved.tags else None,
+                       aligned=self._aligned(comm))
         self._tags = TagCodes(tags)
         moved.count, moved.tags = len(rows), len(tags)
 

@@ -28,6 +28,16 @@ A null interval or p-value counts as no cover and no rejection.
 high AUC with few positives, importance weights with non-clicks kept at 0.02, skewed preds,
 the old cells, and every new interval and paired test at 1,000 and 100,000 rows
 (``--big-datasets`` sets a cell there), each share with its binomial standard error.
+
+``--hetero-only`` (issue 32, the wuauc table of docs/statistics.md): tags of users whose
+sizes are log-uniform in 5-200 rows (tests/simulation.py ``hetero_tag_rates``): ``uauc``
+and ``wuauc`` (every user valid) before (main's degrees of freedom) and after, then each
+tag's row values (``actual_ctr``, ``predicted_ctr``, ``copc``, ``logloss``; no interval
+before) at prevalence 2% and 20%, with ties (preds rounded to 2 decimals), with negative
+downsampling (non-clicks kept at 0.1, importance weight 10), and at about 1,000 and
+100,000 rows a tag; the paired tests of two equally good models (``p < 0.05``) and the
+false discovery rate of ``q < 0.05`` over each run's 100 tags (under the null, the share
+of runs with any discovery). Standard errors: ``sqrt(s (1 - s) / n)``.
 """
 
 from __future__ import annotations
@@ -62,8 +72,15 @@ def main() -> None:
                         help="sets a cell at 100,000 rows (--auc-only)")
     parser.add_argument("--auc-part", choices=("hard", "new", "new-100k"),
                         help="one part of --auc-only (each its own seeded stream)")
+    parser.add_argument("--hetero-only", action="store_true",
+                        help="only wuauc over users of unequal size (issue 32)")
+    parser.add_argument("--tags", type=int, default=2000,
+                        help="tags a cell with --hetero-only")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.hetero_only:
+        hetero(rng, args.tags)
+        return
     if args.auc_only:
         import simulation_auc
 
@@ -126,6 +143,44 @@ def downsampling(rng: np.random.Generator, datasets: int) -> None:
                   + " ".join(f"{100 * r[f'{weights} {n}']:>12.1f}%" for n in names)
                   + f" {100 * r[f'{weights} auc full']:>14.1f}%"
                   f" {100 * r[f'{weights} actual_ctr full']:>14.1f}%", flush=True)
+
+
+def _cell(share: float, n: float) -> str:
+    return f"{100 * share:.1f}% ± {100 * math.sqrt(max(share * (1 - share), 1e-9) / n):.1f}"
+
+
+def hetero(rng: np.random.Generator, tags: int) -> None:
+    runs = math.ceil(tags / 100)
+    print(f"wuauc, users of 5-200 rows (log-uniform), {tags} tags a cell, 100 tags a run "
+          f"({runs} runs: the fdr's n)")
+    print("| cell | value | before | after |\n|---|---|---|---|")
+    for n_users in (10, 20):
+        r = simulation.hetero_tag_rates(rng, tags, n_users, 0.2, valid=True)
+        rates = {False: {key: r[f"before {key}"] for key in r if not key.startswith("b")},
+                 True: r}
+        for name in ("uauc", "wuauc", "uauc_diff", "wuauc_diff", "uauc_diff fdr",
+                     "wuauc_diff fdr"):
+            what = ("covers" if "_diff" not in name else "FDR at q < 0.05" if "fdr" in name
+                    else "p < 0.05 under the null")
+            n = runs if "fdr" in name else tags
+            print(f"| {n_users} valid users a tag | `{name.split()[0]}` {what} | "
+                  f"{_cell(rates[False][name], n)} | {_cell(rates[True][name], n)} |",
+                  flush=True)
+    cells = [(f"{n} users a tag, CTR {prevalence:g}{label}", n, prevalence, ties, keep, t)
+             for n, prevalence, ties, keep, label, t in (
+                 (10, 0.2, False, 1.0, "", tags), (10, 0.02, False, 1.0, "", tags),
+                 (20, 0.2, False, 1.0, " (~1,000 rows)", tags), (20, 0.02, False, 1.0, "", tags),
+                 (20, 0.2, True, 1.0, ", ties", tags),
+                 (20, 0.2, False, 0.1, ", non-clicks kept at 0.1 (weight 10)", tags),
+                 (2000, 0.2, False, 1.0, " (~100,000 rows)", max(tags // 10, 100)),
+                 (2000, 0.02, False, 1.0, " (~100,000 rows)", max(tags // 10, 100)))]
+    for label, n_users, prevalence, ties, keep, cell_tags in cells:
+        r = simulation.hetero_tag_rates(rng, cell_tags, n_users, prevalence, ties=ties,
+                                        keep=keep, per_run=min(100, max(1, 20_000 // n_users)))
+        for name in (*simulation.ROW_VALUES, "logloss_diff", "copc_diff"):
+            what = "p < 0.05 under the null" if "_diff" in name else "covers"
+            print(f"| {label} | `{name}` {what} | (none) | {_cell(r[name], cell_tags)} |",
+                  flush=True)
 
 
 def auc_and_ctrs(rng: np.random.Generator, datasets: int) -> None:

@@ -327,3 +327,83 @@ def mean_skewness(rows, importance=False):
     third = sum((r[0] ** 3 if importance else r[0]) * (r[2] - m) ** 3 for r in rows)
     second = sum(r[1] * (r[2] - m) ** 2 for r in rows)
     return third / second**1.5
+def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.95,
+                       min_users=10, min_effective=2.0):
+    """The intervals of one ``wuauc`` block's row values (and, with ``compare``, the paired
+    ``logloss_diff`` and ``copc_diff``) with users as clusters, from the formulas
+    (docs/statistics.md): per user ``u`` its weight ``n_u``, clicks ``c_u``, pred sum
+    ``p_u``, logloss sum ``l_u`` (B's ``pb_u``, ``lb_u``); a ratio ``R = sum a_u / sum
+    b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| / sqrt(k)``, ``k = 1 - 2 sum
+    w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` of the same weights ``w_u``; the
+    interval ``R exp(-/+ t se / R)`` (a difference: ``R -/+ t se``) with Student's t of
+    ``(sum w_u)^2 / sum w_u^2 - 1`` degrees of
+    freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC and ``copc_diff``, whose
+    degrees of freedom are the smaller of the two models'); None below ``min_users``
+    users or ``min_effective``."""
+    from scipy import stats as scipy_stats
+
+    users: dict[object, list[float]] = {}
+    for i, (u, p, y) in enumerate(zip(uids, preds, labels, strict=True)):
+        w = 1.0 if weights is None else float(weights[i])
+        b = 0.0 if compare is None else float(compare[i])
+        s = users.setdefault(u, [0.0] * 6)
+        lb = w * _row_logloss(b, int(y)) if compare is not None else 0.0
+        for k, value in enumerate((w, w * int(y), w * float(p),
+                                   w * _row_logloss(float(p), int(y)), w * b, lb)):
+            s[k] += value
+    U = len(users)
+    n = [s[0] for s in users.values()]
+    c = [s[1] for s in users.values()]
+    p = [s[2] for s in users.values()]
+    l_ = [s[3] for s in users.values()]
+    pb = [s[4] for s in users.values()]
+    lb = [s[5] for s in users.values()]
+
+    def kish(w):
+        return sum(w) ** 2 / sum(x * x for x in w)
+
+    def interval(value, spread_sq, denominator, w, low, high, effective=None, log=False):
+        effective = kish(w) if effective is None else effective
+        if U < min_users or effective < min_effective or spread_sq <= 0:
+            return None, math.nan
+        total, square, cube = sum(w), sum(x * x for x in w), sum(x ** 3 for x in w)
+        k = 1 - 2 * cube / (total * square) + square / total ** 2
+        se = math.sqrt(spread_sq) / abs(denominator) / math.sqrt(k)
+        df = min(effective, U) - 1
+        t = scipy_stats.t.ppf(0.5 + level / 2, df)
+        p_value = 2 * scipy_stats.t.sf(abs(value) / se, df)
+        if log:  # a positive ratio: value * exp(-/+ t se / value)
+            return (value * math.exp(-t * se / value),
+                    min(high, value * math.exp(t * se / value))), p_value
+        return (max(low, value - t * se), min(high, value + t * se)), p_value
+
+    def ratio(a, b, w, low, high):
+        r = sum(a) / sum(b)
+        spread = sum((x - r * y) ** 2 for x, y in zip(a, b, strict=True))
+        return r, interval(r, spread, sum(b), w, low, high, log=True)
+
+    out = {}
+    for name, a, b, w, bounds in (("actual_ctr", c, n, n, (0, 1)),
+                                  ("predicted_ctr", p, n, n, (0, 1)),
+                                  ("copc", c, p, p, (0, math.inf)),
+                                  ("logloss", l_, n, n, (0, math.inf))):
+        value, (pair, _) = ratio(a, b, w, *bounds)
+        out[name] = (value, pair)
+    if compare is not None:
+        d = [y - x for x, y in zip(l_, lb, strict=True)]
+        diff = sum(d) / sum(n)
+        spread = sum((x - diff * y) ** 2 for x, y in zip(d, n, strict=True))
+        out["logloss_diff"] = (diff, *interval(diff, spread, sum(n), n, -math.inf, math.inf))
+        clicks, pa_sum, pb_sum = sum(c), sum(p), sum(pb)
+        copc_a, copc_b = clicks / pa_sum, clicks / pb_sum
+        e = [(ci - copc_b * b) / pb_sum - (ci - copc_a * a) / pa_sum
+             for ci, a, b in zip(c, p, pb, strict=True)]
+        out["copc_diff"] = (copc_b - copc_a, *interval(  # k of A's pred sums
+            copc_b - copc_a, sum(x * x for x in e), 1.0, p, -math.inf, math.inf,
+            min(kish(p), kish(pb))))
+    return out
+
+
+def _row_logloss(pred, label):
+    q = min(max(pred, CLIP), 1 - CLIP)
+    return -math.log(q) if label == 1 else -math.log(1 - q)

@@ -78,3 +78,86 @@ def wuauc(uids, preds, labels, tags=None) -> dict[str, dict[str, float]]:
         for tag in sorted({t for t in tags if t is not None}):
             result[str(tag)] = block([r for r, t in zip(rows, tags, strict=True) if t == tag])
     return result
+
+
+def _logloss(pred: float, label: int) -> float:
+    p = min(max(pred, 1e-15), 1 - 1e-15)
+    return -math.log(p) if label == 1 else -math.log(1 - p)
+
+
+def group_moments(keys, preds, labels, tags, n_tags: int, compare=None,
+                  weights=None) -> list[list[float]]:
+    """Per block (``all``, then tag codes ``0 .. n_tags - 1``; a larger code counts in
+    ``all`` only), over its groups (a user in ``all``, a (user, tag)) with ``n`` the
+    group's weight, ``c`` its weighted clicks, ``p`` its weighted pred sum, ``l`` its
+    weighted logloss sum (and ``pb``, ``lb`` of the compared model): ``c^2, c n, n^2, p^2,
+    p n, c p, l^2, l n, n^3, p^3`` and with ``compare`` then ``pb^2, c pb, p pb, (lb - l)^2,
+    (lb - l) n``."""
+    groups: dict[tuple[int, object], list[float]] = {}
+    for i, (key, pred, label, code) in enumerate(zip(keys, preds, labels, tags, strict=True)):
+        w = 1.0 if weights is None else float(weights[i])
+        b = 0.0 if compare is None else float(compare[i])
+        y = int(label)
+        add = (w, w * y, w * float(pred), w * _logloss(float(pred), y), w * b,
+               w * _logloss(b, y) if compare is not None else 0.0)
+        for block in (0, 1 + int(code)) if int(code) < n_tags else (0,):
+            sums = groups.setdefault((block, key), [0.0] * 6)
+            for k in range(6):
+                sums[k] += add[k]
+    width = 10 if compare is None else 15
+    out = [[0.0] * width for _ in range(1 + n_tags)]
+    for (block, _), (n, c, p, ll, pb, lb) in groups.items():
+        values = [c * c, c * n, n * n, p * p, p * n, c * p, ll * ll, ll * n, n ** 3, p ** 3]
+        if compare is not None:
+            values += [pb * pb, c * pb, p * pb, (lb - ll) ** 2, (lb - ll) * n]
+        for k, value in enumerate(values):
+            out[block][k] += value
+    return out
+
+
+def weighted_user_auc(preds, labels, weights) -> float:
+    """AUC of one user with the pair (positive i, negative j) weighing ``w_i w_j`` (a tie
+    one half) over ``W+ W-``; -1 when either class weighs 0."""
+    won = positives = negatives = 0.0
+    for _, y, w in zip(preds, labels, weights, strict=True):
+        if y == 1:
+            positives += w
+        else:
+            negatives += w
+    if positives == 0 or negatives == 0:
+        return -1.0
+    for p, y, w in zip(preds, labels, weights, strict=True):
+        if y != 1:
+            continue
+        for q, z, v in zip(preds, labels, weights, strict=True):
+            if z == 0:
+                won += w * v * (1.0 if p > q else 0.5 if p == q else 0.0)
+    return won / (positives * negatives)
+
+
+def weighted_block(uids, preds, labels, weights) -> dict[str, float]:
+    """``wuauc``, ``uauc``, the weighted row values and counts of one block: a user weighs
+    its rows' weight (``valid_ins_num`` the valid users' weight)."""
+    by_user: dict[object, list[tuple[float, int, float]]] = defaultdict(list)
+    rows = clicks = pred_sum = logloss = 0.0
+    for u, p, y, w in zip(uids, preds, labels, weights, strict=True):
+        by_user[u].append((float(p), int(y), float(w)))
+        rows += w
+        clicks += w * y
+        pred_sum += w * p
+        logloss += w * _logloss(float(p), int(y))
+    auc_sum = auc_rows = valid_rows = 0.0
+    valid = 0
+    for triples in by_user.values():
+        auc = weighted_user_auc(*zip(*triples, strict=True))
+        if auc == -1.0:
+            continue
+        n = sum(w for _, _, w in triples)
+        valid += 1
+        valid_rows += n
+        auc_sum += auc
+        auc_rows += auc * n
+    return {"wuauc": auc_rows / valid_rows, "uauc": auc_sum / valid, "valid_user_count": valid,
+            "valid_ins_num": valid_rows, "real_ins_num": rows, "actual_ctr": clicks / rows,
+            "predicted_ctr": pred_sum / rows, "copc": clicks / pred_sum,
+            "logloss": logloss / rows}

@@ -6,8 +6,11 @@ AUC of the raw preds is Phi(d / sqrt 2) (the sigmoid keeps the order).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -304,3 +307,145 @@ def downsampling_coverage(rng: np.random.Generator, datasets: int, n: int = 20_0
                     covered = pair is not None and pair[0] <= value <= pair[1]
                     hits[f"{weights} {key}"] = hits.get(f"{weights} {key}", 0) + covered
     return {key: count / datasets for key, count in hits.items()}
+
+
+# -- heterogeneous users (issue 32): log-uniform sizes, per-user CTR, ties, weights --------
+
+ROW_VALUES = ("actual_ctr", "predicted_ctr", "copc", "logloss")
+
+
+def hetero_users(rng: np.random.Generator, n_users: int, prevalence: float,
+                 noise: float = 0.7, ties: bool = False, low: int = 5,
+                 high: int = 200, valid: bool = False,
+                 keep: float = 1.0) -> dict[str, np.ndarray]:
+    """Users with log-uniform sizes in ``[low, high]`` rows, each its own click rate
+    ``sigmoid(N(logit(prevalence), 0.7^2))``, separation ``d_u ~ N(1, 0.5^2)`` and score
+    shift ``N(0, 1)``; two equally good models (the score plus each its own ``N(0,
+    noise^2)``), preds rounded to 2 decimals with ``ties``. ``valid``: each user's first
+    row a click and its second not (every user valid; the AUCs' truth is the same, the
+    CTRs' not). ``keep < 1``: negative downsampling, each non-click kept with probability
+    ``keep`` and weight ``1 / keep`` (importance weights; key ``weight``). Keys: uid, a, b,
+    label (and weight)."""
+    sizes = np.exp(rng.uniform(math.log(low), math.log(high + 1), n_users)).astype(int)
+    uid = np.repeat(np.arange(n_users), sizes)
+    centre = math.log(prevalence / (1 - prevalence))
+    rate = sigmoid(rng.normal(centre, 0.7, n_users))[uid]
+    label = (rng.random(len(uid)) < rate).astype(np.int8)
+    if valid:
+        first = np.cumsum(sizes) - sizes
+        label[first], label[first + 1] = 1, 0
+    score = (rng.normal(1.0, 0.5, n_users)[uid] * label + rng.standard_normal(n_users)[uid]
+             + rng.standard_normal(len(uid)) + centre)
+    models = {}
+    for name in ("a", "b"):
+        pred = sigmoid(score + noise * rng.standard_normal(len(uid)))
+        models[name] = np.round(pred, 2) if ties else pred
+    data = {"uid": uid, "label": label, **models}
+    if keep < 1:
+        kept = (label == 1) | (rng.random(len(uid)) < keep)
+        data = {key: value[kept] for key, value in data.items()}
+        data["weight"] = np.where(data["label"] == 1, 1.0, 1 / keep)
+    return data
+
+
+@functools.lru_cache(maxsize=16)
+def hetero_truth(prevalence: float, noise: float = 0.7, ties: bool = False,
+                 draws: int = 4_000_000, seed: int = 5) -> dict[str, float]:
+    """The population values :func:`hetero_users` estimates (users' sizes are independent
+    of everything else, so a row-weighted value is a mean over rows of random users): by
+    Monte Carlo over ``draws`` rows, each of its own user, and the mean true AUC of a user
+    (a tied pair one half) over ``draws`` (positive, negative) pairs of one user."""
+    rng = np.random.default_rng(seed)
+    centre = math.log(prevalence / (1 - prevalence))
+    rate = sigmoid(rng.normal(centre, 0.7, draws))
+    label = rng.random(draws) < rate
+    d = rng.normal(1.0, 0.5, draws)
+    shift = rng.standard_normal(draws) + centre
+
+    def model(with_label: np.ndarray) -> np.ndarray:
+        pred = sigmoid(d * with_label + shift + rng.standard_normal(draws)
+                       + noise * rng.standard_normal(draws))
+        return np.round(pred, 2) if ties else pred
+
+    pred = model(label)
+    q = np.clip(pred, 1e-15, 1 - 1e-15)
+    logloss = -np.where(label, np.log(q), np.log(1 - q))
+    positive, negative = model(np.ones(draws, bool)), model(np.zeros(draws, bool))
+    auc = float(np.mean((positive > negative) + 0.5 * (positive == negative)))
+    return {"actual_ctr": float(label.mean()), "predicted_ctr": float(pred.mean()),
+            "copc": float(label.mean() / pred.mean()), "logloss": float(logloss.mean()),
+            "uauc": auc, "wuauc": auc}
+
+
+def hetero_tag_rates(rng: np.random.Generator, tags: int, n_users: int, prevalence: float,
+                     ties: bool = False, per_run: int = 100, valid: bool = False,
+                     keep: float = 1.0) -> dict[str, float]:
+    """Over ``tags`` tags of ``n_users`` :func:`hetero_users` each (``per_run`` tags a
+    ``wuauc --compare`` run): the share of model A's 95% intervals covering the truth
+    (:func:`hetero_truth`), the share of tags whose paired test of the two equally good
+    models gives ``p < 0.05`` (``X_diff``), and per run the share with some ``q < 0.05``
+    (``X_diff fdr``: under the null every discovery is false, so this is the false
+    discovery rate). A null interval or p-value counts as no cover and no rejection.
+    ``valid``: every user valid (:func:`hetero_users`), and only the per-user values
+    (``uauc``, ``wuauc`` and their differences) measured, also as main computed them
+    before issue 32 on the same tags (keys ``"before X"``: ``users - 1`` degrees of
+    freedom, ``sqrt(V / (V - 1))``); else only the row values (which had no interval).
+    ``keep``: negative downsampling with importance weights (:func:`hetero_users`), the
+    truth the full population's."""
+    want = hetero_truth(prevalence, ties=ties)
+    names = ("uauc", "wuauc") if valid else ROW_VALUES
+    diffs = ("uauc_diff", "wuauc_diff") if valid else ("logloss_diff", "copc_diff")
+    keys = [*names, *diffs, *(f"{d} fdr" for d in diffs)]
+    counts = dict.fromkeys([*keys, *(f"before {key}" for key in keys)] if valid else keys, 0.0)
+    runs = done = 0
+    while done < tags:
+        k = min(per_run, tags - done)
+        data = hetero_users(rng, k * n_users, prevalence, ties=ties, valid=valid, keep=keep)
+        metric = WuaucMetric(comm=Comm.local(), compare="b",
+                             weights="importance" if keep < 1 else "frequency")
+        tag = data["uid"] // n_users
+        metric.update(data["uid"], data["a"], data["label"], tag=tag, compare=data["b"],
+                      weight=data.get("weight"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            result = metric.compute()
+        pairs = [(block, block.compare) for block in result.blocks[1:]]
+        versions = [("", pairs)]
+        if valid:
+            rows = np.bincount(data["uid"]).astype(float)  # every user valid: its rows
+            befores = []
+            for block, compare in pairs:
+                n = rows[int(block.tag) * n_users: (int(block.tag) + 1) * n_users]
+                factor = (1 - 2 * (n**3).sum() / (n.sum() * (n**2).sum())
+                          + (n**2).sum() / n.sum() ** 2)
+                befores.append((_before(block, factor, block.valid_user_count),
+                                _before(compare, factor, block.valid_user_count)))
+            versions.append(("before ", befores))
+        for prefix, blocks in versions:
+            for block, compare in blocks:
+                assert compare is not None
+                ci = block.ci()
+                for name in names:
+                    pair = ci[name]
+                    counts[prefix + name] += pair is not None and pair[0] <= want[name] <= pair[1]
+                for name in diffs:
+                    counts[prefix + name] += compare.p(name) < 0.05
+            for name in diffs:
+                q = stats.bh_q_values([compare.p(name) for _, compare in blocks])
+                counts[f"{prefix}{name} fdr"] += any(value < 0.05 for value in q)
+        done += k
+        runs += 1
+    return {key: value / (runs if key.endswith("fdr") else tags)
+            for key, value in counts.items()}
+
+
+def _before(value: Any, k: float, users: int) -> Any:
+    """A wuauc block or comparison as main computed it before issue 32: Student's t with
+    ``users - 1`` degrees of freedom and the small-sample factor ``sqrt(V / (V - 1))`` for
+    ``wuauc`` (``k``, the users' factor of
+    :func:`mpieval.kernels.stats.weighted_cluster_stderr`, undone)."""
+    stderr = dict(value.stderr)
+    for name in ("wuauc", "wuauc_diff"):
+        if name in stderr:
+            stderr[name] *= math.sqrt(k) * math.sqrt(users / (users - 1))
+    return dataclasses.replace(value, effective={}, stderr=stderr)

@@ -258,8 +258,9 @@ def test_json_has_the_statistics_and_the_log_line_does_not(rng):
     d = result.to_dict()
     for name in ("logloss", "ne", "auprc", "auc_tie_bound", "roc_curve", "calibration_curve"):
         assert name in d
+    # none of bucket_error
     assert set(d["ci95"]) == {"auc", "actual_ctr", "predicted_ctr", "copc", "logloss", "ne",
-                              "auprc", "ece", "rmse", "mae", "ne_recalibrated"}  # none of bucket_error
+                              "auprc", "ece", "rmse", "mae", "ne_recalibrated"}
     assert all(isinstance(pair, list) and len(pair) == 2 for pair in d["ci95"].values())
     assert all(isinstance(r, int) for _, _, r in d["calibration_curve"])
     line = result.to_log_line("x")

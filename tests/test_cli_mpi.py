@@ -209,6 +209,7 @@ def test_data_errors_exit_2_on_every_rank(tmp_path, dataset, ranks, case):
     (["--metrics", "auc,gauc"], "unknown metric kind 'gauc'"),
     (["--pn-ties", "often"], "argument --pn-ties: invalid choice: 'often'"),
     (["--table-size", "-3"], "--table-size: must be a positive integer, got -3"),
+    (["--metrics", "auc,pn", "--weight", "label"], "--weight: kind pn does not take weights"),
 ])
 def test_usage_errors_exit_2_on_every_rank(tmp_path, dataset, ranks, argv, message):
     out_json = tmp_path / "run.json"

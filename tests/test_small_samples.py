@@ -78,9 +78,11 @@ def test_few_users_give_null_intervals_and_p_values(rng, n_users) -> None:
     metric.update(uid, pred, label, compare=rng.random(len(uid)))
     with pytest.warns(UndefinedMetricWarning, match="needs 10 valid users"):
         block = metric.compute().all.to_dict()
-    assert block["ci95"] == {"uauc": None, "wuauc": None}
+    assert set(block["ci95"]) == {"uauc", "wuauc", "actual_ctr", "predicted_ctr", "copc",
+                                  "logloss"}
+    assert set(block["ci95"].values()) == {None}
     compare = block["compare"]
-    for name in ("uauc_diff", "wuauc_diff"):
+    for name in ("uauc_diff", "wuauc_diff", "logloss_diff", "copc_diff"):
         assert compare[f"{name}_ci95"] is None and compare[f"{name}_p"] is None
 
 

@@ -157,4 +157,34 @@ def test_compare_gives_the_one_process_bits_on_any_split(
                       mine["tag"][part], compare=mine["compare"][part])
     got = quiet(metric).to_dict()
     assert got == want and got["tags"]["all"]["compare"]["uauc_diff_p"] is not None
+    # the row values' intervals and paired tests from each user's sums, in a fixed order
+    assert got["tags"]["x"]["compare"]["logloss_diff_ci95"] is not None
+    assert got["tags"]["x"]["ci95"]["copc"] is not None
+    same_on_every_rank(comm, got)
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_weights_give_the_one_process_bits_on_any_split(
+    comm: Comm, rng: np.random.Generator, scatter: bool
+) -> None:
+    """Fractional weights (and rows of weight 0), two models, tags: every value, interval
+    and p-value to the last bit whichever rank holds a row (the weighted sums of a user
+    are summed in an order of its rows, not of their arrival)."""
+    from test_wuauc import _weighted
+
+    rows = _weighted(np.random.default_rng(7), low=0)
+    rows["weight"] = rows["weight"] * np.random.default_rng(8).choice([1.0, 0.3, 0.7],
+                                                                      len(rows["weight"]))
+    alone = WuaucMetric(comm=Comm.local(), compare="b")
+    alone.update(rows["uid"], rows["pred"], rows["label"], rows["tag"],
+                 compare=rows["compare"], weight=rows["weight"])
+    want = quiet(alone).to_dict()
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
+    metric = WuaucMetric(comm=comm, compare="b")
+    for part in np.array_split(np.arange(len(mine["uid"])), 3):
+        metric.update(mine["uid"][part], mine["pred"][part], mine["label"][part],
+                      mine["tag"][part], compare=mine["compare"][part],
+                      weight=mine["weight"][part])
+    got = quiet(metric).to_dict()
+    assert got == want and got["tags"]["x"]["ci95"]["logloss"] is not None
     same_on_every_rank(comm, got)

@@ -181,27 +181,89 @@ def cluster_stderr(stderr: float, units: float) -> float:
 
 def cluster_interval(value: float, stderr: float, units: float, level: float,
                      low: float = -math.inf,
-                     high: float = math.inf) -> tuple[float, float] | None:
+                     high: float = math.inf, *,
+                     effective: float | None = None) -> tuple[float, float] | None:
     """``value -/+ t(level, units - 1) stderr`` cut to ``[low, high]``, ``stderr`` from
     :func:`cluster_stderr`; None below ``MIN_CLUSTERS`` units, when either is NaN, or
     when the spread is exactly 0 (a spread of 0 among a few units is no evidence of none
-    among all)."""
+    among all). With ``effective`` (:func:`effective_units`, units of unequal weight),
+    ``t(level, effective - 1)``, and None also below ``MIN_EFFECTIVE`` effective units."""
     if units < MIN_CLUSTERS or math.isnan(value) or math.isnan(stderr) or stderr == 0:
         return None
-    half = t_value(level, units - 1) * stderr
+    df = _cluster_df(units, effective)
+    if df is None:
+        return None
+    half = t_value(level, df) * stderr
     return (float(max(low, value - half)), float(min(high, value + half)))
 
 
-def cluster_p(diff: float, stderr: float, units: float) -> float:
+def cluster_p(diff: float, stderr: float, units: float, *,
+              effective: float | None = None) -> float:
     """The two-sided p-value of ``diff`` (no difference) against Student's t with ``units -
-    1`` degrees of freedom; NaN (JSON null) below ``MIN_CLUSTERS`` units or when
-    undefined. A spread of exactly 0 gives 1 when ``diff`` is 0 too (every unit's
-    difference is 0: no evidence of one) and NaN otherwise, never 0."""
-    if units < MIN_CLUSTERS or math.isnan(diff) or math.isnan(stderr):
+    1`` degrees of freedom (``effective - 1`` with ``effective``, as
+    :func:`cluster_interval`); NaN (JSON null) below ``MIN_CLUSTERS`` units (or
+    ``MIN_EFFECTIVE`` effective ones) or when undefined. A spread of exactly 0 gives 1
+    when ``diff`` is 0 too (every unit's difference is 0: no evidence of one) and NaN
+    otherwise, never 0."""
+    df = _cluster_df(units, effective)
+    if units < MIN_CLUSTERS or df is None or math.isnan(diff) or math.isnan(stderr):
         return math.nan
     if stderr == 0:
         return 1.0 if diff == 0 else math.nan
-    return t_two_sided_p(diff / stderr, units - 1)
+    return t_two_sided_p(diff / stderr, df)
+
+
+def weighted_cluster_stderr(stderr: float, total: float, total_sq: float,
+                            total_cube: float) -> float:
+    """The standard error of a weighted mean (or ratio) over clusters of weights ``w_u``
+    (``total = sum w``, ``total_sq = sum w^2``, ``total_cube = sum w^3``) with the
+    small-sample factor ``1 / sqrt(k)``, ``k = 1 - 2 sum w^3 / (sum w sum w^2) + sum w^2 /
+    (sum w)^2``: the expectation of ``sum w_u^2 (x_u - mean)^2`` over ``sum w_u^2
+    Var(x)`` when every cluster's ``x_u`` has the same variance (a heavy cluster pulls the
+    mean towards itself and hides its own residual). Equal weights over ``U`` clusters:
+    ``k = (U - 1) / U``, :func:`cluster_stderr`'s factor. NaN when ``k`` is not above 0."""
+    if math.isnan(stderr) or total <= 0 or total_sq <= 0:
+        return math.nan
+    k = 1 - 2 * total_cube / (total * total_sq) + total_sq / (total * total)
+    return stderr / math.sqrt(k) if k > 0 else math.nan
+
+
+def log_cluster_interval(value: float, stderr: float, units: float, level: float,
+                         high: float = math.inf, *,
+                         effective: float | None = None) -> tuple[float, float] | None:
+    """:func:`cluster_interval` of a positive value on the log scale: ``value exp(-/+ t
+    stderr / value)`` (the delta method, ``se(log v) = se / v``), cut to ``high``: above 0
+    and asymmetric, as a ratio of skewed sums (a CTR, a mean pred over few users) is.
+    None as :func:`cluster_interval`, and when ``value`` is not above 0."""
+    if not value > 0:
+        return None
+    pair = cluster_interval(math.log(value), stderr / value, units, level,
+                            effective=effective)
+    if pair is None:
+        return None
+    return (float(math.exp(pair[0])), float(min(high, math.exp(pair[1]))))
+
+
+MIN_EFFECTIVE = 2.0
+"""The fewest effective units (:func:`effective_units`) a per-user interval or p-value
+needs beside ``MIN_CLUSTERS`` units: below it one unit holds nearly all the weight."""
+
+
+def effective_units(total: float, total_sq: float) -> float:
+    """Kish's effective number of units of weights ``w_u``: ``(sum w)^2 / sum w^2``
+    (``total``, ``total_sq``): the count itself when the weights are equal, fewer when
+    some units weigh more; NaN when ``total_sq`` is not above 0."""
+    return total * total / total_sq if total_sq > 0 else math.nan
+
+
+def _cluster_df(units: float, effective: float | None) -> float | None:
+    """Student's t degrees of freedom of ``units`` clusters, ``effective`` of them
+    (:func:`cluster_interval`); None when too few."""
+    if effective is None:
+        return units - 1 if units > 1 else None
+    if math.isnan(effective) or effective < MIN_EFFECTIVE:
+        return None
+    return min(effective, units) - 1
 
 
 def wilson_interval(successes: float, n: float, level: float) -> tuple[float, float] | None:

@@ -9,32 +9,34 @@ sweeps; ``delong``: DeLong's variance and the paired test from the table;
 
 from __future__ import annotations
 
-from mpieval.declaration import COMPARE, COMPARED, LABEL, PRED, WINDOW, Input, Kind, Option
-from mpieval.validation import auc_table_size, boolean, integer_text, one_of
+from mpieval.declaration import (
+    COMPARE,
+    COMPARED,
+    LABEL,
+    PRED,
+    WEIGHT,
+    WEIGHTS,
+    WINDOW,
+    Kind,
+    Option,
+)
+from mpieval.validation import auc_table_size, boolean, integer_text
 
 DEFAULT_TABLE_SIZE = 1_000_000
-
-WEIGHT_MEANINGS = ("frequency", "importance")
-"""How the intervals read the weights: ``frequency`` (a weight of 2 is two identical
-rows) or ``importance`` (a weight is an inverse sampling rate: a row stands for ``w``
-rows of the population, and the weights' spread adds to the intervals'; docs/statistics.md)."""
 
 KIND = Kind(
     name="auc",
     summary="AUC, bucket error, RMSE, MAE, actual/predicted CTR, COPC over a histogram",
     exports=("AucMetric", "AucResult"),
     metric="mpieval.kinds.auc.metric:AucMetric",
-    declared_inputs=(PRED, LABEL, Input("weight", optional=True, weight=True,
-                                        help="sample weight column"), COMPARE),
+    declared_inputs=(PRED, LABEL, WEIGHT, COMPARE),
     declared_options=(
         Option("table_size", DEFAULT_TABLE_SIZE, auc_table_size, parse=integer_text, metavar="N",
                help="histogram buckets"),
         Option("soft_labels", False, boolean, parse=None,
                help="accept labels anywhere in [0, 1]"),
         COMPARED,
-        Option("weights", "frequency", one_of(*WEIGHT_MEANINGS), choices=WEIGHT_MEANINGS,
-               help="how the intervals read the --weight column: frequency (a weight of 2 "
-                    "is two rows) or importance (inverse sampling rates)", about="weight"),
+        WEIGHTS,
         WINDOW,
     ),
     report="mpieval.kinds.auc.report:SECTION",

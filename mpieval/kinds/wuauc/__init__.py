@@ -8,7 +8,7 @@ their owner rank at compute); ``result``: the per-tag blocks and their statistic
 
 from __future__ import annotations
 
-from mpieval.declaration import COMPARE, COMPARED, LABEL, PRED, TAG, UID, Kind
+from mpieval.declaration import COMPARE, COMPARED, LABEL, PRED, TAG, UID, WEIGHT, WEIGHTS, Kind
 
 TAG_REQUIRED = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
                 "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num")
@@ -18,8 +18,8 @@ KIND = Kind(
     summary="per-user AUC per tag: WUAUC, UAUC, LogLoss, CTRs, COPC, user and row counts",
     exports=("WuaucMetric", "WuaucResult"),
     metric="mpieval.kinds.wuauc.metric:WuaucMetric",
-    declared_inputs=(UID, PRED, LABEL, TAG, COMPARE),
-    declared_options=(COMPARED,),
+    declared_inputs=(UID, PRED, LABEL, TAG, WEIGHT, COMPARE),
+    declared_options=(COMPARED, WEIGHTS),
     report="mpieval.kinds.wuauc.report:SECTION",
     tag_required=TAG_REQUIRED,
     counts=frozenset({"real_user_count", "real_ins_num", "valid_user_count",

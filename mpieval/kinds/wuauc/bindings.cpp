@@ -42,7 +42,8 @@ void bind_wuauc(nb::module_ m) {
     }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
        nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
     m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
-                          int64_t n_tags, Out sums, Out record, wuauc::Workspace& work) {
+                          int64_t n_tags, Out sums, Out record, wuauc::Workspace& work,
+                          In weight) {
         uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
@@ -50,7 +51,8 @@ void bind_wuauc(nb::module_ m) {
         dispatch(pred, [&](auto* values) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
-                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
+                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags,
+                                       length(weight) ? as<double>(weight, "weight") : nullptr};
             Release r;
             wuauc::user_sums(p, overwrite, n, row_bits, in, work, out);
         }, Floats{});
@@ -58,19 +60,45 @@ void bind_wuauc(nb::module_ m) {
     }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
        nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("tag").noconvert(),
        nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert(),
-       nb::arg("work"));
-    m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums) {
+       nb::arg("work"), nb::arg("weight").noconvert());
+    m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums, In weight) {
         const uint8_t* y = as<uint8_t>(label, "label");
         const uint16_t* c = as<uint16_t>(codes, "codes");
         const uint16_t* t = as<uint16_t>(tag_of_code, "tag_of_code");
         double* s = as<double>(sums, "sums");
+        const double* w = length(weight) ? as<double>(weight, "weight") : nullptr;
         const int64_t n = length(pred), n_tags = int64_t(sums.shape(0)) - 1;
+        if (w != nullptr && length(weight) != n)
+            throw std::invalid_argument("row_sums: a weight a row");
         dispatch(pred, [&](auto* p) {
             Release r;
-            wuauc::row_sums(p, y, c, t, n, n_tags, s);
+            wuauc::row_sums(p, y, c, t, n, n_tags, s, w);
         }, Floats{});
     }, nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
-       nb::arg("tag_of_code").noconvert(), nb::arg("sums").noconvert());
+       nb::arg("tag_of_code").noconvert(), nb::arg("sums").noconvert(),
+       nb::arg("weight").noconvert());
+    m.def("moment_sums", [](In packed, int row_bits, In pred, In label, In tag, int64_t n_tags,
+                            In compare, In weight, Out sums) {
+        const uint64_t* k = as<uint64_t>(packed, "packed");
+        const int64_t n = length(packed);
+        const uint8_t* y = as<uint8_t>(label, "label");
+        const uint16_t* t = length(tag) ? as<uint16_t>(tag, "tag") : nullptr;
+        const double* w = length(weight) ? as<double>(weight, "weight") : nullptr;
+        double* s = as<double>(sums, "sums");
+        const int64_t fields = wuauc::MOMENT_FIELDS +
+                               (length(compare) ? wuauc::COMPARE_MOMENT_FIELDS : 0);
+        if (int64_t(sums.shape(0)) != 1 + n_tags || int64_t(sums.shape(1)) != fields)
+            throw std::invalid_argument("moment_sums: sums of shape (1 + n_tags, fields, DIGITS)");
+        dispatch(pred, [&](auto* p) {
+            using P = std::remove_pointer_t<decltype(p)>;
+            const P* b = length(compare) ? as<P>(compare, "compare") : nullptr;
+            Release r;
+            wuauc::moment_sums(k, n, row_bits, p, y, t, n_tags, b, w, s);
+        }, Floats{});
+    }, nb::arg("packed").noconvert(), nb::arg("row_bits"), nb::arg("pred").noconvert(),
+       nb::arg("label").noconvert(), nb::arg("tag").noconvert(), nb::arg("n_tags"),
+       nb::arg("compare").noconvert(), nb::arg("weight").noconvert(),
+       nb::arg("sums").noconvert());
     m.def("paired_diff_sums", [](In groups_a, In groups_b, Out sums) {
         const double* a = as<double>(groups_a, "groups_a");
         const double* b = as<double>(groups_b, "groups_b");

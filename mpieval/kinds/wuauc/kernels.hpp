@@ -22,7 +22,7 @@ constexpr int64_t SHORT = 16;
 // anywhere in the columns, and each read of them would otherwise wait for memory in turn.
 constexpr int64_t AHEAD = 16;
 constexpr int64_t CHUNK = int64_t(1) << 14;
-constexpr int64_t USER_FIELDS = 11;
+constexpr int64_t USER_FIELDS = 12;
 constexpr int64_t DIFF_FIELDS = 5;
 constexpr int D = exact::DIGITS;
 
@@ -220,13 +220,14 @@ struct Output {
     int64_t cursor;
 };
 
-inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
-                       int64_t twice_u) {
+// A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
+// twice_u twice its (weighted) pairs in order plus its tied ones.
+inline void add_counts(Output& out, int64_t block, double rows, double positives,
+                       double negatives, double twice_u) {
     double* s = out.sums + block * USER_FIELDS * D;
-    const int64_t negatives = rows - positives;
     exact::add(s, 1.0);
     if (positives > 0 && negatives > 0) {
-        const double auc = double(twice_u) / (2.0 * double(positives) * double(negatives));
+        const double auc = twice_u / (2.0 * positives * negatives);
         if (out.record) {
             double* r = out.record + 3 * out.cursor;
             r[0] = double(block);
@@ -235,17 +236,25 @@ inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positiv
             ++out.cursor;
         }
         exact::add(s + 1 * D, 1.0);
-        exact::add(s + 2 * D, double(rows));
-        exact::add(s + 3 * D, double(positives));
+        exact::add(s + 2 * D, rows);
+        exact::add(s + 3 * D, positives);
         exact::add(s + 4 * D, auc);
-        exact::add(s + 5 * D, auc * double(rows));
-        exact::add(s + 6 * D, auc * double(positives));
-        const double rows_sq = double(rows) * double(rows);
+        exact::add(s + 5 * D, auc * rows);
+        exact::add(s + 6 * D, auc * positives);
+        const double rows_sq = rows * rows;
         exact::add(s + 7 * D, auc * auc);
         exact::add(s + 8 * D, rows_sq);
         exact::add(s + 9 * D, auc * rows_sq);
         exact::add(s + 10 * D, auc * auc * rows_sq);
+        exact::add(s + 11 * D, rows_sq * rows);
     }
+}
+
+// Counts of an unweighted group (whole numbers: exact as doubles below 2**53).
+inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
+                       int64_t twice_u) {
+    add_counts(out, block, double(rows), double(positives), double(rows - positives),
+               double(twice_u));
 }
 
 template <class T>
@@ -280,7 +289,120 @@ struct Rows {
     const L* label;
     const uint16_t* tag;  // null: no tags
     int64_t n_tags;
+    const double* weight = nullptr;  // null: a weight of 1 a row
 };
+
+// A weighted row of a user (weighted_user): sorted by pred, label, tag, weight, an order
+// of the rows themselves, so the weighted sums have the same bits whatever their order.
+struct WeightedRow {
+    double pred, weight;
+    uint32_t label, tag;
+};
+
+inline bool weighted_order(const WeightedRow& a, const WeightedRow& b) {
+    if (a.pred != b.pred) return a.pred < b.pred;
+    if (a.label != b.label) return a.label < b.label;
+    if (a.tag != b.tag) return a.tag < b.tag;
+    return a.weight < b.weight;
+}
+
+// Per group of a weighted user: its positives' and negatives' weights, the negatives'
+// weight below the current run of tied preds and in it, and twice its weighted U.
+struct WeightedCounts {
+    double positives, negatives, below, in_run, twice_u;
+};
+
+// The groups of one user of m rows (rows sorted by weighted_order) weighted: one pass
+// over the runs of tied preds counts `all` and each tag (slots: a tag's counts, found by
+// slot_of[code], -1 when none yet; every slot_of entry set back to -1 at the end).
+inline void weighted_user(const WeightedRow* rows, int64_t m, int64_t n_tags,
+                          std::vector<WeightedCounts>& slots, std::vector<int64_t>& slot_of,
+                          std::vector<int64_t>& codes, Output& out) {
+    WeightedCounts all{0, 0, 0, 0, 0};
+    codes.clear();
+    auto slot = [&](uint32_t code) -> WeightedCounts* {
+        if (int64_t(code) >= n_tags) return nullptr;
+        if (slot_of[code] < 0) {
+            slot_of[code] = int64_t(codes.size());
+            codes.push_back(code);
+            if (slots.size() < codes.size()) slots.resize(codes.size());
+            slots[size_t(slot_of[code])] = WeightedCounts{0, 0, 0, 0, 0};
+        }
+        return &slots[size_t(slot_of[code])];
+    };
+    for (int64_t i = 0; i < m;) {
+        int64_t j = i + 1;
+        while (j < m && rows[j].pred == rows[i].pred) ++j;
+        for (int64_t k = i; k < j; ++k) {
+            if (rows[k].label) continue;
+            all.in_run += rows[k].weight;
+            if (WeightedCounts* t = slot(rows[k].tag)) t->in_run += rows[k].weight;
+        }
+        for (int64_t k = i; k < j; ++k) {
+            if (!rows[k].label) continue;
+            const double w = rows[k].weight;
+            all.positives += w;
+            all.twice_u += w * (2.0 * all.below + all.in_run);
+            if (WeightedCounts* t = slot(rows[k].tag)) {
+                t->positives += w;
+                t->twice_u += w * (2.0 * t->below + t->in_run);
+            }
+        }
+        for (int64_t k = i; k < j; ++k) {
+            if (rows[k].label) continue;
+            const double w = rows[k].weight;
+            all.negatives += w;
+            all.below += w;
+            all.in_run = 0.0;
+            if (WeightedCounts* t = slot(rows[k].tag)) {
+                t->negatives += w;
+                t->below += w;
+                t->in_run = 0.0;
+            }
+        }
+        i = j;
+    }
+    // a group whose rows all weigh 0 is no group (as a row of weight 0 is no row)
+    if (all.positives + all.negatives > 0)
+        add_counts(out, 0, all.positives + all.negatives, all.positives, all.negatives,
+                   all.twice_u);
+    std::sort(codes.begin(), codes.end());
+    for (const int64_t code : codes) {
+        const WeightedCounts& t = slots[size_t(slot_of[code])];
+        if (t.positives + t.negatives > 0)
+            add_counts(out, 1 + code, t.positives + t.negatives, t.positives, t.negatives,
+                       t.twice_u);
+        slot_of[code] = -1;
+    }
+}
+
+// Every user of the grouped rows with weights (user_sums with in.weight): each user's rows
+// gathered, sorted (weighted_order) and passed once (weighted_user).
+template <class P, class L>
+void weighted_user_sums(const uint64_t* packed, int64_t n, int row_bits, const Rows<P, L>& in,
+                        Output& out) {
+    const int64_t blocks = (1 + in.n_tags) * USER_FIELDS;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    std::vector<WeightedRow> rows;
+    std::vector<WeightedCounts> slots;
+    std::vector<int64_t> slot_of(size_t(in.n_tags + 1), -1), codes;
+    int64_t users = 0;
+    for (int64_t start = 0; start < n;) {
+        const int64_t end = run_end(packed, start, n, row_bits);
+        rows.resize(size_t(end - start));
+        for (int64_t k = start; k < end; ++k) {
+            const uint64_t row = packed[k] & row_mask;
+            rows[size_t(k - start)] = WeightedRow{
+                double(in.pred[row]) + 0.0, in.weight[row] + 0.0, in.label[row] ? 1u : 0u,
+                in.tag ? uint32_t(in.tag[row]) : uint32_t(in.n_tags)};
+        }
+        std::sort(rows.begin(), rows.end(), weighted_order);
+        weighted_user(rows.data(), end - start, in.n_tags, slots, slot_of, codes, out);
+        if (++users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
+        start = end;
+    }
+    exact::normalize(out.sums, blocks);
+}
 
 template <class P, class L>
 void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t lo, int64_t hi,
@@ -472,6 +594,10 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
 template <class P, class L>
 void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
                Workspace& work, Output& out) {
+    if (in.weight != nullptr) {
+        weighted_user_sums(packed, n, row_bits, in, out);
+        return;
+    }
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
@@ -544,10 +670,199 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     exact::normalize(out.sums, blocks);
 }
 
+// The per-user sums of the intervals of the row values (actual CTR, predicted CTR, COPC,
+// LogLoss) with users as clusters: each group (a user in `all`, a (user, tag)) sums its
+// rows' weight n, clicks c = sum w y, pred p = sum w pred and logloss l = sum w logloss
+// (with a compared model also B's pB and lB) in one order that depends on the rows only,
+// not on their order or ranks (the rows sorted by tag, pred, label, B's pred, weight), then
+// adds the products of MOMENT_NAMES (kernels.py) to its block, each exactly.
+constexpr int64_t MOMENT_FIELDS = 10;
+constexpr int64_t COMPARE_MOMENT_FIELDS = 5;
+
+struct MomentRow {
+    double pred, compare, weight;
+    uint32_t tag, label;
+};
+
+inline bool moment_order(const MomentRow& a, const MomentRow& b) {
+    if (a.tag != b.tag) return a.tag < b.tag;
+    if (a.pred != b.pred) return a.pred < b.pred;
+    if (a.label != b.label) return a.label < b.label;
+    if (a.compare != b.compare) return a.compare < b.compare;
+    return a.weight < b.weight;
+}
+
+struct GroupSums {
+    double n, c, p, l, pb, lb;
+};
+
+inline void add_moments(double* sums, int64_t fields, int64_t block, const GroupSums& g,
+                        bool compare) {
+    double* s = sums + block * fields * D;
+    exact::add(s + 0 * D, g.c * g.c);
+    exact::add(s + 1 * D, g.c * g.n);
+    exact::add(s + 2 * D, g.n * g.n);
+    exact::add(s + 3 * D, g.p * g.p);
+    exact::add(s + 4 * D, g.p * g.n);
+    exact::add(s + 5 * D, g.c * g.p);
+    exact::add(s + 6 * D, g.l * g.l);
+    exact::add(s + 7 * D, g.l * g.n);
+    exact::add(s + 8 * D, g.n * g.n * g.n);
+    exact::add(s + 9 * D, g.p * g.p * g.p);
+    if (compare) {
+        const double d = g.lb - g.l;
+        exact::add(s + 10 * D, g.pb * g.pb);
+        exact::add(s + 11 * D, g.c * g.pb);
+        exact::add(s + 12 * D, g.p * g.pb);
+        exact::add(s + 13 * D, d * d);
+        exact::add(s + 14 * D, d * g.n);
+    }
+}
+
+// One user's rows, sorted (moment_order), add its groups' products to sums; the groups
+// added.
+inline int64_t add_user_moments(const std::vector<MomentRow>& rows, double* sums,
+                                int64_t fields, int64_t n_tags, bool compare) {
+    int64_t groups = 1;
+    GroupSums user{0, 0, 0, 0, 0, 0}, group{0, 0, 0, 0, 0, 0};
+    for (size_t k = 0; k < rows.size(); ++k) {
+        const MomentRow& r = rows[k];
+        const double w = r.weight;
+        const double l = w * binary_logloss(r.pred, r.label);
+        const double lb = compare ? w * binary_logloss(r.compare, r.label) : 0.0;
+        for (GroupSums* g : {&user, &group}) {
+            g->n += w;
+            if (r.label) g->c += w;
+            g->p += w * r.pred;
+            g->l += l;
+            g->pb += w * r.compare;
+            g->lb += lb;
+        }
+        if (k + 1 == rows.size() || rows[k + 1].tag != r.tag) {
+            if (int64_t(r.tag) < n_tags) {
+                add_moments(sums, fields, 1 + int64_t(r.tag), group, compare);
+                ++groups;
+            }
+            group = GroupSums{0, 0, 0, 0, 0, 0};
+        }
+    }
+    add_moments(sums, fields, 0, user, compare);
+    return groups;
+}
+
+// Every user of the grouped rows (group: a run of one packed >> row_bits is a user) adds
+// its groups' products to sums (blocks, MOMENT_FIELDS [+ COMPARE_MOMENT_FIELDS], DIGITS).
+// compare, weight: null when absent (a weight of 1).
+template <class P>
+void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
+                 const uint8_t* label, const uint16_t* tag, int64_t n_tags, const P* compare,
+                 const double* weight, double* sums) {
+    const int64_t fields = MOMENT_FIELDS + (compare ? COMPARE_MOMENT_FIELDS : 0);
+    const int64_t blocks = 1 + n_tags;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    std::vector<MomentRow> rows;
+    std::vector<uint64_t> keys;
+    int64_t groups = 0;
+    for (int64_t start = 0; start < n;) {
+        const int64_t end = run_end(packed, start, n, row_bits);
+        if constexpr (sizeof(P) == 4) {
+            if (compare == nullptr && weight == nullptr) {
+                // float32 preds alone: (tag, pred, label) in one uint64 a row, sorted as
+                // numbers, the same order as moment_order (a pred >= 0: its bits order as
+                // its value), several times faster than the rows' structs
+                keys.resize(size_t(end - start));
+                for (int64_t k = start; k < end; ++k) {
+                    const uint64_t row = packed[k] & row_mask;
+                    if (k + AHEAD < n) {  // the rows lie anywhere: ask for later ones now
+                        const uint64_t ahead = packed[k + AHEAD] & row_mask;
+                        __builtin_prefetch(pred + ahead);
+                        __builtin_prefetch(label + ahead);
+                        if (tag) __builtin_prefetch(tag + ahead);
+                    }
+                    const P value = pred[row] + P(0);
+                    uint32_t bits;
+                    std::memcpy(&bits, &value, sizeof bits);
+                    const uint64_t code = tag ? uint64_t(tag[row]) : uint64_t(n_tags);
+                    keys[size_t(k - start)] = (code << 33) | (uint64_t(bits) << 1) |
+                                              uint64_t(label[row] ? 1 : 0);
+                }
+                std::sort(keys.begin(), keys.end());
+                rows.resize(keys.size());
+                for (size_t k = 0; k < keys.size(); ++k) {
+                    const uint32_t bits = uint32_t((keys[k] >> 1) & UINT64_C(0xFFFFFFFF));
+                    P value;
+                    std::memcpy(&value, &bits, sizeof value);
+                    rows[k] = MomentRow{double(value), 0.0, 1.0, uint32_t(keys[k] >> 33),
+                                        uint32_t(keys[k] & 1u)};
+                }
+                groups += add_user_moments(rows, sums, fields, n_tags, false);
+                if (groups >= exact::SAFE_ADDS / 2) {
+                    exact::normalize(sums, blocks * fields);
+                    groups = 0;
+                }
+                start = end;
+                continue;
+            }
+        }
+        rows.resize(size_t(end - start));
+        for (int64_t k = start; k < end; ++k) {
+            const uint64_t row = packed[k] & row_mask;
+            if (k + AHEAD < n) {
+                const uint64_t ahead = packed[k + AHEAD] & row_mask;
+                __builtin_prefetch(pred + ahead);
+                __builtin_prefetch(label + ahead);
+                if (tag) __builtin_prefetch(tag + ahead);
+                if (compare) __builtin_prefetch(compare + ahead);
+                if (weight) __builtin_prefetch(weight + ahead);
+            }
+            MomentRow& r = rows[size_t(k - start)];
+            r.pred = double(pred[row]) + 0.0;
+            r.compare = compare ? double(compare[row]) + 0.0 : 0.0;
+            r.weight = weight ? weight[row] + 0.0 : 1.0;
+            r.tag = tag ? uint32_t(tag[row]) : uint32_t(n_tags);
+            r.label = label[row] ? 1u : 0u;
+        }
+        std::sort(rows.begin(), rows.end(), moment_order);
+        groups += add_user_moments(rows, sums, fields, n_tags, compare != nullptr);
+        if (groups >= exact::SAFE_ADDS / 2) {
+            exact::normalize(sums, blocks * fields);
+            groups = 0;
+        }
+        start = end;
+    }
+    exact::normalize(sums, blocks * fields);
+}
+
+// row_sums with a weight a row: each weighted value added to its blocks exactly.
+template <class P, class L, class C, class T>
+void weighted_row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code,
+                       int64_t n, int64_t n_tags, double* sums, const double* weight) {
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t t = int64_t(tag_of_code[codes[i]]);
+        const double w = weight[i];
+        const double p = double(pred[i]);
+        const int64_t y = label[i] ? 1 : 0;
+        const double values[4] = {w, y ? w : 0.0, w * p, w * binary_logloss(p, y)};
+        for (const int64_t block : {int64_t(0), 1 + t}) {
+            if (block > n_tags) continue;
+            double* s = sums + block * 4 * D;
+            for (int k = 0; k < 4; ++k) exact::add(s + k * D, values[k]);
+        }
+        if ((i + 1) % exact::SAFE_ADDS == 0) exact::normalize(sums, (n_tags + 1) * 4);
+    }
+    exact::normalize(sums, (n_tags + 1) * 4);
+}
+
 // sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.
+// With weight (not null): rows, clicks, pred and logloss each weighted (sum w, sum w y,
+// sum w pred, sum w logloss), each in fixed point.
 template <class P, class L, class C, class T>
 void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code, int64_t n,
-              int64_t n_tags, double* sums) {
+              int64_t n_tags, double* sums, const double* weight = nullptr) {
+    if (weight != nullptr) {
+        weighted_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums, weight);
+        return;
+    }
     // each tag's pred and logloss sums in fixed point (exact::Wide), folded once
     std::vector<exact::Wide> wide(2 * (n_tags + 1));
     for (auto& w : wide) w.clear();

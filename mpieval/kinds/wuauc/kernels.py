@@ -22,9 +22,15 @@ tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 Each group (a user in ``all``, a (user, tag)) adds to its block as ``USER_SUM_FIELDS``:
 1 user; if it has both classes, 1 valid user, its rows, its clicks, ``AUC``,
 ``AUC * rows``, ``AUC * clicks``, and for the intervals ``AUC^2``, ``rows^2``, ``AUC *
-rows^2`` and ``AUC^2 * rows^2``, each to an exact accumulator (the same bits whatever
+rows^2``, ``AUC^2 * rows^2`` and ``rows^3``, each to an exact accumulator (the same bits whatever
 the order of the users or the rank that owns them). Preds are compared as given (float32
 or float64).
+
+Weights. With a weight a row, each user's rows are sorted by (pred, label, tag, weight)
+and passed once: a group's rows, clicks and ``twice_u`` are weighted sums (``AUC = sum
+over (positive i, negative j) of w_i w_j (1 if pred_i > pred_j, 1/2 if tied) / (W+ W-)``,
+so an integer weight is that many repeated rows, exactly), summed in that order: the same
+bits whatever the order of the rows and the ranks they came from.
 Scratch: 1 byte a row (its part), and per thread 8 bytes a row of its largest part (4
 more while a part is grouped) and 8 bytes a row of its longest user (24 for float64
 preds) (:func:`user_auc_sums`).
@@ -44,7 +50,22 @@ from mpieval.kernels.parallel import on_threads, threads
 USER_SUM_FIELDS = (
     "users", "valid_users", "valid_rows", "valid_clicks", "auc_sum", "auc_rows_sum",
     "auc_clicks_sum", "auc_sq_sum", "rows_sq_sum", "auc_rows_sq_sum", "auc_sq_rows_sq_sum",
+    "rows_cube_sum",
 )
+MOMENT_FIELDS = (
+    "user_clicks_sq_sum", "user_clicks_rows_sum", "user_rows_sq_sum", "user_pred_sq_sum",
+    "user_pred_rows_sum", "user_clicks_pred_sum", "user_logloss_sq_sum",
+    "user_logloss_rows_sum", "user_rows_cube_sum", "user_pred_cube_sum",
+)
+"""Per-block sums over every group (a user in ``all``, a (user, tag)) of the products of
+its weighted rows ``n``, clicks ``c``, pred sum ``p`` and logloss sum ``l``: ``c^2``, ``c
+n``, ``n^2``, ``p^2``, ``p n``, ``c p``, ``l^2``, ``l n``, ``n^3``, ``p^3`` (the intervals
+of the row values with users as clusters; :func:`user_auc_sums`)."""
+COMPARE_MOMENT_FIELDS = ("user_b_pred_sq_sum", "user_clicks_b_pred_sum",
+                         "user_pred_b_pred_sum", "user_logloss_diff_sq_sum",
+                         "user_logloss_diff_rows_sum")
+"""With a compared model, then ``pB^2``, ``c pB``, ``p pB``, ``(lB - l)^2``, ``(lB - l) n``
+(``pB``, ``lB``: B's pred and logloss sums)."""
 SHORT = 16
 """Users of at most this many rows compare every (positive, negative) pair instead."""
 CHUNK = 1 << 14
@@ -62,12 +83,13 @@ ROW_SLICE = 1 << 20
 
 
 def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray,
-             sums: np.ndarray) -> None:
+             sums: np.ndarray, weight: np.ndarray | None = None) -> None:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
     ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
-    1 - 1e-15]``). Slices of ``ROW_SLICE`` rows run on
+    1 - 1e-15]``). With ``weight`` (float64), each a weighted sum (``sum w``, ``sum w y``,
+    ``sum w pred``, ``sum w logloss``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
     digit by digit (exact: the same bits)."""
     n = len(pred)
@@ -75,14 +97,16 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     pred = pred if pred.dtype in (np.float32, np.float64) else pred.astype(np.float64)
     pred, label, codes, tag_of_code = (np.ascontiguousarray(a, dtype) for a, dtype in (
         (pred, None), (_labels(label), None), (codes, np.uint16), (tag_of_code, np.uint16)))
+    weights = np.zeros(0) if weight is None else np.ascontiguousarray(weight, np.float64)
     if threads() == 1 or len(slices) < 2:
-        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums)
+        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums, weights)
         return
 
     def one_slice(rows: tuple[int, int]) -> np.ndarray:
         lo, hi = rows
         part = np.zeros_like(sums)
-        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part)
+        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part,
+                             weights if weight is None else weights[lo:hi])
         return part
 
     for part in on_threads(one_slice, slices):
@@ -109,19 +133,26 @@ def user_auc_sums(
     n_tags: int,
     *,
     compare: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool]:
     """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), as exact accumulators (shape ``(1 + n_tags, 11, DIGITS)``, see
-    :mod:`mpieval.kernels.exact`), and whether two rows of one key have different
-    ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
+    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (shape ``(1 +
+    n_tags, 22, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
+    key have different ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
 
     With ``compare`` (model B's preds of the same rows), each block goes on with B's
-    ``USER_SUM_FIELDS`` and the ``DIFF_FIELDS`` of the users paired between the models
-    (shape ``(1 + n_tags, 27, DIGITS)``): the rows are grouped once, and the pass over the
+    ``USER_SUM_FIELDS``, the ``DIFF_FIELDS`` of the users paired between the models and
+    the ``COMPARE_MOMENT_FIELDS``: the rows are grouped once, and the pass over the
     users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
     same order (it depends on the keys, labels and tags only; 24 bytes more a row, at
     most).
+
+    The moments: a pass over each part's users before the AUC passes sorts each user's
+    rows by (tag, pred, label, B's pred, weight) and sums its groups in that order, so
+    each group's sums have the same bits whatever the order of its rows and the ranks
+    they came from (scratch: 32 bytes a row of the longest user). ``weight``: float64
+    row weights (None: 1 a row).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
@@ -133,6 +164,8 @@ def user_auc_sums(
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
     sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
+    n_moments = len(MOMENT_FIELDS) + (0 if compare is None else len(COMPARE_MOMENT_FIELDS))
+    moments = exact.accumulator(1 + n_tags, n_moments)
     groups = [np.empty((0, 3)) for _ in models]
     collision = False
     if n:
@@ -147,19 +180,27 @@ def user_auc_sums(
                   else np.ascontiguousarray(checks, np.uint32))
         models = [np.ascontiguousarray(model if model.dtype in (np.float32, np.float64)
                                        else model.astype(np.float64)) for model in models]
+        weights = (np.zeros(0) if weight is None
+                   else np.ascontiguousarray(weight, np.float64))
         parts = np.empty(n if part_bits else 0, np.uint8)
         _core.wuauc.parts(keys, parts, part_bits, sizes)
 
         kept = threading.local()  # each thread's memory, kept from one part to the next
 
-        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool]:
-            """The part's sums and (with ``compare``) valid groups, per model."""
+        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool,
+                                         np.ndarray]:
+            """The part's sums and (with ``compare``) valid groups, per model, whether
+            it has a key collision, and its moments."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
+            part_moments = exact.accumulator(1 + n_tags, n_moments)
+            _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
+                                    models[1] if len(models) > 1 else models[0][:0],
+                                    weights, part_moments)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -167,10 +208,11 @@ def user_auc_sums(
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
-                cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model, label,
-                                         tags, n_tags, part_sums[k], part_groups[k], kept.work)
+                cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
+                                               label, tags, n_tags, part_sums[k],
+                                               part_groups[k], kept.work, weights)
                 part_groups[k] = part_groups[k][:cursor]
-            return part_sums, part_groups, bool(found)
+            return part_sums, part_groups, bool(found), part_moments
 
         # started largest first (a part holding a heavy user must not start last: the
         # threads would wait for it), then put in part order
@@ -179,16 +221,21 @@ def user_auc_sums(
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
-            for part_sums, _, _ in done:
+            for part_sums, _, _, _ in done:
                 sums[k] += part_sums[k]  # digit by digit: exact
             exact.normalize(sums[k])
-            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _ in done])
-        collision = any(found for _, _, found in done)
+            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _, _ in done])
+        for *_, part_moments in done:
+            moments += part_moments
+        exact.normalize(moments)
+        collision = any(found for _, _, found, _ in done)
+    mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
-        return sums[0], collision
+        return np.concatenate([sums[0], mine], axis=1), collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
     paired_diff_sums(groups[0], groups[1], diff)
-    return np.concatenate([sums[0], sums[1], diff], axis=1), collision
+    return np.concatenate([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]],
+                          axis=1), collision
 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",

@@ -38,22 +38,35 @@ from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
 from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
-from mpieval.metric import warn_undefined
+from mpieval.metric import Metric, warn_undefined
+from mpieval.rows import RowBuffer
+from mpieval.state import Part, Rows
 from mpieval.tags import ALL, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
-from mpieval.validation import as_vector, binary_uint8, check_interval, check_lengths
+from mpieval.validation import (
+    as_vector,
+    binary_uint8,
+    check_interval,
+    check_lengths,
+    check_weight,
+)
 
 
 class WuaucMetric(UserRowsMetric):
     """Per-user AUC per tag, exact for any split of a user's rows across ranks.
 
-    ``update(uid, pred, label, tag=None, keys=None)``: ``uid`` integers or strings/bytes
-    (never missing); ``pred`` in [0, 1]; ``label`` 0/1; ``tag`` integers or strings (rows
-    without a tag count in ``all`` only). With ``extra_keys=("position",)`` a user is the
+    ``update(uid, pred, label, tag=None, keys=None, compare=None, weight=None)``: ``uid``
+    integers or strings/bytes (never missing); ``pred`` in [0, 1]; ``label`` 0/1; ``tag``
+    integers or strings (rows without a tag count in ``all`` only); ``weight`` finite
+    weights >= 0 (a row's weight counts inside its user's AUC, the pairs of rows ``i``,
+    ``j`` weighing ``w_i w_j``: an integer weight is that many repeated rows, exactly;
+    the CTRs, COPC and LogLoss are weighted means; a user weighs its rows' weight in
+    WUAUC and the counts are sums of weights). With ``extra_keys=("position",)`` a user is the
     pair (uid, position), given as ``keys={"position": ...}`` (GAUC by user and position).
 
     State: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (key, pred, label, tag
-    code, and B's pred with ``compare``).
+    code, and B's pred with ``compare``) and, once a batch has weights, a float64 weight a
+    row (``weights``; 1 for the rows given without one).
 
     Parameters
     ----------
@@ -64,6 +77,10 @@ class WuaucMetric(UserRowsMetric):
     compare : str, optional
         The name of model B's pred: ``update()`` then takes ``compare=``, and each tag
         block gains the paired A/B values.
+    weights : {"frequency", "importance"}, default "frequency"
+        What a weight means, said in the result (``weights``); the per-user intervals are
+        the same under both (users are the clusters: a user's weighted sums carry its
+        weights' spread, docs/statistics.md).
 
     Raises
     ------
@@ -88,10 +105,45 @@ class WuaucMetric(UserRowsMetric):
     options = KIND.declared_options
     arguments = ("extra_keys",)
     compare: str | None
+    weights: str
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
-                 compare: str | None = None) -> None:
-        super().__init__(comm, extra_keys=extra_keys, compare=compare)
+                 compare: str | None = None, weights: str = "frequency") -> None:
+        super().__init__(comm, extra_keys=extra_keys, compare=compare, weights=weights)
+
+    def state_layout(self) -> dict[str, Part]:
+        return {**super().state_layout(), "weights": Rows({"weight": np.float64})}
+
+    @property
+    def _weights(self) -> RowBuffer:
+        return self.state.rows("weights")
+
+    def _aligned(self, comm: Comm) -> list[RowBuffer]:
+        """Collective: the weights travel with their rows when any rank has weights (a
+        rank without them gives its rows weight 1 first)."""
+        if not any(comm.allgather(len(self._weights) > 0)):
+            return []
+        missing = len(self._stored) - len(self._weights)
+        if missing:
+            self._weights.append(weight=np.ones(missing))
+        return [self._weights]
+
+    def merge(self, other: Metric) -> Metric:
+        """A new metric holding the rows of both (the rows of one without weights weigh
+        1 when the other has weights)."""
+        merged = super().merge(other)
+        assert isinstance(merged, WuaucMetric) and isinstance(other, WuaucMetric)
+        if len(merged._weights) not in (0, len(merged._stored)):
+            weights = [m._weights.columns()["weight"] if len(m._weights) else
+                       np.ones(len(m._stored)) for m in (self, other)]
+            merged._weights.clear()
+            merged._weights.append(weight=np.concatenate(weights))
+        return merged
+
+    def _load_one(self, state: Mapping[str, Any]) -> None:
+        if "weights.weight" not in state:  # saved before wuauc took weights
+            state = {**state, "weights.weight": np.zeros(0)}
+        super()._load_one(state)
 
     # -- update ------------------------------------------------------------------------
 
@@ -103,27 +155,45 @@ class WuaucMetric(UserRowsMetric):
         tag: Any = None,
         keys: Mapping[str, Any] | None = None,
         compare: Any = None,
+        weight: Any = None,
     ) -> None:
         """Add a batch of rows (local: no communication). A bad batch changes nothing.
-        With ``compare=`` set on the metric, ``compare`` is model B's pred of the rows."""
+        With ``compare=`` set on the metric, ``compare`` is model B's pred of the rows;
+        ``weight``: each row's weight (finite, >= 0)."""
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
             b = None if compare is None else as_vector("compare", compare)
+            w = None if weight is None else as_vector("weight", weight)
             if (b is None) != (self.compare is None):
                 raise InputError("compare", "is needed: the metric compares two models"
                                  if b is None else "is given but the metric has compare=None")
-            into = self._free_rows(len(p))  # keys and labels computed where they are kept
+            # keys and labels computed where they are kept (unless rows are dropped below)
+            into = self._free_rows(len(p)) if w is None else {}
             user, check = self._user_keys(uid, keys, into)
-            check_lengths(uid=user, pred=p, label=y, compare=b)
+            check_lengths(uid=user, pred=p, label=y, compare=b, weight=w)
+            if w is not None:
+                check_weight("weight", w)
             check_interval("pred", p, 0.0, 1.0)
             if b is not None:
                 check_interval("compare", b, 0.0, 1.0)
             labels = binary_uint8("label", y, out=into.get("label"))
             tags = None if tag is None else self._tags.check(tag, len(p))
+        if w is not None and not w.all():  # a row of weight 0 is no row (0 repeated rows)
+            keep = w != 0
+            user, p, labels, w = user[keep], p[keep], labels[keep], w[keep]
+            check = None if check is None else check[keep]
+            b = None if b is None else b[keep]
+            tags = None if tags is None else _kept_tags(tags, keep)
         if len(p) == 0:
             return
         self._store(user, check, p, labels, tags, b, into)
+        if w is not None or len(self._weights):
+            before = len(self._stored) - len(p) - len(self._weights)  # rows weighing 1
+            if before:
+                self._weights.append(weight=np.ones(before))
+            self._weights.append(weight=np.ones(len(p)) if w is None
+                                 else w.astype(np.float64, copy=False))
 
     # -- compute -----------------------------------------------------------------------
 
@@ -133,13 +203,28 @@ class WuaucMetric(UserRowsMetric):
         layout, local_to_global = self._gather(comm)
         self._layout = layout
         rows = self._stored.columns()
+        # weighted when some rank has weights (the others' rows weigh 1)
+        weighted = any(comm.allgather(len(self._weights) > 0))
+        weight = None
+        if weighted:
+            weight = (self._weights.columns()["weight"] if len(self._weights)
+                      else np.ones(len(self._stored)))
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
-        row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row)
+        row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row, weight)
+        blocks = [by_row]
+        if self.compare is not None:  # B's row sums: its pred and logloss sums
+            by_row_b = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
+            row_sums(rows["compare"], rows["label"], rows["tag"], local_to_global, by_row_b,
+                     weight)
         keys, columns, checks = self._outgoing(layout, local_to_global)
+        if weight is not None:
+            columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        user = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
-        return {"blocks": np.concatenate([by_row, user], axis=1)}
+        blocks.append(comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError))
+        if self.compare is not None:
+            blocks.append(by_row_b)
+        return {"blocks": np.concatenate(blocks, axis=1)}
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
@@ -151,7 +236,17 @@ class WuaucMetric(UserRowsMetric):
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "wuauc: " + reasons_text(reasons))
-        return WuaucResult(tuple(blocks)).with_q_values()
+        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values()
+
+def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
+               ) -> tuple[list[Any], np.ndarray]:
+    """Checked tags (:meth:`mpieval.tags.TagCodes.check`: distinct values, each row's
+    index among them) of the rows ``keep`` selects: the values of those rows only."""
+    distinct, inverse = tags
+    kept = inverse[keep]
+    used = np.unique(kept)
+    return [distinct[int(i)] for i in used], np.searchsorted(used, kept)
+
 
 # -- per-user sums on the owner ----------------------------------------------------------
 
@@ -164,6 +259,7 @@ def _user_sums(owned: OwnedRows, layout: UserLayout) -> np.ndarray:
     sums, collision = user_auc_sums(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
+        weight=owned.columns.get("weight"),
     )
     if collision:
         raise UidCollisionError(

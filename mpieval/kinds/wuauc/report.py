@@ -290,7 +290,10 @@ def _tag_cells(page: Page, a: dict[str, Any], base: dict[str, Any] | None,
         if compared:
             cells.append(tag_cell(b, field, _users(a)) if b else "")
             cells.append(_tag_difference(a, b, field) if b else "")
-    return cells + [cell(a, field, compact=True) for field in TAG_FIELDS
+    # a tag of too few users: its LogLoss and COPC without their (null) intervals
+    plain = ({**a, "ci95": {k: v for k, v in a.get("ci95", {}).items() if v is not None}}
+             if _too_few(a) else a)
+    return cells + [cell(plain, field, compact=True) for field in TAG_FIELDS
                     if field not in PER_USER]
 
 

@@ -11,6 +11,17 @@ one class only is not valid)::
     LogLoss = -sum log(label ? p : 1 - p) / RealInsNum,  p clipped to [1e-15, 1 - 1e-15]
     ActualCTR = clicks / RealInsNum,  PredictedCTR = sum pred / RealInsNum
     COPC = ActualCTR / PredictedCTR
+
+Intervals (users as independent clusters, as the rows of a user are not independent):
+``uauc`` and ``wuauc`` over the valid users; ``actual_ctr``, ``predicted_ctr``, ``copc``,
+``logloss`` (ratios of sums over rows) over every user of the block, each user's sums
+``n_u, c_u, p_u, l_u`` (weight, clicks, pred and logloss sums) one cluster: the delta
+method, ``se(A / B) = sqrt(sum_u (a_u - R b_u)^2) / |B|`` over ``sqrt(k)``, ``k = 1 - 2 sum
+w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` (``(U - 1) / U`` for equal weights).
+Student's t takes Kish's effective number of users of the estimator's weights (``(sum
+w_u)^2 / sum w_u^2``; ``w_u = n_u``, ``p_u`` for COPC, 1 for UAUC) less one as degrees of
+freedom, so a block of a few heavy users among many light ones is not read as many
+independent users (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -25,32 +36,50 @@ import numpy as np
 from mpieval import logline
 from mpieval.kernels import stats
 from mpieval.kinds.wuauc import KIND
-from mpieval.kinds.wuauc.kernels import DIFF_FIELDS, USER_SUM_FIELDS
+from mpieval.kinds.wuauc.kernels import (
+    COMPARE_MOMENT_FIELDS,
+    DIFF_FIELDS,
+    MOMENT_FIELDS,
+    USER_SUM_FIELDS,
+)
 from mpieval.tags import TagBlocks
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
 ROW_SUM_FIELDS = ("rows", "clicks", "pred_sum", "logloss_sum")
-FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS
+FIELDS = ROW_SUM_FIELDS + USER_SUM_FIELDS + MOMENT_FIELDS
 FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
 N_ROW_SUMS = len(ROW_SUM_FIELDS)
-# with compare=, each block goes on with model B's user sums and the paired differences
-COMPARE_FIELDS = tuple(f"b_{name}" for name in USER_SUM_FIELDS) + DIFF_FIELDS
+# with compare=, each block goes on with model B's user sums, the paired differences, the
+# moments of the two models' user sums and B's row sums
+COMPARE_FIELDS = (tuple(f"b_{name}" for name in USER_SUM_FIELDS) + DIFF_FIELDS
+                  + COMPARE_MOMENT_FIELDS + tuple(f"b_{name}" for name in ROW_SUM_FIELDS))
 COMPARE_INDEX = {name: len(FIELDS) + i for i, name in enumerate(COMPARE_FIELDS)}
 
-INTERVAL_FIELDS = ("uauc", "wuauc")
+PER_USER = ("uauc", "wuauc")
+"""Intervals over the valid users."""
+PER_ROW = ("actual_ctr", "predicted_ctr", "copc", "logloss")
+"""Intervals of the row values, over every user of the block."""
+INTERVAL_FIELDS = PER_USER + PER_ROW
+BOUNDS = {"uauc": (0.0, 1.0), "wuauc": (0.0, 1.0), "actual_ctr": (0.0, 1.0),
+          "predicted_ctr": (0.0, 1.0), "copc": (0.0, math.inf), "logloss": (0.0, math.inf)}
+DIFFS = ("uauc_diff", "wuauc_diff", "logloss_diff", "copc_diff")
+"""The paired differences B - A of a comparison (``logloss`` and ``copc`` over every user,
+``uauc`` and ``wuauc`` over the valid ones)."""
 
 
 @dataclass(frozen=True)
 class WuaucComparison:
     """Model B (pred column ``pred``) against model A in one tag block, paired by user:
-    B's ``uauc`` and ``wuauc``, the differences B - A, and their standard errors over the
-    users' paired differences (users as independent clusters); :meth:`ci` and :meth:`p`
-    give the intervals and two-sided p-values (Student's t with ``users - 1`` degrees of
-    freedom; None/NaN below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or
-    with a spread of 0). ``q``: the Benjamini-Hochberg q-values of the p-values over the
-    result's tags other than ``all`` (:meth:`WuaucResult.with_q_values`; empty in ``all``
-    and until set)."""
+    B's ``uauc``, ``wuauc``, ``logloss`` and ``copc``, the differences B - A (``DIFFS``),
+    and their standard errors over the users' paired differences (users as independent
+    clusters); :meth:`ci` and :meth:`p` give the intervals and two-sided p-values
+    (Student's t with ``effective[name] - 1`` degrees of freedom; None/NaN below
+    :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (``units[name]``: valid users for
+    ``uauc_diff`` and ``wuauc_diff``, every user for ``logloss_diff`` and ``copc_diff``)
+    or with a spread of 0). ``q``: the Benjamini-Hochberg q-values of the p-values over
+    the result's tags other than ``all`` (:meth:`WuaucResult.with_q_values`; empty in
+    ``all`` and until set)."""
 
     pred: str
     uauc: float
@@ -60,26 +89,39 @@ class WuaucComparison:
     stderr: dict[str, float]
     users: int = 0
     q: dict[str, float] = field(default_factory=dict)
+    logloss: float = math.nan
+    copc: float = math.nan
+    logloss_diff: float = math.nan
+    copc_diff: float = math.nan
+    units: dict[str, float] = field(default_factory=dict)
+    effective: dict[str, float] = field(default_factory=dict)
 
     def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
-        """The interval of ``uauc_diff`` or ``wuauc_diff`` at ``level``."""
-        return stats.cluster_interval(getattr(self, name), self.stderr[name], self.users,
-                                      level, -1.0, 1.0)
+        """The interval of one of ``DIFFS`` at ``level``."""
+        low, high = (-1.0, 1.0) if name in ("uauc_diff", "wuauc_diff") else (-math.inf,
+                                                                            math.inf)
+        return stats.cluster_interval(getattr(self, name), self.stderr[name],
+                                      self.units.get(name, self.users), level, low, high,
+                                      effective=self.effective.get(name))
 
     def p(self, name: str) -> float:
-        """The two-sided p-value of ``uauc_diff`` or ``wuauc_diff`` (no difference)."""
-        return stats.cluster_p(getattr(self, name), self.stderr[name], self.users)
+        """The two-sided p-value of one of ``DIFFS`` (no difference)."""
+        return stats.cluster_p(getattr(self, name), self.stderr[name],
+                               self.units.get(name, self.users),
+                               effective=self.effective.get(name))
 
     def to_dict(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"pred": self.pred, "uauc": logline.json_number(self.uauc),
-                                  "wuauc": logline.json_number(self.wuauc)}
-        for name in ("uauc_diff", "wuauc_diff"):
+                                  "wuauc": logline.json_number(self.wuauc),
+                                  "logloss": logline.json_number(self.logloss),
+                                  "copc": logline.json_number(self.copc)}
+        for name in DIFFS:
             pair = self.ci(name)
             fields[name] = logline.json_number(getattr(self, name))
             fields[f"{name}_ci95"] = None if pair is None else list(pair)
             fields[f"{name}_p"] = logline.json_number(self.p(name))
         if self.q:
-            for name in ("uauc_diff", "wuauc_diff"):
+            for name in DIFFS:
                 fields[f"{name}_q"] = logline.json_number(self.q[name])
         return fields
 
@@ -113,23 +155,32 @@ class WuaucBlock:
     predicted_ctr: float
     copc: float
     real_user_count: int
-    real_ins_num: int
+    real_ins_num: int | float  # a sum of weights with weights
     valid_user_count: int
-    valid_ins_num: int
+    valid_ins_num: int | float
     click_wuauc: float
-    valid_click_num: int
+    valid_click_num: int | float
     stderr: dict[str, float] = field(default_factory=dict)
     compare: WuaucComparison | None = None
+    effective: dict[str, float] = field(default_factory=dict)
 
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
-        """Intervals ``value -/+ t se`` of ``uauc`` and ``wuauc`` at ``level`` (Student's
-        t with ``valid_user_count - 1`` degrees of freedom), cut to [0, 1]; None where
-        undefined, below :data:`mpieval.kernels.stats.MIN_CLUSTERS` valid users or with a
-        spread of 0."""
-        return {name: stats.cluster_interval(getattr(self, name),
-                                             self.stderr.get(name, math.nan),
-                                             self.valid_user_count, level, 0.0, 1.0)
-                for name in INTERVAL_FIELDS}
+        """Intervals of ``INTERVAL_FIELDS`` at ``level``: ``value -/+ t se`` for ``uauc``
+        and ``wuauc``, ``value exp(-/+ t se / value)`` (the log scale) for the row values
+        (Student's t with ``effective[name] - 1`` degrees of freedom, Kish's effective
+        users), cut to the value's range; None where undefined, below
+        :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (valid users for ``uauc`` and
+        ``wuauc``, every user of the block for the row values), below
+        :data:`~mpieval.kernels.stats.MIN_EFFECTIVE` effective users or with a spread of
+        0."""
+        intervals = {name: stats.cluster_interval(
+            getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
+            level, *BOUNDS[name], effective=self.effective.get(name)) for name in PER_USER}
+        for name in PER_ROW:  # positive ratios of skewed sums: on the log scale
+            intervals[name] = stats.log_cluster_interval(
+                getattr(self, name), self.stderr.get(name, math.nan), self.real_user_count,
+                level, BOUNDS[name][1], effective=self.effective.get(name))
+        return intervals
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,11 +191,11 @@ class WuaucBlock:
             "predicted_ctr": logline.json_number(self.predicted_ctr),
             "copc": logline.json_number(self.copc),
             "real_user_count": self.real_user_count,
-            "real_ins_num": self.real_ins_num,
+            "real_ins_num": logline.json_count(self.real_ins_num),
             "valid_user_count": self.valid_user_count,
-            "valid_ins_num": self.valid_ins_num,
+            "valid_ins_num": logline.json_count(self.valid_ins_num),
             "click_wuauc": logline.json_number(self.click_wuauc),
-            "valid_click_num": self.valid_click_num,
+            "valid_click_num": logline.json_count(self.valid_click_num),
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()},
             **({} if self.compare is None else {"compare": self.compare.to_dict()}),
@@ -166,9 +217,17 @@ class WuaucResult(TagBlocks[WuaucBlock]):
     """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
 
     blocks: tuple[WuaucBlock, ...]
+    weights: str = "frequency"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": KIND.name, "tags": {block.tag: block.to_dict() for block in self.blocks}}
+        return {"kind": KIND.name, "weights": self.weights,
+                "tags": {block.tag: block.to_dict() for block in self.blocks}}
+
+    @property
+    def weight_sum(self) -> int | float:
+        """The sum of the weights of every row (``all``'s ``real_ins_num``): the ``run``
+        block's weight sum."""
+        return logline.json_count(self.blocks[0].real_ins_num)
 
     def with_q_values(self) -> WuaucResult:
         """The result whose per-tag comparisons (tags other than ``all``) carry the
@@ -179,11 +238,12 @@ class WuaucResult(TagBlocks[WuaucBlock]):
             return self
         q = {name: stats.bh_q_values([block.compare.p(name) for block in tagged
                                       if block.compare is not None])
-             for name in ("uauc_diff", "wuauc_diff")}
+             for name in DIFFS}
         replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
             block.compare, q={name: q[name][i] for name in q}))
             for i, block in enumerate(tagged) if block.compare is not None}
-        return WuaucResult(tuple(replaced.get(id(block), block) for block in self.blocks))
+        return dataclasses.replace(self, blocks=tuple(replaced.get(id(block), block)
+                                                      for block in self.blocks))
 
     def to_log_line(self, name: str) -> str:
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
@@ -218,23 +278,45 @@ def block_from_sums(tag: str, sums: np.ndarray,
         predicted_ctr=predicted,
         copc=_ratio(actual, predicted),
         real_user_count=int(s["users"]),
-        real_ins_num=int(rows),
+        real_ins_num=_count(rows),
         valid_user_count=int(s["valid_users"]),
-        valid_ins_num=int(valid_rows),
+        valid_ins_num=_count(valid_rows),
         click_wuauc=_ratio(s["auc_clicks_sum"], s["valid_clicks"]),
-        valid_click_num=int(s["valid_clicks"]),
+        valid_click_num=_count(s["valid_clicks"]),
         stderr=_stderrs(s),
         compare=None if compare is None else _comparison(compare, s, sums),
+        effective=_effective(s),
     )
-    if 0 < s["valid_users"] < stats.MIN_CLUSTERS:
+    if 0 < s["users"] < stats.MIN_CLUSTERS:  # so fewer valid users too
+        reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs {stats.MIN_CLUSTERS} "
+                       f"valid users, of the other values {stats.MIN_CLUSTERS} users")
+    elif 0 < s["valid_users"] < stats.MIN_CLUSTERS:
         reasons.append(f"tag {tag}: ci95 of UAUC and WUAUC needs {stats.MIN_CLUSTERS} "
                        "valid users")
-    else:
+    few = [name for name, value in block.effective.items() if value < stats.MIN_EFFECTIVE
+           and (s["valid_users"] if name in PER_USER else s["users"]) >= stats.MIN_CLUSTERS]
+    if few:
+        reasons.append(f"tag {tag}: ci95 of {', '.join(few)} is null: one user holds nearly "
+                       f"all the weight (fewer than {stats.MIN_EFFECTIVE:g} effective users)")
+    if s["valid_users"] >= stats.MIN_CLUSTERS or s["users"] >= stats.MIN_CLUSTERS:
         spreads = [*block.stderr.items(),
                    *(() if block.compare is None else block.compare.stderr.items())]
         reasons += [f"tag {tag}: ci95 of {name} is null: its spread over the users is 0"
-                    for name, stderr in spreads if stderr == 0]
+                    for name, stderr in spreads if stderr == 0
+                    and (s["valid_users"] if name.removesuffix("_diff") in PER_USER
+                         else s["users"]) >= stats.MIN_CLUSTERS]
     return block, reasons
+
+
+def _effective(s: dict[str, float]) -> dict[str, float]:
+    """Kish's effective users of each interval (:func:`mpieval.kernels.stats.effective_units`):
+    of the valid users' rows for ``wuauc``, every user's rows for the row values (its pred
+    sums for ``copc``), the valid users themselves for ``uauc``."""
+    rows = stats.effective_units(s["rows"], s["user_rows_sq_sum"])
+    return {"uauc": s["valid_users"],
+            "wuauc": stats.effective_units(s["valid_rows"], s["rows_sq_sum"]),
+            "actual_ctr": rows, "predicted_ctr": rows, "logloss": rows,
+            "copc": stats.effective_units(s["pred_sum"], s["user_pred_sq_sum"])}
 
 
 def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucComparison:
@@ -249,10 +331,23 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
         stderr = {
             "uauc_diff": stats.cluster_stderr(stats.ratio_stderr(
                 c["diff_sum"], users, c["diff_sq_sum"], c["diff_sum"], users), users),
-            "wuauc_diff": stats.cluster_stderr(stats.ratio_stderr(
+            "wuauc_diff": stats.weighted_cluster_stderr(stats.ratio_stderr(
                 c["diff_rows_sum"], rows, c["diff_sq_rows_sq_sum"], c["diff_rows_sq_sum"],
-                s["rows_sq_sum"]), users),
+                s["rows_sq_sum"]), rows, s["rows_sq_sum"], s["rows_cube_sum"]),
         }
+    all_users, all_rows = s["users"], s["rows"]
+    logloss_a, logloss_b = _ratio(s["logloss_sum"], all_rows), _ratio(c["b_logloss_sum"],
+                                                                       all_rows)
+    copc_a = _ratio(s["clicks"], s["pred_sum"])
+    copc_b = _ratio(s["clicks"], c["b_pred_sum"])
+    stderr["logloss_diff"] = stderr["copc_diff"] = math.nan
+    if all_users >= 2:
+        stderr["logloss_diff"] = stats.weighted_cluster_stderr(stats.ratio_stderr(
+            c["b_logloss_sum"] - s["logloss_sum"], all_rows, c["user_logloss_diff_sq_sum"],
+            c["user_logloss_diff_rows_sum"], s["user_rows_sq_sum"]), *_weights(s, "logloss"))
+        stderr["copc_diff"] = stats.weighted_cluster_stderr(_copc_diff_stderr(s, c),
+                                                            *_weights(s, "copc"))
+    effective = _effective(s)
     return WuaucComparison(
         pred=pred,
         uauc=_ratio(c["b_auc_sum"], users),
@@ -261,25 +356,91 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
         wuauc_diff=_ratio(c["diff_rows_sum"], rows),
         stderr=stderr,
         users=int(users),
+        logloss=logloss_b,
+        copc=copc_b,
+        logloss_diff=logloss_b - logloss_a,
+        copc_diff=copc_b - copc_a,
+        units={"uauc_diff": users, "wuauc_diff": users, "logloss_diff": all_users,
+               "copc_diff": all_users},
+        effective={"uauc_diff": effective["uauc"], "wuauc_diff": effective["wuauc"],
+                   "logloss_diff": effective["logloss"],
+                   # the smaller of the two models' pred weights
+                   "copc_diff": min(effective["copc"], stats.effective_units(
+                       c["b_pred_sum"], c["user_b_pred_sq_sum"]))},
     )
 
 
+def _copc_diff_stderr(s: dict[str, float], c: dict[str, float]) -> float:
+    """Delta-method standard error of ``copc_B - copc_A = C / P_B - C / P_A`` over users
+    as clusters: user ``u`` adds ``e_u = (c_u - copc_B pB_u) / P_B - (c_u - copc_A pA_u) /
+    P_A``, i.e. ``a c_u - b pB_u + g pA_u``, and ``sum e_u^2`` expands into the summed
+    products; ``sqrt(sum e_u^2)``, NaN when a pred sum is 0 (a spread within the rounding
+    of its terms: 0)."""
+    pa, pb, clicks = s["pred_sum"], c["b_pred_sum"], s["clicks"]
+    if pa == 0 or pb == 0:
+        return math.nan
+    a = 1 / pb - 1 / pa
+    b = clicks / pb / pb
+    g = clicks / pa / pa
+    terms = (a * a * s["user_clicks_sq_sum"], b * b * c["user_b_pred_sq_sum"],
+             g * g * s["user_pred_sq_sum"], -2 * a * b * c["user_clicks_b_pred_sum"],
+             2 * a * g * s["user_clicks_pred_sum"], -2 * b * g * c["user_pred_b_pred_sum"])
+    spread = math.fsum(terms)
+    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms):
+        spread = 0.0
+    return math.sqrt(spread)
+
+
 def _stderrs(s: dict[str, float]) -> dict[str, float]:
-    """Standard errors of ``uauc`` and ``wuauc`` over the valid users ``u`` taken as
-    independent clusters (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method):
-    ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u``, ``A_u`` the user's
-    AUC and ``n_u`` its rows, times ``sqrt(V / (V - 1))`` over ``V`` valid users
-    (:func:`mpieval.kernels.stats.cluster_stderr`); NaN below two valid users."""
-    if s["valid_users"] < 2:
-        return {"uauc": math.nan, "wuauc": math.nan}
+    """Standard errors of ``INTERVAL_FIELDS`` with users as independent clusters
+    (:func:`mpieval.kernels.stats.ratio_stderr`, the delta method), with the small-sample
+    factor of users of unequal weight (:func:`_weights`,
+    :func:`mpieval.kernels.stats.weighted_cluster_stderr`; ``sqrt(V / (V - 1))`` for
+    ``uauc``); NaN below two users:
+    ``uauc = sum A_u / sum 1`` and ``wuauc = sum n_u A_u / sum n_u`` over the valid users
+    (``A_u`` the user's AUC, ``n_u`` its rows); ``actual_ctr = sum c_u / sum n_u``,
+    ``predicted_ctr = sum p_u / sum n_u``, ``copc = sum c_u / sum p_u`` and ``logloss =
+    sum l_u / sum n_u`` over every user (``MOMENT_FIELDS``)."""
+    stderr = dict.fromkeys(INTERVAL_FIELDS, math.nan)
     users = s["valid_users"]
-    return {
-        "uauc": stats.cluster_stderr(stats.ratio_stderr(
-            s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users), users),
-        "wuauc": stats.cluster_stderr(stats.ratio_stderr(
+    if users >= 2:
+        stderr["uauc"] = stats.cluster_stderr(stats.ratio_stderr(
+            s["auc_sum"], users, s["auc_sq_sum"], s["auc_sum"], users), users)
+        stderr["wuauc"] = stats.weighted_cluster_stderr(stats.ratio_stderr(
             s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"],
-            s["auc_rows_sq_sum"], s["rows_sq_sum"]), users),
-    }
+            s["auc_rows_sq_sum"], s["rows_sq_sum"]), *_weights(s, "wuauc"))
+    every = s["users"]
+    if every >= 2:
+        rows, rows_sq = s["rows"], s["user_rows_sq_sum"]
+        for name, (a, b, aa, ab, bb) in {
+            "actual_ctr": (s["clicks"], rows, s["user_clicks_sq_sum"],
+                           s["user_clicks_rows_sum"], rows_sq),
+            "predicted_ctr": (s["pred_sum"], rows, s["user_pred_sq_sum"],
+                              s["user_pred_rows_sum"], rows_sq),
+            "copc": (s["clicks"], s["pred_sum"], s["user_clicks_sq_sum"],
+                     s["user_clicks_pred_sum"], s["user_pred_sq_sum"]),
+            "logloss": (s["logloss_sum"], rows, s["user_logloss_sq_sum"],
+                        s["user_logloss_rows_sum"], rows_sq),
+        }.items():
+            stderr[name] = stats.weighted_cluster_stderr(stats.ratio_stderr(a, b, aa, ab, bb),
+                                                         *_weights(s, name))
+    return stderr
+
+
+def _weights(s: dict[str, float], name: str) -> tuple[float, float, float]:
+    """``(sum w, sum w^2, sum w^3)`` of the users' weights in the estimator of ``name``
+    (:func:`mpieval.kernels.stats.weighted_cluster_stderr`): the valid users' rows for
+    ``wuauc``, every user's pred sums for ``copc``, every user's rows otherwise."""
+    if name == "wuauc":
+        return s["valid_rows"], s["rows_sq_sum"], s["rows_cube_sum"]
+    if name == "copc":
+        return s["pred_sum"], s["user_pred_sq_sum"], s["user_pred_cube_sum"]
+    return s["rows"], s["user_rows_sq_sum"], s["user_rows_cube_sum"]
+
+
+def _count(x: float) -> int | float:
+    """A count: whole (an int), or with weights a sum of weights, kept as it is."""
+    return int(x) if x.is_integer() and abs(x) < 2.0**53 else x
 
 
 def _ratio(a: float, b: float) -> float:
