@@ -552,3 +552,15 @@ def test_score_distributions_do_not_draw_the_tails_as_end_bins():
     svg = auc_figures.score_distributions([(A, bins)], "tails")
     text = desc(parse(svg))
     assert "33.7% above 0.3 (not drawn)" in text and "1.1% below 0.05" in text, text
+
+
+def test_lift_figure_draws_each_models_lift_at_the_top_fractions():
+    points = [{"fraction": f, "ctr": 0.2 * lift, "lift": lift, "recall": f * lift}
+              for f, lift in ((0.01, 3.0), (0.02, 2.8), (0.05, 2.5), (0.1, 2.2), (0.2, 1.9),
+                              (0.5, 1.4))]
+    svg = auc_figures.lift([(A, points)], "lift")
+    root = parse(svg)
+    assert "top 1% lift 3 (recall 0.03)" in desc(root) and "top 50% lift 1.4" in desc(root)
+    labels = [t for t in texts(root) if t.endswith("%")]
+    assert labels[:6] == ["1%", "2%", "5%", "10%", "20%", "50%"], labels
+    assert max(tick_values(root, "y")) >= 3.0

@@ -24,6 +24,42 @@ Z95 = 1.959964
 
 
 @styled
+def lift(curves: Sequence[tuple[Series, Sequence[dict[str, float]]]], key: str) -> str:
+    """Lift at the top fractions of rows by pred (``[{"fraction", "ctr", "lift",
+    "recall"}, ...]`` per model): the top rows' CTR over the overall CTR, against the
+    fraction on a log axis, the line 1 a random pick."""
+    figure = new_figure(WIDTH, WIDTH * 0.72)
+    ax = figure.add_subplot()
+    ax.axhline(1.0, color=GREY, linewidth=1.0, linestyle=":", label="random pick (lift 1)")
+    summary = []
+    top = 1.0
+    for series, points in curves:
+        shown = [p for p in points if p.get("lift") is not None]
+        if not shown:
+            continue
+        fractions = [100.0 * p["fraction"] for p in shown]
+        lifts = [p["lift"] for p in shown]
+        top = max(top, *lifts)
+        ax.plot(fractions, lifts, color=series.color, linestyle=series.linestyle,
+                marker="o" if not series.dashed else "D", markersize=4.0, linewidth=1.5,
+                label=series.label)
+        summary.append(f"{series.label}: " + ", ".join(
+            f"top {100 * p['fraction']:g}% lift {p['lift']:.3g} (recall {p['recall']:.3g})"
+            for p in shown))
+    ax.set_xscale("log")
+    ticks = sorted({100.0 * p["fraction"] for _, points in curves for p in points})
+    ax.set_xticks(ticks, labels=[f"{t:g}%" for t in ticks])
+    ax.minorticks_off()
+    ax.set_ylim(0, top * 1.1)
+    ax.set_xlabel("Top rows by pred (share of all rows, log scale)")
+    ax.set_ylabel("Lift: their CTR / the overall CTR")
+    ax.set_title("Lift at the top of the ranking")
+    ax.legend(loc="upper right", frameon=True, framealpha=0.9)
+    return svg(figure, key, "Lift at the top of the ranking",
+               "Lift of the top rows by pred: " + "; ".join(summary) + ".")
+
+
+@styled
 def roc(curves: Sequence[tuple[Series, Sequence[Sequence[float]]]], key: str) -> str:
     """ROC curves ``[fpr, tpr]`` overlaid, with the chance diagonal."""
     figure = new_figure(WIDTH, WIDTH * 0.92)

@@ -122,7 +122,7 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
               "A's are drawn." for m in models
               if m.is_b and not any(m.block.get(field) for field in MAIN_CURVES)]
     parts = [page.value_table(name, models, AUC_FIELDS)]
-    drawn = [figure for draw in (_roc, _calibration, _precision_recall, _scores)
+    drawn = [figure for draw in (_lift, _roc, _calibration, _precision_recall, _scores)
              if (figure := draw(page, name, models))]
     if drawn:
         parts.append(f"<div class=figures>{''.join(drawn)}</div>")
@@ -132,6 +132,25 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
         parts.append("<h3>B against A</h3><div class=figures>"
                      f"{page.differences(name, rows, 'AUC')}</div>")
     return "".join(parts), notes
+
+
+def _lift(page: Page, name: str, models: Sequence[Model]) -> str:
+    """The lift figure and, below it, each model's lift at the top 1%, 5% and 10%."""
+    drawn = [m for m in models if m.block.get("lift")]
+    if not drawn:
+        return ""
+    said = []
+    for m in drawn:
+        parts = [f"top {100 * p['fraction']:g}%: lift {value_text(p.get('lift'), digits=3)}"
+                 f" (CTR {value_text(p.get('ctr'), digits=3)}, "
+                 f"{value_text(p.get('recall'), digits=3)} of clicks)"
+                 for p in m.block["lift"] if p.get("fraction") in (0.01, 0.05, 0.1)]
+        said.append(f"{escape(m.series.label)}: " + "; ".join(parts))
+    return page.figure(
+        figures.lift([(m.series, m.block["lift"]) for m in drawn], page.key(name, "lift")),
+        "Lift: the CTR of the top rows by pred over the overall CTR (how many times a random "
+        "pick's clicks the top of the ranking finds). " + ". ".join(said) + ". A pred range "
+        "the cut falls in counts by its share.")
 
 
 def _roc(page: Page, name: str, models: Sequence[Model]) -> str:
