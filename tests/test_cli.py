@@ -740,6 +740,37 @@ def test_rows_moved_in_every_reading_round_give_the_one_process_json(comm, tmp_p
     assert json.dumps(metrics_json(out_json)) == json.dumps(json.loads(json.dumps(want)))
 
 
+@pytest.mark.mpi
+def test_weights_move_with_their_rows_in_every_reading_round(comm, tmp_path, capsys,
+                                                             monkeypatch):
+    """wuauc with --weight (weights that are not whole numbers) over small rounds: the rows
+    move to their owners after every round with their weights, and the JSON is the one
+    process's."""
+    monkeypatch.setattr(pipeline, "_ROUND_BYTES", 3000)
+    folder = Path(comm.allgather(str(tmp_path))[0])
+    data = rows(6000, seed=12)
+    data["w"] = np.round(np.random.default_rng(3).uniform(0.25, 4.0, 6000), 2)
+    names = ["a.tsv", "b.parquet", "c.tsv"]
+    files = (shards(folder, data, names) if comm.rank == 0
+             else [str(folder / name) for name in names])
+    comm.barrier()
+    out_json = folder / "run.json"
+    status, _, err = run(capsys, "eval", "--metrics", "wuauc", "--uid", "uid", "--tag", "tag",
+                         "--weight", "w", "--json", out_json, *files)
+    assert status == 0, err
+    comm.barrier()
+    local = Comm.local()
+    metric = KINDS["wuauc"].build({}, local)
+    metric.update(uid=data["uid"], pred=data["pred"], label=data["label"], tag=data["tag"],
+                  weight=data["w"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = Evaluator.to_dict(Evaluator({"wuauc": metric}, local).compute())
+    got = metrics_json(out_json)
+    assert got["wuauc"]["tags"]["all"]["real_ins_num"] == pytest.approx(float(data["w"].sum()))
+    assert json.dumps(got) == json.dumps(json.loads(json.dumps(want)))
+
+
 def test_nothing_in_mpieval_imports_the_command_line():
     """The pipeline and the demo sit below ``cli``: only ``__main__`` imports it."""
     import ast
