@@ -147,8 +147,13 @@ def test_with_every_weight_one_importance_equals_frequency_to_the_bit(rng, given
     assert importance.compare.diffs == frequency.compare.diffs
     one, other = frequency.to_dict(), importance.to_dict()
     assert (one.pop("weights"), other.pop("weights")) == ("frequency", "importance")
+    # ne_recalibrated's intervals are null under importance weights (docs/kinds/auc.md)
+    assert other["ci95"]["ne_recalibrated"] is None
     for block in (one, other, one["compare"], other["compare"]):
         block["ci95"].pop("predicted_ctr")
+        block["ci95"].pop("ne_recalibrated")
+    for compare in (one["compare"], other["compare"]):
+        compare.pop("ne_recalibrated_diff_ci95"), compare.pop("ne_recalibrated_diff_p")
     assert one == other
 
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -45,6 +46,22 @@ void bind_auc(nb::module_ m) {
         }, Floats{});
     }, nb::arg("table").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
        nb::arg("weight").noconvert(), nb::arg("sums").noconvert());
+    m.def("moments_binary", [](In pred, In label, Out moments, int64_t cece, int64_t cey,
+                               int64_t fourth, int64_t uppp) {
+        double* acc = as<double>(moments, "moments");
+        const int64_t fields[4] = {cece, cey, fourth, uppp};
+        const int64_t rows = int64_t(moments.shape(0)), n = length(pred);
+        for (int64_t field : fields)
+            if (field < 0 || field >= rows) throw std::out_of_range("moments: no such field");
+        dispatch(pred, [&](auto* p) {
+            dispatch(label, [&](auto* y) {
+                Release r;
+                auc::moments_binary(p, y, n, acc, fields);
+            }, Labels{});
+        }, Floats{});
+    }, nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
+       nb::arg("moments").noconvert(), nb::arg("cece"), nb::arg("cey"), nb::arg("fourth"),
+       nb::arg("uppp"));
     m.def("bucket_pairs", [](In pred_a, In pred_b, int64_t size, Out bucket_a, Out bucket_b) {
         const int64_t n = length(pred_a);
         dispatch(pred_a, [&](auto* a) {

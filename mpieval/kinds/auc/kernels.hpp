@@ -403,4 +403,50 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
     return bins;
 }
 
+// The moments of unweighted rows with 0/1 labels (mpieval/kinds/auc/moments.py): into
+// the accumulators moments + fields[k] * DIGITS (k = 0..3) the exact sums of ce^2, ce y,
+// (p - y)^4 and p^3, ce the row's binary_logloss (logloss_block: the kernels' own log, the
+// same bits on every machine), each a float64 product of the row's own values, computed a
+// block at a time in loops the compiler vectorises.
+struct MomentScratch {
+    exact::Wide wide[4];
+    LoglossScratch block;
+    double ce[BLOCK], terms[4][BLOCK];
+};
+
+template <class P, class L>
+void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
+                    const int64_t* fields) {
+    auto s = std::make_unique<MomentScratch>();
+    for (auto& w : s->wide) w.clear();
+    P pad_p[BLOCK];
+    L pad_y[BLOCK];
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded; their terms are not added
+            std::fill(pad_p, pad_p + BLOCK, P(0));
+            std::fill(pad_y, pad_y + BLOCK, L(0));
+            std::copy(p_block, p_block + m, pad_p);
+            std::copy(y_block, y_block + m, pad_y);
+            p_block = pad_p;
+            y_block = pad_y;
+        }
+        logloss_block(p_block, y_block, s->block, s->ce);
+        const double* p = s->block.p;
+        const double* y = s->block.y;
+        for (int64_t i = 0; i < BLOCK; ++i) {
+            const double ce = s->ce[i], e = p[i] - y[i], e2 = e * e;
+            s->terms[0][i] = ce * ce;
+            s->terms[1][i] = ce * y[i];
+            s->terms[2][i] = e2 * e2;
+            s->terms[3][i] = p[i] * p[i] * p[i];
+        }
+        for (int k = 0; k < 4; ++k)
+            for (int64_t i = 0; i < m; ++i) s->wide[k].add(s->terms[k][i]);
+    }
+    for (int k = 0; k < 4; ++k) s->wide[k].fold(moments + fields[k] * exact::DIGITS);
+}
+
 }  // namespace mpieval::auc

@@ -48,8 +48,8 @@ N_SUMS = len(SUM_FIELDS)
 PRED_CLIP = 1e-15  # logloss clips pred to [PRED_CLIP, 1 - PRED_CLIP]
 
 # dtypes the compiled update (mpieval._core) takes as they are; anything else is converted.
-_PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_LABEL_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, np.float32,
+PRED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+LABEL_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.int64, np.float32,
                                              np.float64))
 
 
@@ -106,8 +106,8 @@ def log(x: float) -> float:
 def bucket_pairs(pred_a: np.ndarray, pred_b: np.ndarray, table_size: int,
                  dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """:func:`buckets` of two preds of the same rows, as ``dtype``, in one compiled pass."""
-    a = _as_kernel_input(pred_a, _PRED_DTYPES)
-    b = _as_kernel_input(pred_b, _PRED_DTYPES)
+    a = _as_kernel_input(pred_a, PRED_DTYPES)
+    b = _as_kernel_input(pred_b, PRED_DTYPES)
     bucket_a, bucket_b = np.empty(len(a), dtype=dtype), np.empty(len(b), dtype=dtype)
     _core.auc.bucket_pairs(a, b, table_size, bucket_a, bucket_b)
     return bucket_a, bucket_b
@@ -138,8 +138,8 @@ def accumulate(
     are weighted the same way (Paddle leaves abserr and sqrerr unweighted; mpieval
     does not, so that integer weights equal repeated rows for every field).
     """
-    p = _as_kernel_input(pred, _PRED_DTYPES)
-    y = _as_kernel_input(label, _LABEL_DTYPES)
+    p = _as_kernel_input(pred, PRED_DTYPES)
+    y = _as_kernel_input(label, LABEL_DTYPES)
     if binary and weight is None:
         _core.auc.accumulate_binary(table, p, y, sums)
     else:

@@ -312,6 +312,7 @@ class AucResult:
         - ``ece``: ``ece -/+ c`` cut at 0, ``c`` a bound on the error of a sum of absolute
           gaps (:func:`mpieval.kernels.stats.absolute_sum_interval`: valid at a gap of 0).
         - ``bucket_error`` has none (:data:`INTERVAL_FIELDS`).
+
         The ctrs', copc's and the others' need a total weight of 2 (two rows).
 
         Under importance weights (``weights="importance"``) the class totals are their

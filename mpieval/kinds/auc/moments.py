@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpieval import _core
 from mpieval.kernels import exact
 
 FIELDS = ("v", "y", "yy", "p", "pp", "py", "ce", "cece", "cey", "abs", "sq", "fourth", "u",
@@ -69,11 +70,18 @@ def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray,
     ``weights`` the ``(v, u)`` of :func:`row_weights`, None without weights. Under
     frequency weights only :data:`NEW_UNDER_FREQUENCY`. Each row's terms are float64
     operations on that row alone; ``binary``: 0/1 labels (one log a row)."""
+    if binary and weights is None and _compiled(pred, label):
+        # the kernel's own log (the same bits on every machine), compiled (issue 37)
+        _core.auc.moments_binary(pred, label, sums, CECE, CEY, FOURTH, UPPP)
+        exact.add_values(sums[V], np.array([float(len(pred))]))
+        return
     p = np.asarray(pred, dtype=np.float64)
     y = np.asarray(label, dtype=np.float64)
-    if binary:  # one log a row
+    if binary:  # one log a row, the kernels' own (as the compiled moments': the same bits)
         q = np.clip(p, PRED_CLIP, 1 - PRED_CLIP)
-        ce = -np.log(np.where(y == 1, q, 1 - q))
+        ce = np.empty_like(q)
+        _core.logloss.log(np.ascontiguousarray(np.where(y == 1, q, 1 - q)), ce)
+        np.negative(ce, out=ce)
     else:
         ce = cross_entropy(p, y)
     e = p - y
@@ -94,6 +102,16 @@ def accumulate(sums: np.ndarray, pred: np.ndarray, label: np.ndarray,
                      UPPP: u * p * p * p}
     for field, values in terms.items():
         exact.add_values(sums[field], values)
+
+
+def _compiled(pred: np.ndarray, label: np.ndarray) -> bool:
+    """Whether the compiled moments take these arrays as they are (the update's own
+    dtypes, contiguous)."""
+    from mpieval.kinds.auc.kernels import LABEL_DTYPES, PRED_DTYPES
+
+    return (isinstance(pred, np.ndarray) and isinstance(label, np.ndarray)
+            and pred.dtype in PRED_DTYPES and label.dtype in LABEL_DTYPES
+            and pred.flags.c_contiguous and label.flags.c_contiguous)
 
 
 def from_sums(moments: np.ndarray, sums: np.ndarray, positives: float, num: float,
