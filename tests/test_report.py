@@ -1172,3 +1172,17 @@ def test_a_merged_runs_header_names_the_files_each_saved_run_read(tmp_path, caps
     assert "merged from:" in header
     for k, path in enumerate(paths):
         assert f"s{k + 1}" in header and path in header, (path, header)
+
+
+def test_a_model_that_only_over_predicts_is_named_worse_calibrated(tmp_path):
+    """B = 1.3 x A (the same ranking, over-predicting) from a real run: the summary's
+    verdict says B is worse calibrated and has a higher loss, and finds no evidence of a
+    ranking difference."""
+    data = ab_rows(20_000, 3)
+    data["pred_b"] = np.minimum(np.round(data["pred"] * 1.3, 6), 1.0)
+    path = eval_json(tmp_path, "over", data, "--metrics", "auc", "--compare", "pred_b")
+    page = report.render(report.load_runs([path]))
+    text = " ".join(section_text(page, "summary").split())
+    assert f"B {MINUS} A: B is worse calibrated (over-predicts:" in text, text
+    assert "has a higher loss" in text
+    assert "no evidence of a difference in ranking" in text
