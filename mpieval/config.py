@@ -140,26 +140,31 @@ CONFIG_LIMIT = 1 << 20  # bytes: a config larger than this is not one
 
 
 def load_config(path: str) -> list[MetricSpec]:
-    """The metrics of a TOML config file, in file order. A path that is not a regular
-    file (``/dev/zero``, a pipe) or holds more than ``CONFIG_LIMIT`` bytes is refused
-    without reading it all."""
+    """The metrics of a TOML config file, in file order (:func:`read_toml`)."""
+    return specs_from_config(read_toml(path, "config", " (not a config file?)"), path)
+
+
+def read_toml(path: str, what: str, too_large: str = "") -> dict[str, Any]:
+    """A TOML file (a config, a gate's rules) parsed; an :class:`InputError` naming the
+    file otherwise. A path that is not a regular file (``/dev/zero``, a pipe) or holds
+    more than ``CONFIG_LIMIT`` bytes is refused without reading it all (``too_large``:
+    what the message adds then)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise InputError(path, "cannot read the config: not a regular file")
+            raise InputError(path, f"cannot read the {what}: not a regular file")
         with open(path, "rb") as handle:
             data = handle.read(CONFIG_LIMIT + 1)
     except OSError as error:
-        raise InputError(path, f"cannot read the config: {error.strerror or error}") from None
+        raise InputError(path, f"cannot read the {what}: {error.strerror or error}") from None
     if len(data) > CONFIG_LIMIT:
-        raise InputError(path, f"cannot read the config: larger than {CONFIG_LIMIT:,} "
-                         "bytes (not a config file?)")
+        raise InputError(path, f"cannot read the {what}: larger than {CONFIG_LIMIT:,} "
+                         f"bytes{too_large}")
     try:
-        parsed = parse_toml(data.decode("utf-8"))
+        return parse_toml(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(path, "not valid TOML: not UTF-8 text") from None
     except ValueError as error:  # tomllib.TOMLDecodeError
         raise InputError(path, f"not valid TOML: {error}") from None
-    return specs_from_config(parsed, path)
 
 
 def parse_toml(text: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from statistics import NormalDist
 from typing import Any
 
 from mpieval import logline
-from mpieval.config import CONFIG_LIMIT, GATE_KEY, RUN_KEY, parse_toml
+from mpieval.config import GATE_KEY, RUN_KEY, read_toml
 from mpieval.errors import InputError
 from mpieval.kernels.stats import bh_q_values
 
@@ -197,21 +197,7 @@ class Verdict:
 def load_rules(path: str) -> list[Rule]:
     """The rules of a TOML file (module docstring), checked; an :class:`InputError`
     naming the file (and the rule and key) otherwise."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise InputError(path, "cannot read the rules: not a regular file")
-        with open(path, "rb") as handle:
-            data = handle.read(CONFIG_LIMIT + 1)
-    except OSError as error:
-        raise InputError(path, f"cannot read the rules: {error.strerror or error}") from None
-    if len(data) > CONFIG_LIMIT:
-        raise InputError(path, f"cannot read the rules: larger than {CONFIG_LIMIT:,} bytes")
-    try:
-        parsed = parse_toml(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(path, "not valid TOML: not UTF-8 text") from None
-    except ValueError as error:  # tomllib.TOMLDecodeError
-        raise InputError(path, f"not valid TOML: {error}") from None
+    parsed = read_toml(path, "rules")
     try:
         return rules_from_toml(parsed)
     except InputError as error:
