@@ -274,9 +274,9 @@ def test_demo_page(tmp_path, capsys, demo_json):
     assert by_demo.replace("demo.html", "demo.json") == page.replace("demo.html", "demo.json")
     elements = parse(page)
     assert_self_contained(page, elements)
-    # item_sim and item_sim_search: ROC, calibration, precision-recall and scores by class
-    # each; user_ctr: one dot plot with the wuauc blocks' intervals.
-    assert figures_of(elements) == ["plot"] * 8 + ["plot wide"]
+    # item_sim and item_sim_search: lift, ROC, calibration, precision-recall and scores by
+    # class each; user_ctr: one dot plot with the wuauc blocks' intervals.
+    assert figures_of(elements) == ["plot"] * 10 + ["plot wide"]
     text = " ".join(elements.text)
     assert "No intervals" not in text and "users as independent clusters" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
@@ -311,10 +311,10 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
                                                         "demo")]
     assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
     # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
-    # differences of WUAUC and UAUC (ab's); item_sim and item_sim_search (demo's): ROC,
-    # calibration, precision-recall and scores by class each.
+    # differences of WUAUC and UAUC (ab's); item_sim and item_sim_search (demo's): lift,
+    # ROC, calibration, precision-recall and scores by class each.
     assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
-                                    "plot wide"] + ["plot"] * 8
+                                    "plot wide"] + ["plot"] * 10
     assert "Not in demo." in " ".join(elements.text)
 
 
@@ -1126,7 +1126,7 @@ def test_the_verdict_names_a_worse_calibration_beside_a_better_ranking(compared_
     better["auc"]["copc"] = 0.99
     page = report.render(report.load_runs([write_json(str(tmp_path / "b.json"), better)]))
     text = " ".join(section_text(page, "summary").split())
-    assert f"B {MINUS} A: B ranks better and is better calibrated" in text, text
+    assert f"B {MINUS} A: B ranks better, is better calibrated and has a lower loss" in text, text
 
 
 def test_the_summary_names_the_tags_where_b_differs_worst_first(compared_json, tmp_path):
@@ -1138,11 +1138,14 @@ def test_the_summary_names_the_tags_where_b_differs_worst_first(compared_json, t
             and data["wuauc"]["tags"][t].get("compare", {}).get("wuauc_diff_q") is not None]
     assert len(tags) >= 3
     effects = {tags[0]: (-0.012, 0.01), tags[1]: (-0.035, 0.003), tags[2]: (0.02, 0.2)}
+    for tag in tags:  # no other difference of any tag counts (the run's own are real)
+        for field in ("wuauc", "uauc", "copc", "logloss"):
+            if f"{field}_diff_q" in data["wuauc"]["tags"][tag]["compare"]:
+                data["wuauc"]["tags"][tag]["compare"][f"{field}_diff_q"] = 0.9
     for tag, (diff, q) in effects.items():
         compare = data["wuauc"]["tags"][tag]["compare"]
         compare["wuauc_diff"], compare["wuauc_diff_ci95"] = diff, [diff - 0.005, diff + 0.005]
         compare["wuauc_diff_q"] = q
-        compare["uauc_diff_q"] = 0.9
     page = report.render(report.load_runs([write_json(str(tmp_path / "t.json"), data)]))
     text = " ".join(section_text(page, "summary").split())
     line = (f"B {MINUS} A: B worse in {tags[1]} (WUAUC -0.0350, q = 0.003), {tags[0]} "
