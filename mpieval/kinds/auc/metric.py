@@ -721,7 +721,7 @@ def _stderrs(variance: float, sums: np.ndarray, positives: float, num: float,
         reasons.append(f"auc ci95 needs {size} above 1 in each class")
     elif defined and smaller < stats.MIN_CLASS:
         reasons.append(f"auc ci95 needs {size} of {stats.MIN_CLASS} in each class")
-    elif defined and variance == 0:
+    elif defined and variance == 0 and smaller >= SCORE_CLASS:  # below: the score interval
         reasons.append("auc ci95 is null: DeLong's spread is 0 (every positive above every "
                        "negative, or the reverse)")
     s, k = sums, kernels
