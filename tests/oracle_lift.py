@@ -76,24 +76,14 @@ def recalibrated(pred, label, weight=None):
 def recalibrated_stderr(pred, label, c):
     """The delta method's standard error of the recalibrated NE over unweighted rows, each
     row's loss at its own shifted pred: influence ``(l_i - L) / H + L logit(r) / H^2 (y_i
-    - r)``."""
-    n = len(pred)
-    losses = []
-    for p, y in zip(pred, label, strict=True):
-        q = sigmoid(math.log(p / (1 - p)) + c)
-        losses.append(-(y * math.log(q) + (1 - y) * math.log(1 - q)))
-    mean = sum(losses) / n
-    r = sum(label) / n
-    entropy = -(r * math.log(r) + (1 - r) * math.log(1 - r))
-    slope = mean * math.log(r / (1 - r)) / entropy**2
-    spread = sum(((loss - mean) / entropy + slope * (y - r)) ** 2
-                 for loss, y in zip(losses, label, strict=True))
-    return math.sqrt(spread) / n
+    - r)`` (:func:`recalibrated_influences`)."""
+    influences = recalibrated_influences(pred, label, c)
+    return math.sqrt(sum(x * x for x in influences)) / len(pred)
 
 
 def recalibrated_influences(pred, label, c):
     """Each row's influence on the recalibrated NE of unweighted rows, its loss read at
-    its own shifted pred (the formula of :func:`recalibrated_stderr`)."""
+    its own shifted pred: ``(l_i - L) / H + L logit(r) / H^2 (y_i - r)``."""
     n = len(pred)
     losses = []
     for p, y in zip(pred, label, strict=True):
