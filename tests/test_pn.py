@@ -316,3 +316,17 @@ def test_bad_uid_is_an_input_error_naming_uid(comm: Comm) -> None:
     with pytest.raises(InputError) as info:
         PnMetric(comm=comm).update([1.5, 2.0], [0.1, 0.2], [0, 1])
     assert info.value.field == "uid"
+
+
+def test_a_key_collision_is_named() -> None:
+    """Two string uids with one 64-bit key (their checks differ) among other users: the
+    grouping by a radix sort finds them, and the error is the exchange's."""
+    from mpieval.errors import UidCollisionError
+
+    metric = PnMetric()
+    key = np.array([5, 9, 5, 7, 5], dtype=np.uint64)
+    metric.state.rows("rows").append(
+        key=key, check=np.array([1, 2, 1, 3, 4], dtype=np.uint64),
+        pred=np.linspace(0.1, 0.5, 5), label=np.array([0.0, 1, 1, 0, 1]))
+    with pytest.raises(UidCollisionError, match="rows share the 64-bit key 0x0000000000000005"):
+        metric.compute()
