@@ -10,7 +10,9 @@ pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the kind's pass
 (:meth:`UserRowsMetric._outgoing`). Before, the rows move to the ranks that own their
 users (:meth:`UserRowsMetric.move_rows`, after each reading round of the command, and the
 rest at compute: :meth:`UserRowsMetric._gather`); a move agrees on the tag values first
-seen since the last one, so that every rank codes the tags alike. A kind says what its
+seen since the last one, so that every rank codes the tags alike. At compute a rank far
+above the mean rows (the owner of a heavy user) then hands whole light users to the ranks
+below it (:meth:`UserRowsMetric._shed`). A kind says what its
 update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
@@ -285,9 +287,11 @@ class UserRowsMetric(Metric):
         local: dict[str, np.ndarray] = {}
         dest = np.zeros(0, dtype=np.int64)
         if plan[comm.rank].any():
-            dest = _shed_destinations(rows.columns()["key"], plan[comm.rank], comm.rank)
-            leaving = dest != comm.rank
-            dest = dest[leaving]
+            to, bucket = _shed_destinations(rows.columns()["key"], plan[comm.rank], comm.rank)
+            leaving = (to != comm.rank)[bucket]
+            dest = to[bucket[leaving]]
+            del bucket
+            stays = ~leaving
             for index, buffer in enumerate(buffers):
                 columns = buffer.columns()
                 buffer.clear()  # one column at a time: its rows, then its staying rows
@@ -295,11 +299,11 @@ class UserRowsMetric(Metric):
                 for name in list(columns):
                     values = columns.pop(name)
                     local[f"{index}.{name}"] = values[leaving]
-                    staying[name] = values[~leaving]
+                    staying[name] = values[stays]
                     del values
                 buffer.append(handed_over=set(buffer.dtypes), **staying)
                 del staying
-            del leaving
+            del leaving, stays
             self._moved_rows(comm, rows).count = len(rows)  # its users' rows all here
         else:
             local = {f"{index}.{name}": np.empty(0, dtype) for index, buffer
@@ -415,10 +419,12 @@ def shed_plan(counts: np.ndarray) -> np.ndarray | None:
     return plan
 
 
-def _shed_destinations(keys: np.ndarray, wanted: np.ndarray, rank: int) -> np.ndarray:
-    """Each row's rank after :meth:`UserRowsMetric._shed`: the rows of whole buckets of
-    users (by the top bits of ``mix64(key)``) go to the ranks that ``wanted`` (rows per
-    rank) names, each bucket to the first receiver it fits in; the rest stay at ``rank``."""
+def _shed_destinations(keys: np.ndarray, wanted: np.ndarray, rank: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(to, bucket)``: each bucket's rank after :meth:`UserRowsMetric._shed` and each
+    row's bucket (the top bits of ``mix64(key)``, so a user's rows share one). Whole
+    buckets go to the ranks that ``wanted`` (rows per rank) names, each to the first
+    receiver it fits in; the rest stay at ``rank``."""
     bucket = (mix64(np.ascontiguousarray(keys, np.uint64))
               >> np.uint64(64 - SHED_BUCKET_BITS)).astype(np.intp)
     sizes = np.bincount(bucket, minlength=1 << SHED_BUCKET_BITS)
@@ -430,7 +436,7 @@ def _shed_destinations(keys: np.ndarray, wanted: np.ndarray, rank: int) -> np.nd
                 to[b] = d
                 need[d] = n - int(sizes[b])
                 break
-    return to[bucket]
+    return to, bucket
 
 
 CHECK_DTYPE = np.dtype(np.uint32)
