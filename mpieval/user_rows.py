@@ -10,7 +10,9 @@ pred dtype (:meth:`UserRowsMetric._agree`) and hands the rows to the kind's pass
 (:meth:`UserRowsMetric._outgoing`). Before, the rows move to the ranks that own their
 users (:meth:`UserRowsMetric.move_rows`, after each reading round of the command, and the
 rest at compute: :meth:`UserRowsMetric._gather`); a move agrees on the tag values first
-seen since the last one, so that every rank codes the tags alike. A kind says what its
+seen since the last one, so that every rank codes the tags alike. At compute a rank far
+above the mean rows (the owner of a heavy user) then hands whole light users to the ranks
+below it (:meth:`UserRowsMetric._shed`). A kind says what its
 update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
@@ -33,6 +35,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.exchange import move_to_owners
 from mpieval.kernels.codes import remap
+from mpieval.kernels.keys import mix64
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
 from mpieval.rows import RowBuffer
@@ -217,6 +220,7 @@ class UserRowsMetric(Metric):
         then :meth:`_agree`."""
         if comm.size > 1:
             self._move(comm, final=True)
+            self._shed(comm)
         return self._agree(comm)
 
     def _move(self, comm: Comm, final: bool) -> None:
@@ -256,6 +260,59 @@ class UserRowsMetric(Metric):
                        aligned=self._aligned(comm))
         self._tags = TagCodes(tags)
         moved.count, moved.tags = len(rows), len(tags)
+
+    # -- a heavy user: its owner hands light users to the other ranks -------------------
+
+    def _shed(self, comm: Comm) -> None:
+        """Collective, at compute after the last move: a rank holding more than
+        :data:`SHED_ABOVE` times the mean rows a rank (the owner of a heavy user) hands
+        whole users to the ranks below the mean (:func:`shed_plan`), so that no rank's
+        per-user pass waits for the rest. The users go by buckets of the top
+        :data:`SHED_BUCKET_BITS` bits of ``mix64(key)`` (a user's rows all in one bucket),
+        whole buckets that fit what a receiver lacks, in bucket order; a heavy user's
+        bucket never fits and stays. A user's sums do not depend on the rank that owns
+        it, so the results keep their bits. The received rows count as not moved (the
+        next move, after more updates, takes them back to their owners, where the rest
+        of those users' rows go). Memory: the shedding rank's rows, one column's staying
+        rows beside them at a time, and the rows leaving it."""
+        rows = self._stored
+        views = comm.allgather((len(rows), len(self.state.rows("checks")) > 0))
+        counts = np.array([view[0] for view in views], dtype=np.int64)
+        plan = shed_plan(counts)
+        if plan is None:
+            return
+        buffers = [rows, self.state.rows("checks")] if (
+            any(view[1] for view in views) or self.extra_keys) else [rows]
+        buffers += self._aligned(comm)
+        local: dict[str, np.ndarray] = {}
+        dest = np.zeros(0, dtype=np.int64)
+        if plan[comm.rank].any():
+            to, bucket = _shed_destinations(rows.columns()["key"], plan[comm.rank], comm.rank)
+            leaving = (to != comm.rank)[bucket]
+            dest = to[bucket[leaving]]
+            del bucket
+            stays = ~leaving
+            for index, buffer in enumerate(buffers):
+                columns = buffer.columns()
+                buffer.clear()  # one column at a time: its rows, then its staying rows
+                staying = {}
+                for name in list(columns):
+                    values = columns.pop(name)
+                    local[f"{index}.{name}"] = values[leaving]
+                    staying[name] = values[stays]
+                    del values
+                buffer.append(handed_over=set(buffer.dtypes), **staying)
+                del staying
+            del leaving, stays
+            self._moved_rows(comm, rows).count = len(rows)  # its users' rows all here
+        else:
+            local = {f"{index}.{name}": np.empty(0, dtype) for index, buffer
+                     in enumerate(buffers) for name, dtype in buffer.dtypes.items()}
+        received = comm.exchange(dest, local)
+        del local
+        for index, buffer in enumerate(buffers):
+            buffer.append(handed_over=set(buffer.dtypes),
+                          **{name: received.pop(f"{index}.{name}") for name in buffer.dtypes})
 
     # -- compute -----------------------------------------------------------------------
 
@@ -329,6 +386,57 @@ def _disagreement(views: Sequence[tuple[Any, ...]], tags: int) -> InputError | N
     if tags > MAX_TAGS:
         return InputError("tag", f"more than {MAX_TAGS} distinct tag values")
     return None
+
+
+SHED_ABOVE = 1.15
+"""A rank holding more rows than this times the mean a rank at compute hands users to
+the ranks below the mean (:meth:`UserRowsMetric._shed`)."""
+SHED_BUCKET_BITS = 10
+"""The users of a rank that sheds go in ``2**SHED_BUCKET_BITS`` buckets by ``mix64(key)``."""
+
+
+def shed_plan(counts: np.ndarray) -> np.ndarray | None:
+    """``plan[r, d]``: about how many rows rank ``r`` hands to rank ``d``, from every
+    rank's row count (the same plan on every rank); None when no rank holds more than
+    :data:`SHED_ABOVE` times the mean. Each such rank sheds what it holds above the mean
+    to the ranks below the mean, in rank order, each up to what it lacks."""
+    size = len(counts)
+    mean = counts.sum() / size
+    if size < 2 or counts.max() <= SHED_ABOVE * mean:
+        return None
+    excess = [int(c - mean) if c > SHED_ABOVE * mean else 0 for c in counts]
+    lack = [max(int(mean - c), 0) for c in counts]
+    plan = np.zeros((size, size), dtype=np.int64)
+    to = 0
+    for rank in range(size):
+        while excess[rank] > 0 and to < size:
+            give = min(excess[rank], lack[to])
+            plan[rank, to] += give
+            excess[rank] -= give
+            lack[to] -= give
+            if lack[to] == 0:
+                to += 1
+    return plan
+
+
+def _shed_destinations(keys: np.ndarray, wanted: np.ndarray, rank: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(to, bucket)``: each bucket's rank after :meth:`UserRowsMetric._shed` and each
+    row's bucket (the top bits of ``mix64(key)``, so a user's rows share one). Whole
+    buckets go to the ranks that ``wanted`` (rows per rank) names, each to the first
+    receiver it fits in; the rest stay at ``rank``."""
+    bucket = (mix64(np.ascontiguousarray(keys, np.uint64))
+              >> np.uint64(64 - SHED_BUCKET_BITS)).astype(np.intp)
+    sizes = np.bincount(bucket, minlength=1 << SHED_BUCKET_BITS)
+    to = np.full(len(sizes), rank, dtype=np.int64)
+    need = {int(d): int(n) for d, n in enumerate(wanted) if n > 0}
+    for b in np.flatnonzero(sizes).tolist():
+        for d, n in need.items():
+            if sizes[b] <= n:
+                to[b] = d
+                need[d] = n - int(sizes[b])
+                break
+    return to, bucket
 
 
 CHECK_DTYPE = np.dtype(np.uint32)

@@ -16,7 +16,7 @@ from oracle_pairs import pn_pairs_by_user, pn_totals
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds.pn import TIES_MODES
-from mpieval.kinds.pn.kernels import pair_counts, pair_counts_per_user
+from mpieval.kinds.pn.kernels import LONG_USER, MAX_CODES, pair_counts, pair_counts_per_user
 from mpieval.kinds.pn.metric import PnMetric, PnResult
 
 SEED_LINE = (
@@ -32,9 +32,10 @@ def grouped(uid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, users, np.append(first, len(uid))
 
 
-def kernel_by_user(uid: np.ndarray, pred: np.ndarray, label: np.ndarray) -> dict:
+def kernel_by_user(uid: np.ndarray, pred: np.ndarray, label: np.ndarray,
+                   long_user: int = LONG_USER) -> dict:
     order, users, starts = grouped(uid)
-    positive, negative, tie = pair_counts_per_user(starts, pred[order], label[order])
+    positive, negative, tie = pair_counts_per_user(starts, pred[order], label[order], long_user)
     return {
         u: (int(p), int(n), int(t))
         for u, p, n, t in zip(users.tolist(), positive, negative, tie, strict=True)
@@ -66,21 +67,29 @@ def pn_of(comm: Comm, rows: dict, ties: str = "negative") -> PnResult:
 # -- the kernel ------------------------------------------------------------------------
 
 
+# long_user 2: every user of two rows or more takes the long users' one-sort pass
+PASSES = pytest.mark.parametrize("long_user", [LONG_USER, 2], ids=["merge-sorts", "one-sort"])
+
+
+@PASSES
 @pytest.mark.parametrize("preds", [1, 2, 5, 1000])
-def test_kernel_per_user_equals_brute_force(rng: np.random.Generator, preds: int) -> None:
+def test_kernel_per_user_equals_brute_force(rng: np.random.Generator, preds: int,
+                                            long_user: int) -> None:
     rows = random_rows(rng, 600, 25, preds)
-    assert kernel_by_user(rows["uid"], rows["pred"], rows["label"]) == pn_pairs_by_user(
+    assert kernel_by_user(rows["uid"], rows["pred"], rows["label"], long_user) == pn_pairs_by_user(
         rows["uid"].tolist(), rows["pred"].tolist(), rows["label"].tolist()
     )
 
 
-def test_kernel_real_labels_and_long_users(rng: np.random.Generator) -> None:
-    """Users longer than the insertion-sort runs, dwell-time labels with repeats."""
+@PASSES
+def test_kernel_real_labels_and_long_users(rng: np.random.Generator, long_user: int) -> None:
+    """Users longer than the insertion-sort runs, dwell-time labels with repeats (more
+    than ``MAX_CODES`` distinct labels: the merge sorts whatever ``long_user``)."""
     n = 1500
     uid = rng.integers(0, 4, size=n)
     pred = np.round(rng.normal(size=n), 1)
     label = np.round(rng.exponential(30.0, size=n))
-    assert kernel_by_user(uid, pred, label) == pn_pairs_by_user(
+    assert kernel_by_user(uid, pred, label, long_user) == pn_pairs_by_user(
         uid.tolist(), pred.tolist(), label.tolist()
     )
 
@@ -94,11 +103,40 @@ row_lists = st.lists(st.tuples(st.integers(0, 4), pred_values, label_values), ma
 
 
 @settings(max_examples=200, deadline=None)
-@given(row_lists)
-def test_kernel_equals_brute_force_on_any_rows(rows: list[tuple[int, float, float]]) -> None:
+@given(row_lists, st.sampled_from([LONG_USER, 2, 5]))
+def test_kernel_equals_brute_force_on_any_rows(rows: list[tuple[int, float, float]],
+                                               long_user: int) -> None:
     uid = np.array([r[0] for r in rows], dtype=np.int64)
     pred = np.array([r[1] for r in rows], dtype=np.float64)
     label = np.array([r[2] for r in rows], dtype=np.float64)
+    assert kernel_by_user(uid, pred, label, long_user) == pn_pairs_by_user(
+        uid.tolist(), pred.tolist(), label.tolist()
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, MAX_CODES + 2), st.integers(1, 400), st.integers(0, 2**32 - 1))
+def test_long_user_pass_equals_the_merge_sorts(labels: int, preds: int, seed: int) -> None:
+    """A heavy user's one-sort pass against the two merge sorts, up to and past
+    ``MAX_CODES`` distinct labels (past it: the merge sorts), preds of both signs with
+    ties and -0.0 beside 0.0."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(LONG_USER, 3 * LONG_USER))
+    pred = (rng.integers(-preds, preds + 1, size=m) / preds).astype(np.float64)
+    pred[rng.random(m) < 0.05] = -0.0
+    label = rng.integers(0, labels, size=m).astype(np.float64) * 0.5 - 3.0
+    starts = np.array([0, m])
+    assert (pair_counts(starts, pred, label) == pair_counts(starts, pred, label, m + 1)
+            == pair_counts(starts, pred, label, 2))
+
+
+def test_one_heavy_user_beside_light_users_equals_brute_force(rng: np.random.Generator) -> None:
+    """One user with a third of the rows (the one-sort pass) among light users."""
+    n = 3000
+    uid = rng.integers(0, 400, size=n)
+    uid[rng.random(n) < 1 / 3] = 10**12
+    pred = rng.integers(0, 50, size=n) / 50
+    label = (rng.random(n) < 0.3).astype(np.float64)
     assert kernel_by_user(uid, pred, label) == pn_pairs_by_user(
         uid.tolist(), pred.tolist(), label.tolist()
     )
@@ -123,6 +161,12 @@ def test_one_user_with_a_million_rows_is_exact() -> None:
     assert pair_counts(starts, rank[::-1].copy(), rank) == (0, everything, 0)
     assert pair_counts(starts, np.zeros(m), rank) == (0, 0, everything)
     assert pair_counts(starts, rank, np.zeros(m)) == (0, 0, 0)
+    # binary labels: the one-sort pass (the 2**19 lower rows all negatives)
+    low = (np.arange(m) >= m // 2).astype(np.float64)
+    half = (m // 2) ** 2
+    assert pair_counts(starts, rank, low) == (half, 0, 0)
+    assert pair_counts(starts, rank[::-1].copy(), low) == (0, half, 0)
+    assert pair_counts(starts, np.zeros(m), low) == (0, 0, half)
 
 
 def test_kernel_edge_shapes() -> None:
@@ -272,3 +316,17 @@ def test_bad_uid_is_an_input_error_naming_uid(comm: Comm) -> None:
     with pytest.raises(InputError) as info:
         PnMetric(comm=comm).update([1.5, 2.0], [0.1, 0.2], [0, 1])
     assert info.value.field == "uid"
+
+
+def test_a_key_collision_is_named() -> None:
+    """Two string uids with one 64-bit key (their checks differ) among other users: the
+    grouping by a radix sort finds them, and the error is the exchange's."""
+    from mpieval.errors import UidCollisionError
+
+    metric = PnMetric()
+    key = np.array([5, 9, 5, 7, 5], dtype=np.uint64)
+    metric.state.rows("rows").append(
+        key=key, check=np.array([1, 2, 1, 3, 4], dtype=np.uint64),
+        pred=np.linspace(0.1, 0.5, 5), label=np.array([0.0, 1, 1, 0, 1]))
+    with pytest.raises(UidCollisionError, match="rows share the 64-bit key 0x0000000000000005"):
+        metric.compute()

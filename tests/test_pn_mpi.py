@@ -92,3 +92,20 @@ def test_pair_kinds_in_one_evaluator(comm: Comm, rng: np.random.Generator) -> No
     lines = Evaluator.log_lines(results)
     assert lines[0].startswith("res_pn: Average_PN=") and " negative_paris=" in lines[0]
     assert lines[1].startswith("click_ins_ratio: Ins=3000 Same_label_click=")
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_a_heavy_user_gives_the_brute_force_counts(
+    comm: Comm, rng: np.random.Generator, scatter: bool
+) -> None:
+    """One user with a third of the rows (the kernel's one-sort pass for long users) on
+    every rank, uneven shards, an empty rank, binary and graded labels."""
+    rows = rows_for(rng, 1800, 80, 40)
+    rows["uid"][rng.random(1800) < 1 / 3] = 10**12
+    rows["label"][rows["uid"] == 10**12] %= 2
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
+    metric = PnMetric(ties="half", comm=comm)
+    metric.update(mine["uid"], mine["pred"], mine["label"])
+    got = computed(metric)
+    got.pop("ties")
+    assert got == pn_totals(rows["uid"], rows["pred"], rows["label"], "half")

@@ -188,3 +188,54 @@ def test_weights_give_the_one_process_bits_on_any_split(
     got = quiet(metric).to_dict()
     assert got == want and got["tags"]["x"]["ci95"]["logloss"] is not None
     same_on_every_rank(comm, got)
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_a_heavy_user_in_several_tags_matches_pair_counting(
+    comm: Comm, rng: np.random.Generator, scatter: bool
+) -> None:
+    """One user with a third of the rows, in every tag (a long user: sorted by pred on
+    its owner), uneven shards and an empty rank: the plain-Python pair counting, and the
+    bits of one process."""
+    from oracle_users import wuauc as oracle
+    from test_wuauc import assert_matches
+
+    n = 2400
+    rows = {"uid": np.where(rng.random(n) < 1 / 3, 10**12, rng.integers(0, 150, n)),
+            "pred": rng.integers(0, 60, n) / 60, "label": rng.integers(0, 2, n),
+            "tag": np.array(["feed", "home", "search"])[rng.integers(0, 3, n)]}
+    got = on_every_rank(comm, my_rows(rows, comm.rank, comm.size, rng, scatter=scatter))
+    assert_matches(got["tags"], oracle(rows["uid"].tolist(), rows["pred"].tolist(),
+                                       rows["label"].tolist(), rows["tag"].tolist()))
+    assert got == one_process(rows)
+
+
+def test_the_owner_of_a_heavy_user_hands_light_users_to_the_others(
+    comm: Comm, rng: np.random.Generator
+) -> None:
+    """At compute the rank that owns a user with half the rows holds fewer rows than the
+    owners' split gives it (it handed light users to the ranks below the mean), and the
+    result keeps one process's bits; a second compute after more rows too."""
+    from mpieval.kernels.keys import owner_of
+
+    n = 4000
+    rows = {"uid": np.where(rng.random(n) < 0.5, 10**12, rng.integers(0, 3000, n)),
+            "pred": rng.integers(0, 60, n) / 60, "label": rng.integers(0, 2, n),
+            "tag": np.array(["feed", "home", "search"])[rng.integers(0, 3, n)]}
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    metric = WuaucMetric(comm=comm)
+    half = len(mine["uid"]) // 2
+    metric.update(mine["uid"][:half], mine["pred"][:half], mine["label"][:half],
+                  mine["tag"][:half])
+    got = quiet(metric).to_dict()
+    seen = {k: np.concatenate(comm.allgather(v[:half])) for k, v in mine.items()}
+    assert got == one_process(seen)
+    held = comm.allgather(metric.rows)
+    by_owner = np.bincount(owner_of(seen["uid"].astype(np.uint64), comm.size),
+                           minlength=comm.size)
+    assert sum(held) == len(seen["uid"])
+    if comm.size > 1:
+        assert max(held) < by_owner.max()
+    metric.update(mine["uid"][half:], mine["pred"][half:], mine["label"][half:],
+                  mine["tag"][half:])
+    assert quiet(metric).to_dict() == one_process(rows)
