@@ -874,12 +874,14 @@ def test_tables_stack_on_narrow_screens(compared_json):
 
 
 def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
-    """The same label is drawn in the same colour in every figure of the page (ctr's
-    curves and user_ctr's dots), and different models in different colours."""
+    """The same model is drawn in the same colour in every figure of the page (ctr's
+    curves and user_ctr's dots) and in every run, different models in different colours,
+    none a direction's; the runs differ in line style or marker."""
     from mpieval.kinds.auc import figures as auc_figures
     from mpieval.report import figures
 
     seen: list[tuple[str, str]] = []
+    seen_series: list[Any] = []
 
     def spy(name: str) -> None:
         module = figures if name == "intervals" else auc_figures
@@ -890,6 +892,7 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
             for item in first:
                 series = item[0] if isinstance(item, tuple) else item
                 seen.append((series.label, series.color))
+                seen_series.append(series)
             return real(*args, **kwargs)
 
         monkeypatch.setattr(module, name, draw)
@@ -903,7 +906,11 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
     colours = dict(seen)
     assert set(seen) == set(colours.items())  # one colour per label
     assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
-    assert len(set(colours.values())) == 3
+    # model A is one colour in both runs, B another; neither is a direction's colour
+    assert colours["yesterday"] == colours["ab: A"] != colours["ab: B (pred_b)"]
+    assert not set(colours.values()) & {figures.BETTER, figures.WORSE}
+    styles = {(s.label, s.linestyle, s.marker) for s in seen_series}
+    assert len({(style, marker) for _, style, marker in styles}) == 3  # runs told apart
 
 
 # -- the recorded pages: the corpus renders byte for byte as recorded ---------------------

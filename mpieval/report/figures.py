@@ -17,8 +17,10 @@ gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it, u
 1.25 times its drawn size), and ids unique to the figure (several SVGs share one HTML
 document).
 
-Colours: :data:`PALETTE` gives one colour per model, :data:`BETTER`, :data:`WORSE` and
-:data:`NEUTRAL` the direction of a difference; every one has a contrast of at least 3:1
+Colours: :data:`MODEL_COLOURS` gives one colour per model (model A the same in every
+run, never a colour of a direction; runs are told apart by line style and marker,
+:class:`Series`), :data:`BETTER`, :data:`WORSE` and :data:`NEUTRAL` the direction of a
+difference; every one has a contrast of at least 3:1
 on white (WCAG's rule for graphics) and they are told apart with the common colour-vision
 deficiencies (Okabe & Ito's colours); the figures never rely on colour alone (line styles,
 marker fill, legend text).
@@ -46,6 +48,13 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000")
 BETTER = "#009E73"  # B significantly better than A
 WORSE = "#D55E00"  # B significantly worse
 NEUTRAL = "#767676"  # no evidence of a difference
+# The models' colours: the palette without the directions' (BETTER, WORSE).
+MODEL_COLOURS = tuple(c for c in PALETTE if c not in (BETTER, WORSE))
+# A run's line styles and markers, by its place on the page: model A's, model B's.
+A_STYLES = ("-", "-.", (0, (8, 2)), (0, (1, 1)))
+B_STYLES = ("--", ":", (0, (4, 1, 1, 1, 1, 1)), (0, (6, 1, 1, 1)))
+A_MARKERS = ("o", "s", "^", "v")
+B_MARKERS = ("D", "p", "h", "8")
 GREY = "#8c8c8c"  # reference lines (chance, perfect calibration, zero)
 PHONE_TEXT = 11.0  # px: a figure's smallest text on a phone, at the least
 WIDTH = 5.0  # inches; the page shows two figures side by side at a laptop's width
@@ -108,15 +117,24 @@ def new_figure(width: float, height: float) -> Figure:
 
 @dataclass(frozen=True)
 class Series:
-    """One model of one run in a figure: its legend label, colour and line style."""
+    """One model of one run in a figure: its legend label, colour (the model's), whether
+    it is model B (``dashed``: dashed lines, hollow markers) and the run's place on the
+    page (``run``: its line style and marker among the runs)."""
 
     label: str
     color: str
     dashed: bool = False
+    run: int = 0
 
     @property
-    def linestyle(self) -> str:
-        return "--" if self.dashed else "-"
+    def linestyle(self) -> Any:
+        styles = B_STYLES if self.dashed else A_STYLES
+        return styles[self.run % len(styles)]
+
+    @property
+    def marker(self) -> str:
+        markers = B_MARKERS if self.dashed else A_MARKERS
+        return markers[self.run % len(markers)]
 
 
 @dataclass(frozen=True)
@@ -228,7 +246,7 @@ def intervals(categories: Sequence[str],
                     continue
                 ax.errorbar([estimate.value], [y - offset], xerr=estimate.errors,
                             color=series.color,
-                            marker="o" if not series.dashed else "D", markersize=4.5,
+                            marker=series.marker, markersize=4.5,
                             markerfacecolor="white" if series.dashed else series.color,
                             elinewidth=1.2, capsize=2.5, linestyle="none")
             if categories and estimates:
@@ -406,7 +424,7 @@ def _legend(figure: Figure, series: Sequence[Series]) -> None:
     from matplotlib.lines import Line2D
 
     handles = [
-        Line2D([], [], color=s.color, marker="D" if s.dashed else "o",
+        Line2D([], [], color=s.color, marker=s.marker,
                                 markerfacecolor="white" if s.dashed else s.color,
                                 linestyle="none", label=s.label)
         for s in series

@@ -3,8 +3,8 @@ per metric, each drawn by its kind's :class:`~mpieval.report.section.Section`.
 
 The page is given the sections, by kind, and names no kind: a metric whose kind has no
 section shows its plain values. :class:`Page` holds what the sections share: the models
-of a metric (A, and B with ``--compare``) with one colour per model label over every
-figure, the baseline (the first of several runs) and the changes against it, the tables
+of a metric (A, and B with ``--compare``) with one colour per model over every figure
+and run (the runs told apart by line style and marker), the baseline (the first of several runs) and the changes against it, the tables
 and the figures' frames. A run with ``--compare`` adds model B's values and the
 differences B - A with intervals and p-values; several runs are overlaid in each figure
 and set side by side in each table. Values a run lacks (the statistics of an older
@@ -56,7 +56,7 @@ class Model:
 
 class Page:
     """Builds the page of ``runs`` with the ``sections`` of their kinds (by kind name);
-    keeps one colour per model label over every figure, and counts the figures for unique
+    keeps one colour per model over every figure and run, and counts the figures for unique
     SVG ids. With several runs the first is the baseline. ``counts``: the fields that are
     counts in any of the kinds (printed with thousands separators)."""
 
@@ -225,23 +225,37 @@ class Page:
         notes += more_notes
         note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
         return (f'<section id="{anchor(name)}"><h2>{escape(name)} <span class=kind>'
-                f"{escape(kind)}</span></h2>{note_html}{body}</section>")
+                f"{escape(kind)}</span></h2>{self.weights_note(name, present)}{note_html}"
+                f"{body}</section>")
+
+    def weights_note(self, name: str, runs: Sequence[Run]) -> str:
+        """Which weights the metric's values use, from each run's ``weights`` entries:
+        ``weighted by `w` (importance)`` or ``unweighted`` (said once when every run
+        agrees)."""
+        said = [(run.label, _weights_words(run, name)) for run in runs]
+        words = {text for _, text in said}
+        if len(words) == 1:
+            text = next(iter(words))
+        else:
+            text = "; ".join(f"{escape(label)}: {text}" for label, text in said)
+        return f"<p class=weights>Weights: {text}.</p>"
 
     def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
         """A and, with ``--compare``, B of each run, each with its colour and label."""
         several = len(self.runs) > 1
         models: list[Model] = []
         for run, block in blocks:
+            place = self.runs.index(run) if run in self.runs else 0
             compare = block.get("compare")
             a_label = run.label
             if compare is not None:
                 a_label = f"{run.label}: A" if several else "A"
-            models.append(Model(run, block, self.series(a_label), False))
+            models.append(Model(run, block, self.series("A", a_label, run=place), False))
             if compare is not None:
-                b_label = f"B ({compare.get('pred', 'compare')})"
-                if several:
-                    b_label = f"{run.label}: {b_label}"
-                models.append(Model(run, compare, self.series(b_label, True), True))
+                b_model = f"B ({compare.get('pred', 'compare')})"
+                b_label = f"{run.label}: {b_model}" if several else b_model
+                models.append(Model(run, compare, self.series(b_model, b_label, True, place),
+                                    True))
         return models
 
     def compared_label(self, model: Model) -> str:
@@ -250,11 +264,15 @@ class Page:
             return f"{escape(model.run.label)}: B \u2212 A"
         return "B \u2212 A"
 
-    def series(self, label: str, dashed: bool = False) -> Series:
-        """The figures' series of a model: the same label keeps its colour on the page."""
-        if label not in self.colours:
-            self.colours[label] = figures.PALETTE[len(self.colours) % len(figures.PALETTE)]
-        return Series(label, self.colours[label], dashed)
+    def series(self, model: str, label: str, dashed: bool = False, run: int = 0) -> Series:
+        """The figures' series of a model (``model``: ``A``, or ``B (COLUMN)``) of the run
+        at place ``run``, called ``label``: a model keeps its colour over the page, in
+        every run (:data:`~mpieval.report.figures.MODEL_COLOURS`, never a direction's
+        colour), the run its line style and marker."""
+        if model not in self.colours:
+            colours = figures.MODEL_COLOURS
+            self.colours[model] = colours[len(self.colours) % len(colours)]
+        return Series(label, self.colours[model], dashed, run)
 
     def figure(self, svg: str, caption: str, wide: bool = False) -> str:
         """A figure and its caption; in the tab order, as on a phone it may scroll."""
@@ -390,6 +408,19 @@ def _merged_text(merged: Any) -> str:
                      f"<span class=path>{escape(inputs)}</span>"
                      + (f" ({escape(', '.join(when))})" if when else "") + "</li>")
     return f"<span class=ci>merged from:<ul class=merged>{''.join(items)}</ul></span>"
+
+
+def _weights_words(run: Run, name: str) -> str:
+    """How ``run``'s metric ``name`` is weighted, in a few words."""
+    if run.provenance is None:
+        return "not recorded (a file of an older mpieval)"
+    entries = run.provenance.get("weights")
+    spec = entries.get(name) if isinstance(entries, dict) else None
+    if not isinstance(spec, dict):
+        return "unweighted (every row counts once)"
+    column = escape(str(spec.get("column", "?")))
+    meaning = escape(str(spec.get("meaning", "frequency")))
+    return f"weighted by <code>{column}</code> ({meaning})"
 
 
 def _run_width(models: Sequence[Model], k: int) -> int:

@@ -65,6 +65,7 @@ table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .context { font-size: .88rem; color: #333; max-width: 60rem; }
 .context ul { margin: .2rem 0; }
 .small { font-size: .82rem; color: #555; max-width: 60rem; }
+.weights { font-size: .9rem; color: #333; margin: .25rem 0 .5rem; }
 details { margin: .4rem 0 1rem; }
 details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
 @media (max-width: 1100px) {
