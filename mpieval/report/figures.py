@@ -229,9 +229,9 @@ def plain(value: float) -> str:
 @styled
 def intervals(categories: Sequence[str],
               panels: Sequence[tuple[str, Sequence[tuple[Series, Sequence[Estimate]]]]],
-              key: str) -> str:
-    """A dot plot: one panel per measure (title, x label), one row per category, one dot
-    per series with its 95% interval as a bar."""
+              key: str, category: str = "tag") -> str:
+    """A dot plot: one panel per measure (title, x label), one row per category (a
+    ``category``: tag, slice), one dot per series with its 95% interval as a bar."""
     count = max((len(rows) for _, rows in panels), default=1)
     height = 1.2 + 0.3 * len(categories) * max(1.0, 0.55 * count)
     figure = new_figure(WIDTH * 1.2, height)
@@ -258,8 +258,8 @@ def intervals(categories: Sequence[str],
     axes[0].set_yticks(positions, labels=list(categories))
     axes[0].set_ylim(-0.6, len(categories) - 0.4)
     _legend(figure, [series for series, _ in panels[0][1]] if panels else [])
-    title = " and ".join(xlabel.split(":")[0] for xlabel, _ in panels) + " by tag"
-    desc = (f"{title}: {len(categories)} tags with 95% intervals. "
+    title = " and ".join(xlabel.split(":")[0] for xlabel, _ in panels) + f" by {category}"
+    desc = (f"{title}: {len(categories)} {category}s with 95% intervals. "
             + "; ".join(summary) + ".")
     return svg(figure, key, title, desc)
 
@@ -300,12 +300,12 @@ def tick_decimals(ticks: Sequence[float]) -> int:
 
 
 @styled
-def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
+def differences(rows: Sequence[Difference], xlabel: str, key: str, over: str = "tags") -> str:
     """A forest plot of differences B - A, one row per difference from the top: its 95%
     interval as a bar, the colour its direction (:data:`BETTER`, :data:`WORSE`,
     :data:`NEUTRAL`), the marker filled when significant, hollow when not; on the right the
     value and its p- (or q-) value; the x axis fitted to the intervals and 0; the height
-    grows with the rows."""
+    grows with the rows. ``over``: what the q-values adjust over (tags, slices)."""
     height = 1.45 + 0.27 * max(len(rows), 1)
     figure = new_figure(WIDTH * 1.2, height)
     ax = figure.add_subplot()
@@ -324,7 +324,7 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
                        f"{_test_text(row)}, {row.direction}")
     _fit_difference_axis(ax, ends)
     if any(row.q is not None for row in rows):
-        xlabel += (". Bars: 95% intervals; rows with a q-value: adjusted over the tags "
+        xlabel += (f". Bars: 95% intervals; rows with a q-value: adjusted over the {over} "
                    "(level 1 - 0.05 p/q, Benjamini-Hochberg)")
     _label_rows(ax, rows, positions, right, xlabel)
     _direction_legend(figure, rows)

@@ -4,11 +4,12 @@ per metric, each drawn by its kind's :class:`~mpieval.report.section.Section`.
 The page is given the sections, by kind, and names no kind: a metric whose kind has no
 section shows its plain values. :class:`Page` holds what the sections share: the models
 of a metric (A, and B with ``--compare``) with one colour per model over every figure
-and run (the runs told apart by line style and marker), the baseline (the first of several runs) and the changes against it, the tables
-and the figures' frames. A run with ``--compare`` adds model B's values and the
-differences B - A with intervals and p-values; several runs are overlaid in each figure
-and set side by side in each table. Values a run lacks (the statistics of an older
-mpieval) are said to be missing, never invented.
+and run (the runs told apart by line style and marker), the baseline (the first of
+several runs) and the changes against it, the tables and the figures' frames. A run
+with ``--compare`` adds model B's values and the differences B - A with intervals and
+p-values; several runs are overlaid in each figure and set side by side in each table.
+Values a run lacks (the statistics of an older mpieval) are said to be missing, never
+invented.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mpieval.report import figures
+from mpieval.report import figures, slices
 from mpieval.report.figures import Series
 from mpieval.report.html import (
     anchor,
@@ -149,6 +150,8 @@ class Page:
             section = self.sections.get(kind)
             lines = section.summary(self, name, present) if section is not None else [
                 "a kind this version of the report does not know: its plain values below"]
+            if section is not None:
+                lines += slices.summary_lines(self, name, present, section)
             inner = "".join(f"<li>{line}</li>" for line in lines)
             items.append(f'<li><a href="#{anchor(name)}"><b>{escape(name)}</b></a> '
                          f"<span class=kind>{escape(kind)}</span><ul>{inner}</ul></li>")
@@ -223,6 +226,8 @@ class Page:
         body, more_notes = (section.draw(self, name, present) if section is not None
                             else self.other(name, present))
         notes += more_notes
+        if section is not None:
+            body += slices.section_html(self, name, present, section)
         note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
         return (f'<section id="{anchor(name)}"><h2>{escape(name)} <span class=kind>'
                 f"{escape(kind)}</span></h2>{self.weights_note(name, present)}{note_html}"
@@ -345,16 +350,20 @@ class Page:
         flag = section.flag(field, model.block.get(field), model.block) if section else ""
         return text + (f"<span class=flag>⚠ {flag}</span>" if flag else "")
 
-    def differences(self, name: str, rows: Sequence[figures.Difference], what: str) -> str:
-        """A forest plot of differences B - A (``rows``: those with an interval)."""
+    def differences(self, name: str, rows: Sequence[figures.Difference], what: str,
+                    over: str = "tags") -> str:
+        """A forest plot of differences B - A (``rows``: those with an interval; ``over``:
+        what their q-values adjust over, and what a row is: the tags, the slices of a
+        column)."""
         if not rows:
             return ""
         svg = figures.differences(rows, f"{what} B \u2212 A (same units as the value)",
-                                  self.key(name, "differences"))
+                                  self.key(name, "differences"), over)
+        whose = "the tag's" if over == "tags" else "the slice's"
         return self.figure(svg, f"{what}: difference B \u2212 A with its paired 95% interval. "
                            "Colour says the direction (B better, B worse, no evidence); a filled "
                            "marker is significant (the interval excludes 0"
-                           + (", and the tag's q-value is below 0.05" if any(
+                           + (f", and {whose} q-value is below 0.05" if any(
                                row.q is not None for row in rows) else "")
                            + "), a hollow one is not.", wide=True)
 
