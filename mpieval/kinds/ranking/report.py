@@ -67,8 +67,7 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     fields = [field for field in _overall(runs[0].metrics[name])
               if field.startswith(("ndcg", "recall"))]
     fields.sort(key=_order)
-    shown = [field for field in fields if "@" not in field][:1] + [
-        field for field in fields if "@" in field][:2]
+    shown = [field for field in fields if "@" not in field][:1] + _plotted(fields)
     lines = page.run_lines(name, runs, [(field, _heading(field)) for field in shown],
                            _overall)
     recalls = [field for field in shown if field.startswith("recall@")]
