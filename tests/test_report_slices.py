@@ -57,7 +57,7 @@ def nest(whole: dict[str, Any], parts: dict[str, dict[str, Any] | int]) -> dict[
             else:
                 slices[label] = {**part[name], "rows": part["run"]["rows"]}
         places: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        for label, sliced in slices.items():
+        for sliced in slices.values():
             for path, node in _nodes(sliced, ()):
                 for key in list(node):
                     if key.endswith("_diff_p") and f"{key[:-2]}_q" not in node:
