@@ -95,6 +95,12 @@ class Page:
             note = (f"<p class=small>The first run named, <b>{escape(self.baseline.label)}</b>, "
                     "is the baseline: every value of the other runs shows its change against "
                     "it (Δ).</p>")
+            # on a phone the runs' provenance opens on demand: the verdict stays on the
+            # first screen (the print shows the table)
+            named = ", ".join(escape(run.label) for run in self.runs)
+            table = (f"<div class=runs-wide>{table}</div><details class=runs-narrow>"
+                     f"<summary>The runs ({named}): files, inputs, commands</summary>"
+                     f"{table}</details>")
         return table + note
 
     def run_row(self, run: Run) -> list[str]:
