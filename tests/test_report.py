@@ -275,8 +275,9 @@ def test_demo_page(tmp_path, capsys, demo_json):
     elements = parse(page)
     assert_self_contained(page, elements)
     # item_sim and item_sim_search: lift, ROC, calibration, precision-recall and scores by
-    # class each; user_ctr: one dot plot with the wuauc blocks' intervals.
-    assert figures_of(elements) == ["plot"] * 10 + ["plot wide"]
+    # class each; user_ctr: one dot plot with the wuauc blocks' intervals; grade_ranking:
+    # one dot plot of NDCG@K and Recall@K per tag.
+    assert figures_of(elements) == ["plot"] * 10 + ["plot wide"] * 2
     text = " ".join(elements.text)
     assert "No intervals" not in text and "users as independent clusters" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
@@ -312,9 +313,10 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
     assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
     # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
     # differences of WUAUC and UAUC (ab's); item_sim and item_sim_search (demo's): lift,
-    # ROC, calibration, precision-recall and scores by class each.
+    # ROC, calibration, precision-recall and scores by class each; grade_ranking (demo's):
+    # its dot plot per tag.
     assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
-                                    "plot wide"] + ["plot"] * 10
+                                    "plot wide"] + ["plot"] * 10 + ["plot wide"]
     assert "Not in demo." in " ".join(elements.text)
 
 
@@ -751,13 +753,13 @@ def test_tags_with_too_few_users_are_said_so_and_not_drawn(compared_json, monkey
     drawn: dict[str, list[Any]] = {"intervals": [], "differences": []}
     real_intervals, real_differences = figures.intervals, figures.differences
 
-    def intervals(categories, panels, key):
+    def intervals(categories, panels, key, category="tag"):
         drawn["intervals"].extend(categories)
-        return real_intervals(categories, panels, key)
+        return real_intervals(categories, panels, key, category)
 
-    def differences(rows, xlabel, key):
+    def differences(rows, xlabel, key, over="tags"):
         drawn["differences"].extend(row.label for row in rows)
-        return real_differences(rows, xlabel, key)
+        return real_differences(rows, xlabel, key, over)
 
     monkeypatch.setattr(figures, "intervals", intervals)
     monkeypatch.setattr(figures, "differences", differences)
