@@ -463,19 +463,22 @@ def _number(label: str) -> float | None:
         return None
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_tick_label_reads_back_as_its_place_on_the_axis(browser, pages, name):
-    """On every axis the numeric tick labels, read from the page, lie on one straight
-    line (or one on a log scale) against their tick marks' places: a label rounded to a
-    wrong value (-0.025 shown as -0.03) is off that line."""
+def read_ticks(browser: Any, page_file: Path) -> list[dict[str, Any]]:
+    """Every axis of the page's figures with its ticks (:data:`TICKS`), at 1280 px."""
     context = browser.new_context(viewport={"width": 1280, "height": SCREEN_HEIGHT})
     try:
         page = context.new_page()
-        page.goto(pages[name].resolve().as_uri(), wait_until="load")
-        axes = page.evaluate(TICKS)
+        page.goto(page_file.resolve().as_uri(), wait_until="load")
+        axes: list[dict[str, Any]] = page.evaluate(TICKS)
     finally:
         context.close()
-    checked = 0
+    return axes
+
+
+def tick_faults(axes: list[dict[str, Any]]) -> tuple[list[Any], int]:
+    """The axes whose numeric tick labels do not lie on one straight line (or one on a
+    log or logit scale) against their tick marks' places, and how many axes were read."""
+    faults, checked = [], 0
     for axis in axes:
         ticks = [(t["at"], value) for t in axis["ticks"]
                  if (value := _number(t["label"])) is not None]
@@ -484,13 +487,49 @@ def test_every_tick_label_reads_back_as_its_place_on_the_axis(browser, pages, na
         ticks.sort()
         at = np.array([t for t, _ in ticks])
         values = np.array([v for _, v in ticks])
+        scales = [values]
+        if (values > 0).all():
+            scales.append(np.log(values))  # a log axis (the lift's top shares)
+            if (values < 1).all():
+                scales.append(np.log(values / (1 - values)))  # a logit axis (preds)
         fits = []
-        for scale in (values, np.log(values) if (values > 0).all() else None):
-            if scale is None:
-                continue
+        for scale in scales:
             slope, intercept = np.polyfit(at, scale, 1)
             span = scale.max() - scale.min()
             fits.append(np.abs(slope * at + intercept - scale).max() <= 0.005 * span)
-        assert any(fits), (name, axis["axes"], axis["kind"], ticks)
+        if not any(fits):
+            faults.append((axis["axes"], axis["kind"], ticks))
         checked += 1
+    return faults, checked
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_tick_label_reads_back_as_its_place_on_the_axis(browser, pages, name):
+    """On every axis the numeric tick labels, read from the page, lie on one straight
+    line (or one on a log or logit scale) against their tick marks' places: a label
+    rounded to a wrong value (-0.025 shown as -0.03) is off that line."""
+    faults, checked = tick_faults(read_ticks(browser, pages[name]))
     assert checked > 0, f"{name}: no numeric axis found"
+    assert not faults, (name, faults)
+
+
+def test_a_tick_label_off_its_place_is_seen(browser, pages, tmp_path):
+    """The check above on a page whose forest plot's second x tick label is changed by
+    a fifth of a step (as "-0.03" for -0.025 would be)."""
+    import re
+
+    text = pages["ab"].read_text(encoding="utf-8")
+    faults, _ = tick_faults(read_ticks(browser, pages["ab"]))
+    assert not faults
+    tick = re.search(r'id="f[0-9]+-m-wuauc-differences-xtick_2".*?<text[^>]*>([^<]+)</text>',
+                     text, flags=re.S)
+    assert tick is not None
+    first = re.search(r'id="f[0-9]+-m-wuauc-differences-xtick_1".*?<text[^>]*>([^<]+)</text>',
+                      text, flags=re.S)
+    assert first is not None
+    low, high = float(first.group(1).replace("+", "")), float(tick.group(1).replace("+", ""))
+    wrong = f"{high + (high - low) / 5:+.4f}"
+    broken = tmp_path / "broken.html"
+    broken.write_text(text[:tick.start(1)] + wrong + text[tick.end(1):], encoding="utf-8")
+    faults, _ = tick_faults(read_ticks(browser, broken))
+    assert faults and "wuauc-differences" in faults[0][0]
