@@ -52,7 +52,9 @@ CASES: dict[str, dict[str, Any]] = {
     "baseline": {"runs": ["plain.json", "compared.json", "miscalibrated.json",
                           "reversed.json"]},
     "side-by-side": {"runs": ["demo.json", "older.json", "merged.json"]},
+    "slices": {"runs": ["sliced.json"]},
 }
+SLICE_MIN_ROWS = 100  # --min-slice-rows of the sliced run
 
 
 def ab_rows(rows: int, tags: int, seed: int, small_tags: int = 0) -> dict[str, np.ndarray]:
@@ -131,11 +133,13 @@ def make_runs(runs: Path) -> None:
         few["grade"] = np.zeros(40, np.int64)
         pq.write_table(pa.table(few), "few.parquet")
         mpieval("eval", *every, "few.parquet", "--json", "undefined.json")
+        sliced_run(data)
         mpieval("demo", "--rows", "6000", "--dir", "demo", "--json", "demo.json")
         Path("older.json").write_text(json.dumps(older(json.loads(
             Path("demo.json").read_text())), indent=2) + "\n")
         for name in ("compared", "plain", "miscalibrated", "reversed", "many_tags",
-                     "importance", "ranking", "merged", "undefined", "demo", "older"):
+                     "importance", "ranking", "merged", "undefined", "demo", "older",
+                     "sliced"):
             (runs / f"{name}.json.gz").write_bytes(gzip.compress(
                 Path(f"{name}.json").read_bytes(), mtime=0))
         os.chdir(ROOT)
@@ -146,6 +150,82 @@ def ranking_run(data: str) -> None:
     mpieval("eval", "--metrics", "ranking", "--uid", "uid", "--label", "grade",
             "--tag", "tag", "--k", "2,5", "--compare", "pred_b", data, "--json",
             "ranking.json")
+
+
+def sliced_run(data: dict[str, np.ndarray]) -> None:
+    """``sliced.json``: auc, wuauc and ranking compared, sliced by a country column (B
+    worse in DE, a country of too few rows) and by country*device, in the layout of
+    ``--slice`` (each slice a run over its rows; until ``--slice`` writes it itself)."""
+    rng = np.random.default_rng(5)
+    n = len(data["pred"])
+    country = rng.choice(np.array(["US", "DE", "FR", "JP", "LU"]), n,
+                         p=[0.45, 0.25, 0.17, 0.1275, 0.0025])
+    device = np.where(rng.random(n) < 0.6, "phone", "desktop")
+    pred_b = data["pred_b"].copy()
+    de = country == "DE"
+    pred_b[de] = np.round(np.clip(data["pred"][de] + rng.normal(0, 0.15, de.sum()), 0, 1), 5)
+    rows = {**data, "pred_b": pred_b, "country": country, "device": device}
+    argv = ["--metrics", "auc,wuauc,ranking", "--tag", "tag", "--compare", "pred_b",
+            "--k", "2,5"]
+    pq.write_table(pa.table(rows), "sliced.parquet")
+    mpieval("eval", *argv, "sliced.parquet", "--json", "sliced.json")
+    whole = json.loads(Path("sliced.json").read_text())
+    for columns in (("country",), ("country", "device")):
+        keys = [tuple(rows[c][i] for c in columns) for i in range(n)]
+        for key in sorted(set(keys)):
+            chosen = np.array([k == key for k in keys])
+            label = "*".join(f"{c}={v}" for c, v in zip(columns, key, strict=True))
+            count = int(chosen.sum())
+            if count < SLICE_MIN_ROWS:
+                parts: dict[str, Any] = {name: {"rows": count, "too_small": True}
+                                         for name in whole if name != "run"}
+            else:
+                pq.write_table(pa.table({c: v[chosen] for c, v in rows.items()}),
+                               "part.parquet")
+                mpieval("eval", *argv, "part.parquet", "--json", "part.json")
+                parts = {name: {**block, "rows": count} for name, block in
+                         json.loads(Path("part.json").read_text()).items() if name != "run"}
+            for name, block in parts.items():
+                whole[name].setdefault("slices", {})[label] = block
+    for name, block in whole.items():
+        if name != "run":
+            for column in dict.fromkeys(slice_column(s) for s in block["slices"]):
+                slice_q_values([b for s, b in block["slices"].items()
+                                if slice_column(s) == column])
+    Path("sliced.json").write_text(json.dumps(whole, indent=2) + "\n")
+
+
+def slice_column(name: str) -> str:
+    """``country=US`` -> ``country``; ``a=x*b=y`` -> ``a*b``."""
+    return "*".join(part.partition("=")[0] for part in name.split("*"))
+
+
+def slice_q_values(blocks: list[dict[str, Any]]) -> None:
+    """Beside each ``X_diff_p`` without a q-value in the slice blocks of one column (at
+    the same place in each), ``X_diff_q``: Benjamini-Hochberg over those slices, written
+    here from its definition (q of the i-th smallest of m p-values: the least ``p_j m /
+    j`` over j >= i, at most 1)."""
+    found: dict[tuple[tuple[str, ...], str], list[tuple[dict[str, Any], Any]]] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        for key, value in list(node.items()):
+            if isinstance(value, dict):
+                walk(value, (*path, key))
+            elif key.endswith("_diff_p") and key[:-2] + "_q" not in node:
+                found.setdefault((path, key), []).append((node, value))
+
+    for block in blocks:
+        walk(block, ())
+    for (_, key), places in found.items():
+        tested = sorted((p, i) for i, (_, p) in enumerate(places) if p is not None)
+        q: dict[int, float] = {}
+        least = 1.0
+        for rank in range(len(tested), 0, -1):
+            p, i = tested[rank - 1]
+            least = min(least, p * len(tested) / rank)
+            q[i] = least
+        for i, (node, _) in enumerate(places):
+            node[key[:-2] + "_q"] = q.get(i)
 
 
 def older(demo: dict[str, Any]) -> dict[str, Any]:

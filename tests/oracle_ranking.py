@@ -157,7 +157,8 @@ def ranking(uid: Sequence[Any], pred: Sequence[float], label: Sequence[float],
             tag: Sequence[Any] | None, cutoffs: Sequence[int], gain: str = "linear",
             compare: Sequence[float] | None = None) -> dict[str, dict[str, Any]]:
     """Every block (``all``, then each tag in sorted order): its values (None when no user
-    is valid), ``valid_user_count``, ``real_user_count``, ``real_ins_num``; with
+    is valid), ``valid_user_count``, ``real_user_count``, ``real_ins_num``, ``users_le_k``
+    (per cutoff, the valid users of at most K rows); with
     ``compare`` (model B's preds), ``"compare"``: B's values and each value's ``X_diff``
     (B - A, the mean of the users' differences)."""
     blocks: dict[Any, dict[Any, list[tuple[float, float, float]]]] = {"all": {}}
@@ -179,6 +180,10 @@ def ranking(uid: Sequence[Any], pred: Sequence[float], label: Sequence[float],
                                          if valid else None) for value in names(cutoffs)}
         block.update(valid_user_count=len(valid), real_user_count=len(users),
                      real_ins_num=sum(len(rows) for rows in users.values()))
+        # a valid user of at most K rows has every relevant row among its first K
+        block["users_le_k"] = {str(cutoff): sum(
+            1 for rows, v in zip(users.values(), per_user, strict=True)
+            if v is not None and len(rows) <= cutoff) for cutoff in cutoffs}
         if compare is not None:
             b_users = [user_values([(b, y) for _, y, b in rows], cutoffs, gain)
                        for rows in users.values()]

@@ -1,9 +1,12 @@
 """The HTML report read in a real browser: headless Chromium (Debian's package, installed
 by ``scripts/setup``, never downloaded by a test) renders the demo's page, an A/B page
-where B is truly better and a 300-tag A/B page, at 1280 and 420 px wide, and checks what
-a reader meets: the summary before any figure and on the first screen, nothing wider
-than a phone's screen, few figures and a small file for many tags, no network request,
-and figures whose text is text with a title and a description.
+where B is truly better, a 300-tag A/B page, two days side by side, a compared ranking
+run and a sliced A/B run (``--slice``'s layout), at 1280 and 420 px wide, and checks what
+a reader meets: the summary before any figure and the first verdict on the first screen
+(1280 x 800 and 420 x 900), nothing wider than the screen (1000, 1280, 420 px), few
+figures and a small file for many tags, no network request, figures whose text is text
+with a title and a description, and every numeric tick label read back as its place on
+its axis.
 
 Screenshots (the first screen and the whole page, both widths) and the pages go to the
 directory ``MPIEVAL_SCREENSHOTS`` names when it is set (to look at them); without it none
@@ -13,6 +16,7 @@ the tests skip, saying how to install it; with ``CI=true`` they fail instead.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -134,8 +138,43 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     shutil.copy(root / "ab.json", root / "day1.json")
     mpieval("report", root / "day1.json", root / "day2.json", "-o", root / "days.html",
             cwd=root)
+    # a compared ranking run: graded labels, users of 2 rows or more, tags
+    ranking = ab_rows(rng, [400, 250, 150], 8)
+    ranking["label"] = ranking["label"] * (1 + (rng.random(len(ranking["label"])) < 0.3))
+    pq.write_table(pa.table(ranking), root / "ranking.parquet")
+    mpieval("eval", "--metrics", "ranking", "--compare", "pred_b", "--tag", "tag", "--k",
+            "5,10", "--report", root / "ranking.html", root / "ranking.parquet", cwd=root)
+    sliced_page(rng, root)
     return {"demo": root / "demo.html", "ab": root / "ab.html", "tags": root / "tags.html",
-            "days": root / "days.html"}
+            "days": root / "days.html", "ranking": root / "ranking.html",
+            "slices": root / "slices.html"}
+
+
+def sliced_page(rng: np.random.Generator, root: Path) -> None:
+    """``slices.html``: an A/B run of auc and wuauc sliced by country (B noise in DE, LU
+    too small), in ``--slice``'s layout built from runs over the rows of each value
+    (:func:`test_report_slices.nest`)."""
+    from test_report_slices import MIN_ROWS, nest
+
+    data = ab_rows(rng, [500, 300, 200], 30)
+    n = len(data["pred"])
+    country = rng.choice(np.array(["US", "DE", "FR", "LU"]), n, p=[0.55, 0.3, 0.147, 0.003])
+    data["pred_b"][country == "DE"] = np.round(rng.random((country == "DE").sum()), 6)
+    flags = ["--metrics", "auc,wuauc", "--compare", "pred_b", "--tag", "tag"]
+    pq.write_table(pa.table(data), root / "sliced.parquet")
+    mpieval("eval", *flags, "--json", root / "sliced.json", root / "sliced.parquet", cwd=root)
+    parts: dict[str, Any] = {}
+    for value in sorted(set(country.tolist())):
+        chosen = country == value
+        if chosen.sum() < MIN_ROWS:
+            parts[f"country={value}"] = int(chosen.sum())
+            continue
+        pq.write_table(pa.table({k: v[chosen] for k, v in data.items()}), root / "part.parquet")
+        mpieval("eval", *flags, "--json", root / "part.json", root / "part.parquet", cwd=root)
+        parts[f"country={value}"] = json.loads((root / "part.json").read_text())
+    whole = nest(json.loads((root / "sliced.json").read_text()), parts)
+    (root / "sliced.json").write_text(json.dumps(whole))
+    mpieval("report", root / "sliced.json", "-o", root / "slices.html", cwd=root)
 
 
 # What the page shows, measured in the browser (document order, boxes, overflow).
@@ -212,7 +251,8 @@ def rendered(browser: Any, pages: dict[str, Path], shots: Path | None
             for name, path in pages.items() for width in WIDTHS}
 
 
-NAMES = ("demo", "ab", "tags", "days")
+NAMES = ("demo", "ab", "tags", "days", "ranking", "slices")
+VERDICT_SCREENS = {1280: 800, 420: 900}  # width: the height of its first screen
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -365,3 +405,131 @@ def test_figure_text_is_at_least_11_px_on_a_phone(browser, pages, name):
         context.close()
     assert sizes and min(sizes) >= 11.0 - 0.05, (name, min(sizes))
     assert width <= 420
+
+
+VERDICT = """() => {
+  const first = document.querySelector("#summary .better, #summary .worse, #summary .neutral");
+  return first && {top: first.getBoundingClientRect().top, text: first.textContent};
+}"""
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if name != "demo"])
+def test_the_first_verdict_is_on_the_first_screen(browser, pages, name):
+    """A compared page's first verdict (better, worse or no evidence) is on the first
+    screen of a laptop (1280 x 800) and of a phone (420 x 900)."""
+    for width, height in VERDICT_SCREENS.items():
+        context = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            page = context.new_page()
+            page.goto(pages[name].resolve().as_uri(), wait_until="load")
+            found = page.evaluate(VERDICT)
+        finally:
+            context.close()
+        assert found is not None, f"{name}: no verdict in the summary"
+        assert found["top"] < height - 20, (name, width, found)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_overflows_a_laptop(rendered, name):
+    measured = rendered[name, 1280]
+    assert measured["pageWidth"] <= 1280
+    for box in measured["tables"]:
+        assert box["scroll"] <= box["client"] + 1, f"{name} at 1280 px: {box} overflows"
+
+
+# Every numeric tick label of every axis, with the x (or y) of its tick mark on the screen.
+TICKS = """() => [...document.querySelectorAll("figure.plot svg g[id*='-axes_']")]
+  .filter(axes => /-axes_[0-9]+$/.test(axes.id)).flatMap(axes => ["xtick", "ytick"].map(kind => {
+    const ticks = [...axes.querySelectorAll(`g[id*='-${kind}_']`)]
+      .filter(g => new RegExp(`-${kind}_[0-9]+$`).test(g.id)
+                   && g.closest("g[id*='-axes_']") === axes)
+      .map(g => {
+        const mark = g.querySelector("use");
+        const text = g.querySelector("text");
+        if (!mark || !text) return null;
+        const box = mark.getBoundingClientRect();
+        return {at: kind === "xtick" ? box.x + box.width / 2 : box.y + box.height / 2,
+                label: text.textContent.trim()};
+      }).filter(t => t && t.label);
+    return {axes: axes.id, kind, ticks};
+  }))"""
+
+
+def _number(label: str) -> float | None:
+    text = label.replace("\u2212", "-").replace("%", "").replace("+", "").strip()
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def read_ticks(browser: Any, page_file: Path) -> list[dict[str, Any]]:
+    """Every axis of the page's figures with its ticks (:data:`TICKS`), at 1280 px."""
+    context = browser.new_context(viewport={"width": 1280, "height": SCREEN_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(page_file.resolve().as_uri(), wait_until="load")
+        axes: list[dict[str, Any]] = page.evaluate(TICKS)
+    finally:
+        context.close()
+    return axes
+
+
+def tick_faults(axes: list[dict[str, Any]]) -> tuple[list[Any], int]:
+    """The axes whose numeric tick labels do not lie on one straight line (or one on a
+    log or logit scale) against their tick marks' places, and how many axes were read."""
+    faults, checked = [], 0
+    for axis in axes:
+        ticks = [(t["at"], value) for t in axis["ticks"]
+                 if (value := _number(t["label"])) is not None]
+        if len(ticks) < 3 or len(ticks) < len(axis["ticks"]):
+            continue  # categories, or too few to tell a line
+        ticks.sort()
+        at = np.array([t for t, _ in ticks])
+        values = np.array([v for _, v in ticks])
+        scales = [values]
+        if (values > 0).all():
+            scales.append(np.log(values))  # a log axis (the lift's top shares)
+            if (values < 1).all():
+                scales.append(np.log(values / (1 - values)))  # a logit axis (preds)
+        fits = []
+        for scale in scales:
+            slope, intercept = np.polyfit(at, scale, 1)
+            span = scale.max() - scale.min()
+            fits.append(np.abs(slope * at + intercept - scale).max() <= 0.005 * span)
+        if not any(fits):
+            faults.append((axis["axes"], axis["kind"], ticks))
+        checked += 1
+    return faults, checked
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_tick_label_reads_back_as_its_place_on_the_axis(browser, pages, name):
+    """On every axis the numeric tick labels, read from the page, lie on one straight
+    line (or one on a log or logit scale) against their tick marks' places: a label
+    rounded to a wrong value (-0.025 shown as -0.03) is off that line."""
+    faults, checked = tick_faults(read_ticks(browser, pages[name]))
+    assert checked > 0, f"{name}: no numeric axis found"
+    assert not faults, (name, faults)
+
+
+def test_a_tick_label_off_its_place_is_seen(browser, pages, tmp_path):
+    """The check above on a page whose forest plot's second x tick label is changed by
+    a fifth of a step (as "-0.03" for -0.025 would be)."""
+    import re
+
+    text = pages["ab"].read_text(encoding="utf-8")
+    faults, _ = tick_faults(read_ticks(browser, pages["ab"]))
+    assert not faults
+    tick = re.search(r'id="f[0-9]+-m-wuauc-differences-xtick_2".*?<text[^>]*>([^<]+)</text>',
+                     text, flags=re.S)
+    assert tick is not None
+    first = re.search(r'id="f[0-9]+-m-wuauc-differences-xtick_1".*?<text[^>]*>([^<]+)</text>',
+                      text, flags=re.S)
+    assert first is not None
+    low, high = float(first.group(1).replace("+", "")), float(tick.group(1).replace("+", ""))
+    wrong = f"{high + (high - low) / 5:+.4f}"
+    broken = tmp_path / "broken.html"
+    broken.write_text(text[:tick.start(1)] + wrong + text[tick.end(1):], encoding="utf-8")
+    faults, _ = tick_faults(read_ticks(browser, broken))
+    assert faults and "wuauc-differences" in faults[0][0]

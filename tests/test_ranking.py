@@ -377,7 +377,7 @@ def test_json_names_and_intervals(rng) -> None:
              "hit_rate@1", "hit_rate@3"]
     for block in got["tags"].values():
         assert list(block) == [*names, "valid_user_count", "real_user_count",
-                               "real_ins_num", "ci95"]
+                               "real_ins_num", "users_le_k", "ci95"]
         assert list(block["ci95"]) == names
         for name in names:
             low, high = block["ci95"][name]
@@ -520,6 +520,29 @@ def test_the_paired_test_is_scipys_ttest_rel_over_users(rng) -> None:
                                                                            "video")]
         assert mine == pytest.approx(list(q), rel=1e-6), name
     assert got["tags"]["all"]["compare"]["ndcg_diff"] < 0  # B is the noisier model
+
+
+def test_b_s_own_intervals_are_those_of_a_run_of_b_alone(rng) -> None:
+    """Each compare block's ``ci95`` (model B's own intervals) is the ``ci95`` of a run
+    whose pred is B's, tag by tag (A's intervals are checked against scipy above)."""
+    rows = paired_rows(rng, 60)
+    got = computed(rows, k=(1, 5))
+    alone = computed({**{key: value for key, value in rows.items() if key != "compare"},
+                      "pred": rows["compare"]}, k=(1, 5))
+    for tag, block in got["tags"].items():
+        assert block["compare"]["ci95"] == alone["tags"][tag]["ci95"], tag
+
+
+def test_users_le_k_counts_the_valid_users_of_at_most_k_rows() -> None:
+    """By hand: users of 1, 2 and 6 rows, all valid but the one of 2 rows, and cutoffs 1,
+    2 and 5: at most 1 row, 1 user; at most 2, still 1 (the other is not valid); at most
+    5, 1."""
+    rows = {"uid": np.array([1, 2, 2, 3, 3, 3, 3, 3, 3]),
+            "pred": np.linspace(0.9, 0.1, 9),
+            "label": np.array([1, 0, 0, 1, 0, 0, 0, 0, 0])}
+    block = computed(rows, k=(1, 2, 5))["tags"]["all"]
+    assert block["users_le_k"] == {"1": 1, "2": 1, "5": 1}
+    assert block["recall@5"] == 1.0  # user 3's relevant row is its first
 
 
 def test_comparing_a_model_with_itself_is_no_difference_never_p_0(rng) -> None:

@@ -275,8 +275,9 @@ def test_demo_page(tmp_path, capsys, demo_json):
     elements = parse(page)
     assert_self_contained(page, elements)
     # item_sim and item_sim_search: lift, ROC, calibration, precision-recall and scores by
-    # class each; user_ctr: one dot plot with the wuauc blocks' intervals.
-    assert figures_of(elements) == ["plot"] * 10 + ["plot wide"]
+    # class each; user_ctr: one dot plot with the wuauc blocks' intervals; grade_ranking:
+    # one dot plot of NDCG@K and Recall@K per tag.
+    assert figures_of(elements) == ["plot"] * 10 + ["plot wide"] * 2
     text = " ".join(elements.text)
     assert "No intervals" not in text and "users as independent clusters" in text
     for name in ("item_sim", "item_sim_search", "user_ctr", "grade_pn", "pair_click"):
@@ -312,9 +313,10 @@ def test_several_runs_overlay_and_side_by_side(tmp_path, capsys, ab_json, demo_j
     assert {"yesterday", "ab: A", "ab: B (pred_b)", "demo"} <= set(heads)
     # ctr (yesterday, ab): ROC, calibration, differences; user_ctr (all three runs): dots,
     # differences of WUAUC and UAUC (ab's); item_sim and item_sim_search (demo's): lift,
-    # ROC, calibration, precision-recall and scores by class each.
+    # ROC, calibration, precision-recall and scores by class each; grade_ranking (demo's):
+    # its dot plot per tag.
     assert figures_of(elements) == ["plot", "plot", "plot wide", "plot wide", "plot wide",
-                                    "plot wide"] + ["plot"] * 10
+                                    "plot wide"] + ["plot"] * 10 + ["plot wide"]
     assert "Not in demo." in " ".join(elements.text)
 
 
@@ -751,13 +753,13 @@ def test_tags_with_too_few_users_are_said_so_and_not_drawn(compared_json, monkey
     drawn: dict[str, list[Any]] = {"intervals": [], "differences": []}
     real_intervals, real_differences = figures.intervals, figures.differences
 
-    def intervals(categories, panels, key):
+    def intervals(categories, panels, key, category="tag"):
         drawn["intervals"].extend(categories)
-        return real_intervals(categories, panels, key)
+        return real_intervals(categories, panels, key, category)
 
-    def differences(rows, xlabel, key):
+    def differences(rows, xlabel, key, over="tags"):
         drawn["differences"].extend(row.label for row in rows)
-        return real_differences(rows, xlabel, key)
+        return real_differences(rows, xlabel, key, over)
 
     monkeypatch.setattr(figures, "intervals", intervals)
     monkeypatch.setattr(figures, "differences", differences)
@@ -874,12 +876,14 @@ def test_tables_stack_on_narrow_screens(compared_json):
 
 
 def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch):
-    """The same label is drawn in the same colour in every figure of the page (ctr's
-    curves and user_ctr's dots), and different models in different colours."""
+    """The same model is drawn in the same colour in every figure of the page (ctr's
+    curves and user_ctr's dots) and in every run, different models in different colours,
+    none a direction's; the runs differ in line style or marker."""
     from mpieval.kinds.auc import figures as auc_figures
     from mpieval.report import figures
 
     seen: list[tuple[str, str]] = []
+    seen_series: list[Any] = []
 
     def spy(name: str) -> None:
         module = figures if name == "intervals" else auc_figures
@@ -890,6 +894,7 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
             for item in first:
                 series = item[0] if isinstance(item, tuple) else item
                 seen.append((series.label, series.color))
+                seen_series.append(series)
             return real(*args, **kwargs)
 
         monkeypatch.setattr(module, name, draw)
@@ -903,7 +908,11 @@ def test_a_model_keeps_its_colour_in_every_figure(tmp_path, ab_json, monkeypatch
     colours = dict(seen)
     assert set(seen) == set(colours.items())  # one colour per label
     assert set(colours) == {"yesterday", "ab: A", "ab: B (pred_b)"}
-    assert len(set(colours.values())) == 3
+    # model A is one colour in both runs, B another; neither is a direction's colour
+    assert colours["yesterday"] == colours["ab: A"] != colours["ab: B (pred_b)"]
+    assert not set(colours.values()) & {figures.BETTER, figures.WORSE}
+    styles = {(s.label, s.linestyle, s.marker) for s in seen_series}
+    assert len({(style, marker) for _, style, marker in styles}) == 3  # runs told apart
 
 
 # -- the recorded pages: the corpus renders byte for byte as recorded ---------------------

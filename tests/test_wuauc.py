@@ -752,6 +752,8 @@ def test_compare_matches_the_paired_per_user_oracle(rng) -> None:
         assert c.stderr["wuauc_diff"] == pytest.approx(
             math.sqrt((n * n * (d - weighted) ** 2).sum() / k) / n.sum(), rel=1e-9)
         assert (c.uauc, c.wuauc) == (b_alone[name].uauc, b_alone[name].wuauc)
+        # B's own intervals are those of a run of B alone
+        assert c.own_ci() == {field: b_alone[name].ci()[field] for field in ("uauc", "wuauc")}
     # A's own values do not change with the comparison
     plain = WuaucMetric(comm=Comm.local())
     plain.update(data["uid"], data["pred"], data["label"], data["tag"])
@@ -766,7 +768,7 @@ def test_compare_json_and_log_lines(rng) -> None:
                   compare=data["compare"])
     result = quiet(metric)
     block = result.to_dict()["tags"]["x"]["compare"]
-    assert list(block) == ["pred", "uauc", "wuauc", "logloss", "copc", "uauc_diff",
+    assert list(block) == ["pred", "uauc", "wuauc", "logloss", "copc", "ci95", "uauc_diff",
                            "uauc_diff_ci95", "uauc_diff_p", "wuauc_diff", "wuauc_diff_ci95",
                            "wuauc_diff_p", "logloss_diff", "logloss_diff_ci95",
                            "logloss_diff_p", "copc_diff", "copc_diff_ci95", "copc_diff_p",

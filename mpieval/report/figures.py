@@ -17,8 +17,10 @@ gives the same bytes), no fixed size (a ``viewBox``: the page's CSS scales it, u
 1.25 times its drawn size), and ids unique to the figure (several SVGs share one HTML
 document).
 
-Colours: :data:`PALETTE` gives one colour per model, :data:`BETTER`, :data:`WORSE` and
-:data:`NEUTRAL` the direction of a difference; every one has a contrast of at least 3:1
+Colours: :data:`MODEL_COLOURS` gives one colour per model (model A the same in every
+run, never a colour of a direction; runs are told apart by line style and marker,
+:class:`Series`), :data:`BETTER`, :data:`WORSE` and :data:`NEUTRAL` the direction of a
+difference; every one has a contrast of at least 3:1
 on white (WCAG's rule for graphics) and they are told apart with the common colour-vision
 deficiencies (Okabe & Ito's colours); the figures never rely on colour alone (line styles,
 marker fill, legend text).
@@ -46,6 +48,13 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000")
 BETTER = "#009E73"  # B significantly better than A
 WORSE = "#D55E00"  # B significantly worse
 NEUTRAL = "#767676"  # no evidence of a difference
+# The models' colours: the palette without the directions' (BETTER, WORSE).
+MODEL_COLOURS = tuple(c for c in PALETTE if c not in (BETTER, WORSE))
+# A run's line styles and markers, by its place on the page: model A's, model B's.
+A_STYLES = ("-", "-.", (0, (8, 2)), (0, (1, 1)))
+B_STYLES = ("--", ":", (0, (4, 1, 1, 1, 1, 1)), (0, (6, 1, 1, 1)))
+A_MARKERS = ("o", "s", "^", "v")
+B_MARKERS = ("D", "p", "h", "8")
 GREY = "#8c8c8c"  # reference lines (chance, perfect calibration, zero)
 PHONE_TEXT = 11.0  # px: a figure's smallest text on a phone, at the least
 WIDTH = 5.0  # inches; the page shows two figures side by side at a laptop's width
@@ -108,15 +117,24 @@ def new_figure(width: float, height: float) -> Figure:
 
 @dataclass(frozen=True)
 class Series:
-    """One model of one run in a figure: its legend label, colour and line style."""
+    """One model of one run in a figure: its legend label, colour (the model's), whether
+    it is model B (``dashed``: dashed lines, hollow markers) and the run's place on the
+    page (``run``: its line style and marker among the runs)."""
 
     label: str
     color: str
     dashed: bool = False
+    run: int = 0
 
     @property
-    def linestyle(self) -> str:
-        return "--" if self.dashed else "-"
+    def linestyle(self) -> Any:
+        styles = B_STYLES if self.dashed else A_STYLES
+        return styles[self.run % len(styles)]
+
+    @property
+    def marker(self) -> str:
+        markers = B_MARKERS if self.dashed else A_MARKERS
+        return markers[self.run % len(markers)]
 
 
 @dataclass(frozen=True)
@@ -211,9 +229,9 @@ def plain(value: float) -> str:
 @styled
 def intervals(categories: Sequence[str],
               panels: Sequence[tuple[str, Sequence[tuple[Series, Sequence[Estimate]]]]],
-              key: str) -> str:
-    """A dot plot: one panel per measure (title, x label), one row per category, one dot
-    per series with its 95% interval as a bar."""
+              key: str, category: str = "tag") -> str:
+    """A dot plot: one panel per measure (title, x label), one row per category (a
+    ``category``: tag, slice), one dot per series with its 95% interval as a bar."""
     count = max((len(rows) for _, rows in panels), default=1)
     height = 1.2 + 0.3 * len(categories) * max(1.0, 0.55 * count)
     figure = new_figure(WIDTH * 1.2, height)
@@ -228,7 +246,7 @@ def intervals(categories: Sequence[str],
                     continue
                 ax.errorbar([estimate.value], [y - offset], xerr=estimate.errors,
                             color=series.color,
-                            marker="o" if not series.dashed else "D", markersize=4.5,
+                            marker=series.marker, markersize=4.5,
                             markerfacecolor="white" if series.dashed else series.color,
                             elinewidth=1.2, capsize=2.5, linestyle="none")
             if categories and estimates:
@@ -240,8 +258,8 @@ def intervals(categories: Sequence[str],
     axes[0].set_yticks(positions, labels=list(categories))
     axes[0].set_ylim(-0.6, len(categories) - 0.4)
     _legend(figure, [series for series, _ in panels[0][1]] if panels else [])
-    title = " and ".join(xlabel.split(":")[0] for xlabel, _ in panels) + " by tag"
-    desc = (f"{title}: {len(categories)} tags with 95% intervals. "
+    title = " and ".join(xlabel.split(":")[0] for xlabel, _ in panels) + f" by {category}"
+    desc = (f"{title}: {len(categories)} {category}s with 95% intervals. "
             + "; ".join(summary) + ".")
     return svg(figure, key, title, desc)
 
@@ -282,12 +300,12 @@ def tick_decimals(ticks: Sequence[float]) -> int:
 
 
 @styled
-def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
+def differences(rows: Sequence[Difference], xlabel: str, key: str, over: str = "tags") -> str:
     """A forest plot of differences B - A, one row per difference from the top: its 95%
     interval as a bar, the colour its direction (:data:`BETTER`, :data:`WORSE`,
     :data:`NEUTRAL`), the marker filled when significant, hollow when not; on the right the
     value and its p- (or q-) value; the x axis fitted to the intervals and 0; the height
-    grows with the rows."""
+    grows with the rows. ``over``: what the q-values adjust over (tags, slices)."""
     height = 1.45 + 0.27 * max(len(rows), 1)
     figure = new_figure(WIDTH * 1.2, height)
     ax = figure.add_subplot()
@@ -306,7 +324,7 @@ def differences(rows: Sequence[Difference], xlabel: str, key: str) -> str:
                        f"{_test_text(row)}, {row.direction}")
     _fit_difference_axis(ax, ends)
     if any(row.q is not None for row in rows):
-        xlabel += (". Bars: 95% intervals; rows with a q-value: adjusted over the tags "
+        xlabel += (f". Bars: 95% intervals; rows with a q-value: adjusted over the {over} "
                    "(level 1 - 0.05 p/q, Benjamini-Hochberg)")
     _label_rows(ax, rows, positions, right, xlabel)
     _direction_legend(figure, rows)
@@ -406,7 +424,7 @@ def _legend(figure: Figure, series: Sequence[Series]) -> None:
     from matplotlib.lines import Line2D
 
     handles = [
-        Line2D([], [], color=s.color, marker="D" if s.dashed else "o",
+        Line2D([], [], color=s.color, marker=s.marker,
                                 markerfacecolor="white" if s.dashed else s.color,
                                 linestyle="none", label=s.label)
         for s in series

@@ -3,12 +3,13 @@ per metric, each drawn by its kind's :class:`~mpieval.report.section.Section`.
 
 The page is given the sections, by kind, and names no kind: a metric whose kind has no
 section shows its plain values. :class:`Page` holds what the sections share: the models
-of a metric (A, and B with ``--compare``) with one colour per model label over every
-figure, the baseline (the first of several runs) and the changes against it, the tables
-and the figures' frames. A run with ``--compare`` adds model B's values and the
-differences B - A with intervals and p-values; several runs are overlaid in each figure
-and set side by side in each table. Values a run lacks (the statistics of an older
-mpieval) are said to be missing, never invented.
+of a metric (A, and B with ``--compare``) with one colour per model over every figure
+and run (the runs told apart by line style and marker), the baseline (the first of
+several runs) and the changes against it, the tables and the figures' frames. A run
+with ``--compare`` adds model B's values and the differences B - A with intervals and
+p-values; several runs are overlaid in each figure and set side by side in each table.
+Values a run lacks (the statistics of an older mpieval) are said to be missing, never
+invented.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mpieval.report import figures
+from mpieval.report import figures, slices
 from mpieval.report.figures import Series
 from mpieval.report.html import (
     anchor,
@@ -56,7 +57,7 @@ class Model:
 
 class Page:
     """Builds the page of ``runs`` with the ``sections`` of their kinds (by kind name);
-    keeps one colour per model label over every figure, and counts the figures for unique
+    keeps one colour per model over every figure and run, and counts the figures for unique
     SVG ids. With several runs the first is the baseline. ``counts``: the fields that are
     counts in any of the kinds (printed with thousands separators)."""
 
@@ -94,6 +95,12 @@ class Page:
             note = (f"<p class=small>The first run named, <b>{escape(self.baseline.label)}</b>, "
                     "is the baseline: every value of the other runs shows its change against "
                     "it (Δ).</p>")
+            # on a phone the runs' provenance opens on demand: the verdict stays on the
+            # first screen (the print shows the table)
+            named = ", ".join(escape(run.label) for run in self.runs)
+            table = (f"<div class=runs-wide>{table}</div><details class=runs-narrow>"
+                     f"<summary>The runs ({named}): files, inputs, commands</summary>"
+                     f"{table}</details>")
         return table + note
 
     def run_row(self, run: Run) -> list[str]:
@@ -149,6 +156,8 @@ class Page:
             section = self.sections.get(kind)
             lines = section.summary(self, name, present) if section is not None else [
                 "a kind this version of the report does not know: its plain values below"]
+            if section is not None:
+                lines += slices.summary_lines(self, name, present, section)
             inner = "".join(f"<li>{line}</li>" for line in lines)
             items.append(f'<li><a href="#{anchor(name)}"><b>{escape(name)}</b></a> '
                          f"<span class=kind>{escape(kind)}</span><ul>{inner}</ul></li>")
@@ -223,25 +232,41 @@ class Page:
         body, more_notes = (section.draw(self, name, present) if section is not None
                             else self.other(name, present))
         notes += more_notes
+        if section is not None:
+            body += slices.section_html(self, name, present, section)
         note_html = "".join(f"<p class=note>{note}</p>" for note in notes)
         return (f'<section id="{anchor(name)}"><h2>{escape(name)} <span class=kind>'
-                f"{escape(kind)}</span></h2>{note_html}{body}</section>")
+                f"{escape(kind)}</span></h2>{self.weights_note(name, present)}{note_html}"
+                f"{body}</section>")
+
+    def weights_note(self, name: str, runs: Sequence[Run]) -> str:
+        """Which weights the metric's values use, from each run's ``weights`` entries:
+        ``weighted by `w` (importance)`` or ``unweighted`` (said once when every run
+        agrees)."""
+        said = [(run.label, _weights_words(run, name)) for run in runs]
+        words = {text for _, text in said}
+        if len(words) == 1:
+            text = next(iter(words))
+        else:
+            text = "; ".join(f"{escape(label)}: {text}" for label, text in said)
+        return f"<p class=weights>Weights: {text}.</p>"
 
     def models(self, blocks: Sequence[tuple[Run, dict[str, Any]]]) -> list[Model]:
         """A and, with ``--compare``, B of each run, each with its colour and label."""
         several = len(self.runs) > 1
         models: list[Model] = []
         for run, block in blocks:
+            place = self.runs.index(run) if run in self.runs else 0
             compare = block.get("compare")
             a_label = run.label
             if compare is not None:
                 a_label = f"{run.label}: A" if several else "A"
-            models.append(Model(run, block, self.series(a_label), False))
+            models.append(Model(run, block, self.series("A", a_label, run=place), False))
             if compare is not None:
-                b_label = f"B ({compare.get('pred', 'compare')})"
-                if several:
-                    b_label = f"{run.label}: {b_label}"
-                models.append(Model(run, compare, self.series(b_label, True), True))
+                b_model = f"B ({compare.get('pred', 'compare')})"
+                b_label = f"{run.label}: {b_model}" if several else b_model
+                models.append(Model(run, compare, self.series(b_model, b_label, True, place),
+                                    True))
         return models
 
     def compared_label(self, model: Model) -> str:
@@ -250,11 +275,15 @@ class Page:
             return f"{escape(model.run.label)}: B \u2212 A"
         return "B \u2212 A"
 
-    def series(self, label: str, dashed: bool = False) -> Series:
-        """The figures' series of a model: the same label keeps its colour on the page."""
-        if label not in self.colours:
-            self.colours[label] = figures.PALETTE[len(self.colours) % len(figures.PALETTE)]
-        return Series(label, self.colours[label], dashed)
+    def series(self, model: str, label: str, dashed: bool = False, run: int = 0) -> Series:
+        """The figures' series of a model (``model``: ``A``, or ``B (COLUMN)``) of the run
+        at place ``run``, called ``label``: a model keeps its colour over the page, in
+        every run (:data:`~mpieval.report.figures.MODEL_COLOURS`, never a direction's
+        colour), the run its line style and marker."""
+        if model not in self.colours:
+            colours = figures.MODEL_COLOURS
+            self.colours[model] = colours[len(self.colours) % len(colours)]
+        return Series(label, self.colours[model], dashed, run)
 
     def figure(self, svg: str, caption: str, wide: bool = False) -> str:
         """A figure and its caption; in the tab order, as on a phone it may scroll."""
@@ -327,16 +356,20 @@ class Page:
         flag = section.flag(field, model.block.get(field), model.block) if section else ""
         return text + (f"<span class=flag>⚠ {flag}</span>" if flag else "")
 
-    def differences(self, name: str, rows: Sequence[figures.Difference], what: str) -> str:
-        """A forest plot of differences B - A (``rows``: those with an interval)."""
+    def differences(self, name: str, rows: Sequence[figures.Difference], what: str,
+                    over: str = "tags") -> str:
+        """A forest plot of differences B - A (``rows``: those with an interval; ``over``:
+        what their q-values adjust over, and what a row is: the tags, the slices of a
+        column)."""
         if not rows:
             return ""
         svg = figures.differences(rows, f"{what} B \u2212 A (same units as the value)",
-                                  self.key(name, "differences"))
+                                  self.key(name, "differences"), over)
+        whose = "the tag's" if over == "tags" else "the slice's"
         return self.figure(svg, f"{what}: difference B \u2212 A with its paired 95% interval. "
                            "Colour says the direction (B better, B worse, no evidence); a filled "
                            "marker is significant (the interval excludes 0"
-                           + (", and the tag's q-value is below 0.05" if any(
+                           + (f", and {whose} q-value is below 0.05" if any(
                                row.q is not None for row in rows) else "")
                            + "), a hollow one is not.", wide=True)
 
@@ -390,6 +423,19 @@ def _merged_text(merged: Any) -> str:
                      f"<span class=path>{escape(inputs)}</span>"
                      + (f" ({escape(', '.join(when))})" if when else "") + "</li>")
     return f"<span class=ci>merged from:<ul class=merged>{''.join(items)}</ul></span>"
+
+
+def _weights_words(run: Run, name: str) -> str:
+    """How ``run``'s metric ``name`` is weighted, in a few words."""
+    if run.provenance is None:
+        return "not recorded (a file of an older mpieval)"
+    entries = run.provenance.get("weights")
+    spec = entries.get(name) if isinstance(entries, dict) else None
+    if not isinstance(spec, dict):
+        return "unweighted (every row counts once)"
+    column = escape(str(spec.get("column", "?")))
+    meaning = escape(str(spec.get("meaning", "frequency")))
+    return f"weighted by <code>{column}</code> ({meaning})"
 
 
 def _run_width(models: Sequence[Model], k: int) -> int:

@@ -42,6 +42,21 @@ class Flag:
         return self.text.replace("{FIELD}", field.upper())
 
 
+def _whole(block: dict[str, Any]) -> dict[str, Any]:
+    return block
+
+
+@dataclass(frozen=True)
+class SliceView:
+    """How a kind's slices (``--slice``: its block's ``slices``, each the kind's block over
+    a slice's rows) are shown: ``fields``, the values the page names per slice as
+    ``(field, name)`` pairs, the first drawn per slice column; ``values(block)``, the
+    block of a slice that holds them (the block itself, or its ``all`` tag's)."""
+
+    fields: tuple[tuple[str, str], ...]
+    values: Callable[[dict[str, Any]], dict[str, Any]] = _whole
+
+
 @dataclass(frozen=True)
 class Section:
     """A kind on a report page.
@@ -51,7 +66,8 @@ class Section:
     ``curves``: the fields of its blocks that are lists of points, and what a point is
     (``"[fpr, tpr] pairs"``: checked to have that many numbers); ``flags``: its sane
     ranges, the first that a value breaks is said beside it; ``rows``: the field of a
-    block that holds the rows it counted (the header says it beside a run's weights).
+    block that holds the rows it counted (the header says it beside a run's weights);
+    ``slices``: how its slices are shown (None: the page lists them without values).
     """
 
     declaration: Kind
@@ -60,6 +76,7 @@ class Section:
     curves: Mapping[str, str] = default(default_factory=dict)
     flags: tuple[Flag, ...] = ()
     rows: str | None = None
+    slices: SliceView | None = None
 
     @property
     def kind(self) -> str:
@@ -96,6 +113,21 @@ class Section:
             self._check_values(block, declared.required, where)
         else:
             self._check_tags(block["tags"], declared.tag_required, where)
+        self._check_slices(block.get("slices"), where)
+
+    def _check_slices(self, slices: Any, where: str) -> None:
+        """Each slice (``--slice``) is an object: a too small one (``too_small``) with its
+        counts, another the kind's block, checked as the block is."""
+        if slices is None:
+            return
+        if not isinstance(slices, dict):
+            raise ValueError(f"{where}: slices is not an object")
+        for name, block in slices.items():
+            if not isinstance(block, dict):
+                raise ValueError(f"{where}, slice {name!r}: not an object")
+            if block.get("too_small") is not True:
+                self.check({k: v for k, v in block.items() if k != "slices"},
+                           f"{where}, slice {name!r}")
 
     def _check_tags(self, tags: Any, required: tuple[str, ...], where: str) -> None:
         """Each tag's block has the ``required`` fields, each a number or null."""

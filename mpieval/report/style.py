@@ -65,8 +65,10 @@ table.tags th, table.tags td { white-space: normal; padding: 4px 7px; }
 .context { font-size: .88rem; color: #333; max-width: 60rem; }
 .context ul { margin: .2rem 0; }
 .small { font-size: .82rem; color: #555; max-width: 60rem; }
+.weights { font-size: .9rem; color: #333; margin: .25rem 0 .5rem; }
 details { margin: .4rem 0 1rem; }
 details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
+details.runs-narrow { display: none; }
 @media (max-width: 1100px) {
   table.tags { font-size: .84rem; }
   table.tags th, table.tags td { padding: 4px 4px; }
@@ -93,6 +95,9 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
   table.stack td:first-child::before { content: none; }
   table.stack td:empty { display: none; }
   .desc { min-width: 0; max-width: none; }
+  /* several runs: their provenance opens on demand, the verdict on the first screen */
+  .runs-wide { display: none; }
+  details.runs-narrow { display: block; }
 }
 @media print {
   @page { size: A4; margin: 13mm; }
@@ -118,6 +123,8 @@ details > summary { cursor: pointer; color: #0b5394; font-size: .92rem; }
   tr, .note, .context, #summary li { break-inside: avoid; page-break-inside: avoid; }
   .table-wrap { overflow: visible; }
   .desc { min-width: 12rem; }
+  .runs-wide { display: block; }
+  details.runs-narrow { display: none; }
   .note, .flag, .better, .worse { -webkit-print-color-adjust: exact;
     print-color-adjust: exact; }
 }

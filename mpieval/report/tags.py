@@ -7,10 +7,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mpieval.report.html import Q_LEVEL, is_number
+from mpieval.declaration import Kind
+from mpieval.report.html import Q_LEVEL, escape, is_number, judgement, q_text
 
 # Tags drawn in a figure at most ("all" included); the others are in a table on demand.
 DRAWN_TAGS = 20
+# The tags (or slices) named in the summary where B differs, at most, each direction.
+NAMED_TAGS = 8
 
 Blocks = dict[str, dict[str, Any]]  # a run's tags: tag -> its block
 
@@ -60,11 +63,46 @@ def best_q(tag: str, blocks: Sequence[Blocks], fields: Sequence[str]) -> float:
 
 
 def tag_tables(tags: Sequence[str], drawn: Sequence[str],
-               table: Callable[[Sequence[str]], str]) -> str:
+               table: Callable[[Sequence[str]], str], what: str = "tags") -> str:
     """The table of the drawn tags, and when there are more, the others in a table that
-    opens on demand. ``table(tags)`` makes one."""
+    opens on demand. ``table(tags)`` makes one; ``what`` names them (tags, slices)."""
     rest = [tag for tag in tags if tag not in drawn]
     if not rest:
         return table(tags)
-    return (table(drawn) + f"<details><summary>The other {len(rest):,} tags, by rows"
+    return (table(drawn) + f"<details><summary>The other {len(rest):,} {what}, by rows"
             f"</summary>{table(rest)}</details>")
+
+
+def differing(label: str, blocks: dict[str, dict[str, Any]], fields: dict[str, str],
+              kind: Kind, skip: Sequence[str] = ("all",)) -> list[str]:
+    """The summary's lines of the blocks (tags or slices by name; those in ``skip``
+    aside) where B is significantly worse, then better, at q < 0.05 in any of ``fields``
+    (field -> its name): each block once per direction with its values' effects and q,
+    the largest effect first, then by name; at most :data:`NAMED_TAGS` a line."""
+    found: dict[str, list[tuple[float, str, str]]] = {"worse": [], "better": []}
+    for name, values in blocks.items():
+        compare = values.get("compare")
+        if name in skip or not isinstance(compare, dict):
+            continue
+        for said, items in found.items():
+            effects = []
+            for field, what in fields.items():
+                q = compare.get(f"{field}_diff_q")
+                if is_number(q) and q < Q_LEVEL and judgement(
+                        compare, field, kind.direction(field) or "higher",
+                        values.get(field)) == said:
+                    effects.append((abs(compare[f"{field}_diff"]),
+                                    f"{what} {compare[f'{field}_diff']:+.4f}, {q_text(q)}"))
+            if effects:
+                items.append((-max(size for size, _ in effects), name,
+                              f"<b>{escape(name)}</b> ("
+                              + "; ".join(text for _, text in effects) + ")"))
+    lines = []
+    for said, items in found.items():
+        if items:
+            items.sort(key=lambda item: (item[0], item[1]))
+            shown = [text for _, _, text in items[:NAMED_TAGS]]
+            more = f" and {len(items) - NAMED_TAGS} more" if len(items) > NAMED_TAGS else ""
+            lines.append(f"<b>{label}</b>: <span class={said}>B {said}</span> in "
+                         + ", ".join(shown) + more)
+    return lines

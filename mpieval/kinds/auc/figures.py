@@ -41,7 +41,7 @@ def lift(curves: Sequence[tuple[Series, Sequence[dict[str, float]]]], key: str) 
         lifts = [p["lift"] for p in shown]
         top = max(top, *lifts)
         ax.plot(fractions, lifts, color=series.color, linestyle=series.linestyle,
-                marker="o" if not series.dashed else "D", markersize=4.0, linewidth=1.5,
+                marker=series.marker, markersize=4.0, linewidth=1.5,
                 label=series.label)
         summary.append(f"{series.label}: " + ", ".join(
             f"top {100 * p['fraction']:g}% lift {p['lift']:.3g} (recall {p['recall']:.3g})"

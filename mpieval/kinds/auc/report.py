@@ -21,7 +21,7 @@ from mpieval.report.html import (
 )
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
-from mpieval.report.section import Flag, Section
+from mpieval.report.section import Flag, Section, SliceView
 from mpieval.report.verdicts import Family
 
 # The curves of a block: the shape of each point, as the error message names it.
@@ -261,4 +261,7 @@ def _bucket_error_context(models: Sequence[Model]) -> str:
             f"<ul>{''.join(items)}</ul></div>")
 
 
-SECTION = Section(KIND, draw=section, summary=summary, curves=CURVES, flags=FLAGS, rows="rows")
+# A slice's values the page names (the first drawn per slice column).
+SLICES = SliceView((("auc", "AUC"), ("copc", "COPC"), ("logloss", "LogLoss")))
+SECTION = Section(KIND, draw=section, summary=summary, curves=CURVES, flags=FLAGS, rows="rows",
+                  slices=SLICES)

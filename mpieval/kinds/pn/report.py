@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from mpieval.kinds.pn import FIELDS, KIND
 from mpieval.report.page import Page
 from mpieval.report.runs import Run
-from mpieval.report.section import Section
+from mpieval.report.section import Section, SliceView
 
 HEADLINE = (("average_pn", "Average PN"), ("ins_number", "rows"))
 
@@ -22,4 +22,5 @@ def summary(page: Page, name: str, runs: Sequence[Run]) -> list[str]:
     return page.run_lines(name, runs, HEADLINE)
 
 
-SECTION = Section(KIND, draw=section, summary=summary)
+SECTION = Section(KIND, draw=section, summary=summary,
+                  slices=SliceView((("average_pn", "Average PN"),)))

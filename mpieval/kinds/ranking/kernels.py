@@ -71,14 +71,16 @@ def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
 def sum_fields(cutoffs: Sequence[int], compare: bool = False) -> tuple[str, ...]:
     """The summed fields of one block: :data:`COUNT_FIELDS`, then ``NAME_sum`` and
     ``NAME_sq_sum`` for each value, then with ``compare`` ``b_NAME_sum``,
-    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value."""
+    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value, then
+    ``users_le_K`` for each cutoff: the valid users of at most K rows (in the block), whose
+    Recall@K and hit rate@K are 1 whatever the order."""
     names = value_names(cutoffs)
     fields = COUNT_FIELDS + tuple(f"{name}{suffix}" for name in names
                                   for suffix in ("_sum", "_sq_sum"))
     if compare:
         fields += tuple(field for name in names for field in (
             f"b_{name}_sum", f"b_{name}_sq_sum", f"{name}_diff_sum", f"{name}_diff_sq_sum"))
-    return fields
+    return fields + tuple(f"users_le_{cutoff}" for cutoff in cutoffs)
 
 
 def gains(label: np.ndarray, gain: str) -> np.ndarray:
@@ -130,6 +132,10 @@ def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.
         for field, count in enumerate(counts):
             exact.add_values(sums[b, field], np.array([count], dtype=np.float64))
         kept = members[valid[members]]
+        short = sums.shape[1] - len(cutoffs)
+        for c, cutoff in enumerate(cutoffs):
+            exact.add_values(sums[b, short + c], np.array(
+                [np.count_nonzero(group_rows[kept] <= cutoff)], dtype=np.float64))
         for j in range(n_values):
             column = np.ascontiguousarray(values[kept, j])
             exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j], column)

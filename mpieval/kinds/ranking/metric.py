@@ -80,6 +80,7 @@ class RankingComparison:
     q: dict[str, float] = field(default_factory=dict)
     a_values: dict[str, float] = field(default_factory=dict)
     correlation: dict[str, float] = field(default_factory=dict)
+    own_stderr: dict[str, float] = field(default_factory=dict)  # of B's values
 
     def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of value ``name``'s difference at ``level``, within [-1, 1]."""
@@ -94,11 +95,18 @@ class RankingComparison:
         """The two-sided p-value of value ``name``'s difference (no difference)."""
         return stats.cluster_p(self.diffs[name], self.stderr[name], self.users)
 
+    def own_ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """B's own intervals, by the rules of A's (:meth:`RankingBlock.ci`)."""
+        return _intervals(self.values, self.own_stderr, self.users, level)
+
     def to_dict(self) -> dict[str, Any]:
-        """``pred``, B's values, then for each value ``X``: ``X_diff``, ``X_diff_ci95``,
-        ``X_diff_p`` and (tag blocks) ``X_diff_q``."""
+        """``pred``, B's values and their ``ci95`` (when known), then for each value
+        ``X``: ``X_diff``, ``X_diff_ci95``, ``X_diff_p`` and (tag blocks) ``X_diff_q``."""
         fields: dict[str, Any] = {"pred": self.pred}
         fields.update({name: logline.json_number(value) for name, value in self.values.items()})
+        if self.own_stderr:
+            fields["ci95"] = {name: None if pair is None else list(pair)
+                              for name, pair in self.own_ci(0.95).items()}
         for name, diff in self.diffs.items():
             pair = self.ci(name)
             fields[f"{name}_diff"] = logline.json_number(diff)
@@ -128,6 +136,9 @@ class RankingBlock:
     real_ins_num: int
     stderr: dict[str, float] = field(default_factory=dict)
     compare: RankingComparison | None = None
+    users_le_k: dict[int, int] = field(default_factory=dict)
+    """Per cutoff K, the valid users of at most K rows: their Recall@K and hit rate@K are
+    1 whatever the order (a high Recall@K over such users says little)."""
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -144,11 +155,7 @@ class RankingBlock:
         most as a hit or a miss, so it is valid at 0 and at 1, where most users are). The
         others: ``value -/+ t se`` (Student's t with ``V - 1`` degrees of freedom), cut to
         [0, 1], None with a spread of 0."""
-        users = self.valid_user_count
-        return {name: (_rate_interval(value, users, level) if _is_rate(name) else
-                       stats.cluster_interval(value, self.stderr.get(name, math.nan), users,
-                                              level, 0.0, 1.0))
-                for name, value in self.values.items()}
+        return _intervals(self.values, self.stderr, self.valid_user_count, level)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +163,8 @@ class RankingBlock:
             "valid_user_count": self.valid_user_count,
             "real_user_count": self.real_user_count,
             "real_ins_num": self.real_ins_num,
+            **({"users_le_k": {str(k): n for k, n in self.users_le_k.items()}}
+               if self.users_le_k else {}),
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()},
             **({} if self.compare is None else {"compare": self.compare.to_dict()}),
@@ -170,6 +179,15 @@ class RankingBlock:
                           if key.partition("@")[0] in LOG_VALUES)
         return (f"{name}: Tag={self.tag} {values} ValidUserCount={n(self.valid_user_count)} "
                 f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)}")
+
+
+def _intervals(values: dict[str, float], stderr: dict[str, float], users: int,
+               level: float) -> dict[str, tuple[float, float] | None]:
+    """The intervals of :meth:`RankingBlock.ci` of ``values`` over ``users`` valid users."""
+    return {name: (_rate_interval(value, users, level) if _is_rate(name) else
+                   stats.cluster_interval(value, stderr.get(name, math.nan), users,
+                                          level, 0.0, 1.0))
+            for name, value in values.items()}
 
 
 def _is_rate(name: str) -> bool:
@@ -255,16 +273,18 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                                                       valid)
     comparison = None
     if compare is not None:
-        b_values, diffs, diff_stderr, correlation = {}, {}, {}, {}
+        b_values, b_stderr, diffs, diff_stderr, correlation = {}, {}, {}, {}, {}
         for name in value_names(k):
-            b_values[name] = s[f"b_{name}_sum"] / valid if valid else math.nan
+            b_values[name], b_stderr[name] = _mean_and_stderr(
+                s[f"b_{name}_sum"], s[f"b_{name}_sq_sum"], valid)
             diffs[name], diff_stderr[name] = _mean_and_stderr(
                 s[f"{name}_diff_sum"], s[f"{name}_diff_sq_sum"], valid)
             correlation[name] = _correlation(s[f"{name}_sum"], s[f"{name}_sq_sum"],
                                              s[f"b_{name}_sum"], s[f"b_{name}_sq_sum"],
                                              s[f"{name}_diff_sq_sum"], valid)
         comparison = RankingComparison(compare, b_values, diffs, diff_stderr, int(valid),
-                                       a_values=values, correlation=correlation)
+                                       a_values=values, correlation=correlation,
+                                       own_stderr=b_stderr)
     reasons = []
     if s["rows"] == 0:
         reasons.append(f"tag {tag}: no rows")
@@ -283,7 +303,8 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                         if se == 0 and not _is_rate(name)]
     block = RankingBlock(tag=tag, k=k, values=values, valid_user_count=int(valid),
                          real_user_count=int(s["users"]), real_ins_num=int(s["rows"]),
-                         stderr=stderr, compare=comparison)
+                         stderr=stderr, compare=comparison,
+                         users_le_k={cutoff: int(s[f"users_le_{cutoff}"]) for cutoff in k})
     return block, reasons
 
 

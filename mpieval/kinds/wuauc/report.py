@@ -15,16 +15,12 @@ from mpieval.report import figures, verdicts
 from mpieval.report.figures import Difference, Estimate
 from mpieval.report.html import (
     OLDER,
-    Q_LEVEL,
     cell,
     difference_cell,
     escape,
     estimate,
-    is_number,
-    judgement,
     pair,
     q_count,
-    q_text,
     ratio_text,
     tag_cell,
     too_few,
@@ -32,8 +28,8 @@ from mpieval.report.html import (
 )
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
-from mpieval.report.section import Flag, Section
-from mpieval.report.tags import drawn_tags, ordered_tags, tag_tables
+from mpieval.report.section import Flag, Section, SliceView
+from mpieval.report.tags import differing, drawn_tags, ordered_tags, tag_tables
 from mpieval.report.verdicts import Family
 
 TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
@@ -49,8 +45,6 @@ FAMILIES = (
            lambda a, b: verdicts.prediction_ratio(a.get("copc"), b.get("copc"))),
     Family("loss", (("logloss", "LogLoss"),), "has a lower loss", "has a higher loss"),
 )
-# The tags named in the summary where B differs, at most.
-NAMED_TAGS = 8
 COPC_RANGE = (0.8, 1.25)
 FLAGS = (
     Flag(("copc",), lambda value, _: not COPC_RANGE[0] <= value <= COPC_RANGE[1],
@@ -128,34 +122,9 @@ def _compared_lines(page: Page, name: str, model: Model, a_block: dict[str, Any]
 
 
 def _differing_tags(label: str, tags: dict[str, dict[str, Any]]) -> list[str]:
-    """The tags (``all`` aside) where B is significantly worse, then better, at q < 0.05:
-    each tag once per direction with its values' effects and q, the largest effect first."""
-    found: dict[str, list[tuple[float, str]]] = {"worse": [], "better": []}
-    for tag, values in tags.items():
-        compare = values.get("compare")
-        if tag == "all" or not isinstance(compare, dict):
-            continue
-        for said, items in found.items():
-            effects = []
-            for field, what in NAMES.items():
-                q = compare.get(f"{field}_diff_q")
-                if is_number(q) and q < Q_LEVEL and judgement(
-                        compare, field, KIND.direction(field) or "higher",
-                        values.get(field)) == said:
-                    effects.append((abs(compare[f"{field}_diff"]),
-                                    f"{what} {compare[f'{field}_diff']:+.4f}, {q_text(q)}"))
-            if effects:
-                items.append((-max(size for size, _ in effects), f"<b>{escape(tag)}</b> ("
-                              + "; ".join(text for _, text in effects) + ")"))
-    lines = []
-    for said, items in found.items():
-        if items:
-            items.sort(key=lambda item: item[0])
-            shown = [text for _, text in items[:NAMED_TAGS]]
-            more = f" and {len(items) - NAMED_TAGS} more" if len(items) > NAMED_TAGS else ""
-            lines.append(f"<b>{label}</b>: <span class={said}>B {said}</span> in "
-                         + ", ".join(shown) + more)
-    return lines
+    """The tags (``all`` aside) where B is significantly worse, then better, at q < 0.05
+    (:func:`mpieval.report.tags.differing`)."""
+    return differing(label, tags, NAMES, KIND)
 
 
 # -- the section -------------------------------------------------------------------------
@@ -304,4 +273,6 @@ def _tag_difference(a: dict[str, Any], b: dict[str, Any], field: str) -> str:
     return difference_cell(a, b, field, compact=True)
 
 
-SECTION = Section(KIND, draw=section, summary=summary, flags=FLAGS)
+# A slice's values the page names (its "all" tag's; the first drawn per slice column).
+SLICES = SliceView((("wuauc", "WUAUC"), ("uauc", "UAUC")), _overall_block)
+SECTION = Section(KIND, draw=section, summary=summary, flags=FLAGS, slices=SLICES)

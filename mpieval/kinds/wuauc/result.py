@@ -95,6 +95,16 @@ class WuaucComparison:
     copc_diff: float = math.nan
     units: dict[str, float] = field(default_factory=dict)
     effective: dict[str, float] = field(default_factory=dict)
+    own_stderr: dict[str, float] = field(default_factory=dict)
+    """B's own standard errors of ``uauc`` and ``wuauc`` (as A's, over the valid users)."""
+
+    def own_ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+        """B's own intervals of ``uauc`` and ``wuauc``, by the rule of A's
+        (:meth:`WuaucBlock.ci`)."""
+        return {name: stats.cluster_interval(
+            getattr(self, name), self.own_stderr.get(name, math.nan), self.users, level,
+            *BOUNDS[name], effective=self.effective.get(f"{name}_diff"))
+            for name in PER_USER if name in self.own_stderr}
 
     def ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of one of ``DIFFS`` at ``level``."""
@@ -115,6 +125,9 @@ class WuaucComparison:
                                   "wuauc": logline.json_number(self.wuauc),
                                   "logloss": logline.json_number(self.logloss),
                                   "copc": logline.json_number(self.copc)}
+        if self.own_stderr:
+            fields["ci95"] = {name: None if pair is None else list(pair)
+                              for name, pair in self.own_ci(0.95).items()}
         for name in DIFFS:
             pair = self.ci(name)
             fields[name] = logline.json_number(getattr(self, name))
@@ -348,6 +361,8 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
         stderr["copc_diff"] = stats.weighted_cluster_stderr(_copc_diff_stderr(s, c),
                                                             *_weights(s, "copc"))
     effective = _effective(s)
+    b_sums = {**s, **{name: c[f"b_{name}"] for name in USER_SUM_FIELDS}}
+    own = _stderrs(b_sums)
     return WuaucComparison(
         pred=pred,
         uauc=_ratio(c["b_auc_sum"], users),
@@ -367,6 +382,7 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
                    # the smaller of the two models' pred weights
                    "copc_diff": min(effective["copc"], stats.effective_units(
                        c["b_pred_sum"], c["user_b_pred_sq_sum"]))},
+        own_stderr={name: own[name] for name in PER_USER},
     )
 
 
