@@ -407,3 +407,60 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
 def _row_logloss(pred, label):
     q = min(max(pred, CLIP), 1 - CLIP)
     return -math.log(q) if label == 1 else -math.log(1 - q)
+
+
+def average_precision_terms(score, label, weight=None, importance=False):
+    """Satterthwaite's effective number of rows behind AP's influence spread, ``(sum a)^2 /
+    sum a^2`` with a row's ``a = v IF^2`` (:func:`average_precision_influences`): a row
+    of frequency weight ``w`` is ``w`` rows of ``IF^2`` each, under importance weights one
+    of ``w^2 IF^2``."""
+    influences, _ = average_precision_influences(score, label, weight)
+    total = fourth = 0.0
+    for i, (i1, i0) in enumerate(influences):
+        w = 1.0 if weight is None else float(weight[i])
+        for part, value in ((w * float(label[i]), i1), (w * (1 - float(label[i])), i0)):
+            if part == 0:
+                continue
+            if importance:
+                total += part * part * value**2
+                fourth += (part * part * value**2) ** 2
+            else:
+                total += part * value**2
+                fourth += part * value**4
+    return total * total / fourth
+
+
+def average_precision_without_self(score, label, weight=None):
+    """AP with each positive row left out of its own precision: the mean over positives
+    (weighted) of the precision of the other rows at or above its score (0 with none),
+    cut to [0, 1]; row by row."""
+    n = len(score)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    out = 0.0
+    for i in range(n):
+        if y[i] == 0:
+            continue
+        tp = sum(w[j] * y[j] for j in range(n) if j != i and score[j] >= score[i])
+        cnt = sum(w[j] for j in range(n) if j != i and score[j] >= score[i])
+        out += w[i] * y[i] * (min(1.0, max(0.0, tp / cnt)) if cnt > 0 else 0.0)
+    return out / positives
+
+
+def paired_table_terms(influences_a, influences_b, label, weight=None, importance=False):
+    """Satterthwaite's effective number of rows behind :func:`paired_table_stderr`'s
+    spread: ``(sum a)^2 / sum a^2``, a row's ``a = v1 d1^2 + v0 d0^2`` under importance
+    weights (one observation), ``w`` rows of ``d^2`` each under frequency weights."""
+    total = fourth = 0.0
+    for i, ((a1, a0), (b1, b0)) in enumerate(zip(influences_a, influences_b, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        v1, v0 = w * float(label[i]), w * (1 - float(label[i]))
+        d1, d0 = (b1 - a1) ** 2, (b0 - a0) ** 2
+        if importance:
+            a = v1 * v1 * d1 + v0 * v0 * d0
+            total, fourth = total + a, fourth + a * a
+        else:
+            total += v1 * d1 + v0 * d0
+            fourth += v1 * d1 * d1 + v0 * d0 * d0
+    return total * total / fourth
