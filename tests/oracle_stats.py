@@ -335,7 +335,9 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     ``p_u``, logloss sum ``l_u`` (B's ``pb_u``, ``lb_u``); a ratio ``R = sum a_u / sum
     b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| / sqrt(k)``, ``k = 1 - 2 sum
     w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` of the same weights ``w_u``; the
-    interval ``R exp(-/+ t se / R)`` (a difference: ``R -/+ t se``) with Student's t of
+    interval ``R exp(-/+ t se / R)`` (``predicted_ctr``: ``R / (1 +/- t se / R)``, its
+    upper end the bound from ``t se / R >= 1``; a difference: ``R -/+ t se``) with
+    Student's t of
     ``(sum w_u)^2 / sum w_u^2 - 1`` degrees of
     freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC and ``copc_diff``, whose
     degrees of freedom are the smaller of the two models'); None below ``min_users``
@@ -362,7 +364,8 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     def kish(w):
         return sum(w) ** 2 / sum(x * x for x in w)
 
-    def interval(value, spread_sq, denominator, w, low, high, effective=None, log=False):
+    def interval(value, spread_sq, denominator, w, low, high, effective=None, log=False,
+                 reciprocal=False):
         effective = kish(w) if effective is None else effective
         if U < min_users or effective < min_effective or spread_sq <= 0:
             return None, math.nan
@@ -372,22 +375,26 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
         df = min(effective, U) - 1
         t = scipy_stats.t.ppf(0.5 + level / 2, df)
         p_value = 2 * scipy_stats.t.sf(abs(value) / se, df)
+        if reciprocal:  # the reciprocal scale: value / (1 +/- t se / value)
+            half = t * se / value
+            return (value / (1 + half), high if half >= 1 else min(high, value / (1 - half))
+                    ), p_value
         if log:  # a positive ratio: value * exp(-/+ t se / value)
             return (value * math.exp(-t * se / value),
                     min(high, value * math.exp(t * se / value))), p_value
         return (max(low, value - t * se), min(high, value + t * se)), p_value
 
-    def ratio(a, b, w, low, high):
+    def ratio(a, b, w, low, high, reciprocal=False):
         r = sum(a) / sum(b)
         spread = sum((x - r * y) ** 2 for x, y in zip(a, b, strict=True))
-        return r, interval(r, spread, sum(b), w, low, high, log=True)
+        return r, interval(r, spread, sum(b), w, low, high, log=True, reciprocal=reciprocal)
 
     out = {}
     for name, a, b, w, bounds in (("actual_ctr", c, n, n, (0, 1)),
                                   ("predicted_ctr", p, n, n, (0, 1)),
                                   ("copc", c, p, p, (0, math.inf)),
                                   ("logloss", l_, n, n, (0, math.inf))):
-        value, (pair, _) = ratio(a, b, w, *bounds)
+        value, (pair, _) = ratio(a, b, w, *bounds, reciprocal=name == "predicted_ctr")
         out[name] = (value, pair)
     if compare is not None:
         d = [y - x for x, y in zip(l_, lb, strict=True)]
