@@ -177,7 +177,8 @@ def hetero(rng: np.random.Generator, tags: int) -> None:
     for label, n_users, prevalence, ties, keep, cell_tags in cells:
         r = simulation.hetero_tag_rates(rng, cell_tags, n_users, prevalence, ties=ties,
                                         keep=keep, per_run=min(100, max(1, 20_000 // n_users)))
-        for name in (*simulation.ROW_VALUES, "logloss_diff", "copc_diff"):
+        for name in (*simulation.ROW_VALUES, "predicted_ctr (log scale)", "logloss_diff",
+                     "copc_diff"):
             what = "p < 0.05 under the null" if "_diff" in name else "covers"
             print(f"| {label} | `{name}` {what} | (none) | {_cell(r[name], cell_tags)} |",
                   flush=True)
