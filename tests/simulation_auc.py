@@ -221,14 +221,15 @@ def binormal_rows(rng: np.random.Generator, n: int, d: float) -> tuple[np.ndarra
 
 # -- the table of docs/statistics.md (scripts/stats_coverage.py --auc-only) -----------------
 
-PARTS = ("hard", "new", "new-100k")
+PARTS = ("hard", "new", "new-100k", "importance-100k")
 
 
 def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
           ) -> list[tuple[str, str, float, int]]:
     """The cells of one part of the ``auc`` table (:data:`PARTS`: ``"hard"`` the regimes of
     the issue and the old cells, ``"new"`` every new interval and paired test at 1,000
-    rows, ``"new-100k"`` at 100,000 rows, ``big_datasets`` sets a cell): ``(cell,
+    rows, ``"new-100k"`` at 100,000 rows, ``big_datasets`` sets a cell,
+    ``"importance-100k"`` its importance-weight cells alone): ``(cell,
     value, share, sets)``, coverage of each 95% interval or the share of paired p < 0.05
     under the null."""
     from simulation import downsampling_coverage, few_positives_rates, rare_click_coverage
@@ -238,6 +239,8 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
         return _new_cells(rng, [(1000, datasets)])
     if part == "new-100k":
         return _new_cells(rng, [(100_000, big_datasets)])
+    if part == "importance-100k":
+        return _new_cells(rng, [(100_000, big_datasets)], importance_only=True)
     for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0), (300, 3.0),
                          (600, 3.0)):
         auc = stats.normal_cdf(d / math.sqrt(2))
@@ -266,17 +269,22 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
 
 
 def _new_cells(rng: np.random.Generator, sizes: list[tuple[int, int]],
-               ) -> list[tuple[str, str, float, int]]:
+               importance_only: bool = False) -> list[tuple[str, str, float, int]]:
     out: list[tuple[str, str, float, int]] = []
+    importance = ", importance (non-clicks kept at 0.1)"
     for n, sets in sizes:
         for ctr in (0.02, 0.2):
             for ties, keep, what in ((False, None, ""), (True, None, ", ties"),
-                                     (False, 0.1, ", importance (non-clicks kept at 0.1)")):
+                                     (False, 0.1, importance)):
+                if importance_only and keep is None:
+                    continue
                 cell = f"{n:,} rows, CTR {ctr}{what}"
                 for key, share in new_interval_coverage(rng, sets, n, ctr, ties, keep,
                                                         with_before=True).items():
                     out.append((cell, f"{key} covers", share, sets))
-            for keep, what in ((None, ""), (0.1, ", importance (non-clicks kept at 0.1)")):
+            for keep, what in ((None, ""), (0.1, importance)):
+                if importance_only and keep is None:
+                    continue
                 cell = f"{n:,} rows, CTR {ctr}{what}, two equal models"
                 for key, share in paired_null_rejection(rng, sets, n, ctr, keep=keep,
                                                         with_before=True).items():
