@@ -99,7 +99,8 @@ class AucComparison:
 
     def diff_ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of ``name``'s difference (``"auc"`` or one of :data:`DIFFS`):
-        ``diff -/+ t se`` as :meth:`ci`, not cut (logloss and COPC have no upper end)."""
+        ``diff -/+ t se`` as :meth:`ci` (``auprc``: fewer degrees of freedom where
+        :attr:`diff_terms` says so), not cut (logloss and COPC have no upper end)."""
         if name == "auc":
             return self.ci(level)
         diff, stderr = self.diffs.get(name, (math.nan, math.nan))
