@@ -72,6 +72,18 @@ def test_reciprocal_interval_is_the_delta_method_on_one_over_the_value() -> None
     assert stats.reciprocal_cluster_interval(0.0, 0.004, 30, 0.95, 1.0) is None
 
 
+def test_logit_interval_of_a_tiny_value_with_a_wide_spread_reaches_zero() -> None:
+    """A logit below float64's exp range (AUPRC without self of 1e-6 with a spread of
+    1e-3, as 10 positives at the bottom give): the lower end is 0, no overflow; the
+    same ends as the plain formula where it does not overflow."""
+    low, high = stats.logit_interval(1e-6, 1e-3, 0.95, 4.0)
+    assert low == 0.0 < 1e-6 < high <= 1.0
+    value, stderr, q = 0.3, 0.05, 2.1
+    centre, half = math.log(value / (1 - value)), q * stderr / (value * (1 - value))
+    assert stats.logit_interval(value, stderr, 0.95, q) == (
+        1 / (1 + math.exp(-(centre - half))), 1 / (1 + math.exp(-(centre + half))))
+
+
 def test_bh_q_values() -> None:
     q = stats.bh_q_values([0.01, math.nan, 0.04, 0.03, 0.5])
     assert math.isnan(q[1])

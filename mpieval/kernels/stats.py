@@ -338,8 +338,13 @@ def logit_interval(value: float, stderr: float, level: float,
     q = z_value(level) if quantile is None else quantile
     centre = math.log(value / (1 - value))
     half = q * stderr / (value * (1 - value))
-    return (float(1 / (1 + math.exp(-(centre - half)))),
-            float(1 / (1 + math.exp(-(centre + half)))))
+    return _expit(centre - half), _expit(centre + half)
+
+
+def _expit(x: float) -> float:
+    """``1 / (1 + exp(-x))``; 0 where ``exp(-x)`` passes float64's range (a logit below
+    -709: a value below 1e-308)."""
+    return 0.0 if -x > 709 else float(1 / (1 + math.exp(-x)))
 
 
 def bh_q_values(p_values: list[float]) -> list[float]:
