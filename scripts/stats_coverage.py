@@ -70,8 +70,9 @@ def main() -> None:
                         help="only the auc kind's table of issue 32")
     parser.add_argument("--big-datasets", type=int, default=1000,
                         help="sets a cell at 100,000 rows (--auc-only)")
-    parser.add_argument("--auc-part", choices=("hard", "new", "new-100k"),
-                        help="one part of --auc-only (each its own seeded stream)")
+    parser.add_argument("--auc-part", choices=simulation_auc_parts(),
+                        help="one part of --auc-only (each its own seeded stream; "
+                        "importance-100k: new-100k's importance-weight cells alone)")
     parser.add_argument("--hetero-only", action="store_true",
                         help="only wuauc over users of unequal size (issue 32)")
     parser.add_argument("--tags", type=int, default=2000,
@@ -86,8 +87,9 @@ def main() -> None:
 
         print("| cell | value | share | sets | se |\n|---|---|---|---|---|")
         for index, part in enumerate(simulation_auc.PARTS):
-            if args.auc_part not in (None, part):
-                continue
+            if args.auc_part != part and (args.auc_part is not None
+                                          or part == "importance-100k"):
+                continue  # importance-100k repeats cells of new-100k: alone only
             part_rng = np.random.default_rng([args.seed, index])
             for cell, value, share, sets in simulation_auc.table(
                     part, part_rng, args.datasets, args.big_datasets):
@@ -107,6 +109,12 @@ def main() -> None:
     auc_and_ctrs(rng, args.datasets)
     users(rng, args.datasets)
     a_b(rng, args.datasets, args.power_datasets)
+
+
+def simulation_auc_parts() -> tuple[str, ...]:
+    import simulation_auc
+
+    return simulation_auc.PARTS
 
 
 def small_samples(rng: np.random.Generator, datasets: int) -> None:
@@ -177,7 +185,8 @@ def hetero(rng: np.random.Generator, tags: int) -> None:
     for label, n_users, prevalence, ties, keep, cell_tags in cells:
         r = simulation.hetero_tag_rates(rng, cell_tags, n_users, prevalence, ties=ties,
                                         keep=keep, per_run=min(100, max(1, 20_000 // n_users)))
-        for name in (*simulation.ROW_VALUES, "logloss_diff", "copc_diff"):
+        for name in (*simulation.ROW_VALUES, "predicted_ctr (log scale)", "logloss_diff",
+                     "copc_diff"):
             what = "p < 0.05 under the null" if "_diff" in name else "covers"
             print(f"| {label} | `{name}` {what} | (none) | {_cell(r[name], cell_tags)} |",
                   flush=True)

@@ -335,7 +335,9 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     ``p_u``, logloss sum ``l_u`` (B's ``pb_u``, ``lb_u``); a ratio ``R = sum a_u / sum
     b_u`` has ``se = sqrt(sum (a_u - R b_u)^2) / |sum b_u| / sqrt(k)``, ``k = 1 - 2 sum
     w^3 / (sum w sum w^2) + sum w^2 / (sum w)^2`` of the same weights ``w_u``; the
-    interval ``R exp(-/+ t se / R)`` (a difference: ``R -/+ t se``) with Student's t of
+    interval ``R exp(-/+ t se / R)`` (``predicted_ctr``: ``R / (1 +/- t se / R)``, its
+    upper end the bound from ``t se / R >= 1``; a difference: ``R -/+ t se``) with
+    Student's t of
     ``(sum w_u)^2 / sum w_u^2 - 1`` degrees of
     freedom (scipy's quantile), ``w_u = n_u`` (``p_u`` for COPC and ``copc_diff``, whose
     degrees of freedom are the smaller of the two models'); None below ``min_users``
@@ -362,7 +364,8 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
     def kish(w):
         return sum(w) ** 2 / sum(x * x for x in w)
 
-    def interval(value, spread_sq, denominator, w, low, high, effective=None, log=False):
+    def interval(value, spread_sq, denominator, w, low, high, effective=None, log=False,
+                 reciprocal=False):
         effective = kish(w) if effective is None else effective
         if U < min_users or effective < min_effective or spread_sq <= 0:
             return None, math.nan
@@ -372,22 +375,26 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
         df = min(effective, U) - 1
         t = scipy_stats.t.ppf(0.5 + level / 2, df)
         p_value = 2 * scipy_stats.t.sf(abs(value) / se, df)
+        if reciprocal:  # the reciprocal scale: value / (1 +/- t se / value)
+            half = t * se / value
+            return (value / (1 + half), high if half >= 1 else min(high, value / (1 - half))
+                    ), p_value
         if log:  # a positive ratio: value * exp(-/+ t se / value)
             return (value * math.exp(-t * se / value),
                     min(high, value * math.exp(t * se / value))), p_value
         return (max(low, value - t * se), min(high, value + t * se)), p_value
 
-    def ratio(a, b, w, low, high):
+    def ratio(a, b, w, low, high, reciprocal=False):
         r = sum(a) / sum(b)
         spread = sum((x - r * y) ** 2 for x, y in zip(a, b, strict=True))
-        return r, interval(r, spread, sum(b), w, low, high, log=True)
+        return r, interval(r, spread, sum(b), w, low, high, log=True, reciprocal=reciprocal)
 
     out = {}
     for name, a, b, w, bounds in (("actual_ctr", c, n, n, (0, 1)),
                                   ("predicted_ctr", p, n, n, (0, 1)),
                                   ("copc", c, p, p, (0, math.inf)),
                                   ("logloss", l_, n, n, (0, math.inf))):
-        value, (pair, _) = ratio(a, b, w, *bounds)
+        value, (pair, _) = ratio(a, b, w, *bounds, reciprocal=name == "predicted_ctr")
         out[name] = (value, pair)
     if compare is not None:
         d = [y - x for x, y in zip(l_, lb, strict=True)]
@@ -407,3 +414,60 @@ def user_cluster_stats(uids, preds, labels, compare=None, weights=None, level=0.
 def _row_logloss(pred, label):
     q = min(max(pred, CLIP), 1 - CLIP)
     return -math.log(q) if label == 1 else -math.log(1 - q)
+
+
+def average_precision_terms(score, label, weight=None, importance=False):
+    """Satterthwaite's effective number of rows behind AP's influence spread, ``(sum a)^2 /
+    sum a^2`` with a row's ``a = v IF^2`` (:func:`average_precision_influences`): a row
+    of frequency weight ``w`` is ``w`` rows of ``IF^2`` each, under importance weights one
+    of ``w^2 IF^2``."""
+    influences, _ = average_precision_influences(score, label, weight)
+    total = fourth = 0.0
+    for i, (i1, i0) in enumerate(influences):
+        w = 1.0 if weight is None else float(weight[i])
+        for part, value in ((w * float(label[i]), i1), (w * (1 - float(label[i])), i0)):
+            if part == 0:
+                continue
+            if importance:
+                total += part * part * value**2
+                fourth += (part * part * value**2) ** 2
+            else:
+                total += part * value**2
+                fourth += part * value**4
+    return total * total / fourth
+
+
+def average_precision_without_self(score, label, weight=None):
+    """AP with each positive row left out of its own precision: the mean over positives
+    (weighted) of the precision of the other rows at or above its score (0 with none),
+    cut to [0, 1]; row by row."""
+    n = len(score)
+    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
+    y = [float(v) for v in label]
+    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    out = 0.0
+    for i in range(n):
+        if y[i] == 0:
+            continue
+        tp = sum(w[j] * y[j] for j in range(n) if j != i and score[j] >= score[i])
+        cnt = sum(w[j] for j in range(n) if j != i and score[j] >= score[i])
+        out += w[i] * y[i] * (min(1.0, max(0.0, tp / cnt)) if cnt > 0 else 0.0)
+    return out / positives
+
+
+def paired_table_terms(influences_a, influences_b, label, weight=None, importance=False):
+    """Satterthwaite's effective number of rows behind :func:`paired_table_stderr`'s
+    spread: ``(sum a)^2 / sum a^2``, a row's ``a = v1 d1^2 + v0 d0^2`` under importance
+    weights (one observation), ``w`` rows of ``d^2`` each under frequency weights."""
+    total = fourth = 0.0
+    for i, ((a1, a0), (b1, b0)) in enumerate(zip(influences_a, influences_b, strict=True)):
+        w = 1.0 if weight is None else float(weight[i])
+        v1, v0 = w * float(label[i]), w * (1 - float(label[i]))
+        d1, d0 = (b1 - a1) ** 2, (b0 - a0) ** 2
+        if importance:
+            a = v1 * v1 * d1 + v0 * v0 * d0
+            total, fourth = total + a, fourth + a * a
+        else:
+            total += v1 * d1 + v0 * d0
+            fourth += v1 * d1 * d1 + v0 * d0 * d0
+    return total * total / fourth

@@ -391,12 +391,14 @@ def hetero_tag_rates(rng: np.random.Generator, tags: int, n_users: int, prevalen
     before issue 32 on the same tags (keys ``"before X"``: ``users - 1`` degrees of
     freedom, ``sqrt(V / (V - 1))``); else only the row values (which had no interval).
     ``keep``: negative downsampling with importance weights (:func:`hetero_users`), the
-    truth the full population's."""
+    truth the full population's. The row values also give ``"predicted_ctr (log
+    scale)"``: its interval as issue 32's first round computed it, on the same tags."""
     want = hetero_truth(prevalence, ties=ties)
     names = ("uauc", "wuauc") if valid else ROW_VALUES
     diffs = ("uauc_diff", "wuauc_diff") if valid else ("logloss_diff", "copc_diff")
     keys = [*names, *diffs, *(f"{d} fdr" for d in diffs)]
-    counts = dict.fromkeys([*keys, *(f"before {key}" for key in keys)] if valid else keys, 0.0)
+    counts = dict.fromkeys([*keys, *(f"before {key}" for key in keys)] if valid
+                           else [*keys, "predicted_ctr (log scale)"], 0.0)
     runs = done = 0
     while done < tags:
         k = min(per_run, tags - done)
@@ -428,6 +430,13 @@ def hetero_tag_rates(rng: np.random.Generator, tags: int, n_users: int, prevalen
                 for name in names:
                     pair = ci[name]
                     counts[prefix + name] += pair is not None and pair[0] <= want[name] <= pair[1]
+                if not valid:  # predicted_ctr on the log scale, as before stats3
+                    pair = stats.log_cluster_interval(
+                        block.predicted_ctr, block.stderr.get("predicted_ctr", math.nan),
+                        block.real_user_count, 0.95, 1.0,
+                        effective=block.effective.get("predicted_ctr"))
+                    counts["predicted_ctr (log scale)"] += (
+                        pair is not None and pair[0] <= want["predicted_ctr"] <= pair[1])
                 for name in diffs:
                     counts[prefix + name] += compare.p(name) < 0.05
             for name in diffs:

@@ -141,14 +141,27 @@ def population_truth(ctr: float, ties: bool) -> dict[str, float]:
     return {name: float(getattr(result, name)) for name in NEW}
 
 
+def auprc_before(result: Any, level: float = 0.95) -> tuple[float, float] | None:
+    """``auprc``'s interval as issue 32's first round computed it, from the same result:
+    the logit scale around the AP with Student's t of ``min(P, N) - 1`` (no bias term, no
+    effective rows)."""
+    smaller = min(result.class_sizes)
+    if smaller < stats.MIN_CLASS:
+        return None
+    return stats.logit_interval(result.auprc, result.stderr.get("auprc", math.nan), level,
+                                stats.t_value(level, smaller - 1))
+
+
 def new_interval_coverage(rng: np.random.Generator, datasets: int, n: int, ctr: float,
-                          ties: bool = False, keep: float | None = None) -> dict[str, float]:
+                          ties: bool = False, keep: float | None = None,
+                          with_before: bool = False) -> dict[str, float]:
     """The share of ``datasets`` sets of ``n`` population rows whose interval of each of
     :data:`NEW` covers the population's value; ``ties``: preds rounded to 3 decimals (at
     least 0.001); ``keep``: non-clicks kept at that rate with weight ``1 / keep``
-    (importance weights)."""
+    (importance weights). ``with_before``: also ``"auprc (before)"``
+    (:func:`auprc_before`, on the same sets)."""
     want = population_truth(ctr, ties)
-    hits = dict.fromkeys(want, 0)
+    hits = dict.fromkeys([*want, *(("auprc (before)",) if with_before else ())], 0)
     for _ in range(datasets):
         pred, label = _population(ctr, ties, n, rng)
         weights, weight = "frequency", None
@@ -159,18 +172,25 @@ def new_interval_coverage(rng: np.random.Generator, datasets: int, n: int, ctr: 
             weights = "importance"
         metric = AucMetric(table_size=TABLE_SIZE, weights=weights, comm=Comm.local())
         metric.update(pred, label, weight)
-        ci = _quiet(metric.compute).ci()
+        result = _quiet(metric.compute)
+        ci = result.ci()
         for name, value in want.items():
             hits[name] += _covers(ci[name], value)
+        if with_before:
+            hits["auprc (before)"] += _covers(auprc_before(result), want["auprc"])
     return {name: count / datasets for name, count in hits.items()}
 
 
 def paired_null_rejection(rng: np.random.Generator, datasets: int, n: int, ctr: float,
-                          noise: float = 0.5, keep: float | None = None) -> dict[str, float]:
+                          noise: float = 0.5, keep: float | None = None,
+                          with_before: bool = False) -> dict[str, float]:
     """Two equally good models (the population's score plus each model's own N(0,
     noise^2)) on the same ``n`` rows: the share of paired p-values below 0.05 for each of
-    :data:`COMPARED` (and ``auc``); a null p counts as no rejection."""
-    counts = dict.fromkeys((*COMPARED, "auc"), 0)
+    :data:`COMPARED` (and ``auc``); a null p counts as no rejection. ``with_before``: also
+    ``"auprc (before)"``, its p-value against the t of ``min(P, N) - 1`` as issue 32's
+    first round computed it, on the same sets."""
+    counts = dict.fromkeys((*COMPARED, "auc", *(("auprc (before)",) if with_before else ())),
+                           0)
     intercept = INTERCEPTS[ctr]
     for _ in range(datasets):
         z = rng.standard_normal(n)
@@ -187,8 +207,11 @@ def paired_null_rejection(rng: np.random.Generator, datasets: int, n: int, ctr: 
                            comm=Comm.local())
         metric.update(a, label, weight, compare=b)
         compare = _quiet(metric.compute).compare
-        for name in counts:
+        for name in (*COMPARED, "auc"):
             counts[name] += compare.p_value(name) < 0.05
+        if with_before:
+            diff, stderr = compare.diffs["auprc"]
+            counts["auprc (before)"] += stats.cluster_p(diff, stderr, compare._units) < 0.05
     return {name: count / datasets for name, count in counts.items()}
 
 
@@ -198,14 +221,15 @@ def binormal_rows(rng: np.random.Generator, n: int, d: float) -> tuple[np.ndarra
 
 # -- the table of docs/statistics.md (scripts/stats_coverage.py --auc-only) -----------------
 
-PARTS = ("hard", "new", "new-100k")
+PARTS = ("hard", "new", "new-100k", "importance-100k")
 
 
 def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
           ) -> list[tuple[str, str, float, int]]:
     """The cells of one part of the ``auc`` table (:data:`PARTS`: ``"hard"`` the regimes of
     the issue and the old cells, ``"new"`` every new interval and paired test at 1,000
-    rows, ``"new-100k"`` at 100,000 rows, ``big_datasets`` sets a cell): ``(cell,
+    rows, ``"new-100k"`` at 100,000 rows, ``big_datasets`` sets a cell,
+    ``"importance-100k"`` its importance-weight cells alone): ``(cell,
     value, share, sets)``, coverage of each 95% interval or the share of paired p < 0.05
     under the null."""
     from simulation import downsampling_coverage, few_positives_rates, rare_click_coverage
@@ -215,6 +239,8 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
         return _new_cells(rng, [(1000, datasets)])
     if part == "new-100k":
         return _new_cells(rng, [(100_000, big_datasets)])
+    if part == "importance-100k":
+        return _new_cells(rng, [(100_000, big_datasets)], importance_only=True)
     for positives, d in ((10, 3.0), (30, 3.0), (10, 2.0), (100, 3.0), (200, 3.0), (300, 3.0),
                          (600, 3.0)):
         auc = stats.normal_cdf(d / math.sqrt(2))
@@ -243,17 +269,24 @@ def table(part: str, rng: np.random.Generator, datasets: int, big_datasets: int,
 
 
 def _new_cells(rng: np.random.Generator, sizes: list[tuple[int, int]],
-               ) -> list[tuple[str, str, float, int]]:
+               importance_only: bool = False) -> list[tuple[str, str, float, int]]:
     out: list[tuple[str, str, float, int]] = []
+    importance = ", importance (non-clicks kept at 0.1)"
     for n, sets in sizes:
         for ctr in (0.02, 0.2):
             for ties, keep, what in ((False, None, ""), (True, None, ", ties"),
-                                     (False, 0.1, ", importance (non-clicks kept at 0.1)")):
+                                     (False, 0.1, importance)):
+                if importance_only and keep is None:
+                    continue
                 cell = f"{n:,} rows, CTR {ctr}{what}"
-                for key, share in new_interval_coverage(rng, sets, n, ctr, ties, keep).items():
+                for key, share in new_interval_coverage(rng, sets, n, ctr, ties, keep,
+                                                        with_before=True).items():
                     out.append((cell, f"{key} covers", share, sets))
-            for keep, what in ((None, ""), (0.1, ", importance (non-clicks kept at 0.1)")):
+            for keep, what in ((None, ""), (0.1, importance)):
+                if importance_only and keep is None:
+                    continue
                 cell = f"{n:,} rows, CTR {ctr}{what}, two equal models"
-                for key, share in paired_null_rejection(rng, sets, n, ctr, keep=keep).items():
+                for key, share in paired_null_rejection(rng, sets, n, ctr, keep=keep,
+                                                        with_before=True).items():
                     out.append((cell, f"{key}_diff p < 0.05", share, sets))
     return out

@@ -56,6 +56,34 @@ def test_wilson_at_zero_and_at_all_events() -> None:
     assert high == 1 and low == pytest.approx(5000 / (5000 + z2), rel=1e-12)
 
 
+def test_reciprocal_interval_is_the_delta_method_on_one_over_the_value() -> None:
+    """``1 / (1 / v -/+ t se / v^2)``: longer above than the log scale's; where ``t se /
+    v`` reaches 1 the upper end is the bound (never zero-width); None as the others."""
+    t = stats.t_value(0.95, 11)
+    low, high = stats.reciprocal_cluster_interval(0.02, 0.004, 30, 0.95, 1.0, effective=12)
+    assert 1 / low == pytest.approx(1 / 0.02 + t * 0.004 / 0.02**2)
+    assert 1 / high == pytest.approx(1 / 0.02 - t * 0.004 / 0.02**2)
+    log_low, log_high = stats.log_cluster_interval(0.02, 0.004, 30, 0.95, 1.0, effective=12)
+    assert log_low < low < 0.02 < log_high < high
+    assert stats.reciprocal_cluster_interval(0.02, 0.02, 30, 0.95, 1.0, effective=12) == (
+        pytest.approx(0.02 / (1 + t)), 1.0)
+    assert stats.reciprocal_cluster_interval(0.02, 0.004, 9, 0.95, 1.0) is None
+    assert stats.reciprocal_cluster_interval(0.02, 0.0, 30, 0.95, 1.0) is None
+    assert stats.reciprocal_cluster_interval(0.0, 0.004, 30, 0.95, 1.0) is None
+
+
+def test_logit_interval_of_a_tiny_value_with_a_wide_spread_reaches_zero() -> None:
+    """A logit below float64's exp range (AUPRC without self of 1e-6 with a spread of
+    1e-3, as 10 positives at the bottom give): the lower end is 0, no overflow; the
+    same ends as the plain formula where it does not overflow."""
+    low, high = stats.logit_interval(1e-6, 1e-3, 0.95, 4.0)
+    assert low == 0.0 < 1e-6 < high <= 1.0
+    value, stderr, q = 0.3, 0.05, 2.1
+    centre, half = math.log(value / (1 - value)), q * stderr / (value * (1 - value))
+    assert stats.logit_interval(value, stderr, 0.95, q) == (
+        1 / (1 + math.exp(-(centre - half))), 1 / (1 + math.exp(-(centre + half))))
+
+
 def test_bh_q_values() -> None:
     q = stats.bh_q_values([0.01, math.nan, 0.04, 0.03, 0.5])
     assert math.isnan(q[1])

@@ -38,6 +38,9 @@ def test_a_saved_run_of_every_format_merges_to_its_results(tmp_path, capsys, sav
             assert old["actual_ctr"] == new["actual_ctr"]
             # a state saved before the moments: no interval of the values they give
             assert all(new[key] is None for key in ("logloss", "ne", "rmse", "mae"))
+        if block.get("kind") == "wuauc":  # its predicted_ctr interval's scale changed
+            for tag in block["tags"].values():
+                tag.get("ci95", {}).pop("predicted_ctr", None)
     assert_holds(want, merged)
 
 

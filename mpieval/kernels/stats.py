@@ -244,6 +244,28 @@ def log_cluster_interval(value: float, stderr: float, units: float, level: float
     return (float(math.exp(pair[0])), float(min(high, math.exp(pair[1]))))
 
 
+def reciprocal_cluster_interval(value: float, stderr: float, units: float, level: float,
+                                high: float = math.inf, *,
+                                effective: float | None = None,
+                                ) -> tuple[float, float] | None:
+    """:func:`cluster_interval` of a positive value on the reciprocal scale: ``1 / (1 / v
+    -/+ t stderr / v^2)`` (the delta method, ``se(1 / v) = se / v^2``), that is ``v / (1
+    +/- t stderr / v)``, its upper end ``high`` where ``t stderr / v`` reaches 1 (then
+    the data bound nothing above). Longer above than the log scale's
+    (:func:`log_cluster_interval`): for a ratio of sums over few units whose numerator is
+    heavy-tailed (a predicted CTR over users whose mean preds spread like a lognormal),
+    the estimate falls low with a small spread when the sample misses the heavy users,
+    and the log scale still misses low. None as :func:`log_cluster_interval`."""
+    if not value > 0:
+        return None
+    pair = cluster_interval(0.0, stderr / value, units, level, effective=effective)
+    if pair is None:
+        return None
+    half = pair[1]
+    upper = high if half >= 1 else min(high, value / (1 - half))
+    return (float(value / (1 + half)), float(upper))
+
+
 MIN_EFFECTIVE = 2.0
 """The fewest effective units (:func:`effective_units`) a per-user interval or p-value
 needs beside ``MIN_CLUSTERS`` units: below it one unit holds nearly all the weight."""
@@ -316,8 +338,13 @@ def logit_interval(value: float, stderr: float, level: float,
     q = z_value(level) if quantile is None else quantile
     centre = math.log(value / (1 - value))
     half = q * stderr / (value * (1 - value))
-    return (float(1 / (1 + math.exp(-(centre - half)))),
-            float(1 / (1 + math.exp(-(centre + half)))))
+    return _expit(centre - half), _expit(centre + half)
+
+
+def _expit(x: float) -> float:
+    """``1 / (1 + exp(-x))``; 0 where ``exp(-x)`` passes float64's range (a logit below
+    -709: a value below 1e-308)."""
+    return 0.0 if -x > 709 else float(1 / (1 + math.exp(-x)))
 
 
 def bh_q_values(p_values: list[float]) -> list[float]:

@@ -78,6 +78,10 @@ class AucComparison:
     auc_diff_stderr: float
     ne_recalibrated: buckets.PairedDifference | None = None  # B - A (mpieval/kinds/auc/buckets.py)
     diffs: dict[str, tuple[float, float]] = field(default_factory=dict)
+    diff_terms: dict[str, float] = field(default_factory=dict)
+    """``auprc``: the effective number of rows behind its paired spread (Satterthwaite's,
+    :func:`mpieval.kinds.auc.influence.paired_spread`): its t has ``min(terms, P, N) - 1``
+    degrees of freedom (at least 1)."""
 
     def ci(self, level: float = 0.95) -> tuple[float, float] | None:
         """``auc_diff -/+ t se`` (Student's t with ``min(P, N) - 1`` degrees of freedom,
@@ -95,11 +99,13 @@ class AucComparison:
 
     def diff_ci(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
         """The interval of ``name``'s difference (``"auc"`` or one of :data:`DIFFS`):
-        ``diff -/+ t se`` as :meth:`ci`, not cut (logloss and COPC have no upper end)."""
+        ``diff -/+ t se`` as :meth:`ci` (``auprc``: fewer degrees of freedom where
+        :attr:`diff_terms` says so), not cut (logloss and COPC have no upper end)."""
         if name == "auc":
             return self.ci(level)
         diff, stderr = self.diffs.get(name, (math.nan, math.nan))
-        return stats.cluster_interval(diff, stderr, self._units, level)
+        return stats.cluster_interval(diff, stderr, self._units, level,
+                                      effective=self._effective(name))
 
     def p_value(self, name: str) -> float:
         """The two-sided paired p-value of ``name``'s difference (``"auc"`` or one of
@@ -108,7 +114,14 @@ class AucComparison:
         if name == "auc":
             return self.p
         diff, stderr = self.diffs.get(name, (math.nan, math.nan))
-        return stats.cluster_p(diff, stderr, self._units)
+        return stats.cluster_p(diff, stderr, self._units, effective=self._effective(name))
+
+    def _effective(self, name: str) -> float | None:
+        """The t's degrees of freedom + 1 of ``name``'s difference where it has
+        :attr:`diff_terms` (at least 2: one degree of freedom), else None (the class
+        sizes')."""
+        terms = self.diff_terms.get(name, math.nan)
+        return None if math.isnan(terms) else max(terms, stats.MIN_EFFECTIVE)
 
     @property
     def _units(self) -> float:
@@ -308,7 +321,9 @@ class AucResult:
           ``ne``'s with the CTR's spread in its entropy), cut at 0; ``rmse``: the square
           root of that interval of the mean squared error.
         - ``auprc``: on the logit scale, the delta method over the buckets' influences
-          (:mod:`mpieval.kinds.auc.influence`), with the ``auc``'s t and minimum.
+          (:mod:`mpieval.kinds.auc.influence`), with the ``auc``'s minimum and Student's t
+          of the effective rows behind the spread (:meth:`_auprc_interval`), widened
+          down to the AP without each positive in its own precision.
         - ``ece``: ``ece -/+ c`` cut at 0, ``c`` a bound on the error of a sum of absolute
           gaps (:func:`mpieval.kernels.stats.absolute_sum_interval`: valid at a gap of 0).
         - ``bucket_error`` has none (:data:`INTERVAL_FIELDS`).
@@ -345,11 +360,7 @@ class AucResult:
         if enough_classes and smaller < SCORE_CLASS:
             auc = stats.hull(auc, stats.auc_score_interval(self.auc, *self.class_sizes,
                                                            stats.z_value(level)))
-        auprc_stderr = self.stderr.get("auprc", math.nan)
-        auprc = None
-        if enough_classes and not math.isnan(auprc_stderr):
-            auprc = stats.logit_interval(self.auprc, auprc_stderr, level,
-                                         stats.t_value(level, smaller - 1))
+        auprc = self._auprc_interval(level) if enough_classes else None
         mse = stats.interval(self.rmse**2, self.stderr.get("mse", math.nan), level, 0.0)
         rmse = None if mse is None or mse[1] == mse[0] else (math.sqrt(mse[0]),
                                                              math.sqrt(mse[1]))
@@ -357,6 +368,29 @@ class AucResult:
                 "logloss": self._wald("logloss", level), "ne": self._wald("ne", level),
                 "auprc": auprc, "ece": self._ece_interval(level) if with_ece else None,
                 "rmse": rmse, "mae": self._wald("mae", level)}
+
+    def _auprc_interval(self, level: float) -> tuple[float, float] | None:
+        """On the logit scale, ``t`` of ``min(terms, P, N) - 1`` degrees of freedom (at
+        least 1; ``terms`` the effective rows behind the spread), the hull of the
+        interval around the AP and the one around the AP without each positive's own
+        weight in its precision (its bias at few positives); None where the first is."""
+        stderr = self.stderr.get("auprc", math.nan)
+        if math.isnan(stderr):
+            return None
+        terms = self.stderr.get("auprc_terms", math.nan)
+        units = min(self.class_sizes)
+        if not math.isnan(terms):
+            units = min(units, terms)
+        quantile = stats.t_value(level, max(units - 1, 1.0))
+        plain = stats.logit_interval(self.auprc, stderr, level, quantile)
+        if plain is None:
+            return None
+        without_self = self.stderr.get("auprc_without_self", math.nan)
+        if math.isnan(without_self):
+            return plain
+        half = quantile * stderr
+        return stats.hull(plain, stats.logit_interval(without_self, stderr, level, quantile),
+                          (max(0.0, without_self - half), min(1.0, without_self + half)))
 
     def _ece_interval(self, level: float) -> tuple[float, float] | None:
         """The ECE's (reading ``ece`` draws the calibration figure)."""
@@ -492,7 +526,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         # studentized ratio's skew is not the preds' (Wald covered 94-95% there)
         stderr["predicted_ctr_skewness"] = (_skewness(moment_sums, predicted)
                                             if squares is None else 0.0)
-        stderr["auprc"] = _auprc_stderr(filled, auprc, factors)
+        stderr.update(_auprc_stderr(filled, auprc, factors))
         ece_spread = _ece_spread(filled, factors)
     return AucResult(
         auc=auc,
@@ -573,15 +607,23 @@ def _spread(*terms: float) -> float:
 
 
 def _auprc_stderr(filled: kernels.FilledBuckets, auprc: float,
-                  factors: tuple[float, float]) -> float:
-    """The AUPRC's delta-method standard error (:func:`mpieval.kinds.auc.influence.auprc`);
-    NaN without positives."""
+                  factors: tuple[float, float]) -> dict[str, float]:
+    """``auprc``: the AUPRC's delta-method standard error
+    (:func:`mpieval.kinds.auc.influence.auprc`), at least the binomial one; what its
+    interval reads beside it: ``auprc_terms``, the effective number of rows behind that
+    spread (:meth:`mpieval.kinds.auc.influence.Influence.terms`: the t's degrees of
+    freedom), and ``auprc_without_self``, the AP with each positive's own weight left out
+    of its precision (:func:`mpieval.kinds.auc.influence.auprc_without_self`: the
+    estimate's upward bias at few positives). NaN without positives."""
+    nan = math.nan
     spread = None if math.isnan(auprc) else influence.auprc(filled, auprc)
     if spread is None:
-        return math.nan
+        return {"auprc": nan, "auprc_terms": nan, "auprc_without_self": nan}
     positives = float(filled.positives.sum())
     floor = auprc * (1 - auprc) / (positives * (positives / (factors[0] * positives)))
-    return math.sqrt(max(spread.variance(filled, factors), floor))
+    return {"auprc": math.sqrt(max(spread.variance(filled, factors), floor)),
+            "auprc_terms": spread.terms(filled, factors),
+            "auprc_without_self": influence.auprc_without_self(filled, factors[0])}
 
 
 def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
@@ -985,9 +1027,9 @@ class AucMetric(Metric):
                                       rows["negative"], v10_a, v10_b, v01_a, v01_b)]
         table_influences = _table_influences(table_a, a, table_b, b)
         for pair in table_influences.values():
-            local.append(exact.accumulator(1) if pair is None else influence.paired_spread(
+            local.append(exact.accumulator(2) if pair is None else influence.paired_spread(
                 rows["bucket_a"], rows["bucket_b"], rows["positive"], rows["negative"],
-                *pair, importance=self.weights == "importance")[np.newaxis])
+                *pair, importance=self.weights == "importance"))
         spread = exact.to_floats(comm.sum(np.concatenate(local)))
         units = None if b.effective is None else (b.effective.positives,
                                                   b.effective.negatives)
@@ -1005,11 +1047,15 @@ class AucMetric(Metric):
             reasons.append("auc_diff ci95 is null: the paired spread is 0")
         diffs = _paired_diffs(a, b, self._moments(sums), self._moments(sums, "_b"),
                               exact.to_floats(sums["cross"]))
+        terms: dict[str, float] = {}
         for index, name in enumerate(table_influences):
+            total, fourth = float(spread[2 + 2 * index]), float(spread[3 + 2 * index])
             diffs[name] = (getattr(b, name) - getattr(a, name),
-                           math.sqrt(float(spread[2 + index])) / a.num if a.num else math.nan)
+                           math.sqrt(total) / a.num if a.num else math.nan)
+            terms[name] = total * (total / fourth) if fourth > 0 else math.nan
         return AucComparison(pred=self.compare, result=b, auc_diff=b.auc - auc,
-                             auc_diff_stderr=math.sqrt(variance), diffs=diffs)
+                             auc_diff_stderr=math.sqrt(variance), diffs=diffs,
+                             diff_terms={"auprc": terms["auprc"]})
 
     def _moments(self, sums: dict[str, np.ndarray], model: str = "") -> np.ndarray:
         """The merged moments as floats (``model`` ``"_b"``: model B's), under frequency

@@ -180,7 +180,8 @@ class WuaucBlock:
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Intervals of ``INTERVAL_FIELDS`` at ``level``: ``value -/+ t se`` for ``uauc``
         and ``wuauc``, ``value exp(-/+ t se / value)`` (the log scale) for the row values
-        (Student's t with ``effective[name] - 1`` degrees of freedom, Kish's effective
+        but ``predicted_ctr``, ``value / (1 +/- t se / value)`` (the reciprocal scale) for
+        it (Student's t with ``effective[name] - 1`` degrees of freedom, Kish's effective
         users), cut to the value's range; None where undefined, below
         :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (valid users for ``uauc`` and
         ``wuauc``, every user of the block for the row values), below
@@ -190,7 +191,10 @@ class WuaucBlock:
             getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
             level, *BOUNDS[name], effective=self.effective.get(name)) for name in PER_USER}
         for name in PER_ROW:  # positive ratios of skewed sums: on the log scale
-            intervals[name] = stats.log_cluster_interval(
+            # (predicted_ctr: the reciprocal one, longer above; docs/statistics.md)
+            scale = (stats.reciprocal_cluster_interval if name == "predicted_ctr"
+                     else stats.log_cluster_interval)
+            intervals[name] = scale(
                 getattr(self, name), self.stderr.get(name, math.nan), self.real_user_count,
                 level, BOUNDS[name][1], effective=self.effective.get(name))
         return intervals
