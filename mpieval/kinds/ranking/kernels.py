@@ -118,32 +118,26 @@ def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.
         return
     values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs,
                                                           gain)
-    columns = [values]
-    if compare is not None:
-        b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
-        columns += [b_values, b_values - values]
-    order = np.argsort(group_block, kind="stable")
-    blocks, starts = np.unique(group_block[order], return_index=True)
-    n_values = values.shape[1]
-    for b, members in zip(blocks.tolist(), np.split(order, starts[1:]), strict=True):
-        counts = (valid[members].sum(), len(members), group_rows[members].sum())
-        for field, count in enumerate(counts):
-            exact.add_values(sums[b, field], np.array([count], dtype=np.float64))
-        kept = members[valid[members]]
-        for j in range(n_values):
-            column = np.ascontiguousarray(values[kept, j])
-            exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j], column)
-            exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j + 1], column * column)
-        if compare is None:
-            continue
-        first = len(COUNT_FIELDS) + 2 * n_values
-        for j in range(n_values):
-            b_column = np.ascontiguousarray(columns[1][kept, j])
-            diff = np.ascontiguousarray(columns[2][kept, j])
-            exact.add_values(sums[b, first + 4 * j], b_column)
-            exact.add_values(sums[b, first + 4 * j + 1], b_column * b_column)
-            exact.add_values(sums[b, first + 4 * j + 2], diff)
-            exact.add_values(sums[b, first + 4 * j + 3], diff * diff)
+    # every group's counts, then its values (valid groups), each row of the tables to its
+    # block: one compiled pass a table, whatever the number of blocks (tags)
+    counts = np.stack([valid, np.ones(len(valid)), group_rows], axis=1).astype(np.float64)
+    exact.add_at(sums, group_block, counts)
+    kept = values[valid]
+    n_values = kept.shape[1]
+    squares = np.empty((len(kept), 2 * n_values))
+    squares[:, 0::2] = kept
+    squares[:, 1::2] = kept * kept
+    exact.add_at(sums, group_block[valid], squares, len(COUNT_FIELDS))
+    if compare is None:
+        return
+    b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
+    b_kept, diff = b_values[valid], (b_values - values)[valid]
+    paired = np.empty((len(kept), 4 * n_values))
+    paired[:, 0::4] = b_kept
+    paired[:, 1::4] = b_kept * b_kept
+    paired[:, 2::4] = diff
+    paired[:, 3::4] = diff * diff
+    exact.add_at(sums, group_block[valid], paired, len(COUNT_FIELDS) + 2 * n_values)
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
