@@ -37,7 +37,7 @@ from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
-from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
+from mpieval.kinds.wuauc.result import DIFFS, N_ROW_SUMS, WuaucResult, block_from_sums
 from mpieval.metric import Metric, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
@@ -240,7 +240,7 @@ class WuaucMetric(UserRowsMetric):
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "wuauc: " + reasons_text(reasons))
-        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values()
+        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values(DIFFS)
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:
