@@ -229,7 +229,7 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                     compare: str | None = None) -> tuple[RankingBlock, list[str]]:
     """The values of one block from its summed fields (:func:`sum_fields`), and why any
     is NaN."""
-    s = dict(zip(sum_fields(k, compare is not None), (float(x) for x in sums), strict=True))
+    s = dict(zip(sum_fields(k, compare is not None), sums.tolist(), strict=True))
     valid = s["valid_users"]
     values, stderr = {}, {}
     for name in value_names(k):

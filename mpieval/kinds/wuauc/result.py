@@ -241,7 +241,8 @@ def block_from_sums(tag: str, sums: np.ndarray,
                     compare: str | None = None) -> tuple[WuaucBlock, list[str]]:
     """The values of one block from its summed fields (``FIELDS``, then with ``compare``
     ``COMPARE_FIELDS``), and why any is NaN."""
-    s = {name: float(sums[i]) for name, i in FIELD_INDEX.items()}
+    values = sums.tolist()  # Python floats at once (not one numpy scalar a field)
+    s = {name: values[i] for name, i in FIELD_INDEX.items()}
     reasons = []
     rows, valid_rows = s["rows"], s["valid_rows"]
     if rows == 0:
@@ -307,7 +308,8 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
     V`` and ``wuauc_diff = sum n_u D_u / sum n_u`` over the valid users (``D_u = AUC_B -
     AUC_A``; a user is valid for both, its labels being the same), with the standard
     errors of :func:`_stderrs` over the ``D_u``."""
-    c = {name: float(sums[i]) for name, i in COMPARE_INDEX.items()}
+    values = sums.tolist()
+    c = {name: values[i] for name, i in COMPARE_INDEX.items()}
     users, rows = s["valid_users"], s["valid_rows"]
     stderr = {"uauc_diff": math.nan, "wuauc_diff": math.nan}
     if users >= 2:
