@@ -47,6 +47,7 @@ sorts, then O(n * (1 + len(cutoffs))).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -64,6 +65,11 @@ LOG_VALUES = ("ndcg", "recall")
 def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
     """The values of one block, in order: ``ndcg``, ``ndcg@K``, ``recall@K``, ``mrr``,
     ``map@K``, ``hit_rate@K``, each cutoff as given (ascending)."""
+    return _value_names(tuple(cutoffs))
+
+
+@functools.lru_cache(maxsize=64)
+def _value_names(cutoffs: tuple[int, ...]) -> tuple[str, ...]:
     return ("ndcg", *(f"ndcg@{k}" for k in cutoffs), *(f"recall@{k}" for k in cutoffs),
             "mrr", *(f"map@{k}" for k in cutoffs), *(f"hit_rate@{k}" for k in cutoffs))
 
@@ -71,8 +77,14 @@ def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
 def sum_fields(cutoffs: Sequence[int], compare: bool = False) -> tuple[str, ...]:
     """The summed fields of one block: :data:`COUNT_FIELDS`, then ``NAME_sum`` and
     ``NAME_sq_sum`` for each value, then with ``compare`` ``b_NAME_sum``,
-    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value."""
-    names = value_names(cutoffs)
+    ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value (made
+    once per cutoffs: each tag block asks)."""
+    return _sum_fields(tuple(cutoffs), compare)
+
+
+@functools.lru_cache(maxsize=64)
+def _sum_fields(cutoffs: tuple[int, ...], compare: bool) -> tuple[str, ...]:
+    names = _value_names(cutoffs)
     fields = COUNT_FIELDS + tuple(f"{name}{suffix}" for name in names
                                   for suffix in ("_sum", "_sq_sum"))
     if compare:
