@@ -466,11 +466,14 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
         if recent is not None:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
-    total = comm.sum(pack(*parts), scratch=True)
+    shapes_of = [{key: np.shape(value) for key, value in part.items()} for part in parts]
+    packed = pack(*parts)
+    del parts  # the local sums are in the packed buffer (many tags: one copy at a time)
+    total = comm.sum(packed, scratch=True)
+    del packed
     results: dict[str, Result] = {}
     offset = 0
-    for (name, metric, is_window), part in zip(computed, parts, strict=True):
-        shapes = {key: np.shape(value) for key, value in part.items()}
+    for (name, metric, is_window), shapes in zip(computed, shapes_of, strict=True):
         size = sum(int(np.prod(shape)) for shape in shapes.values())
         with _warnings_named(f"{name} window" if is_window else name, metric.kind):
             result = metric.finish(unpack(total[offset : offset + size], shapes), comm)

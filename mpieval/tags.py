@@ -8,12 +8,15 @@ block of every row; a string tag is one word of the log line.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from dataclasses import Field
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from mpieval.errors import InputError
+from mpieval.kernels import stats
 from mpieval.kernels.codes import remap
 from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
 
@@ -44,14 +47,60 @@ class _Block(Protocol):
     def tag(self) -> str: ...
 
 
+class Comparison(Protocol):
+    """A block's paired A/B comparison (a frozen dataclass): each value's two-sided
+    p-value, and ``q``, the q-values :meth:`TagBlocks.with_q_values` sets."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def q(self) -> dict[str, float]: ...
+
+    def p(self, name: str) -> float: ...
+
+
+class ComparedBlock(Protocol):
+    """A tag block (a frozen dataclass) that may hold a :class:`Comparison`."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def tag(self) -> str: ...
+
+    @property
+    def compare(self) -> Comparison | None: ...
+
+
 B = TypeVar("B", bound=_Block)
+Blocks = TypeVar("Blocks", bound="TagBlocks[Any]")
 
 
 class TagBlocks(Generic[B]):
     """The blocks of a per-tag result (``all`` first, then the tags sorted), by tag:
-    ``result.all``, ``result["search"]``, ``for block in result``."""
+    ``result.all``, ``result["search"]``, ``for block in result``. Its subclasses are
+    frozen dataclasses."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     blocks: tuple[B, ...]
+
+    def with_q_values(self: Blocks, names: Sequence[str]) -> Blocks:
+        """The result (a frozen dataclass of :class:`ComparedBlock`) whose comparisons in
+        the tag blocks (not ``all``) carry the Benjamini-Hochberg q-values over those tags
+        of each of ``names``' p-values (:func:`mpieval.kernels.stats.bh_q_values`; NaN
+        where the p-value is); itself when no tag block has a comparison."""
+        blocks: tuple[ComparedBlock, ...] = self.blocks
+        tagged = [(i, block.compare) for i, block in enumerate(blocks) if i > 0
+                  and block.compare is not None]
+        if not tagged:
+            return self
+        q = {name: stats.bh_q_values([compare.p(name) for _, compare in tagged])
+             for name in names}
+        replaced = list(blocks)
+        for j, (i, compare) in enumerate(tagged):
+            replaced[i] = dataclasses.replace(blocks[i], compare=dataclasses.replace(
+                compare, q={name: q[name][j] for name in names}))
+        changed: Blocks = dataclasses.replace(self, blocks=tuple(replaced))
+        return changed
 
     @property
     def all(self) -> B:

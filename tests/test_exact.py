@@ -167,3 +167,97 @@ def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, av
     want_table = np.zeros((2, size))
     np.add.at(want_table, (label, np.minimum((p * size).astype(np.int64), size - 1)), 1)
     assert np.array_equal(table, want_table)
+
+
+# -- to_floats (compiled) against to_float and the rational oracle, many sums at once ----
+
+def _bits(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64).reshape(-1).view(np.uint64)
+
+
+def _one_by_one(acc: np.ndarray) -> np.ndarray:
+    """The reference: :func:`exact.to_float` (Python's correctly rounded ``int / int``) of
+    each accumulator."""
+    return np.array([exact.to_float(row) for row in acc.reshape(-1, exact.DIGITS)])
+
+
+MAX = 1.7976931348623157e308
+ADVERSARIAL = [
+    [],  # zero
+    [2.0**53, 1.0],  # a tie: to even (down)
+    [2.0**53, 3.0],  # a tie: to even (up)
+    [2.0**53, 1.0, 5e-324],  # just above the tie: up (the sticky bit far below)
+    [2.0**53, 1.0, -5e-324],  # just below the tie: down
+    [-(2.0**53), -1.0, -5e-324],  # the same, negative
+    [1e16, 1.0, -1e16, 1.0],  # cancellation
+    [1e300, 1.0, -1e300],  # cancellation over 1,000 binades
+    [1e308, -1e308, 5e-324],  # cancellation to the smallest subnormal
+    [2.2250738585072014e-308, -5e-324],  # normal to subnormal
+    [5e-324] * 7,
+    [MAX, MAX, -MAX],
+    [MAX, 2.0**970],  # exactly half an ulp above the largest: to infinity (even)
+    [MAX, 2.0**970, -5e-324],  # just below that half: the largest float
+    [MAX, MAX],  # overflow
+    [-MAX, -MAX],
+    [0.1] * 10,
+    [1.0, -(2.0**-60)],  # 1 - tiny: rounds to 1
+    [1.0, -(2.0**-53)],  # a tie below 1 (the finer grid): stays exact
+    [2.0**-1022, 2.0**-1074, -(2.0**-1073)],
+    [math.inf, 1.0],
+    [-math.inf],
+    [math.inf, -math.inf],
+    [math.nan, 2.0],
+]
+
+
+def test_to_floats_rounds_adversarial_sums_as_to_float_and_the_oracle() -> None:
+    acc = np.stack([exact.exact_sum(np.array(values, dtype=np.float64)) for values in ADVERSARIAL])
+    got = exact.to_floats(acc)
+    assert np.array_equal(_bits(got), _bits(_one_by_one(acc)))
+    for values, value in zip(ADVERSARIAL, got.tolist(), strict=True):
+        if not any(math.isinf(v) or math.isnan(v) for v in values):
+            try:
+                want = rounded_sum(values)
+            except OverflowError:
+                want = math.inf if sum(Fraction(v) for v in values) > 0 else -math.inf
+            assert value == want, values
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(finite, max_size=12), min_size=1, max_size=20))
+def test_to_floats_of_many_sums_is_the_rounded_exact_sum_of_each(sums) -> None:
+    acc = np.stack([exact.exact_sum(np.array(values, dtype=np.float64)) for values in sums])
+    got = exact.to_floats(acc)
+    assert got.tolist() == [rounded_sum(values) for values in sums]
+    assert np.array_equal(_bits(got), _bits(_one_by_one(acc)))
+
+
+def test_to_floats_of_digits_not_normalized_is_to_float(rng) -> None:
+    """Summed accumulators (an ``Allreduce``'s), and any whole digits below ``2**53`` of
+    either sign: the compiled pass carries them as :func:`exact.to_int` reads them."""
+    acc = rng.integers(-(2**52), 2**52, (400, exact.DIGITS)).astype(np.float64)
+    acc[:100, 40:] = 0  # finite sums around 2**200
+    acc[100:200, 34:] = 0  # and around 1 (digit 33 holds 2**-18 .. 2**14)
+    acc[200:300, 3:] = 0  # subnormal, or cancelling to one
+    acc[300:, -1] = 0  # up to 2**1070: infinite
+    acc[::7] = np.abs(acc[::7])
+    sums = np.stack([exact.exact_sum(rng.normal(0, 10.0**rng.integers(-300, 300), 9))
+                     for _ in range(50)])
+    merged = sums + sums[::-1] + sums[5:6]  # three ranks' digits, not carried
+    for digits in (acc, merged):
+        assert np.array_equal(_bits(exact.to_floats(digits)), _bits(_one_by_one(digits)))
+
+
+def test_add_at_adds_each_row_to_its_block_as_add_values(rng) -> None:
+    blocks, fields, n = 50, 6, 3000
+    index = rng.integers(0, blocks, n)
+    values = rng.normal(0, 1, (n, 3)) * 10.0**rng.integers(-20, 20, (n, 3))
+    acc = exact.accumulator(blocks, fields)
+    exact.add_at(acc, index, values, first=2)
+    want = exact.accumulator(blocks, fields)
+    for block in range(blocks):
+        for j in range(3):
+            exact.add_values(want[block, 2 + j], values[index == block, j])
+    assert np.array_equal(acc, want)  # normalized digits of the same sums: the same bits
+    with pytest.raises(ValueError):
+        exact.add_at(acc, np.array([blocks]), np.zeros((1, 3)), first=2)

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import mpieval
 from mpieval.tags import NO_TAG, TagCodes
@@ -44,3 +45,40 @@ def test_no_module_but_tags_touches_the_state_of_a_tag_coding():
             found = {node.attr for node in ast.walk(ast.parse(path.read_text()))
                      if isinstance(node, ast.Attribute)} & privates
             assert not found, (path, found)
+
+
+def test_with_q_values_sets_benjamini_hochberg_over_the_tag_blocks_only():
+    """TagBlocks.with_q_values, on a toy result: q_(i) = min_{j >= i} m p_(j) / j over the
+    tag blocks' defined p-values (not ``all``'s, not a NaN), each name on its own."""
+    import dataclasses
+    import math
+
+    from mpieval.tags import TagBlocks
+
+    @dataclasses.dataclass(frozen=True)
+    class Compared:
+        ps: dict[str, float]
+        q: dict[str, float] = dataclasses.field(default_factory=dict)
+
+        def p(self, name: str) -> float:
+            return self.ps[name]
+
+    @dataclasses.dataclass(frozen=True)
+    class Block:
+        tag: str
+        compare: Compared | None
+
+    @dataclasses.dataclass(frozen=True)
+    class Result(TagBlocks[Block]):
+        blocks: tuple[Block, ...]
+
+    ps = {"a": 0.01, "b": 0.04, "c": 0.03, "d": math.nan}
+    blocks = (Block("all", Compared({"x": 0.0})),
+              *(Block(t, Compared({"x": p})) for t, p in ps.items()), Block("e", None))
+    result = Result(blocks).with_q_values(["x"])
+    got = {block.tag: block.compare.q for block in result.blocks if block.compare}
+    assert got["all"] == {} and math.isnan(got["d"]["x"])
+    # m = 3 defined: sorted a .01, c .03, b .04 -> min(3*.01/1, ...), min(3*.03/2, .04), .04
+    assert got["a"]["x"] == pytest.approx(0.03) and got["c"]["x"] == pytest.approx(0.04)
+    assert got["b"]["x"] == pytest.approx(0.04)
+    assert Result(blocks[:1]).with_q_values(["x"]) == Result(blocks[:1])

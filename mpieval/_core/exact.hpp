@@ -2,9 +2,11 @@
 // float64 digits of BITS bits each, value = sum(digits[k] * 2**(BITS * k - 1074)).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace mpieval::exact {
 
@@ -44,16 +46,20 @@ inline void add(double* acc, double value) {
 }
 
 // Carry every digit's excess to the next one, in each of `rows` accumulators of `digits`.
+// The digits below the top one are whole numbers below 2**53 in magnitude (the top one may
+// hold inf or NaN), so the carries run in int64: floor(digit / 2**32) is an arithmetic
+// shift, the rest the low 32 bits; the same digits as the float64 steps
+// (floor(digit / RADIX), digit - carry * RADIX), each exact.
 inline void normalize(double* acc, int64_t rows, int64_t digits = DIGITS) {
     for (int64_t row = 0; row < rows; ++row) {
         double* a = acc + row * digits;
-        double carry = 0.0;
+        int64_t carry = 0;
         for (int64_t k = 0; k < digits - 1; ++k) {
-            const double digit = a[k] + carry;
-            carry = std::floor(digit / RADIX);
-            a[k] = digit - carry * RADIX;
+            const int64_t digit = int64_t(a[k]) + carry;
+            carry = digit >> BITS;  // floor division (arithmetic shift)
+            a[k] = double(digit & LOW);
         }
-        a[digits - 1] += carry;
+        a[digits - 1] += double(carry);
     }
 }
 
@@ -64,6 +70,85 @@ inline void add_values(double* acc, const double* values, int64_t n) {
         if ((i + 1) % SAFE_ADDS == 0) normalize(acc, 1);
     }
     normalize(acc, 1);
+}
+
+// The value of one accumulator (any digits, normalized or not) rounded once to the nearest
+// float64, ties to even; inf or NaN when the top digit holds one (an infinite or NaN value
+// was added), +-inf beyond the float64 range. The same as the Python to_float (exact.py).
+inline double to_double(const double* acc) {
+    const double top = acc[DIGITS - 1];
+    if (!std::isfinite(top)) return top;
+    int high = DIGITS - 1;  // the highest nonzero digit (most sums are 0 or few digits)
+    while (high >= 0 && acc[high] == 0.0) --high;
+    if (high < 0) return 0.0;
+    // carried in int64 (as normalize): digits 0 .. DIGITS - 2 in [0, 2**32), the top one
+    // the sign and the rest; a carry goes at most two digits above the highest nonzero one
+    int64_t a[DIGITS] = {};
+    const int used = std::min(high + 3, DIGITS);
+    for (int k = 0; k <= high; ++k) a[k] = int64_t(acc[k]);
+    auto carry_up = [&a, used]() {
+        int64_t carry = 0;
+        for (int k = 0; k < used - 1; ++k) {
+            const int64_t digit = a[k] + carry;
+            carry = digit >> BITS;
+            a[k] = digit & LOW;
+        }
+        a[used - 1] += carry;
+    };
+    carry_up();
+    double sign = 1.0;
+    if (a[used - 1] < 0) {  // negative: the magnitude's digits, carried again
+        for (int k = 0; k < used; ++k) a[k] = -a[k];
+        carry_up();
+        sign = -1.0;
+    }
+    if (used == DIGITS && a[DIGITS - 1] != 0) return sign * HUGE_VAL;  // >= 2**(32 * 67 - 1074)
+    high = used - 1;
+    while (high >= 0 && a[high] == 0) --high;
+    if (high < 0) return 0.0;
+    // the top three digits (or fewer) as one integer m: the value is m * 2**base (in units of
+    // 2**-1074) plus a rest below 2**base, nonzero when `sticky`
+    const int low = high >= 2 ? high - 2 : 0;
+    unsigned __int128 m = 0;
+    for (int k = high; k >= low; --k) m = (m << BITS) | static_cast<unsigned __int128>(uint64_t(a[k]));
+    bool sticky = false;
+    for (int k = 0; k < low; ++k) sticky = sticky || a[k] != 0;
+    const int base = BITS * low;
+    int length = 0;  // bits of m
+    for (unsigned __int128 rest = m; rest != 0; rest >>= 1) ++length;
+    // the last bit kept, as a power of 2**-1074: 53 significant bits, none below 2**-1074
+    const int last = std::max(base + length - 53, 0);
+    const int shift = last - base;  // > 0 when low > 0 (then length > 64)
+    uint64_t kept;
+    if (shift <= 0) {
+        kept = uint64_t(m);  // exact: m < 2**53 here
+    } else {
+        kept = uint64_t(m >> shift);
+        const unsigned __int128 rest = m & ((static_cast<unsigned __int128>(1) << shift) - 1);
+        const unsigned __int128 half = static_cast<unsigned __int128>(1) << (shift - 1);
+        if (rest > half || (rest == half && (sticky || (kept & 1)))) ++kept;
+    }
+    // kept <= 2**53: exact as a double; the scaling is exact unless it overflows (to inf)
+    return sign * std::ldexp(double(kept), last - 1074);
+}
+
+// Add values[i, j] to the accumulator acc[index[i], first + j] (acc: `blocks` blocks of
+// `fields` accumulators; values: n rows of `width`), exactly; every block added to ends
+// normalized. Scratch: 4 bytes a block (its additions since its last normalize).
+inline void add_at(double* acc, int64_t blocks, int64_t fields, const int64_t* index,
+                   const double* values, int64_t n, int64_t width, int64_t first) {
+    std::vector<int32_t> adds(size_t(blocks), 0);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t block = index[i];
+        double* a = acc + (block * fields + first) * DIGITS;
+        for (int64_t j = 0; j < width; ++j) add(a + j * DIGITS, values[i * width + j]);
+        if (++adds[size_t(block)] == SAFE_ADDS) {
+            normalize(a, width);
+            adds[size_t(block)] = 1;  // 1: still to normalize at the end
+        }
+    }
+    for (int64_t block = 0; block < blocks; ++block)
+        if (adds[size_t(block)]) normalize(acc + (block * fields + first) * DIGITS, width);
 }
 
 // An exact sum of float64 values gathered in fixed point, one wide integer per exponent:

@@ -49,6 +49,37 @@ void bind_exact(nb::module_ m) {
         Release r;
         exact::add_values(a, v, n);
     }, nb::arg("acc").noconvert(), nb::arg("values").noconvert());
+    m.def("to_floats", [](In acc, Out out) {
+        const double* a = as<double>(acc, "acc");
+        double* o = as<double>(out, "out");
+        const int64_t digits = acc.ndim() ? int64_t(acc.shape(acc.ndim() - 1)) : 0;
+        if (digits != exact::DIGITS)
+            throw nb::value_error("mpieval._core: to_floats takes accumulators of DIGITS digits");
+        const int64_t rows = int64_t(acc.size()) / digits;
+        if (int64_t(out.size()) != rows)
+            throw nb::value_error("mpieval._core: to_floats' out must hold one value an accumulator");
+        Release r;
+        for (int64_t row = 0; row < rows; ++row) o[row] = exact::to_double(a + row * digits);
+    }, nb::arg("acc").noconvert(), nb::arg("out").noconvert());
+    m.def("add_at", [](Out acc, In index, In values, int64_t first) {
+        double* a = as<double>(acc, "acc");
+        const int64_t* i = as<int64_t>(index, "index");
+        const double* v = as<double>(values, "values");
+        if (acc.ndim() != 3 || int64_t(acc.shape(2)) != exact::DIGITS)
+            throw nb::value_error("mpieval._core: add_at's acc has shape (blocks, fields, DIGITS)");
+        const int64_t blocks = int64_t(acc.shape(0)), fields = int64_t(acc.shape(1));
+        const int64_t n = length(index);
+        const int64_t width = values.ndim() == 2 ? int64_t(values.shape(1)) : 1;
+        if (length(values) != n || first < 0 || first + width > fields)
+            throw nb::value_error("mpieval._core: add_at's values must be (len(index), width) "
+                                  "with first + width <= fields");
+        for (int64_t k = 0; k < n; ++k)
+            if (i[k] < 0 || i[k] >= blocks)
+                throw nb::value_error("mpieval._core: add_at's index out of the blocks");
+        Release r;
+        exact::add_at(a, blocks, fields, i, v, n, width, first);
+    }, nb::arg("acc").noconvert(), nb::arg("index").noconvert(), nb::arg("values").noconvert(),
+       nb::arg("first"));
 }
 
 void bind_logloss(nb::module_ m) {

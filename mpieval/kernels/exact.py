@@ -88,6 +88,20 @@ def to_float(acc: np.ndarray) -> float:
 
 
 def to_floats(acc: np.ndarray) -> np.ndarray:
-    """:func:`to_float` of every accumulator of ``acc`` (shape ``(..., DIGITS)``)."""
-    flat = np.asarray(acc).reshape(-1, DIGITS)
-    return np.array([to_float(row) for row in flat], dtype=np.float64).reshape(acc.shape[:-1])
+    """:func:`to_float` of every accumulator of ``acc`` (shape ``(..., DIGITS)``), in one
+    compiled pass (``to_double`` in ``mpieval/_core/exact.hpp``: the top 96 bits of each sum
+    rounded to nearest, ties to even, the lower digits as a sticky bit): the same floats."""
+    digits = np.ascontiguousarray(acc, dtype=np.float64)
+    out = np.empty(digits.shape[:-1], dtype=np.float64)
+    _core.exact.to_floats(digits, out)
+    return out
+
+
+def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 0) -> None:
+    """Add ``values[i, j]`` to the accumulator ``acc[index[i], first + j]`` for every row
+    ``i`` of ``values`` (shape ``(n, width)``, or ``(n,)`` for a width of 1), exactly; the
+    blocks added to end normalized. ``acc``: shape ``(blocks, fields, DIGITS)``, C
+    contiguous float64. One compiled pass, whatever the number of blocks (many tags: no
+    Python call a tag)."""
+    _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
+                       np.ascontiguousarray(values, dtype=np.float64), first)

@@ -47,6 +47,7 @@ sorts, then O(n * (1 + len(cutoffs))).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -64,6 +65,11 @@ LOG_VALUES = ("ndcg", "recall")
 def value_names(cutoffs: Sequence[int]) -> tuple[str, ...]:
     """The values of one block, in order: ``ndcg``, ``ndcg@K``, ``recall@K``, ``mrr``,
     ``map@K``, ``hit_rate@K``, each cutoff as given (ascending)."""
+    return _value_names(tuple(cutoffs))
+
+
+@functools.lru_cache(maxsize=64)
+def _value_names(cutoffs: tuple[int, ...]) -> tuple[str, ...]:
     return ("ndcg", *(f"ndcg@{k}" for k in cutoffs), *(f"recall@{k}" for k in cutoffs),
             "mrr", *(f"map@{k}" for k in cutoffs), *(f"hit_rate@{k}" for k in cutoffs))
 
@@ -73,8 +79,14 @@ def sum_fields(cutoffs: Sequence[int], compare: bool = False) -> tuple[str, ...]
     ``NAME_sq_sum`` for each value, then with ``compare`` ``b_NAME_sum``,
     ``b_NAME_sq_sum``, ``NAME_diff_sum`` and ``NAME_diff_sq_sum`` for each value, then
     ``users_le_K`` for each cutoff: the valid users of at most K rows (in the block), whose
-    Recall@K and hit rate@K are 1 whatever the order."""
-    names = value_names(cutoffs)
+    Recall@K and hit rate@K are 1 whatever the order (made once per cutoffs: each tag
+    block asks)."""
+    return _sum_fields(tuple(cutoffs), compare)
+
+
+@functools.lru_cache(maxsize=64)
+def _sum_fields(cutoffs: tuple[int, ...], compare: bool) -> tuple[str, ...]:
+    names = _value_names(cutoffs)
     fields = COUNT_FIELDS + tuple(f"{name}{suffix}" for name in names
                                   for suffix in ("_sum", "_sq_sum"))
     if compare:
@@ -120,36 +132,29 @@ def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.
         return
     values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs,
                                                           gain)
-    columns = [values]
-    if compare is not None:
-        b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
-        columns += [b_values, b_values - values]
-    order = np.argsort(group_block, kind="stable")
-    blocks, starts = np.unique(group_block[order], return_index=True)
-    n_values = values.shape[1]
-    for b, members in zip(blocks.tolist(), np.split(order, starts[1:]), strict=True):
-        counts = (valid[members].sum(), len(members), group_rows[members].sum())
-        for field, count in enumerate(counts):
-            exact.add_values(sums[b, field], np.array([count], dtype=np.float64))
-        kept = members[valid[members]]
-        short = sums.shape[1] - len(cutoffs)
-        for c, cutoff in enumerate(cutoffs):
-            exact.add_values(sums[b, short + c], np.array(
-                [np.count_nonzero(group_rows[kept] <= cutoff)], dtype=np.float64))
-        for j in range(n_values):
-            column = np.ascontiguousarray(values[kept, j])
-            exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j], column)
-            exact.add_values(sums[b, len(COUNT_FIELDS) + 2 * j + 1], column * column)
-        if compare is None:
-            continue
-        first = len(COUNT_FIELDS) + 2 * n_values
-        for j in range(n_values):
-            b_column = np.ascontiguousarray(columns[1][kept, j])
-            diff = np.ascontiguousarray(columns[2][kept, j])
-            exact.add_values(sums[b, first + 4 * j], b_column)
-            exact.add_values(sums[b, first + 4 * j + 1], b_column * b_column)
-            exact.add_values(sums[b, first + 4 * j + 2], diff)
-            exact.add_values(sums[b, first + 4 * j + 3], diff * diff)
+    # every group's counts, then its values (valid groups), each row of the tables to its
+    # block: one compiled pass a table, whatever the number of blocks (tags)
+    counts = np.stack([valid, np.ones(len(valid)), group_rows], axis=1).astype(np.float64)
+    exact.add_at(sums, group_block, counts)
+    kept = values[valid]
+    n_values = kept.shape[1]
+    squares = np.empty((len(kept), 2 * n_values))
+    squares[:, 0::2] = kept
+    squares[:, 1::2] = kept * kept
+    exact.add_at(sums, group_block[valid], squares, len(COUNT_FIELDS))
+    short = np.asarray(group_rows[valid])[:, None] <= np.asarray(cutoffs)[None, :]
+    exact.add_at(sums, group_block[valid], short.astype(np.float64),
+                 sums.shape[1] - len(cutoffs))
+    if compare is None:
+        return
+    b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
+    b_kept, diff = b_values[valid], (b_values - values)[valid]
+    paired = np.empty((len(kept), 4 * n_values))
+    paired[:, 0::4] = b_kept
+    paired[:, 1::4] = b_kept * b_kept
+    paired[:, 2::4] = diff
+    paired[:, 3::4] = diff * diff
+    exact.add_at(sums, group_block[valid], paired, len(COUNT_FIELDS) + 2 * n_values)
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,

@@ -31,7 +31,6 @@ ranks, in any order of rows.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -70,7 +69,7 @@ class RankingComparison:
     interval of a ``hit_rate@K`` difference is Newcombe's, from A's and B's rates and
     their correlation over the users, ``correlation``). ``q``: the Benjamini-Hochberg
     q-values of the p-values over the result's tags other than ``all``
-    (:meth:`RankingResult.with_q_values`; empty in ``all`` and until set)."""
+    (:meth:`mpieval.tags.TagBlocks.with_q_values`; empty in ``all`` and until set)."""
 
     pred: str
     values: dict[str, float]
@@ -243,29 +242,12 @@ class RankingResult(TagBlocks[RankingBlock]):
         """One line per tag, ``all`` first, joined with newlines."""
         return "\n".join(block.to_log_line(name) for block in self.blocks)
 
-    def with_q_values(self) -> RankingResult:
-        """The result whose per-tag comparisons (tags other than ``all``) carry the
-        Benjamini-Hochberg q-values of each value's ``X_diff_p`` over those tags
-        (:func:`mpieval.kernels.stats.bh_q_values`; NaN where the p-value is)."""
-        tagged = [block for block in self.blocks[1:] if block.compare is not None]
-        if not tagged:
-            return self
-        names = value_names(self.k)
-        q = {name: stats.bh_q_values([block.compare.p(name) for block in tagged
-                                      if block.compare is not None])
-             for name in names}
-        replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
-            block.compare, q={name: q[name][i] for name in names}))
-            for i, block in enumerate(tagged) if block.compare is not None}
-        return RankingResult(self.k, tuple(replaced.get(id(block), block)
-                                           for block in self.blocks))
-
 
 def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                     compare: str | None = None) -> tuple[RankingBlock, list[str]]:
     """The values of one block from its summed fields (:func:`sum_fields`), and why any
     is NaN."""
-    s = dict(zip(sum_fields(k, compare is not None), (float(x) for x in sums), strict=True))
+    s = dict(zip(sum_fields(k, compare is not None), sums.tolist(), strict=True))
     valid = s["valid_users"]
     values, stderr = {}, {}
     for name in value_names(k):
@@ -439,7 +421,7 @@ class RankingMetric(UserRowsMetric):
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "ranking: " + reasons_text(reasons))
-        return RankingResult(self.k, tuple(blocks)).with_q_values()
+        return RankingResult(self.k, tuple(blocks)).with_q_values(value_names(self.k))
 
 
 def check_relevance(field: str, values: np.ndarray, largest: float = math.inf) -> None:

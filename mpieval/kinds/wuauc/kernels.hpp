@@ -853,6 +853,67 @@ void weighted_row_sums(const P* pred, const L* label, const C* codes, const T* t
     exact::normalize(sums, (n_tags + 1) * 4);
 }
 
+// Rows a tag from which row_sums gives each tag its own exact::Wide pair (64 KB, cleared and
+// folded once: about as much work as adding 4,096 rows to the digits directly); with fewer,
+// a tag's rows go to its digits directly (many tags: no per-tag scratch).
+constexpr int64_t WIDE_ROWS = 4096;
+
+// row_sums with fewer than WIDE_ROWS rows a tag: block 0's pred and logloss sums in one
+// exact::Wide pair, each tag's added to its digits (the same exact sums, so the same bits).
+template <class P, class L, class C, class T>
+void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code,
+                       int64_t n, int64_t n_tags, double* sums) {
+    auto all = std::make_unique<exact::Wide[]>(2);
+    all[0].clear();
+    all[1].clear();
+    std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
+    std::vector<int32_t> adds(n_tags, 0);  // a tag's additions since its digits' last carry
+    auto block = std::make_unique<LoglossScratch>();
+    std::vector<double> logloss(BLOCK);
+    std::vector<P> pad_pred(BLOCK);
+    std::vector<L> pad_label(BLOCK);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
+            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
+            std::fill(pad_label.begin(), pad_label.end(), L(0));
+            std::copy(p_block, p_block + m, pad_pred.begin());
+            std::copy(y_block, y_block + m, pad_label.begin());
+            p_block = pad_pred.data();
+            y_block = pad_label.data();
+        }
+        logloss_block(p_block, y_block, *block, logloss.data());
+        for (int64_t i = 0; i < m; ++i) {
+            const int64_t t = int64_t(tag_of_code[codes[start + i]]);
+            const int64_t y = int64_t(y_block[i]);
+            rows[t] += 1;
+            clicks[t] += y;
+            all[0].add(double(p_block[i]));
+            all[1].add(logloss[i]);
+            if (t >= n_tags) continue;
+            double* s = sums + (1 + t) * 4 * D;
+            exact::add(s + 2 * D, double(p_block[i]));
+            exact::add(s + 3 * D, logloss[i]);
+            if (++adds[t] == exact::SAFE_ADDS) {
+                exact::normalize(s + 2 * D, 2);
+                adds[t] = 0;
+            }
+        }
+    }
+    all[0].fold(sums + 2 * D);
+    all[1].fold(sums + 3 * D);
+    for (int64_t t = 0; t < n_tags + 1; ++t) {
+        for (const int64_t b : {int64_t(0), 1 + t}) {
+            if (b > n_tags) continue;
+            exact::add(sums + b * 4 * D, double(rows[t]));
+            exact::add(sums + b * 4 * D + D, double(clicks[t]));
+        }
+    }
+    exact::normalize(sums, (n_tags + 1) * 4);
+}
+
 // sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.
 // With weight (not null): rows, clicks, pred and logloss each weighted (sum w, sum w y,
 // sum w pred, sum w logloss), each in fixed point.
@@ -861,6 +922,10 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
               int64_t n_tags, double* sums, const double* weight = nullptr) {
     if (weight != nullptr) {
         weighted_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums, weight);
+        return;
+    }
+    if (n_tags * WIDE_ROWS > n) {
+        many_tag_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums);
         return;
     }
     // each tag's pred and logloss sums in fixed point (exact::Wide), folded once

@@ -221,13 +221,9 @@ def user_auc_sums(
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
-            for part_sums, _, _, _ in done:
-                sums[k] += part_sums[k]  # digit by digit: exact
-            exact.normalize(sums[k])
+            sums[k] = _added([part_sums[k] for part_sums, _, _, _ in done], sums[k])
             groups[k] = np.concatenate([part_groups[k] for _, part_groups, _, _ in done])
-        for *_, part_moments in done:
-            moments += part_moments
-        exact.normalize(moments)
+        moments = _added([part_moments for *_, part_moments in done], moments)
         collision = any(found for _, _, found, _ in done)
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
@@ -236,6 +232,17 @@ def user_auc_sums(
     paired_diff_sums(groups[0], groups[1], diff)
     return np.concatenate([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]],
                           axis=1), collision
+
+
+def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:
+    """The exact sum of the parts' accumulators, digit by digit (exact), normalized: the one
+    part itself when there is one (many tags: no second copy of its per-tag sums)."""
+    total = parts[0] if len(parts) == 1 else zeros
+    if len(parts) > 1:
+        for part in parts:
+            total += part
+    exact.normalize(total)
+    return total
 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",

@@ -37,7 +37,7 @@ from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
-from mpieval.kinds.wuauc.result import N_ROW_SUMS, WuaucResult, block_from_sums
+from mpieval.kinds.wuauc.result import DIFFS, N_ROW_SUMS, WuaucResult, block_from_sums
 from mpieval.metric import Metric, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
@@ -211,7 +211,7 @@ class WuaucMetric(UserRowsMetric):
                       else np.ones(len(self._stored)))
         by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
         row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row, weight)
-        blocks = [by_row]
+        blocks = {"rows": by_row}
         if self.compare is not None:  # B's row sums: its pred and logloss sums
             by_row_b = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
             row_sums(rows["compare"], rows["label"], rows["tag"], local_to_global, by_row_b,
@@ -221,22 +221,26 @@ class WuaucMetric(UserRowsMetric):
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        blocks.append(comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError))
+        blocks["users"] = comm.agreed(lambda: _user_sums(owned, layout),
+                                      catch=UidCollisionError)
         if self.compare is not None:
-            blocks.append(by_row_b)
-        return {"blocks": np.concatenate(blocks, axis=1)}
+            blocks["rows_b"] = by_row_b
+        # each block's fields are these parts' side by side (block_from_sums), joined as
+        # floats in finish(): the exact sums are not copied once more (many tags)
+        return blocks
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
+        values = np.concatenate([exact.to_floats(part) for part in sums.values()], axis=1)
         blocks, reasons = [], []  # reasons: (tag, why)
-        for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
+        for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)
             blocks.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "wuauc: " + reasons_text(reasons))
-        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values()
+        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values(DIFFS)
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:

@@ -26,7 +26,6 @@ independent users (docs/statistics.md).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +77,7 @@ class WuaucComparison:
     :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (``units[name]``: valid users for
     ``uauc_diff`` and ``wuauc_diff``, every user for ``logloss_diff`` and ``copc_diff``)
     or with a spread of 0). ``q``: the Benjamini-Hochberg q-values of the p-values over
-    the result's tags other than ``all`` (:meth:`WuaucResult.with_q_values`; empty in
+    the result's tags other than ``all`` (:meth:`mpieval.tags.TagBlocks.with_q_values`; empty in
     ``all`` and until set)."""
 
     pred: str
@@ -246,22 +245,6 @@ class WuaucResult(TagBlocks[WuaucBlock]):
         block's weight sum."""
         return logline.json_count(self.blocks[0].real_ins_num)
 
-    def with_q_values(self) -> WuaucResult:
-        """The result whose per-tag comparisons (tags other than ``all``) carry the
-        Benjamini-Hochberg q-values of ``uauc_diff_p`` and ``wuauc_diff_p`` over those
-        tags (:func:`mpieval.kernels.stats.bh_q_values`; NaN where the p-value is)."""
-        tagged = [block for block in self.blocks[1:] if block.compare is not None]
-        if not tagged:
-            return self
-        q = {name: stats.bh_q_values([block.compare.p(name) for block in tagged
-                                      if block.compare is not None])
-             for name in DIFFS}
-        replaced = {id(block): dataclasses.replace(block, compare=dataclasses.replace(
-            block.compare, q={name: q[name][i] for name in q}))
-            for i, block in enumerate(tagged) if block.compare is not None}
-        return dataclasses.replace(self, blocks=tuple(replaced.get(id(block), block)
-                                                      for block in self.blocks))
-
     def to_log_line(self, name: str) -> str:
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
         then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
@@ -275,7 +258,8 @@ def block_from_sums(tag: str, sums: np.ndarray,
                     compare: str | None = None) -> tuple[WuaucBlock, list[str]]:
     """The values of one block from its summed fields (``FIELDS``, then with ``compare``
     ``COMPARE_FIELDS``), and why any is NaN."""
-    s = {name: float(sums[i]) for name, i in FIELD_INDEX.items()}
+    values = sums.tolist()  # Python floats at once (not one numpy scalar a field)
+    s = {name: values[i] for name, i in FIELD_INDEX.items()}
     reasons = []
     rows, valid_rows = s["rows"], s["valid_rows"]
     if rows == 0:
@@ -341,7 +325,8 @@ def _comparison(pred: str, s: dict[str, float], sums: np.ndarray) -> WuaucCompar
     V`` and ``wuauc_diff = sum n_u D_u / sum n_u`` over the valid users (``D_u = AUC_B -
     AUC_A``; a user is valid for both, its labels being the same), with the standard
     errors of :func:`_stderrs` over the ``D_u``."""
-    c = {name: float(sums[i]) for name, i in COMPARE_INDEX.items()}
+    values = sums.tolist()
+    c = {name: values[i] for name, i in COMPARE_INDEX.items()}
     users, rows = s["valid_users"], s["valid_rows"]
     stderr = {"uauc_diff": math.nan, "wuauc_diff": math.nan}
     if users >= 2:

@@ -1,0 +1,158 @@
+"""Many tags against few on the same rows (issue 36 item 3): ``compute()`` and a whole
+``mpieval eval`` of the per-user kinds with ``--tag``, 60,000 (and more) distinct tags
+against 4, paired.
+
+    .venv/bin/python scripts/bench_tags.py                       # 200k rows, wuauc and ranking
+    .venv/bin/python scripts/bench_tags.py --rows 2000000 --repeats 5 --tags 4 60000
+    .venv/bin/python scripts/bench_tags.py --python OTHER/bin/python   # another build (before)
+
+Data (generated once under ``bench-data/tags/``, which git ignores): one Parquet file of
+``--rows`` rows shaped like traffic (many light users, uniform over ``rows / 10`` users,
+plus a Zipf head of a third of the rows over 10,000 users; preds Beta(2, 8), labels
+Bernoulli(pred)) with one integer tag column per tag count (``tag4``, ``tag60000``, ...),
+each tag drawn uniformly, every tag present: the runs differ only in the tag column.
+
+Each repeat runs every tag count once, in turn (paired: the ratio against the fewest tags
+is taken within a repeat, then its median over ``--repeats``). ``compute``: a child
+process updates the metric with the rows, then times ``compute()`` by its CPU time
+(``time.process_time``: user + system, less sensitive than wall time to the other
+processes of a shared machine); ``eval``: ``python -m mpieval eval --metrics KIND --tag
+COL`` under ``/usr/bin/time`` (user + system seconds, the process's peak RSS). A tag count
+over the kinds' limit (65,534 distinct tags) ends in exit status 2: reported as
+``refused``, with its peak. ``uptime``'s load is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data" / "tags"
+OUTSIDE = tempfile.gettempdir()
+"""The children's working directory: not the checkout, whose ``mpieval`` folder would come
+first on ``python -c``'s and ``-m``'s path (``--python``'s own build is measured)."""
+
+CHILD = r"""
+import json, resource, sys, time, warnings
+import numpy as np, pyarrow.parquet as pq
+from mpieval import RankingMetric, WuaucMetric
+path, kind, column = sys.argv[1:4]
+table = pq.read_table(path, columns=["uid", "pred", "label", column])
+rows = {name: table.column(name).to_numpy() for name in table.column_names}
+metric = {"wuauc": WuaucMetric, "ranking": RankingMetric}[kind]()
+label = rows["label"] if kind == "wuauc" else rows["label"].astype(np.float64)
+out = {}
+try:
+    metric.update(uid=rows["uid"], pred=rows["pred"], label=label, tag=rows[column])
+    del table, rows, label
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = metric.compute()
+    out["cpu"] = time.process_time() - start
+    out["blocks"] = len(result.blocks)
+except Exception as error:  # a tag count over the limit: refused
+    out["refused"] = f"{type(error).__name__}: {error}"
+out["peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(out))
+"""
+
+
+def generate(rows: int, tag_counts: list[int], seed: int = 36) -> Path:
+    """The rows with a tag column per count (written once; a new count adds a file)."""
+    path = DATA / f"rows{rows}-tags{'-'.join(map(str, tag_counts))}.parquet"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    head = rng.random(rows) < 1 / 3
+    uid = np.where(head, rng.zipf(1.2, rows) % 10_000,
+                   10_000 + rng.integers(0, max(rows // 10, 1), rows)).astype(np.int64)
+    pred = rng.beta(2, 8, rows)
+    label = (rng.random(rows) < pred).astype(np.int8)
+    columns = {"uid": uid, "pred": pred, "label": label}
+    for count in tag_counts:
+        tag = rng.integers(0, count, rows)
+        tag[: min(count, rows)] = rng.permutation(count)[: min(count, rows)]  # each present
+        columns[f"tag{count}"] = tag.astype(np.int64)
+    tmp = path.with_suffix(".part")
+    pq.write_table(pa.table(columns), tmp, row_group_size=500_000)
+    tmp.rename(path)
+    return path
+
+
+def compute_once(python: str, path: Path, kind: str, count: int) -> dict:
+    done = subprocess.run([python, "-c", CHILD, str(path), kind, f"tag{count}"],
+                          capture_output=True, text=True, check=True, cwd=OUTSIDE)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def eval_once(python: str, path: Path, kind: str, count: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        times = Path(tmp) / "time"
+        done = subprocess.run(
+            ["/usr/bin/time", "-o", str(times), "-f", "%U %S %M", python, "-m", "mpieval",
+             "eval", "--metrics", kind, "--uid", "uid", "--tag", f"tag{count}",
+             "--json", str(Path(tmp) / "out.json"), str(path)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            cwd=OUTSIDE)
+        user, system, peak = times.read_text().split()[-3:]
+    out: dict = {"cpu": float(user) + float(system), "peak_kb": int(peak)}
+    if done.returncode:
+        out["refused"] = f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:120]}"
+    return out
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--tags", type=int, nargs="+", default=[4, 60_000])
+    parser.add_argument("--kinds", nargs="+", default=["wuauc", "ranking"])
+    parser.add_argument("--modes", nargs="+", default=["compute", "eval"],
+                        choices=["compute", "eval"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter whose mpieval is measured (a build before)")
+    args = parser.parse_args()
+    path = generate(args.rows, sorted(set(args.tags)))
+    print(f"# {args.rows:,} rows, tags {args.tags}, python {args.python}")
+    print(f"# load before: {uptime()}")
+    base = min(args.tags)
+    for mode in args.modes:
+        once = compute_once if mode == "compute" else eval_once
+        for kind in args.kinds:
+            runs: dict[int, list[dict]] = {count: [] for count in args.tags}
+            for _ in range(args.repeats):
+                for count in args.tags:  # in turn, within one repeat
+                    runs[count].append(once(args.python, path, kind, count))
+            for count in args.tags:
+                cpu = [run["cpu"] for run in runs[count] if "cpu" in run]
+                peak = statistics.median(run["peak_kb"] for run in runs[count]) / 1024
+                refused = next((run["refused"] for run in runs[count] if "refused" in run), "")
+                ratio = [run["cpu"] / runs[base][i]["cpu"] for i, run in enumerate(runs[count])
+                         if "cpu" in run and "cpu" in runs[base][i] and "refused" not in run]
+                print(f"{mode:8} {kind:8} tags={count:>9,}  cpu median "
+                      f"{statistics.median(cpu) if cpu else float('nan'):8.3f} s  "
+                      f"x{statistics.median(ratio) if ratio else float('nan'):7.2f} vs "
+                      f"{base} tags (paired median of {len(ratio)})  peak {peak:8.1f} MB"
+                      + (f"  refused: {refused}" if refused else ""), flush=True)
+    print(f"# load after: {uptime()}")
+
+
+if __name__ == "__main__":
+    main()

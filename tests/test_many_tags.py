@@ -1,0 +1,159 @@
+"""Many tags (issue 36): the per-tag steps of ``wuauc`` and ``ranking`` run as whole-array
+or compiled passes, and give the same bits as the per-tag computations they replace.
+
+Oracles: a tag's block of a run over many tags equals, bit for bit, the ``all`` block of a
+run over that tag's rows alone (the per-tag computation, one tag at a time); ``ranking``'s
+exact sums equal the old loop over blocks (one ``add_values`` a block and field, kept
+here as the reference); ``wuauc``'s row sums of many tags (each tag's digits added
+directly) equal those of few tags (a fixed-point ``Wide`` pair a tag) and each tag's
+:func:`exact.exact_sum` of its rows' values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from mpieval import WuaucMetric
+from mpieval.kernels import exact
+from mpieval.kinds.auc.kernels import binary_logloss
+from mpieval.kinds.ranking import kernels as ranking_kernels
+from mpieval.kinds.ranking.metric import RankingMetric
+from mpieval.kinds.wuauc.kernels import row_sums
+
+
+def _rows(rng: np.random.Generator, n: int, users: int, tags: int) -> dict[str, np.ndarray]:
+    pred = rng.beta(2, 8, n)
+    pred[rng.random(n) < 0.2] = 0.25  # ties
+    return {"uid": rng.integers(0, users, n), "pred": pred,
+            "label": (rng.random(n) < pred).astype(np.int64),
+            "tag": rng.integers(0, tags, n)}
+
+
+def _block_json(block: object) -> str:
+    d = dict(block.to_dict())  # type: ignore[attr-defined]
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("kind", ["wuauc", "ranking"])
+def test_each_tag_block_of_many_tags_is_the_all_block_of_its_rows_alone(rng, kind) -> None:
+    """2,000 tags over 6,000 rows (a few rows a tag, most tags one user): each tag block,
+    every value to the last bit, as a run over that tag's rows only gives for ``all``."""
+    rows = _rows(rng, 6000, 400, 2000)
+    make = WuaucMetric if kind == "wuauc" else RankingMetric
+
+    def run(keep: np.ndarray | None) -> object:
+        metric = make()
+        part = rows if keep is None else {k: v[keep] for k, v in rows.items()}
+        label = part["label"] if kind == "wuauc" else part["label"].astype(np.float64)
+        metric.update(uid=part["uid"], pred=part["pred"], label=label, tag=part["tag"])
+        with pytest.warns(Warning) if keep is None else _no_check():
+            return metric.compute()
+
+    many = run(None)
+    for tag in rng.choice(np.unique(rows["tag"]), 25, replace=False).tolist():
+        alone = run(rows["tag"] == tag)
+        assert _block_json(many[tag]) == _block_json(alone.all).replace(  # type: ignore[attr-defined]
+            '"tag": "all"', f'"tag": "{tag}"'), tag
+
+
+class _no_check:
+    """A context that lets warnings through unchecked."""
+
+    def __enter__(self) -> None:
+        import warnings
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("ignore")
+
+    def __exit__(self, *args: object) -> None:
+        self._catch.__exit__(*args)
+
+
+def _old_add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
+                    label: np.ndarray, cutoffs: Sequence[int], gain: str,
+                    compare: np.ndarray | None) -> None:
+    """The per-block loop ``ranking`` ran before (one ``add_values`` a block and field)."""
+    if len(keys) == 0:
+        return
+    values, valid, group_block, group_rows = ranking_kernels.group_values(
+        keys, block, pred, label, cutoffs, gain)
+    columns = [values]
+    if compare is not None:
+        b_values = ranking_kernels.group_values(keys, block, compare, label, cutoffs, gain)[0]
+        columns += [b_values, b_values - values]
+    order = np.argsort(group_block, kind="stable")
+    blocks, starts = np.unique(group_block[order], return_index=True)
+    n_values = values.shape[1]
+    first_value = len(ranking_kernels.COUNT_FIELDS)
+    for b, members in zip(blocks.tolist(), np.split(order, starts[1:]), strict=True):
+        counts = (valid[members].sum(), len(members), group_rows[members].sum())
+        for field, count in enumerate(counts):
+            exact.add_values(sums[b, field], np.array([count], dtype=np.float64))
+        kept = members[valid[members]]
+        short = sums.shape[1] - len(cutoffs)
+        for c, cutoff in enumerate(cutoffs):
+            exact.add_values(sums[b, short + c], np.array(
+                [np.count_nonzero(group_rows[kept] <= cutoff)], dtype=np.float64))
+        for j in range(n_values):
+            column = np.ascontiguousarray(values[kept, j])
+            exact.add_values(sums[b, first_value + 2 * j], column)
+            exact.add_values(sums[b, first_value + 2 * j + 1], column * column)
+        if compare is None:
+            continue
+        first = first_value + 2 * n_values
+        for j in range(n_values):
+            b_column = np.ascontiguousarray(columns[1][kept, j])
+            diff = np.ascontiguousarray(columns[2][kept, j])
+            exact.add_values(sums[b, first + 4 * j], b_column)
+            exact.add_values(sums[b, first + 4 * j + 1], b_column * b_column)
+            exact.add_values(sums[b, first + 4 * j + 2], diff)
+            exact.add_values(sums[b, first + 4 * j + 3], diff * diff)
+
+
+@pytest.mark.parametrize("compare", [False, True])
+@pytest.mark.parametrize("gain", ["linear", "exponential"])
+def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, compare, gain) -> None:
+    n, n_tags, cutoffs = 5000, 700, (1, 3, 10)
+    keys = rng.integers(0, 300, n).astype(np.uint64)
+    pred = rng.random(n).round(1)  # ties
+    label = rng.integers(0, 4, n).astype(np.float64) * (rng.random(n) < 0.4)
+    tag = rng.integers(0, n_tags + 1, n)  # n_tags: no tag
+    b = rng.random(n).round(1) if compare else None
+    got = ranking_kernels.user_sums(keys, pred, label, tag, n_tags, cutoffs, gain, b)
+    want = exact.accumulator(*got.shape[:2])
+    _old_add_groups(want, keys, np.zeros(n, dtype=np.intp), pred, label, cutoffs, gain, b)
+    tagged = tag < n_tags
+    _old_add_groups(want, keys[tagged], 1 + tag[tagged].astype(np.intp), pred[tagged],
+                    label[tagged], cutoffs, gain, None if b is None else b[tagged])
+    assert np.array_equal(got, want) and got[1:].any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_wuauc_row_sums_of_many_tags_are_those_of_few_and_each_tags_exact_sums(rng,
+                                                                               dtype) -> None:
+    """The same rows and tags summed with room for 40 blocks (a ``Wide`` pair a tag: at
+    least 4,096 rows a tag) and for 400 (each tag's digits added directly): the same
+    digits; and each tag's pred and logloss sums are its rows' exact sums."""
+    n, used = 200_000, 40
+    pred = rng.random(n).astype(dtype)
+    label = (rng.random(n) < 0.3).astype(np.uint8)
+    codes = rng.integers(0, used + 1, n).astype(np.uint16)  # code `used`: no tag
+    tag_of_code = np.arange(used + 1, dtype=np.uint16)  # code `used` -> n_tags: no tag
+    few = exact.accumulator(1 + used, 4)
+    row_sums(pred, label, codes, tag_of_code, few)
+    many = exact.accumulator(1 + 400, 4)
+    tag_of_code[used] = 400
+    row_sums(pred, label, codes, tag_of_code, many)
+    assert np.array_equal(many[: 1 + used], few) and not many[1 + used :].any()
+    for t in (0, 7, used - 1):
+        rows = codes == t
+        logloss = np.array([binary_logloss(p, y) for p, y in
+                            zip(pred[rows].astype(np.float64).tolist(), label[rows].tolist(),
+                                strict=True)])
+        assert np.array_equal(many[1 + t, 2], exact.exact_sum(pred[rows].astype(np.float64)))
+        assert np.array_equal(many[1 + t, 3], exact.exact_sum(logloss))
+        assert exact.to_float(many[1 + t, 0]) == rows.sum()
