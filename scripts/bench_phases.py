@@ -13,8 +13,10 @@ threads, is in its wall time only), ``update`` (the metrics fed a batch), ``move
 moved to their owners after a round), ``compute`` (the whole of it) and inside it
 ``row sums``, ``parts``, ``group`` (the rows grouped by user), ``moments`` (the
 per-user moments pass of issue 32), ``user sums`` (the per-user AUC pass), ``finish``;
-``total`` is the command's, start-up excluded. ``--round-bytes N`` sets
-``pipeline._ROUND_BYTES`` (a huge value: no moves while reading).
+``total`` is the command's, start-up excluded; ``waiting`` (part of the phases above) is
+the time the ranks spent meeting before a collective (the MPI transport's ``_arrive``: a
+non-blocking barrier polled with sleeps), where a rank waits for one still reading.
+``--round-bytes N`` sets ``pipeline._ROUND_BYTES`` (a huge value: no moves while reading).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> None:
     from mpieval.cli import main as mpieval_main
     from mpieval.kinds.wuauc import kernels
     from mpieval.kinds.wuauc import metric as wuauc_metric
+    from mpieval.transport import mpi as mpi_transport
     from mpieval.user_rows import UserRowsMetric
 
     if own.round_bytes:
@@ -67,6 +70,7 @@ def main() -> None:
     pipeline.Task.feed = timed("update", pipeline.Task.feed)
     UserRowsMetric.move_rows = timed("move", UserRowsMetric.move_rows)
     pipeline.Evaluator.compute = timed("compute", pipeline.Evaluator.compute)
+    mpi_transport._arrive = timed("waiting", mpi_transport._arrive)
     core = kernels._core.wuauc
     for name, label in (("parts", "parts"), ("group", "group"), ("moment_sums", "moments"),
                         ("user_sums", "user sums"), ("row_sums", "row sums")):
@@ -84,6 +88,8 @@ def main() -> None:
         wall, cpu, calls = TIMES[name]
         print(f"{rank}{name:12s} {wall:7.3f} {cpu:7.3f} {calls:6d}", file=sys.stderr)
     print(f"{rank}{'total':12s} {total:7.3f}", file=sys.stderr)
+    wall, cpu, calls = TIMES["waiting"]
+    print(f"{rank}{'waiting':12s} {wall:7.3f} {cpu:7.3f} {calls:6d}", file=sys.stderr)
     sys.exit(status)
 
 
