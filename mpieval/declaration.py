@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 
 from mpieval.errors import InputError, KindUnavailable
@@ -192,6 +190,9 @@ class Kind:
     def schema(self) -> dict[str, Any]:
         """The kind's JSON schema fragment (``schema.json`` in its folder): ``{"$defs":
         {...}}``, the kind's block named after it (:mod:`mpieval.schema`)."""
+        import json  # here: a run without a schema check imports neither at start-up
+        from importlib.resources import files
+
         text = files(self.folder).joinpath("schema.json").read_text(encoding="utf-8")
         fragment: dict[str, Any] = json.loads(text)
         return fragment

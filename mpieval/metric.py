@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
 
@@ -42,11 +42,13 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.declaration import Input, Option, checked_options, signature_problem
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
-from mpieval.exchange import Moved
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
+
+if TYPE_CHECKING:  # imported where rows move: a kind without rows never loads the exchange
+    from mpieval.exchange import Moved
 
 STATE_FORMAT = 1
 """The layout of a metric's :meth:`~Metric.state_dict` (its keys and their meaning), saved
@@ -198,6 +200,8 @@ class Metric(OnComm, ABC):
     def _moved_rows(self, comm: Comm, rows: RowBuffer) -> Moved:
         """The record of the rows of ``rows`` at their owners on ``comm``: this metric's,
         or a new one (none there yet) when it was made for other rows or ranks."""
+        from mpieval.exchange import Moved
+
         moved = self._moved
         if moved is None or not moved.at_owners(comm, rows):
             moved = self._moved = Moved(comm, rows)

@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_cli.py --repeats 5 --skip-2gb
     .venv/bin/python scripts/bench_cli.py --parse-ratio --rows 30000000 --repeats 5
     .venv/bin/python scripts/bench_cli.py --only-main-job --shape heavy
+    .venv/bin/python scripts/bench_cli.py --moves --repeats 5
 
 Data (generated once under ``bench-data/``, which git ignores, by ``scripts/traffic.py``
 in the shape ``--shape`` names: ``traffic``, the default, about 580,000 users in 10M rows
@@ -41,6 +42,11 @@ alternating with its baseline, medians of ``--repeats``:
   cost (``mpiexec -n 2`` of a program that only initialises MPI, less two bare Python
   start-ups side by side) — target: at most 1.05x;
 - start-up: ``--metrics auc`` on a 10-row file, alone — target: at most 0.3 s.
+
+``--moves``: the coordination figure's ``auc`` moves no rows; this isolates what issue 36's
+moves of the per-user rows while reading cost: ``mpiexec -n 2`` ``auc,wuauc`` on the two
+files as it runs against the same with one reading round (``pipeline._ROUND_BYTES`` set
+huge: no move before compute, the rows moved at compute as before issue 36), alternating.
 """
 
 from __future__ import annotations
@@ -296,6 +302,9 @@ def main() -> None:
     parser.add_argument("--parse-ratio", action="store_true",
                         help="only issue 37's figure: --metrics auc against a bare parse of "
                              "its two columns, on --rows rows")
+    parser.add_argument("--moves", action="store_true",
+                        help="only the cost of issue 36's moves while reading: mpiexec -n 2 "
+                             "auc,wuauc on two 10M-row files with and without them")
     parser.add_argument("--rows", type=int, default=30_000_000,
                         help="rows of --parse-ratio's file (default 30M)")
     traffic.add_shape_argument(parser)
@@ -321,6 +330,9 @@ def main() -> None:
 
     if args.only_main_job:
         main_job(ten, tiny, r)
+        return
+    if args.moves:
+        moves(ten, r)
         return
     if args.compiled_core:
         compiled_core(tiny, r)
@@ -348,12 +360,7 @@ def main_job(ten: Path, tiny: Path, r: int) -> None:
           f"({verdict(ratio <= 2.2)} <= 2.2x); peak RSS {max(peak)} MB (highest of {r}; "
           f"{verdict(max(peak) <= 500)} <= 500 MB)")
 
-    other = DATA / f"10m-{SHAPE}-b.tsv"  # a second file of the same rows (a hard link if it can)
-    if not other.exists():
-        try:
-            os.link(ten, other)
-        except OSError:
-            shutil.copyfile(ten, other)
+    other = second_file(ten)
     argv = [MPIEVAL, "eval", "--metrics", "auc"]
     ranks, alone, launcher, bare = [], [], [], []
     for _ in range(r):
@@ -379,6 +386,42 @@ def main_job(ten: Path, tiny: Path, r: int) -> None:
           f"and pyarrow.csv alone {statistics.median(floor):.2f} s"
           + (" (PYTHONDONTWRITEBYTECODE is set: every import compiles its source)"
              if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""))
+
+
+NO_MOVES = ("import sys\nfrom mpieval import pipeline\npipeline._ROUND_BYTES = 1 << 50\n"
+            "from mpieval.cli import command\nsys.exit(command())\n")
+
+
+def moves(ten: Path, r: int) -> None:
+    """Issue 36's moves while reading, isolated: ``mpiexec -n 2`` (one thread a rank)
+    ``--metrics auc,wuauc --uid uid --tag tag`` on two 10M-row files as it runs (a move
+    after every reading round of ``pipeline._ROUND_BYTES``) against the same with one
+    reading round (no move before compute), alternating, medians of ``r``."""
+    other = second_file(ten)
+    argv = ["eval", "--metrics", "auc,wuauc", "--uid", "uid", "--tag", "tag", str(ten),
+            str(other)]
+    runs: dict[str, list[tuple[float, float, float]]] = {"with": [], "without": []}
+    os.environ.update(ONE_THREAD)
+    for _ in range(r):
+        runs["with"].append(timed_cpu([MPIEXEC, "-n", "2", MPIEVAL, *argv]))
+        runs["without"].append(timed_cpu([MPIEXEC, "-n", "2", sys.executable, "-c", NO_MOVES,
+                                          *argv]))
+    for k, clock in enumerate(("wall", "user CPU", "CPU (user + system)")):
+        a, b = (statistics.median(run[k] for run in runs[mode]) for mode in runs)
+        print(f"moves while reading, {clock}: with {a:.2f} s, without {b:.2f} s: {a / b:.2f}x "
+              f"(medians of {r}, alternating)")
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+def second_file(ten: Path) -> Path:
+    """A second file of the same rows as ``ten`` (a hard link if it can)."""
+    other = DATA / f"10m-{SHAPE}-b.tsv"
+    if not other.exists():
+        try:
+            os.link(ten, other)
+        except OSError:
+            shutil.copyfile(ten, other)
+    return other
 
 
 def compiled_core(tiny: Path, r: int) -> None:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The cost of the wuauc kind's per-user moment pass (issue 32: the sums of each user in a
+"""The cost of the wuauc kind's per-user moments (issue 32: the sums of each user in a
 fixed order, for the intervals of the row values): ``WuaucMetric.compute()`` on the same
-rows with the pass and with it replaced by a no-op, alternating, the medians of
-``--repeats`` runs each and their ratio. Repeat with:
+rows with the moments and without them (the pass over users given no moments to sum, or
+their pass of its own replaced by a no-op), alternating, the medians of ``--repeats``
+runs each and their ratio. Repeat with:
 
     .venv/bin/python scripts/bench_wuauc_moments.py [--rows 2000000] [--repeats 5]
 
@@ -13,6 +14,7 @@ clicks, 4 tags. Timings are noisy on a shared machine: say the load beside the r
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -34,27 +36,38 @@ def main() -> None:
     label = (rng.random(n) < 0.1).astype(np.int8)
     tag = rng.integers(0, 4, n)
     real = kernels._core.wuauc.moment_sums
+    real_users = kernels._core.wuauc.user_sums
 
-    def compute_seconds() -> float:
+    def users_without_moments(*args: object) -> int:
+        """The pass over users, its moments (the last argument) left out."""
+        return real_users(*args[:-1], kernels._NO_MOMENTS)
+
+    def compute_seconds() -> tuple[float, float]:
+        """Wall and CPU seconds (every thread) of one compute()."""
         metric = WuaucMetric(comm=Comm.local())
         metric.update(uid, pred, label, tag=tag)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         metric.compute()
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
 
-    times: dict[str, list[float]] = {"with": [], "without": []}
+    times: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
     try:
         for _ in range(args.repeats):
             for mode in times:
                 kernels._core.wuauc.moment_sums = (real if mode == "with"
                                                    else lambda *_: None)
+                kernels._core.wuauc.user_sums = (real_users if mode == "with"
+                                                 else users_without_moments)
                 times[mode].append(compute_seconds())
     finally:
         kernels._core.wuauc.moment_sums = real
-    medians = {mode: statistics.median(values) for mode, values in times.items()}
-    print(f"compute() median of {args.repeats}: with the moment pass {medians['with']:.3f} s, "
-          f"without {medians['without']:.3f} s, ratio {medians['with'] / medians['without']:.2f}")
-
+        kernels._core.wuauc.user_sums = real_users
+    for k, clock in enumerate(("wall", "CPU")):
+        with_, without = (statistics.median(run[k] for run in times[mode])
+                          for mode in ("with", "without"))
+        print(f"compute() {clock}, median of {args.repeats}: with the moments {with_:.3f} s, "
+              f"without {without:.3f} s, ratio {with_ / without:.2f}")
+    print(f"load {os.getloadavg()[0]:.2f}")
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,9 @@ The ``mpi``-marked tests run under ``mpiexec -n N``; their assertions hold for a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from sharding import my_rows
@@ -75,3 +78,17 @@ def test_mismatched_columns_fail_every_rank(comm: Comm) -> None:
         gather_by_user(comm, np.zeros(3, np.uint64), {"pred": np.zeros(3, dtype)})
     with pytest.raises(ValueError, match=r"rank 0: .*one length"):
         gather_by_user(comm, np.zeros(3 if comm.rank else 2, np.uint64), {"x": np.zeros(3)})
+
+
+def test_a_kind_without_kept_rows_loads_no_exchange() -> None:
+    """``auc`` keeps no rows: updating and computing it imports neither the exchange nor a
+    schema reader (``json``, ``importlib.resources``), which start-up would pay for."""
+    program = (
+        "import sys\nimport numpy as np\nfrom mpieval import AucMetric, Comm\n"
+        "metric = AucMetric(comm=Comm.local())\n"
+        "metric.update(np.array([0.1, 0.9]), np.array([0, 1]))\nmetric.compute()\n"
+        "print(sorted(m for m in ('mpieval.exchange', 'json', 'importlib.resources')"
+        " if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", program], check=True,
+                          capture_output=True, text=True)
+    assert done.stdout.strip() == "[]"

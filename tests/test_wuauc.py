@@ -281,6 +281,36 @@ def test_user_auc_sums_of_long_users_and_near_ties(rng: np.random.Generator) -> 
     np.testing.assert_allclose(untagged, got[:1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_tags", [0, 3, 300])
+def test_moments_in_the_auc_pass_have_the_bits_of_the_weighted_pass(
+        rng: np.random.Generator, dtype: type, n_tags: int) -> None:
+    """Without weights the AUC pass sums the moments from the rows it gathered (one key a
+    row, sorted within each tag); with weights of one a pass of their own sums the same
+    rows as structs (every weight 1, so every product as without): the same bits. Users of
+    1 row to more than a chunk, ties, 0.0 and -0.0, rows without a tag, 1,000 parts' worth
+    of rows (the pass in parts on threads)."""
+    counts = np.r_[rng.integers(1, 4, 3000), rng.integers(4, 60, 300), [CHUNK + 500, 4000]]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    pred = np.round(rng.random(n), 3)
+    pred[rng.random(n) < 0.05] = 0.0
+    pred[rng.random(n) < 0.05] = -0.0
+    pred = pred.astype(dtype)
+    label = (rng.random(n) < 0.3).astype(np.uint8)
+    tag = rng.integers(0, n_tags + 1, n).astype(np.uint16)  # n_tags: untagged
+    order = rng.permutation(n)
+    keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
+    fields, moments = len(USER_SUM_FIELDS), len(MOMENT_FIELDS)
+    alone, _ = exact_user_auc_sums(keys, None, pred, label, tag if n_tags else None, n_tags)
+    weighted, _ = exact_user_auc_sums(keys, None, pred, label, tag if n_tags else None,
+                                      n_tags, weight=np.ones(n))
+    got, expected = (exact.to_floats(sums[:, fields:fields + moments])
+                     for sums in (alone, weighted))
+    assert np.all(got[:, 2] > 0)  # every block has groups
+    np.testing.assert_array_equal(got, expected)
+
+
 def expected_groups(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The grouping's packed rows by a plain loop: ``user << row_bits | row``, users
     numbered in order of their first row, each user's rows in row order."""

@@ -138,5 +138,7 @@ def _arrive(comm: Any) -> None:
     """Return once every rank of ``comm`` has arrived here, sleeping while waiting
     (:mod:`mpieval.transport.waiting`): every collective of this transport first meets
     the others here, so the blocking call that follows finds everyone present and hardly
-    waits."""
+    waits. (Polling the collective itself, ``Ialltoallv`` and the like, with sleeps would
+    not do: MPICH advances a non-blocking collective only inside ``Test``, so a large one
+    would stall between polls; ``scripts/bench_waiting.py`` measures both.)"""
     wait_until(comm.Ibarrier().Test)

@@ -43,11 +43,20 @@ void bind_wuauc(nb::module_ m) {
        nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
     m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
                           int64_t n_tags, Out sums, Out record, wuauc::Workspace& work,
-                          In weight) {
+                          In weight, Out moments) {
         uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         wuauc::Output out{as<double>(sums, "sums"),
                           record.size() ? as<double>(record, "record") : nullptr, 0};
+        if (moments.size()) {
+            if (length(weight))
+                throw std::invalid_argument("user_sums: moments without a weight only");
+            if (int64_t(moments.shape(0)) != 1 + n_tags ||
+                int64_t(moments.shape(1)) != wuauc::MOMENT_FIELDS)
+                throw std::invalid_argument(
+                    "user_sums: moments of shape (1 + n_tags, MOMENT_FIELDS, DIGITS)");
+            out.moments = as<double>(moments, "moments");
+        }
         dispatch(pred, [&](auto* values) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
@@ -60,7 +69,7 @@ void bind_wuauc(nb::module_ m) {
     }, nb::arg("packed").noconvert(), nb::arg("overwrite"), nb::arg("row_bits"),
        nb::arg("pred").noconvert(), nb::arg("label").noconvert(), nb::arg("tag").noconvert(),
        nb::arg("n_tags"), nb::arg("sums").noconvert(), nb::arg("record").noconvert(),
-       nb::arg("work"), nb::arg("weight").noconvert());
+       nb::arg("work"), nb::arg("weight").noconvert(), nb::arg("moments").noconvert());
     m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums, In weight) {
         const uint8_t* y = as<uint8_t>(label, "label");
         const uint16_t* c = as<uint16_t>(codes, "codes");

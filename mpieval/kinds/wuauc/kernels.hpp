@@ -218,6 +218,7 @@ struct Output {
     double* sums;
     double* record;
     int64_t cursor;
+    double* moments = nullptr;  // not null: the users' moments too (KeyMoments), no weight
 };
 
 // A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
@@ -588,88 +589,6 @@ void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uin
     add_sorted_user(bits, 0, payload, m, n_tags, s, out);
 }
 
-// Add every user of the grouped rows (group: a run of one packed >> row_bits is a user).
-// With overwrite, a user of more than CHUNK rows is sorted in its own packed rows once they
-// are gathered (8 bytes a row of the longest user less to hold): packed is left unordered.
-template <class P, class L>
-void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
-               Workspace& work, Output& out) {
-    if (in.weight != nullptr) {
-        weighted_user_sums(packed, n, row_bits, in, out);
-        return;
-    }
-    const int64_t n_tags = in.n_tags;
-    const int64_t blocks = (1 + n_tags) * USER_FIELDS;
-    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
-    int64_t longest = 0;
-    for (int64_t start = 0; start < n;) {
-        const int64_t end = run_end(packed, start, n, row_bits);
-        longest = std::max(longest, end - start);
-        start = end;
-    }
-    const int64_t size = std::min(n, CHUNK);
-    Scratch<P, L> s;
-    s.got_pred.resize(size);
-    s.got_label.resize(size);
-    s.got_tag.resize(in.tag ? size : 0);
-    const int64_t longs = longest > SHORT ? longest : 0;
-    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
-    s.sort0 = work.sort0.at_least(longs);
-    s.sort1 = work.sort1.at_least(overwrite ? std::min(longs, CHUNK) : longs);
-    s.payload0 = work.payload0.at_least(wide);
-    s.payload1 = work.payload1.at_least(wide);
-    s.scratch.assign(4 * (1 + n_tags), 0);
-    s.seen0.resize(std::min(n_tags, longs));
-    s.seen1.resize(std::min(n_tags, longs));
-    int64_t users = 0;
-    int64_t start = 0;
-    while (start < n) {
-        int64_t stop = run_end(packed, start, n, row_bits);
-        if (stop - start > CHUNK) {  // a heavy user: its rows read where they lie
-            exact::normalize(out.sums, blocks);
-            add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start,
-                          n_tags, overwrite ? packed + start : s.sort1, s, out);
-            ++users;
-            exact::normalize(out.sums, blocks);
-            start = stop;
-            continue;
-        }
-        while (stop < n) {
-            const int64_t end = run_end(packed, stop, n, row_bits);
-            if (end - start > CHUNK) break;
-            stop = end;
-        }
-        for (int64_t k = 0; k < stop - start; ++k) {  // the users' rows, gathered
-            const uint64_t row = packed[start + k] & row_mask;
-            if (start + k + AHEAD < stop) {
-                const uint64_t ahead = packed[start + k + AHEAD] & row_mask;
-                __builtin_prefetch(in.pred + ahead);
-                __builtin_prefetch(in.label + ahead);
-                if (in.tag) __builtin_prefetch(in.tag + ahead);
-            }
-            s.got_pred[k] = in.pred[row];
-            s.got_label[k] = in.label[row];
-            if (in.tag) s.got_tag[k] = in.tag[row];
-        }
-        int64_t first = 0;
-        while (first < stop - start) {
-            const int64_t last = run_end(packed, start + first, stop, row_bits) - start;
-            if (last - first <= SHORT)
-                add_short_user(s.got_pred.data(), s.got_label.data(),
-                               in.tag ? s.got_tag.data() : nullptr, first, last, n_tags, s, out);
-            else
-                add_long_user(s.got_pred.data(), s.got_label.data(),
-                              in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
-                              last - first, n_tags, s.sort1, s, out);
-            ++users;
-            if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
-            first = last;
-        }
-        start = stop;
-    }
-    exact::normalize(out.sums, blocks);
-}
-
 // The per-user sums of the intervals of the row values (actual CTR, predicted CTR, COPC,
 // LogLoss) with users as clusters: each group (a user in `all`, a (user, tag)) sums its
 // rows' weight n, clicks c = sum w y, pred p = sum w pred and logloss l = sum w logloss
@@ -750,6 +669,238 @@ inline int64_t add_user_moments(const std::vector<MomentRow>& rows, double* sums
     return groups;
 }
 
+// Ask for the memory of the row at packed[k] (when k < n): the rows lie anywhere.
+template <class P>
+inline void prefetch_row(const uint64_t* packed, int64_t k, int64_t n, uint64_t row_mask,
+                         const P* pred, const uint8_t* label, const uint16_t* tag) {
+    if (k >= n) return;
+    const uint64_t ahead = packed[k] & row_mask;
+    __builtin_prefetch(pred + ahead);
+    __builtin_prefetch(label + ahead);
+    if (tag) __builtin_prefetch(tag + ahead);
+}
+
+// The moments of users without a weight or a compared model, from one uint64 a row: the
+// pred's float64 bits (a pred >= 0, -0.0 made 0.0: its bits order as its value) above its
+// label, sorted within each tag code (a radix sort), the codes in increasing order: the
+// order of moment_order, so the same sums, bit for bit, as add_user_moments. Scratch kept
+// from one user to the next.
+struct KeyMoments {
+    std::vector<uint64_t> keys, tmp;
+    std::vector<uint32_t> codes, touched;
+    std::vector<int64_t> counts;  // rows a code (up to the largest seen), 0 between users
+    std::vector<int64_t> bounds;  // the codes' first rows, and the end
+    std::vector<double> loss;
+
+    // The m rows of one user (row_of(k): the index of its k-th row in pred, label and
+    // tag; ahead(k): asks for a later row's memory) add its groups' products to sums; the
+    // groups added.
+    template <class P, class RowOf, class Ahead>
+    int64_t add_user(int64_t rows, RowOf row_of, Ahead ahead, const P* pred,
+                     const uint8_t* label, const uint16_t* tag, int64_t n_tags, double* sums,
+                     int64_t fields) {
+        const size_t m = size_t(rows);
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        bool one_code = true;
+        uint32_t top = 0;  // the largest code (a code >= n_tags counts in `all` only)
+        for (int64_t k = 0; k < rows; ++k) {
+            const int64_t row = row_of(k);
+            ahead(k);
+            const size_t i = size_t(k);
+            keys[i] = (bits_of(double(pred[row]) + 0.0) << 1) | uint64_t(label[row] ? 1 : 0);
+            codes[i] = tag ? uint32_t(tag[row]) : uint32_t(n_tags);
+            one_code = one_code && codes[i] == codes[0];
+            top = std::max(top, codes[i]);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        bool sorted = false;
+        if (one_code) {
+            touched.push_back(codes[0]);
+        } else if (rows <= sort::TINY) {  // by (code, key), by insertion
+            for (size_t j = 1; j < m; ++j) {
+                const uint32_t code = codes[j];
+                const uint64_t key = keys[j];
+                size_t i = j;
+                for (; i > 0 && (codes[i - 1] > code || (codes[i - 1] == code && keys[i - 1] > key));
+                     --i) {
+                    codes[i] = codes[i - 1];
+                    keys[i] = keys[i - 1];
+                }
+                codes[i] = code;
+                keys[i] = key;
+            }
+            touched.push_back(codes[0]);
+            for (size_t i = 1; i < m; ++i)
+                if (codes[i] != codes[i - 1]) {
+                    touched.push_back(codes[i]);
+                    bounds.push_back(int64_t(i));
+                }
+            sorted = true;
+        } else {  // the keys put in code order, then each code's keys sorted
+            if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
+            for (size_t i = 0; i < m; ++i)
+                if (counts[codes[i]]++ == 0) touched.push_back(codes[i]);
+            std::sort(touched.begin(), touched.end());
+            int64_t first = 0;
+            for (const uint32_t code : touched) {
+                const int64_t rows = counts[code];
+                counts[code] = first;
+                first += rows;
+                bounds.push_back(first);
+            }
+            for (size_t i = 0; i < m; ++i) tmp[size_t(counts[codes[i]]++)] = keys[i];
+            for (const uint32_t code : touched) counts[code] = 0;
+            keys.swap(tmp);
+            bounds.pop_back();
+        }
+        bounds.push_back(int64_t(m));
+        int64_t groups = 1;
+        GroupSums user{0, 0, 0, 0, 0, 0};
+        for (size_t g = 0; g < touched.size(); ++g) {
+            const int64_t lo = bounds[g], hi = bounds[g + 1];
+            if (!sorted)
+                sort::radix_sort(keys.data() + lo, static_cast<sort::NoPayload*>(nullptr),
+                                 tmp.data() + lo, static_cast<sort::NoPayload*>(nullptr),
+                                 hi - lo);
+            for (int64_t i = lo; i < hi; ++i)  // a loop of fixed work a row: vectorised
+                loss[size_t(i)] = binary_logloss(double_of(keys[size_t(i)] >> 1),
+                                                 int64_t(keys[size_t(i)] & 1));
+            GroupSums group{0, 0, 0, 0, 0, 0};
+            for (int64_t i = lo; i < hi; ++i) {  // as add_user_moments with a weight of 1
+                const uint64_t key = keys[size_t(i)];
+                const double value = double_of(key >> 1);
+                for (GroupSums* s : {&user, &group}) {
+                    s->n += 1.0;
+                    if (key & 1) s->c += 1.0;
+                    s->p += value;
+                    s->l += loss[size_t(i)];
+                }
+            }
+            if (int64_t(touched[g]) < n_tags) {
+                add_moments(sums, fields, 1 + int64_t(touched[g]), group, false);
+                ++groups;
+            }
+        }
+        add_moments(sums, fields, 0, user, false);
+        return groups;
+    }
+};
+
+// Add every user of the grouped rows (group: a run of one packed >> row_bits is a user).
+// With overwrite, a user of more than CHUNK rows is sorted in its own packed rows once they
+// are gathered (8 bytes a row of the longest user less to hold): packed is left unordered.
+// With out.moments (no weight), each user's moments too (KeyMoments), from the rows the
+// pass has gathered: one gather of the rows for both.
+template <class P, class L>
+void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const Rows<P, L>& in,
+               Workspace& work, Output& out) {
+    if (in.weight != nullptr) {
+        weighted_user_sums(packed, n, row_bits, in, out);
+        return;
+    }
+    const int64_t n_tags = in.n_tags;
+    const int64_t blocks = (1 + n_tags) * USER_FIELDS;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    int64_t longest = 0;
+    for (int64_t start = 0; start < n;) {
+        const int64_t end = run_end(packed, start, n, row_bits);
+        longest = std::max(longest, end - start);
+        start = end;
+    }
+    const int64_t size = std::min(n, CHUNK);
+    Scratch<P, L> s;
+    s.got_pred.resize(size);
+    s.got_label.resize(size);
+    s.got_tag.resize(in.tag ? size : 0);
+    const int64_t longs = longest > SHORT ? longest : 0;
+    const int64_t wide = sizeof(P) == 4 ? 0 : longs;  // float32: no payload (add_long_user)
+    s.sort0 = work.sort0.at_least(longs);
+    s.sort1 = work.sort1.at_least(overwrite ? std::min(longs, CHUNK) : longs);
+    s.payload0 = work.payload0.at_least(wide);
+    s.payload1 = work.payload1.at_least(wide);
+    s.scratch.assign(4 * (1 + n_tags), 0);
+    s.seen0.resize(std::min(n_tags, longs));
+    s.seen1.resize(std::min(n_tags, longs));
+    KeyMoments moments;
+    const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
+    int64_t moment_groups = 0;
+    int64_t users = 0;
+    int64_t start = 0;
+    while (start < n) {
+        int64_t stop = run_end(packed, start, n, row_bits);
+        if (stop - start > CHUNK) {  // a heavy user: its rows read where they lie
+            exact::normalize(out.sums, blocks);
+            if (out.moments) {  // before its packed rows may be overwritten by its sort
+                exact::normalize(out.moments, moment_blocks);
+                moments.add_user(
+                    stop - start,
+                    [&](int64_t k) { return int64_t(packed[start + k] & row_mask); },
+                    [&](int64_t k) { prefetch_row(packed, start + k + AHEAD, stop, row_mask,
+                                                  in.pred, in.label, in.tag); },
+                    in.pred, in.label, in.tag, n_tags, out.moments, MOMENT_FIELDS);
+                exact::normalize(out.moments, moment_blocks);
+            }
+            add_long_user(in.pred, in.label, in.tag, packed, row_mask, start, stop - start,
+                          n_tags, overwrite ? packed + start : s.sort1, s, out);
+            ++users;
+            exact::normalize(out.sums, blocks);
+            start = stop;
+            continue;
+        }
+        while (stop < n) {
+            const int64_t end = run_end(packed, stop, n, row_bits);
+            if (end - start > CHUNK) break;
+            stop = end;
+        }
+        for (int64_t k = 0; k < stop - start; ++k) {  // the users' rows, gathered
+            const uint64_t row = packed[start + k] & row_mask;
+            if (start + k + AHEAD < stop) {
+                const uint64_t ahead = packed[start + k + AHEAD] & row_mask;
+                __builtin_prefetch(in.pred + ahead);
+                __builtin_prefetch(in.label + ahead);
+                if (in.tag) __builtin_prefetch(in.tag + ahead);
+            }
+            s.got_pred[k] = in.pred[row];
+            s.got_label[k] = in.label[row];
+            if (in.tag) s.got_tag[k] = in.tag[row];
+        }
+        int64_t first = 0;
+        while (first < stop - start) {
+            const int64_t last = run_end(packed, start + first, stop, row_bits) - start;
+            if (out.moments) {  // from the gathered rows
+                moment_groups += moments.add_user(
+                    last - first, [first](int64_t k) { return first + k; }, [](int64_t) {},
+                    s.got_pred.data(), s.got_label.data(), in.tag ? s.got_tag.data() : nullptr,
+                    n_tags, out.moments, MOMENT_FIELDS);
+                if (moment_groups >= exact::SAFE_ADDS / 2) {
+                    exact::normalize(out.moments, moment_blocks);
+                    moment_groups = 0;
+                }
+            }
+            if (last - first <= SHORT)
+                add_short_user(s.got_pred.data(), s.got_label.data(),
+                               in.tag ? s.got_tag.data() : nullptr, first, last, n_tags, s, out);
+            else
+                add_long_user(s.got_pred.data(), s.got_label.data(),
+                              in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
+                              last - first, n_tags, s.sort1, s, out);
+            ++users;
+            if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
+            first = last;
+        }
+        start = stop;
+    }
+    exact::normalize(out.sums, blocks);
+    if (out.moments) exact::normalize(out.moments, moment_blocks);
+}
+
 // Every user of the grouped rows (group: a run of one packed >> row_bits is a user) adds
 // its groups' products to sums (blocks, MOMENT_FIELDS [+ COMPARE_MOMENT_FIELDS], DIGITS).
 // compare, weight: null when absent (a weight of 1).
@@ -761,48 +912,22 @@ void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
     const int64_t blocks = 1 + n_tags;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
     std::vector<MomentRow> rows;
-    std::vector<uint64_t> keys;
+    KeyMoments by_keys;
     int64_t groups = 0;
     for (int64_t start = 0; start < n;) {
         const int64_t end = run_end(packed, start, n, row_bits);
-        if constexpr (sizeof(P) == 4) {
-            if (compare == nullptr && weight == nullptr) {
-                // float32 preds alone: (tag, pred, label) in one uint64 a row, sorted as
-                // numbers, the same order as moment_order (a pred >= 0: its bits order as
-                // its value), several times faster than the rows' structs
-                keys.resize(size_t(end - start));
-                for (int64_t k = start; k < end; ++k) {
-                    const uint64_t row = packed[k] & row_mask;
-                    if (k + AHEAD < n) {  // the rows lie anywhere: ask for later ones now
-                        const uint64_t ahead = packed[k + AHEAD] & row_mask;
-                        __builtin_prefetch(pred + ahead);
-                        __builtin_prefetch(label + ahead);
-                        if (tag) __builtin_prefetch(tag + ahead);
-                    }
-                    const P value = pred[row] + P(0);
-                    uint32_t bits;
-                    std::memcpy(&bits, &value, sizeof bits);
-                    const uint64_t code = tag ? uint64_t(tag[row]) : uint64_t(n_tags);
-                    keys[size_t(k - start)] = (code << 33) | (uint64_t(bits) << 1) |
-                                              uint64_t(label[row] ? 1 : 0);
-                }
-                std::sort(keys.begin(), keys.end());
-                rows.resize(keys.size());
-                for (size_t k = 0; k < keys.size(); ++k) {
-                    const uint32_t bits = uint32_t((keys[k] >> 1) & UINT64_C(0xFFFFFFFF));
-                    P value;
-                    std::memcpy(&value, &bits, sizeof value);
-                    rows[k] = MomentRow{double(value), 0.0, 1.0, uint32_t(keys[k] >> 33),
-                                        uint32_t(keys[k] & 1u)};
-                }
-                groups += add_user_moments(rows, sums, fields, n_tags, false);
-                if (groups >= exact::SAFE_ADDS / 2) {
-                    exact::normalize(sums, blocks * fields);
-                    groups = 0;
-                }
-                start = end;
-                continue;
+        if (compare == nullptr && weight == nullptr) {
+            groups += by_keys.add_user(
+                end - start, [&](int64_t k) { return int64_t(packed[start + k] & row_mask); },
+                [&](int64_t k) { prefetch_row(packed, start + k + AHEAD, n, row_mask, pred,
+                                              label, tag); },
+                pred, label, tag, n_tags, sums, fields);
+            if (groups >= exact::SAFE_ADDS / 2) {
+                exact::normalize(sums, blocks * fields);
+                groups = 0;
             }
+            start = end;
+            continue;
         }
         rows.resize(size_t(end - start));
         for (int64_t k = start; k < end; ++k) {

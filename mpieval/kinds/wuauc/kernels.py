@@ -78,6 +78,9 @@ large, and the parts run on :func:`mpieval.kernels.parallel.threads` threads (ea
 its own sums, added exactly)."""
 
 
+_NO_MOMENTS = np.empty((0, 0, 0))
+"""The moments argument of a pass over users that sums no moments."""
+
 ROW_SLICE = 1 << 20
 """Rows a thread sums at a time (:func:`row_sums`)."""
 
@@ -148,11 +151,13 @@ def user_auc_sums(
     same order (it depends on the keys, labels and tags only; 24 bytes more a row, at
     most).
 
-    The moments: a pass over each part's users before the AUC passes sorts each user's
-    rows by (tag, pred, label, B's pred, weight) and sums its groups in that order, so
-    each group's sums have the same bits whatever the order of its rows and the ranks
-    they came from (scratch: 32 bytes a row of the longest user). ``weight``: float64
-    row weights (None: 1 a row).
+    The moments: each user's rows sorted by (tag, pred, label, B's pred, weight) and its
+    groups summed in that order, so each group's sums have the same bits whatever the
+    order of its rows and the ranks they came from. Without ``compare`` and ``weight`` the
+    AUC pass sums them from the rows it has gathered (one uint64 a row, pred bits above
+    the label, sorted within each tag: 28 bytes a row of the longest user); else a pass of
+    their own before it (32 bytes a row of the longest user). ``weight``: float64 row
+    weights (None: 1 a row).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
@@ -198,9 +203,11 @@ def user_auc_sums(
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
             part_moments = exact.accumulator(1 + n_tags, n_moments)
-            _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
-                                    models[1] if len(models) > 1 else models[0][:0],
-                                    weights, part_moments)
+            fused = compare is None and weight is None  # the moments in the AUC pass
+            if not fused:
+                _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
+                                        models[1] if len(models) > 1 else models[0][:0],
+                                        weights, part_moments)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -210,7 +217,8 @@ def user_auc_sums(
                 # the last pass may sort long users in their own packed rows
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
                                                label, tags, n_tags, part_sums[k],
-                                               part_groups[k], kept.work, weights)
+                                               part_groups[k], kept.work, weights,
+                                               part_moments if fused else _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found), part_moments
 
