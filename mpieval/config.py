@@ -14,8 +14,8 @@ A config file is data, read with ``tomllib`` and never executed::
     slice_table_size = 10000   # with slice: the buckets of a slice's table (table_size)
 
 The keys of a metric are ``kind``, ``mask``, ``filters``, the slice keys, and the inputs
-and options its kind declares (:mod:`mpieval.kinds`). An input left out reads the column of the same name
-(optional ones are then absent).
+and options its kind declares (:mod:`mpieval.kinds`). An input left out reads the column
+of the same name (optional ones are then absent).
 """
 
 from __future__ import annotations
