@@ -411,3 +411,68 @@ def test_the_gate_stars_over_slices(tmp_path: Any, capsys: Any) -> None:
     ps = [c.p for c in defined]
     for c, q in zip(defined, bh(ps), strict=True):
         assert c.q == pytest.approx(q, rel=1e-12)
+
+
+# -- the command line under mpiexec -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sliced_files(tmp_path_factory: Any) -> list[str]:
+    """Rows with a slice column cut into uneven files of several formats."""
+    from test_cli import shards
+
+    root = tmp_path_factory.mktemp("sliced")
+    table = cli_rows(4000, seed=31)
+    rng = np.random.default_rng(6)
+    table["country"] = rng.choice(np.array(["US", "FR", "DE", "NG"]), 4000,
+                                  p=[.5, .3, .19, .01])
+    return shards(root, table, ["a.tsv", "b.csv", "c.parquet", "d.tsv.gz"])
+
+
+MPI_ARGS = ("--metrics", "auc,wuauc,pn", "--tag", "tag", "--slice", "country,country*tag",
+            "--min-slice-rows", "60", "--compare", "pred2")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sliced_runs_are_the_same_on_any_ranks(tmp_path: Any, sliced_files: list[str],
+                                               ranks: int) -> None:
+    from test_cli_mpi import ALONE, launch
+
+    results = []
+    for n in (ALONE, ranks):
+        out = tmp_path / f"run{n}.json"
+        proc, _ = launch(n, "eval", *MPI_ARGS, "--json", out, *sliced_files)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(out.read_text())
+        del data["run"]
+        results.append((data, proc.stdout))
+    (alone_json, alone_out), (ranks_json, ranks_out) = results
+    assert_same(ranks_json, alone_json)
+    assert alone_out.count("[country=") == ranks_out.count("[country=") > 0
+    assert "too_small" in json.dumps(ranks_json)
+
+
+@pytest.mark.parametrize("ranks", [0, 2, 3])
+def test_a_missing_slice_column_exits_2_on_every_rank(tmp_path: Any, sliced_files: list[str],
+                                                      ranks: int) -> None:
+    from test_cli_mpi import assert_failed_everywhere, launch
+
+    out = tmp_path / "run.json"
+    proc, seconds = launch(ranks, "eval", "--slice", "country,region", "--json", out,
+                           *sliced_files, per_rank_status=True)
+    assert_failed_everywhere(proc, seconds, ranks, "region", out)
+    assert "slice of auc" in proc.stderr
+
+
+def test_saved_sliced_runs_merge(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    argv = ("--metrics", "auc,ranking", "--tag", "tag", "--label", "grade", "--slice",
+            "country*tag", "--min-slice-rows", "30")
+    status, out, _ = run(capsys, "eval", path, *argv, "--save-state", tmp_path / "st",
+                         "--json", tmp_path / "a.json")
+    assert status == 0
+    status, merged, _ = run(capsys, "merge", tmp_path / "st", "--json", tmp_path / "b.json")
+    assert status == 0 and merged == out and "[country=US*tag=feed]" in out
+    a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
+    assert_same({k: v for k, v in b.items() if k != "run"},
+                {k: v for k, v in a.items() if k != "run"}, bits=True)
