@@ -466,7 +466,7 @@ def test_a_missing_slice_column_exits_2_on_every_rank(tmp_path: Any, sliced_file
 
 def test_saved_sliced_runs_merge(tmp_path: Any, capsys: Any) -> None:
     path, _ = sliced_file(tmp_path)
-    argv = ("--metrics", "auc,ranking", "--tag", "tag", "--label", "grade", "--slice",
+    argv = ("--metrics", "auc,ranking", "--tag", "tag", "--slice",
             "country*tag", "--min-slice-rows", "30")
     status, out, _ = run(capsys, "eval", path, *argv, "--save-state", tmp_path / "st",
                          "--json", tmp_path / "a.json")
