@@ -476,3 +476,26 @@ def test_saved_sliced_runs_merge(tmp_path: Any, capsys: Any) -> None:
     a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
     assert_same({k: v for k, v in b.items() if k != "run"},
                 {k: v for k, v in a.items() if k != "run"}, bits=True)
+
+
+def test_sliced_json_of_every_kind_validates(tmp_path: Any, capsys: Any) -> None:
+    import jsonschema
+
+    from mpieval.schema import results_schema
+
+    path, _ = sliced_file(tmp_path)
+    schema = results_schema()
+    for argv in (("--metrics", "auc,wuauc,pn,ranking", "--tag", "tag", "--compare", "pred2"),
+                 ("--metrics", "pairwise", "--left-label", "left", "--right-label", "right")):
+        out = tmp_path / "run.json"
+        status, _, _ = run(capsys, "eval", path, *argv, "--slice", "country,country*tag",
+                           "--min-slice-rows", "40", "--json", out)
+        assert status == 0
+        data = json.loads(out.read_text())
+        assert all("slices" in block for name, block in data.items() if name != "run")
+        jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+        broken = copy.deepcopy(data)
+        name = next(iter(broken))
+        broken[name]["slices"]["country=US"]["too_small"] = True  # values and too_small
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)
