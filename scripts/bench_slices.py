@@ -28,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,16 +44,16 @@ SLICES = ("--slice", "country,site")
 
 def measure(argv: list[str]) -> tuple[float, float, float]:
     """CPU seconds, wall seconds and peak RSS (MB) of one run of ``argv``."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err}")
+    with tempfile.TemporaryFile() as err:  # a file: a pipe nobody reads would fill up
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
+                             + err.read().decode()[-2000:])
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
 
 
