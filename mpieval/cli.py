@@ -415,7 +415,11 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
                              "mpieval gate RUN.json RULES.toml)")
         from mpieval.spark.command import run_eval as run_on_spark
 
-        return run_on_spark(args, comm, specs_from_args(args), invocation)
+        specs = specs_from_args(args)
+        if any(spec.slices for spec in specs):
+            raise InputError("--slice" if args.config is None else "slice",
+                             "is for --engine mpi (Spark runs have no slices yet)")
+        return run_on_spark(args, comm, specs, invocation)
     if args.spark_master is not None:
         raise InputError("--spark-master", "is for --engine spark")
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):

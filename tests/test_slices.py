@@ -499,3 +499,9 @@ def test_sliced_json_of_every_kind_validates(tmp_path: Any, capsys: Any) -> None
         broken[name]["slices"]["country=US"]["too_small"] = True  # values and too_small
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_spark_runs_refuse_slices(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    status, _, err = run(capsys, "eval", "--engine", "spark", path, "--slice", "country")
+    assert status == 2 and "--slice: is for --engine mpi" in err
