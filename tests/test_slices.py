@@ -505,3 +505,15 @@ def test_spark_runs_refuse_slices(tmp_path: Any, capsys: Any) -> None:
     path, _ = sliced_file(tmp_path)
     status, _, err = run(capsys, "eval", "--engine", "spark", path, "--slice", "country")
     assert status == 2 and "--slice: is for --engine mpi" in err
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compute_leaves_the_state_alone(name: str) -> None:
+    rng = np.random.default_rng(12)
+    first, second = batches_of(data(name, rng, 500), [200])
+    metric = sliced(name, Comm.local(), [first])
+    once = quiet(metric)
+    assert_same(quiet(metric), once, bits=True)  # twice: the same
+    inputs = {k: v for k, v in second.items() if k not in ("country", "site")}
+    metric.update(**inputs, slices={"country": second["country"], "site": second["site"]})
+    assert_same(quiet(metric), quiet(sliced(name, Comm.local(), [first, second])), bits=True)
