@@ -7,6 +7,9 @@ more metric of the same kind per slice value, made as values appear. Each batch'
 are grouped by their slice (one stable sort of the batch's codes, not a loop a row) and
 each group updates its slice's metric with the rows in their order, as a run given only
 those rows would: a slice's result is that run's, bit for bit, on any number of ranks.
+A kind whose ``update()`` ends in counting its validated columns (``Metric._add``) is
+checked once, by the base: its slices count the base's validated columns, taken in slice
+order once per dimension.
 At compute the ranks first agree on the slices and their rows (one ``allgather`` of
 small dicts); every rank then packs the same slices' parts in the same order (sorted
 values) into the one ``Allreduce`` of :func:`mpieval.metric.compute_all`. A slice of
@@ -270,23 +273,39 @@ class SlicedMetric(Metric):
         rows = self._length(args, columns)
         with self._validating():
             groups = [self._groups(dimension, slices, rows) for dimension in self.dimensions]
-        self.base.update(*args, **columns)
-        names = list(columns)
-        given = [*args, *columns.values()]
+        with self.base._keeping_validated() as validated:
+            self.base.update(*args, **columns)
+        batch = validated[0] if len(validated) == 1 else None
+        if batch is not None and not all(value is None or (isinstance(value, np.ndarray)
+                                                           and len(value) == rows)
+                                         for value in batch.values()):
+            batch = None
         for metrics, counts, (keys, order, bounds) in zip(self._metrics, self._rows, groups,
                                                          strict=True):
+            if batch is not None:  # the base's validated rows, in slice order once
+                ordered = {name: None if value is None else value[order]
+                           for name, value in batch.items()}
             for index, key in enumerate(keys):
                 start, stop = int(bounds[index]), int(bounds[index + 1])
                 if start == stop:
                     continue
-                rows_of = order[start:stop]
-                taken = [_take(values, rows_of) for values in given]
                 metric = metrics.get(key)
                 if metric is None:
                     metric = metrics[key] = self._slice_metric()
-                metric.update(*taken[: len(args)], **dict(zip(names, taken[len(args):],
-                                                              strict=True)))
+                if batch is not None:  # checked once, by the base: counted as they are
+                    metric._add(**{name: None if value is None else value[start:stop]
+                                   for name, value in ordered.items()})
+                else:
+                    self._update_slice(metric, args, columns, order[start:stop])
                 counts[key] = counts.get(key, 0) + stop - start
+
+    @staticmethod
+    def _update_slice(metric: Metric, args: tuple[Any, ...], columns: Mapping[str, Any],
+                      rows: np.ndarray) -> None:
+        """``metric.update()`` with the rows ``rows`` of each argument."""
+        taken = [_take(values, rows) for values in (*args, *columns.values())]
+        metric.update(*taken[: len(args)], **dict(zip(columns, taken[len(args):],
+                                                      strict=True)))
 
     @staticmethod
     def _length(args: tuple[Any, ...], columns: Mapping[str, Any]) -> int:
