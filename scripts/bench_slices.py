@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_slices.py                 # medians of 5 pairs
     .venv/bin/python scripts/bench_slices.py --repeats 7 --rows 10000000
+    .venv/bin/python scripts/bench_slices.py --auc-only      # the --metrics auc pairs only
 
 Data (generated once under ``bench-data/``, which git ignores, by ``scripts/traffic.py
 --slice-columns``): ``--rows`` rows of the ``traffic`` shape with two columns to slice by,
@@ -100,6 +101,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-time", action="store_true", help="only the 1,000 slices")
+    parser.add_argument("--auc-only", action="store_true",
+                        help="only the --metrics auc pairs (no wuauc, no 1,000 slices)")
+    parser.add_argument("--mpieval", default=MPIEVAL,
+                        help="the mpieval command to time (another build: a baseline)")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     path = DATA / f"traffic-slices-{args.rows}.tsv"
@@ -111,8 +116,13 @@ def main() -> None:
         for name, metrics in (("auc", ["--metrics", "auc"]),
                               ("auc,wuauc --tag tag", ["--metrics", "auc,wuauc", "--tag",
                                                        "tag"])):
-            base = [MPIEVAL, "eval", str(path), *metrics]
+            if args.auc_only and name != "auc":
+                continue
+            base = [args.mpieval, "eval", str(path), *metrics]
             paired(name, [*base, *SLICES], base, args.repeats)
+    if args.auc_only:
+        print(f"load average after: {os.getloadavg()}", flush=True)
+        return
     seg = thousand_slices(2_000_000)
     base = [MPIEVAL, "eval", str(seg), "--metrics", "auc"]
     sliced = [*base, "--slice", "seg", "--min-slice-rows", "0"]
