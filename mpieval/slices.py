@@ -370,7 +370,8 @@ class SlicedMetric(Metric):
         return sums
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
-        base = self.base.finish(_under(sums, "base."), comm)
+        parts = _by_metric(sums)
+        base = self.base.finish(parts.get("base.", {}), comm)
         named = _NAMED.get()
         slices = []
         for index, (columns, metrics, ordered) in enumerate(zip(
@@ -380,7 +381,8 @@ class SlicedMetric(Metric):
                 if rows >= self.min_rows:
                     name = f"{named[0] if named else self.kind}[{slice_name(columns, key)}]"
                     with _warnings_named(name, self.kind):
-                        result = metrics[key].finish(_under(sums, f"{index}.{number}."), comm)
+                        result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
+                                                     comm)
                 slices.append(Slice(columns, key, rows, result))
         return SlicedResult(base, tuple(slices))
 
@@ -467,9 +469,19 @@ def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _under(sums: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
-    return {name[len(prefix):]: value for name, value in sums.items()
-            if name.startswith(prefix)}
+def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """The summed parts of :meth:`SlicedMetric.local_sums` by the metric they are of
+    (``base.``, or a slice's ``DIMENSION.NUMBER.``), each under its own name, in one pass
+    (not one pass over every slice's parts per slice)."""
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    for name, value in sums.items():
+        if name.startswith("base."):
+            prefix, rest = "base.", name[len("base."):]
+        else:
+            index, number, rest = name.split(".", 2)
+            prefix = f"{index}.{number}."
+        parts.setdefault(prefix, {})[rest] = value
+    return parts
 
 
 def _sort_key(key: Key) -> tuple[tuple[bool, Any], ...]:
