@@ -517,3 +517,17 @@ def test_compute_leaves_the_state_alone(name: str) -> None:
     inputs = {k: v for k, v in second.items() if k not in ("country", "site")}
     metric.update(**inputs, slices={"country": second["country"], "site": second["site"]})
     assert_same(quiet(metric), quiet(sliced(name, Comm.local(), [first, second])), bits=True)
+
+
+def test_auc_slices_count_the_base_s_validated_rows(monkeypatch: Any) -> None:
+    """``auc`` is checked once, by the base: its slices never run ``update()`` (the path
+    that checks every slice's rows again), and still equal a run over their rows (the
+    tests above)."""
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a slice of auc was updated through update()")
+
+    monkeypatch.setattr(SlicedMetric, "_update_slice", staticmethod(refused))
+    metric = sliced("auc", Comm.local(), [data("auc", np.random.default_rng(3), 300)])
+    slices = silenced(metric).slices
+    assert slices and all(one.rows > 0 for one in slices)
