@@ -31,11 +31,12 @@ from typing import Any, NoReturn, TextIO
 from mpieval import comm as comm_module
 from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
-from mpieval.config import GATE_KEY, MetricSpec, load_config, specs_from_flags
+from mpieval.config import GATE_KEY, MetricSpec, load_config, specs_from_flags, with_slices
 from mpieval.declaration import Input, Option
 from mpieval.errors import InputError, OutputError, RemoteError, StoreError, UidCollisionError
 from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
+from mpieval.slices import DEFAULT_MIN_ROWS, DEFAULT_SLICE_TABLE_SIZE
 from mpieval.transport import waiting
 from mpieval.validation import check_log_word
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--metrics", metavar="LIST",
                     help=f"comma list of kinds: {', '.join(KINDS)} (default auc)")
     add_kind_flags(ev)
+    _add_slice_flags(ev)
     ev.add_argument("--name", metavar="PREFIX", help="prefix of the log lines (default: the kind)")
     ev.add_argument("--config", metavar="FILE.toml", help="several named metrics at once")
     _add_outputs(ev)
@@ -118,6 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("-o", "--output", required=True, metavar="PAGE.html", help="the page")
     _add_gate(commands, ev)
     return parser
+
+
+def _add_slice_flags(ev: argparse.ArgumentParser) -> None:
+    """``--slice`` and its two settings (every kind; docs/slices.md)."""
+    ev.add_argument("--slice", metavar="COL[,COL...]",
+                    help="also each metric's block per value of these columns (a*b: per "
+                    "pair of values of two columns)")
+    ev.add_argument("--min-slice-rows", type=int, metavar="N",
+                    help=f"rows a slice needs for its values (default {DEFAULT_MIN_ROWS})")
+    ev.add_argument("--slice-table-size", type=int, metavar="N",
+                    help="buckets of a slice's auc table (default the smaller of "
+                    f"{DEFAULT_SLICE_TABLE_SIZE} and --table-size)")
 
 
 def _add_outputs(command: argparse.ArgumentParser) -> None:
@@ -401,7 +415,11 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
                              "mpieval gate RUN.json RULES.toml)")
         from mpieval.spark.command import run_eval as run_on_spark
 
-        return run_on_spark(args, comm, specs_from_args(args), invocation)
+        specs = specs_from_args(args)
+        if any(spec.slices for spec in specs):
+            raise InputError("--slice" if args.config is None else "slice",
+                             "is for --engine mpi (Spark runs have no slices yet)")
+        return run_on_spark(args, comm, specs, invocation)
     if args.spark_master is not None:
         raise InputError("--spark-master", "is for --engine spark")
     if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
@@ -424,7 +442,7 @@ def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
     _check_flag_values(args)
     flags = kind_flags()
     if args.config is not None:
-        given = [flag for flag in ("--metrics", "--name", *flags)
+        given = [flag for flag in ("--metrics", "--name", *flags, *_SLICE_FLAGS)
                  if getattr(args, _flag_dest(flag)) is not None]
         if given:
             raise InputError(given[0], "cannot be used with --config (say it in the config)")
@@ -435,8 +453,19 @@ def specs_from_args(args: argparse.Namespace) -> list[MetricSpec]:
         value = getattr(args, _flag_dest(flag))
         for _, spec in uses:
             (columns if isinstance(spec, Input) else options)[spec.name] = value
-    return specs_from_flags(args.metrics or "auc", columns=columns, options=options,
-                            prefix=args.name)
+    specs = specs_from_flags(args.metrics or "auc", columns=columns, options=options,
+                             prefix=args.name)
+    slices = None if args.slice is None else args.slice.split(",")
+    if args.slice_table_size is not None and not any("table_size" in spec.options
+                                                     for spec in specs):
+        raise InputError("--slice-table-size", f"no metric of --metrics {args.metrics} "
+                         "has a table (--table-size)")
+    return [with_slices(spec, slices, args.min_slice_rows,
+                        args.slice_table_size if "table_size" in spec.options else None,
+                        _SLICE_FLAGS) for spec in specs]
+
+
+_SLICE_FLAGS = ("--slice", "--min-slice-rows", "--slice-table-size")
 
 
 def _check_flag_values(args: argparse.Namespace) -> None:

@@ -9,14 +9,18 @@ A config file is data, read with ``tomllib`` and never executed::
     mask = "is_eval"           # optional: a row counts when this column is non-zero
     filters = { cmatch = 222, rank = 1 }   # optional: equality on other columns
     table_size = 1000000       # options of the kind
+    slice = ["country", "country*device"]  # optional: the block per value (docs/slices.md)
+    min_slice_rows = 100       # with slice: fewer rows give counts and too_small
+    slice_table_size = 10000   # with slice: the buckets of a slice's table (table_size)
 
-The keys of a metric are ``kind``, ``mask``, ``filters``, and the inputs and options its
-kind declares (:mod:`mpieval.kinds`). An input left out reads the column of the same name
-(optional ones are then absent).
+The keys of a metric are ``kind``, ``mask``, ``filters``, the slice keys, and the inputs
+and options its kind declares (:mod:`mpieval.kinds`). An input left out reads the column
+of the same name (optional ones are then absent).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import sys
@@ -27,6 +31,7 @@ from typing import Any
 from mpieval.declaration import Kind
 from mpieval.errors import InputError
 from mpieval.kinds import KINDS, kind_named
+from mpieval.slices import DEFAULT_MIN_ROWS, DEFAULT_SLICE_TABLE_SIZE, parse_slices
 
 FilterValue = int | float | str
 
@@ -45,10 +50,23 @@ class MetricSpec:
     mask: str | None = None
     filters: Mapping[str, FilterValue] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    slices: tuple[tuple[str, ...], ...] = ()  # each a column, or two crossed (a*b)
+    min_slice_rows: int = DEFAULT_MIN_ROWS
+    slice_table_size: int | None = None  # None: DEFAULT_SLICE_TABLE_SIZE or the table's
 
     @property
     def log_prefix(self) -> str:
         return self.prefix or self.name
+
+    def slice_options(self) -> dict[str, Any]:
+        """The options of the slices' metrics that differ from the metric's: a kind with a
+        ``table_size`` gives its slices ``slice_table_size`` buckets (default the smaller
+        of :data:`~mpieval.slices.DEFAULT_SLICE_TABLE_SIZE` and its own)."""
+        if "table_size" not in self.options:
+            return {}
+        size = self.slice_table_size
+        return {"table_size": size if size is not None
+                else min(DEFAULT_SLICE_TABLE_SIZE, self.options["table_size"])}
 
     def reads(self) -> list[tuple[str, str, str]]:
         """Every column this metric reads: ``(column, read as, what for)``.
@@ -67,6 +85,8 @@ class MetricSpec:
             read_as = ("string" if isinstance(value, str)
                        else "int" if isinstance(value, int) else "float")
             reads.append((column, read_as, f"filter of {self.name}"))
+        for column in dict.fromkeys(c for dimension in self.slices for c in dimension):
+            reads.append((column, "name", f"slice of {self.name}"))
         return reads
 
 
@@ -133,7 +153,7 @@ def specs_from_flags(
     return specs
 
 
-_SPEC_KEYS = {"kind", "mask", "filters"}
+_SPEC_KEYS = {"kind", "mask", "filters", "slice", "min_slice_rows", "slice_table_size"}
 
 
 CONFIG_LIMIT = 1 << 20  # bytes: a config larger than this is not one
@@ -235,10 +255,38 @@ def _spec(name: str, table: Mapping[str, Any]) -> MetricSpec:
         raise InputError(option.name, f"is about the {about.name} column, which is not given "
                          f"(add {about.name} = \"COL\")")
     options = kind.check_options(chosen)
-    return MetricSpec(
+    return with_slices(MetricSpec(
         name=name, kind=kind.name, columns=_columns(kind, given), mask=mask,
         filters=dict(filters), options=options,
-    )
+    ), table.get("slice"), table.get("min_slice_rows"), table.get("slice_table_size"),
+        ("slice", "min_slice_rows", "slice_table_size"))
+
+
+def with_slices(spec: MetricSpec, slices: Any, min_rows: Any, table_size: Any,
+                names: tuple[str, str, str]) -> MetricSpec:
+    """``spec`` with its slices (a list of ``COL`` or ``a*b``), the rows a slice needs and
+    the buckets of a slice's table; ``names``: how the three are given (config keys or
+    flags), for errors. ``min_rows`` and ``table_size`` without slices, or a table size
+    for a kind without a table, are errors (never options without effect)."""
+    if slices is None:
+        given = next((name for name, value in zip(names[1:], (min_rows, table_size),
+                                                  strict=True) if value is not None), None)
+        if given is not None:
+            raise InputError(given, f"is about slices, which are not given (add {names[0]})")
+        return spec
+    if isinstance(slices, str) or not isinstance(slices, Sequence) or not slices:
+        raise InputError(names[0], f"must be a list of columns, got {slices!r}")
+    dimensions = parse_slices(names[0], slices)
+    for name, value, least in ((names[1], min_rows, 0), (names[2], table_size, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < least):
+            raise InputError(name, f"must be an integer >= {least}, got {value!r}")
+    if table_size is not None and "table_size" not in spec.options:
+        raise InputError(names[2], f"kind {spec.kind} has no table (table_size)")
+    return dataclasses.replace(
+        spec, slices=dimensions,
+        min_slice_rows=DEFAULT_MIN_ROWS if min_rows is None else min_rows,
+        slice_table_size=table_size)
 
 
 def _check_column_name(key: str, column: Any) -> None:

@@ -343,12 +343,13 @@ def _checks(rule: Rule, results: Mapping[str, Any]) -> list[Check]:
     return _dropped(rule, matches)
 
 
-def _walk(node: Any, segments: list[str], done: list[str]) -> Iterator[_Match]:
+def _walk(node: Any, segments: list[str], done: list[str], starred: bool = False
+          ) -> Iterator[_Match]:
     """Every match of ``segments`` below ``node`` (``done``: the keys taken so far). A key
     may hold dots (a tag "1.5", a metric "ctr.v2"): the longest key that the next segments
     spell is taken. Under a ``*`` a branch that lacks the rest gives a match without a
-    parent (checked as undefined)."""
-    starred = "*" in done
+    parent (checked as undefined: a slice too small for values, a tag without a compare
+    block); ``starred``: a ``*`` was taken above ``node``."""
     if isinstance(node, list):
         head = segments[0]
         indexes = range(len(node)) if head == "*" else (
@@ -357,7 +358,7 @@ def _walk(node: Any, segments: list[str], done: list[str]) -> Iterator[_Match]:
             yield from (_Match(".".join([*done, str(i)]), _ListView(node), str(i))
                         for i in indexes)
         for i in indexes if len(segments) > 1 else ():
-            yield from _walk(node[i], segments[1:], [*done, str(i)])
+            yield from _walk(node[i], segments[1:], [*done, str(i)], starred or head == "*")
         if not indexes and starred:
             yield _Match(".".join([*done, *segments]), None, segments[-1])
         return
@@ -377,7 +378,7 @@ def _walk(node: Any, segments: list[str], done: list[str]) -> Iterator[_Match]:
         if not rest:
             yield _Match(".".join([*done, key]), node, key)
         else:
-            yield from _walk(node[key], rest, [*done, key])
+            yield from _walk(node[key], rest, [*done, key], starred or segments[0] == "*")
 
 
 class _ListView(Mapping[str, Any]):

@@ -223,6 +223,22 @@ class Metric(OnComm, ABC):
         self._accumulate(self.state, **columns)
         if self._recent is not None:
             self._recent.keep(columns)
+        if self._validated is not None:
+            self._validated.append(columns)
+
+    _validated: list[dict[str, np.ndarray | None]] | None = None
+
+    @contextmanager
+    def _keeping_validated(self) -> Iterator[list[dict[str, np.ndarray | None]]]:
+        """Within: each batch :meth:`_add` counts is also appended, as validated, to the
+        list given (a sliced metric's slices count the base's validated rows, not checked
+        again); a kind whose ``update()`` does not end in :meth:`_add` appends nothing."""
+        kept: list[dict[str, np.ndarray | None]] = []
+        self._validated = kept
+        try:
+            yield kept
+        finally:
+            self._validated = None
 
     def _accumulate(self, state: State, *args: Any, **kwargs: Any) -> None:
         """Count validated rows (the columns :meth:`_add` was given) into ``state``; a

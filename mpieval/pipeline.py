@@ -33,6 +33,7 @@ from mpieval.errors import DataError, InputError, OutputError, StoreError
 from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
+from mpieval.slices import SlicedMetric
 from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
@@ -263,8 +264,17 @@ def _return_freed_memory() -> None:
 
 
 def _evaluator(specs: Sequence[MetricSpec], comm: Comm) -> Evaluator:
-    metrics = {spec.name: kind_named(spec.kind).build(spec.options, comm) for spec in specs}
+    metrics = {spec.name: _metric(spec, comm) for spec in specs}
     return Evaluator(metrics, comm)
+
+
+def _metric(spec: MetricSpec, comm: Comm) -> Metric:
+    """The metric of ``spec``: its kind's, sliced when it has slices."""
+    metric = kind_named(spec.kind).build(spec.options, comm)
+    if not spec.slices:
+        return metric
+    return SlicedMetric(metric, ["*".join(columns) for columns in spec.slices],
+                        min_rows=spec.min_slice_rows, options=spec.slice_options())
 
 
 def _batches(job: Job, rank: int) -> Iterator[Batch]:
@@ -476,10 +486,21 @@ class Task:
             if keep is not None:
                 array = array.filter(keep) if isinstance(array, pa.Array) else array[keep]
             values[arg] = array
+        if self.spec.slices:
+            values["slices"] = self._slice_columns(batch, keep)
         try:
             self.metric.update(**values)
         except InputError as error:
             raise self._located(error, batch, keep) from None
+
+    def _slice_columns(self, batch: Batch, keep: np.ndarray | None) -> dict[str, Any]:
+        """The slice columns of ``batch``, coded (:meth:`Batch.names`), of the rows that
+        count."""
+        columns = {}
+        for column in dict.fromkeys(c for dimension in self.spec.slices for c in dimension):
+            coded = batch.names(column)
+            columns[column] = coded if keep is None else coded[keep]
+        return columns
 
     def _located(self, error: InputError, batch: Batch, keep: np.ndarray | None) -> DataError:
         column = self.spec.columns.get(error.field, error.field)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mpieval import checkpoint, locations
+from mpieval import checkpoint, locations, slices
 from mpieval.comm import Comm
 from mpieval.config import MetricSpec
 from mpieval.errors import InputError, OutputError, RemoteError, StateFormatError, StoreError
@@ -165,7 +165,10 @@ def merge_runs(directories: Sequence[str], comm: Comm) -> Merged:
             saved = states[0][spec.name]
             options = {key.split(".", 1)[1]: _plain(value) for key, value in saved.items()
                        if key.startswith("options.")}
-            metrics[spec.name] = kind_named(spec.kind).build(options, comm)
+            metric = kind_named(spec.kind).build(options, comm)
+            if slices.STATE_KEY in saved:  # a sliced metric's state: its slices too
+                metric = slices.from_state(metric, saved)
+            metrics[spec.name] = metric
         evaluator = Evaluator(metrics, comm)
         try:
             evaluator.load_state_dicts(mine)

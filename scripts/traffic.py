@@ -38,6 +38,18 @@ HEAD_USERS = 100_000
 HEAD_SHARE = 0.6
 LIGHT_USERS = 480_000
 CHUNK = 1_000_000
+COUNTRIES = np.array(["US", "IN", "BR", "ID", "MX", "DE", "JP", "FR", "GB", "NG"])
+COUNTRY_SHARES = np.array([0.40, 0.20, 0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02, 0.02])
+SITES = np.array([f"site{i:03d}" for i in range(200)])
+SITE_SHARES = 1.0 / np.arange(1, 201) / np.sum(1.0 / np.arange(1, 201))
+
+
+def slice_columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Two columns to slice by (``--slice-columns``): ``country``, 10 values of skewed
+    shares (40% to 2%), and ``site``, 200 values of Zipf shares (1/rank: 17% to 0.1%);
+    drawn from their own generator, so that the other columns stay the same bytes."""
+    return {"country": COUNTRIES[rng.choice(len(COUNTRIES), n, p=COUNTRY_SHARES)],
+            "site": SITES[rng.choice(len(SITES), n, p=SITE_SHARES)]}
 
 
 def add_shape_argument(parser: argparse.ArgumentParser) -> None:
@@ -125,11 +137,13 @@ def preds(n: int, shape: str = "traffic", seed: int = 0) -> tuple[np.ndarray, np
 
 
 def write(path: Path, rows: int, shape: str = "traffic", seed: int = 1,
-          string_uids: bool = False, pred_b: bool = False) -> None:
+          string_uids: bool = False, pred_b: bool = False, slices: bool = False) -> None:
     """``rows`` rows of uid, pred, label, tag (and pred_b) of the shape, written in chunks
     (bounded memory) to a ``.parquet`` file, or a TSV otherwise; with ``string_uids``, each
-    uid written as the string ``u<number>`` (the same users)."""
+    uid written as the string ``u<number>`` (the same users); with ``slices``, the
+    columns of :func:`slice_columns` too."""
     generator = source(shape, seed)
+    slice_rng = np.random.default_rng([seed, 34])
     tmp = path.with_name(path.name + ".tmp")
     parquet = path.suffix == ".parquet"
     writer: pq.ParquetWriter | None = None
@@ -138,6 +152,8 @@ def write(path: Path, rows: int, shape: str = "traffic", seed: int = 1,
             columns = generator.rows(min(CHUNK, rows - start), pred_b)
             if string_uids:
                 columns["uid"] = np.char.add("u", columns["uid"].astype(str))
+            if slices:
+                columns.update(slice_columns(slice_rng, len(columns["pred"])))
             table = pa.table(columns)
             if parquet:
                 if writer is None:
@@ -178,7 +194,10 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--string-uids", action="store_true")
     parser.add_argument("--pred-b", action="store_true", help="a second model's pred too")
+    parser.add_argument("--slice-columns", action="store_true",
+                        help="columns to slice by too: country (10 values), site (200)")
     add_shape_argument(parser)
     args = parser.parse_args()
-    write(args.path, args.rows, args.shape, args.seed, args.string_uids, args.pred_b)
+    write(args.path, args.rows, args.shape, args.seed, args.string_uids, args.pred_b,
+          args.slice_columns)
     print(f"{args.path}: {summary(args.path)}")

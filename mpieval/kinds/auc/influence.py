@@ -147,15 +147,16 @@ def calibration_gaps(filled: FilledBuckets, factors: tuple[float, float]
     used = np.flatnonzero(bin_rows > 0)
     bin_group = np.zeros(points, dtype=np.int64)
     count = kernels.CALIBRATION_GROUPS
-    running, last, group = 0.0, -1, -1
-    for k in used:  # merge_calibration's loop, over the bins that hold rows
-        index = min(int(running * count / total), count - 1)
-        if index != last:
-            group += 1
-            last = index
-        bin_group[k] = group
-        running += float(bin_rows[k])
-    groups = group + 1
+    # merge_calibration's loop over the bins that hold rows, as arrays: each bin's rows
+    # before it (a cumulative sum adds in order: the loop's running sum), its group index
+    # min(int(running * count / total), count - 1), a new group where that index changes
+    running = np.zeros(len(used))
+    np.cumsum(bin_rows[used][:-1], out=running[1:])
+    index = np.minimum((running * float(count) / total).astype(np.int64), count - 1)
+    new_group = np.ones(len(used), dtype=np.int64)
+    new_group[1:] = index[1:] != index[:-1]
+    bin_group[used] = np.cumsum(new_group) - 1
+    groups = int(new_group.sum())
     of_bucket = bin_group[bins]
     mid = (filled.index + 0.5) / filled.table_size
     f1, f0 = factors

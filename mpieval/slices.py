@@ -1,0 +1,523 @@
+"""Slices: a metric's whole block again over the rows of each value of a column
+(``--slice country``), or of each pair of values of two columns (``--slice
+country*device``), in the same pass over the data.
+
+:class:`SlicedMetric` wraps one metric of any kind (the *base*: every row) and holds one
+more metric of the same kind per slice value, made as values appear. Each batch's rows
+are grouped by their slice (one stable sort of the batch's codes, not a loop a row) and
+each group updates its slice's metric with the rows in their order, as a run given only
+those rows would: a slice's result is that run's, bit for bit, on any number of ranks.
+A kind whose ``update()`` ends in counting its validated columns (``Metric._add``) is
+checked once, by the base: its slices count the base's validated columns, taken in slice
+order once per dimension.
+At compute the ranks first agree on the slices and their rows (one ``allgather`` of
+small dicts); every rank then packs the same slices' parts in the same order (sorted
+values) into the one ``Allreduce`` of :func:`mpieval.metric.compute_all`. A slice of
+fewer than ``min_rows`` rows (over every rank) gives only its row count and
+``too_small``: its state is not summed and no value is computed.
+
+Sub-metrics may take other options than the base (``options``): the command line gives
+``auc`` slices a smaller table (``--slice-table-size``, default
+:data:`DEFAULT_SLICE_TABLE_SIZE` buckets, with its ``auc_tie_bound`` reported as ever), so
+that a thousand slices do not each hold a table of a million buckets.
+
+The result (:class:`SlicedResult`) is the base's, whose JSON block gains ``slices`` keyed
+``COL=VALUE`` (``a=x*b=y``), each the kind's block over those rows with ``rows``; a
+compare p-value (``X_diff_p``) that has no q-value beside it gains ``X_diff_q``,
+Benjamini-Hochberg over the slices of the same column (or cross). Its log lines are the
+base's, then one set per slice named ``NAME[COL=VALUE]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mpieval.comm import Comm
+from mpieval.errors import InputError
+from mpieval.kernels.stats import bh_q_values
+from mpieval.logline import json_number
+from mpieval.metric import _NAMED, Metric, Result, _warnings_named
+from mpieval.state import Part
+from mpieval.tags import _distinct, _distinct_coded, _tag_values
+from mpieval.validation import Coded, check_log_word
+
+DEFAULT_MIN_ROWS = 100
+"""Rows a slice needs (over every rank) for its values; fewer: its row count and
+``"too_small": true``."""
+
+DEFAULT_SLICE_TABLE_SIZE = 10_000
+"""Buckets of a slice's ``auc`` table on the command line (``--slice-table-size``): a
+slice's values are those of ``--table-size`` of this size over its rows, and its
+``auc_tie_bound`` says how far the coarser table can move its AUC."""
+
+CROSS = "*"
+STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
+
+Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
+
+
+def parse_slices(field: str, given: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """``["country", "country*device"]`` as ``(("country",), ("country", "device"))``:
+    each a column, or two columns crossed with ``*``; an :class:`InputError` of ``field``
+    for an empty name, a cross of more than two, a column twice or a dimension twice."""
+    dimensions: list[tuple[str, ...]] = []
+    for text in given:
+        if not isinstance(text, str):
+            raise InputError(field, f"must be column names (strings), got {text!r}")
+        columns = tuple(part.strip() for part in text.split(CROSS))
+        if not all(columns):
+            raise InputError(field, f"{text!r}: an empty column name")
+        if len(columns) > 2:
+            raise InputError(field, f"{text!r}: a cross is of two columns (a*b)")
+        if len(set(columns)) != len(columns):
+            raise InputError(field, f"{text!r}: a column crossed with itself")
+        for column in columns:
+            check_log_word(field, column)
+            if "[" in column or "]" in column:
+                raise InputError(field, f"{column!r}: a slice column's name holds no [ or ]")
+        if columns in dimensions:
+            raise InputError(field, f"{text!r} is given twice")
+        dimensions.append(columns)
+    return tuple(dimensions)
+
+
+def dimension_name(columns: Sequence[str]) -> str:
+    return CROSS.join(columns)
+
+
+def slice_name(columns: Sequence[str], key: Key) -> str:
+    """The slice's JSON key and log-line suffix: ``country=US``, ``country=US*device=ios``."""
+    return CROSS.join(f"{column}={value}" for column, value in zip(columns, key, strict=True))
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One slice of a result: its dimension's columns, its values, the rows it holds over
+    every rank, and its result (None: fewer rows than the metric's ``min_rows``)."""
+
+    columns: tuple[str, ...]
+    key: Key
+    rows: int
+    result: Result | None
+
+    @property
+    def name(self) -> str:
+        return slice_name(self.columns, self.key)
+
+
+@dataclass(frozen=True)
+class SlicedResult:
+    """A sliced metric's result: the base's (its attributes are the base's:
+    ``result.auc``), and the slices, by dimension then sorted value."""
+
+    base: Result
+    slices: tuple[Slice, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def __getitem__(self, name: str) -> Slice:
+        """The slice named ``name`` (``"country=US"``)."""
+        for one in self.slices:
+            if one.name == name:
+                return one
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        block = self.base.to_dict()
+        blocks: dict[str, dict[str, Any]] = {}
+        for one in self.slices:
+            if one.result is None:
+                blocks[one.name] = {"rows": one.rows, "too_small": True}
+            else:
+                blocks[one.name] = {**one.result.to_dict(), "rows": one.rows}
+        for columns in dict.fromkeys(one.columns for one in self.slices):
+            _add_q_values([blocks[one.name] for one in self.slices if one.columns == columns])
+        block["slices"] = blocks
+        return block
+
+    def to_log_line(self, name: str) -> str:
+        lines = [self.base.to_log_line(name)]
+        for one in self.slices:
+            named = f"{name}[{one.name}]"
+            lines.append(f"{named}: too_small rows={one.rows}" if one.result is None
+                         else one.result.to_log_line(named))
+        return "\n".join(lines)
+
+
+def _add_q_values(blocks: list[dict[str, Any]]) -> None:
+    """Beside every ``X_diff_p`` without an ``X_diff_q`` in the slice blocks of one
+    dimension (at the same place in each), ``X_diff_q``: Benjamini-Hochberg over those
+    slices (a p-value that is null, or a slice without it, does not count)."""
+    found: dict[tuple[tuple[str, ...], str], list[tuple[dict[str, Any], float]]] = {}
+    for block in blocks:
+        for path, node in _objects(block, ()):
+            for key, value in node.items():
+                if key.endswith("_diff_p") and key[:-2] + "_q" not in node:
+                    p = float("nan") if value is None else float(value)
+                    found.setdefault((path, key), []).append((node, p))
+    for (_, key), places in found.items():
+        q_values = bh_q_values([p for _, p in places])
+        for (node, _), q in zip(places, q_values, strict=True):
+            node[key[:-2] + "_q"] = json_number(q)
+
+
+def _objects(node: dict[str, Any], path: tuple[str, ...]
+             ) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    yield path, node
+    for key, value in list(node.items()):
+        if isinstance(value, dict):
+            yield from _objects(value, (*path, key))
+
+
+class SlicedMetric(Metric):
+    """A metric of any kind and the same kind's metric per slice value.
+
+    Parameters
+    ----------
+    metric : Metric
+        The base (every row); fresh, no window. Its kind, options and communicator are
+        the slices' too, but for ``options``.
+    slices : sequence of str
+        Slice columns, or two crossed (``"country*device"``).
+    min_rows : int
+        Rows a slice needs over every rank for its values (:data:`DEFAULT_MIN_ROWS`).
+    options : mapping, optional
+        Options of the slices' metrics that differ from the base's (``table_size``).
+
+    ``update()`` takes the base's arguments and ``slices``, a mapping of each slice
+    column to its values (a :class:`~mpieval.validation.Coded` column, or integers or
+    strings).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpieval import AucMetric
+    >>> sliced = SlicedMetric(AucMetric(), ["country"], min_rows=1)
+    >>> sliced.update(np.array([0.2, 0.8, 0.6, 0.4]), np.array([0, 1, 0, 1]),
+    ...               slices={"country": np.array(["US", "US", "FR", "FR"])})
+    >>> result = sliced.compute()
+    >>> result.auc, result["country=US"].result.auc, result["country=FR"].result.auc
+    (0.75, 1.0, 0.0)
+    """
+
+    def __init__(self, metric: Metric, slices: Sequence[str], *,
+                 min_rows: int = DEFAULT_MIN_ROWS,
+                 options: Mapping[str, Any] | None = None) -> None:
+        if isinstance(metric, SlicedMetric) or metric.window is not None:
+            raise ValueError("slices are of a metric without a window or slices of its own")
+        if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 0:
+            raise InputError("min_slice_rows", f"must be an integer >= 0, got {min_rows!r}")
+        self.kind = metric.kind  # type: ignore[misc]  # the base's kind, per instance
+        self.base = metric
+        self.dimensions = parse_slices("slices", slices)
+        self.min_rows = min_rows
+        # the declared options (not a class's own arguments such as extra_keys)
+        self.sub_options = {**Metric._options(metric), **(options or {})}
+        super(Metric, self).__init__(metric._comm_given)  # OnComm's: no options of its own
+        self.reset()
+
+    # -- the declaration and state -----------------------------------------------------
+
+    def state_layout(self) -> dict[str, Part]:
+        return self.base.state_layout()
+
+    def reset(self) -> None:
+        self.base.reset()
+        self._error: InputError | None = None
+        self._moved = None
+        self._recent = None
+        # per dimension: slice values -> its metric, and its rows on this rank
+        self._metrics: list[dict[Key, Metric]] = [{} for _ in self.dimensions]
+        self._rows: list[dict[Key, int]] = [{} for _ in self.dimensions]
+
+    @property
+    def error(self) -> InputError | None:
+        if self._error is not None:
+            return self._error
+        return self.base.error or next((m.error for ms in self._metrics for m in ms.values()
+                                        if m.error is not None), None)
+
+    def _slice_metric(self) -> Metric:
+        return type(self.base)(comm=self.base._comm_given, **self.sub_options)
+
+    def layout(self) -> str:
+        names = ", ".join(dimension_name(columns) for columns in self.dimensions)
+        options = ", ".join(f"{k}={v!r}" for k, v in self.sub_options.items())
+        return (f"{self.base.layout()} sliced by {names} (min_rows={self.min_rows}, "
+                f"slices {options})")
+
+    def reserve(self, rows: int) -> None:
+        self.base.reserve(rows)
+
+    def recent(self) -> Metric | None:
+        return None
+
+    def move_rows(self, comm: Comm) -> None:
+        """The base's rows move; the slices' move at compute (once each)."""
+        self.base.move_rows(comm)
+
+    # -- updates -----------------------------------------------------------------------
+
+    def update(self, *args: Any, slices: Mapping[str, Any], **columns: Any) -> None:
+        """Add a batch: the base's arguments, and each slice column's values."""
+        rows = self._length(args, columns)
+        with self._validating():
+            groups = [self._groups(dimension, slices, rows) for dimension in self.dimensions]
+        with self.base._keeping_validated() as validated:
+            self.base.update(*args, **columns)
+        batch = validated[0] if len(validated) == 1 else None
+        if batch is not None and not all(value is None or (isinstance(value, np.ndarray)
+                                                           and len(value) == rows)
+                                         for value in batch.values()):
+            batch = None
+        for metrics, counts, (keys, order, bounds) in zip(self._metrics, self._rows, groups,
+                                                         strict=True):
+            if batch is not None:  # the base's validated rows, in slice order once
+                ordered = {name: None if value is None else value[order]
+                           for name, value in batch.items()}
+            for index, key in enumerate(keys):
+                start, stop = int(bounds[index]), int(bounds[index + 1])
+                if start == stop:
+                    continue
+                metric = metrics.get(key)
+                if metric is None:
+                    metric = metrics[key] = self._slice_metric()
+                if batch is not None:  # checked once, by the base: counted as they are
+                    metric._add(**{name: None if value is None else value[start:stop]
+                                   for name, value in ordered.items()})
+                else:
+                    self._update_slice(metric, args, columns, order[start:stop])
+                counts[key] = counts.get(key, 0) + stop - start
+
+    @staticmethod
+    def _update_slice(metric: Metric, args: tuple[Any, ...], columns: Mapping[str, Any],
+                      rows: np.ndarray) -> None:
+        """``metric.update()`` with the rows ``rows`` of each argument."""
+        taken = [_take(values, rows) for values in (*args, *columns.values())]
+        metric.update(*taken[: len(args)], **dict(zip(columns, taken[len(args):],
+                                                      strict=True)))
+
+    @staticmethod
+    def _length(args: tuple[Any, ...], columns: Mapping[str, Any]) -> int:
+        first = args[0] if args else next(v for v in columns.values() if v is not None)
+        return len(first)
+
+    def _groups(self, dimension: tuple[str, ...], slices: Mapping[str, Any], rows: int
+                ) -> tuple[list[Key], np.ndarray, np.ndarray]:
+        """The slices of a batch in one dimension: their values, the rows in slice order
+        (stable: each slice's rows in their order) and each slice's bounds in it."""
+        distinct, inverse = [], []
+        for column in dimension:
+            if column not in slices:
+                raise InputError(column, "a slice column without values")
+            values, codes = _slice_values(column, slices[column], rows)
+            distinct.append(values)
+            inverse.append(codes.astype(np.int64, copy=False))
+        if len(dimension) == 1:
+            keys: list[Key] = [(value,) for value in distinct[0]]
+            code = inverse[0]
+        else:
+            pairs, code = np.unique(inverse[0] * len(distinct[1]) + inverse[1],
+                                    return_inverse=True)
+            width = len(distinct[1])
+            keys = [(distinct[0][p // width], distinct[1][p % width]) for p in pairs.tolist()]
+            code = code.reshape(-1)
+        # a stable sort of small integers is numpy's radix sort: one pass, not a merge sort
+        small = np.uint8 if len(keys) <= 1 << 8 else np.uint16 if len(keys) <= 1 << 16 else None
+        order = np.argsort(code if small is None else code.astype(small), kind="stable")
+        bounds = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(code, minlength=len(keys)), out=bounds[1:])
+        return keys, order, bounds
+
+    # -- compute -----------------------------------------------------------------------
+
+    def _agreed(self, comm: Comm) -> list[list[tuple[Key, int]]]:
+        """Collective: every dimension's slices over every rank (sorted) with their rows;
+        each rank makes the metrics of the slices it lacks."""
+        views = comm.allgather(self._rows)
+        agreed: list[list[tuple[Key, int]]] = []
+        for index, metrics in enumerate(self._metrics):
+            totals: dict[Key, int] = {}
+            for view in views:
+                for key, rows in view[index].items():
+                    totals[key] = totals.get(key, 0) + rows
+            ordered = sorted(totals.items(), key=lambda item: _sort_key(item[0]))
+            for key, _ in ordered:
+                if key not in metrics:
+                    metrics[key] = self._slice_metric()
+            agreed.append(ordered)
+        return agreed
+
+    def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
+        self._layout = self._agreed(comm)
+        sums = {f"base.{name}": value for name, value in self.base.local_sums(comm).items()}
+        for index, (metrics, ordered) in enumerate(zip(self._metrics, self._layout,
+                                                       strict=True)):
+            for number, (key, rows) in enumerate(ordered):
+                if rows >= self.min_rows:
+                    sums.update({f"{index}.{number}.{name}": value for name, value
+                                 in metrics[key].local_sums(comm).items()})
+        return sums
+
+    def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
+        parts = _by_metric(sums)
+        base = self.base.finish(parts.get("base.", {}), comm)
+        named = _NAMED.get()
+        slices = []
+        for index, (columns, metrics, ordered) in enumerate(zip(
+                self.dimensions, self._metrics, self._layout, strict=True)):
+            for number, (key, rows) in enumerate(ordered):
+                result = None
+                if rows >= self.min_rows:
+                    name = f"{named[0] if named else self.kind}[{slice_name(columns, key)}]"
+                    with _warnings_named(name, self.kind):
+                        result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
+                                                     comm)
+                slices.append(Slice(columns, key, rows, result))
+        return SlicedResult(base, tuple(slices))
+
+    # -- merging and checkpoints -------------------------------------------------------
+
+    def merge(self, other: Metric) -> Metric:
+        if not isinstance(other, SlicedMetric) or self.layout() != other.layout():
+            raise ValueError(f"cannot merge {self.layout()} with {other.layout()}")
+        merged = copy.copy(self)
+        merged.base = self.base.merge(other.base)
+        merged._metrics, merged._rows = [], []
+        for mine, theirs, my_rows, their_rows in zip(self._metrics, other._metrics,
+                                                      self._rows, other._rows, strict=True):
+            metrics = dict(mine)
+            for key, metric in theirs.items():
+                metrics[key] = metrics[key].merge(metric) if key in metrics else metric
+            merged._metrics.append(metrics)
+            merged._rows.append({key: my_rows.get(key, 0) + their_rows.get(key, 0)
+                                 for key in {**my_rows, **their_rows}})
+        merged._error = self._error or other._error
+        return merged
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base's state, beside it :data:`STATE_KEY` (the dimensions, ``min_rows``,
+        the slices' options and each slice's values and rows, as JSON text) and each
+        slice's own state under ``slices.DIMENSION.NUMBER.``."""
+        state = self.base.state_dict()
+        listed = [[[list(key), self._rows[index].get(key, 0)] for key in metrics]
+                  for index, metrics in enumerate(self._metrics)]
+        state[STATE_KEY] = json.dumps({
+            "dimensions": [dimension_name(columns) for columns in self.dimensions],
+            "min_rows": self.min_rows, "options": self.sub_options, "slices": listed})
+        for index, metrics in enumerate(self._metrics):
+            for number, metric in enumerate(metrics.values()):
+                state.update({f"slices.{index}.{number}.{name}": value
+                              for name, value in metric.state_dict().items()})
+        return state
+
+    def load_state_dicts(self, states: Sequence[Mapping[str, Any]]) -> None:
+        self.reset()
+        self.base.load_state_dicts([{k: v for k, v in state.items()
+                                     if not k.startswith("slices.")} for state in states])
+        parts: list[dict[Key, list[dict[str, Any]]]] = [{} for _ in self.dimensions]
+        for state in states:
+            saved = read_layout(state)
+            dimensions = [tuple(text.split(CROSS)) for text in saved["dimensions"]]
+            if (dimensions != list(self.dimensions) or saved["min_rows"] != self.min_rows
+                    or saved["options"] != _plain_options(self.sub_options)):
+                raise ValueError(f"saved slices {saved['dimensions']} (min_rows "
+                                 f"{saved['min_rows']}, options {saved['options']}) differ "
+                                 f"from this metric's: {self.layout()}")
+            for index, listed in enumerate(saved["slices"]):
+                for number, (values, rows) in enumerate(listed):
+                    key = tuple(values)
+                    prefix = f"slices.{index}.{number}."
+                    parts[index].setdefault(key, []).append(
+                        {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
+                    self._rows[index][key] = self._rows[index].get(key, 0) + int(rows)
+        for index, by_key in enumerate(parts):
+            for key, states_of in by_key.items():
+                metric = self._metrics[index][key] = self._slice_metric()
+                metric.load_state_dicts(states_of)
+
+
+def read_layout(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`STATE_KEY` entry of a sliced metric's saved state, parsed."""
+    text = state[STATE_KEY]
+    if isinstance(text, np.ndarray):
+        text = text.item()
+    layout: dict[str, Any] = json.loads(str(text))
+    return layout
+
+
+def from_state(metric: Metric, state: Mapping[str, Any]) -> SlicedMetric:
+    """A fresh sliced metric like the one that saved ``state`` (its slices, ``min_rows``
+    and slice options), of base ``metric``."""
+    saved = read_layout(state)
+    return SlicedMetric(metric, saved["dimensions"], min_rows=int(saved["min_rows"]),
+                        options=saved["options"])
+
+
+def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    plain: dict[str, Any] = json.loads(json.dumps(dict(options)))
+    return plain
+
+
+def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """The summed parts of :meth:`SlicedMetric.local_sums` by the metric they are of
+    (``base.``, or a slice's ``DIMENSION.NUMBER.``), each under its own name, in one pass
+    (not one pass over every slice's parts per slice)."""
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    for name, value in sums.items():
+        if name.startswith("base."):
+            prefix, rest = "base.", name[len("base."):]
+        else:
+            index, number, rest = name.split(".", 2)
+            prefix = f"{index}.{number}."
+        parts.setdefault(prefix, {})[rest] = value
+    return parts
+
+
+def _sort_key(key: Key) -> tuple[tuple[bool, Any], ...]:
+    """Slices in order of their values (integers before text, should a column mix)."""
+    return tuple((isinstance(value, str), value) for value in key)
+
+
+def _take(values: Any, rows: np.ndarray) -> Any:
+    """The rows ``rows`` (indexes, ascending) of one ``update()`` argument."""
+    if values is None:
+        return None
+    if isinstance(values, Coded):
+        return values[rows]
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values.take(pa.array(rows))
+    return np.asarray(values)[rows]
+
+
+def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.ndarray]:
+    """A slice column's distinct values (Python ints or strs, each a word of the log
+    line) and each row's index among them; an :class:`InputError` naming the column."""
+    try:
+        if isinstance(values, Coded):
+            distinct, inverse = _distinct_coded(values)
+        else:
+            distinct, inverse = _distinct(_tag_values(values))
+    except InputError as error:
+        raise InputError(column, error.problem.replace("tag", "slice value"),
+                         count=error.count, first_index=error.first_index,
+                         value=error.value) from None
+    if len(inverse) != rows:
+        raise InputError(column, f"length mismatch: {column}={len(inverse)}, rows={rows}")
+    for value in distinct:
+        if isinstance(value, str):
+            check_log_word(column, value)
+            if "*" in value or "[" in value or "]" in value:
+                raise InputError(column, f"slice value {value!r} holds *, [ or ], which "
+                                 "would break the slice's name", value=value)
+    return distinct, np.asarray(inverse)

@@ -1,0 +1,533 @@
+"""Slices (``--slice``, :mod:`mpieval.slices`), for every kind of the registry: each slice's
+block is the kind's block of a fresh metric given only that slice's rows (same options,
+the slices' own table size), on one rank and across ranks (uneven shards, an empty rank,
+a user's rows on several ranks); crosses; ``min_rows``; the q-values over a column's
+slices (Benjamini-Hochberg, written here from its definition); checkpoints; the command
+line's log lines, JSON, config keys and bad input; the gate's ``*`` over slices.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import pickle
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from kinds import NAMES, Rows, fixture
+from sharding import my_rows
+from test_cli import rows as cli_rows
+from test_cli import write
+from test_kinds_common import assert_same, batches_of, make
+
+from mpieval import cli, gate
+from mpieval.comm import Comm
+from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.kinds import KINDS
+from mpieval.metric import Metric
+from mpieval.slices import SlicedMetric, SlicedResult
+
+SLICE_TABLE = 64  # the slices' auc table in these tests (the base's: the fixture's fast one)
+
+
+def data(name: str, rng: np.random.Generator, n: int, compare: bool = False) -> Rows:
+    """``n`` valid rows of kind ``name`` (with model B's preds when ``compare``) and two
+    slice columns: ``country`` (text, 4 values of unequal shares) and ``site`` (ints)."""
+    rows = fixture(name).rows(rng, n)
+    if not compare:
+        rows = {k: v for k, v in rows.items() if k not in fixture(name).option_inputs}
+    rows["country"] = rng.choice(np.array(["US", "FR", "DE", "all"]), n, p=[.5, .3, .15, .05])
+    rows["site"] = rng.integers(0, 3, n)
+    return rows
+
+
+def options(name: str, compare: bool = False) -> dict[str, Any]:
+    chosen = {key: option.default for key, option in KINDS[name].options.items()}
+    chosen.update(fixture(name).fast_options)
+    if compare and "compare" in fixture(name).option_inputs:
+        chosen["compare"] = "b"
+    return chosen
+
+
+def slice_options(name: str) -> dict[str, Any]:
+    return {"table_size": SLICE_TABLE} if "table_size" in KINDS[name].options else {}
+
+
+def sliced(name: str, comm: Comm, batches: list[Rows], *, compare: bool = False,
+           min_rows: int = 0, dims: tuple[str, ...] = ("country", "site", "country*site")
+           ) -> SlicedMetric:
+    base = KINDS[name].load()(comm=comm, **options(name, compare))
+    metric = SlicedMetric(base, list(dims), min_rows=min_rows, options=slice_options(name))
+    for batch in batches:
+        inputs = {k: v for k, v in batch.items() if k not in ("country", "site")}
+        metric.update(**inputs, slices={"country": batch["country"], "site": batch["site"]})
+    return metric
+
+
+def alone(name: str, batches: list[Rows], pick: Any, compare: bool = False) -> dict[str, Any]:
+    """The block of a fresh metric of the slices' options given only the rows ``pick``
+    chooses of each batch, in the same batches (one rank)."""
+    metric = KINDS[name].load()(comm=Comm.local(),
+                                **{**options(name, compare), **slice_options(name)})
+    for batch in batches:
+        keep = pick(batch)
+        metric.update(**{k: v[keep] for k, v in batch.items() if k not in ("country", "site")})
+    return quiet(metric)
+
+
+def quiet(metric: Metric) -> dict[str, Any]:
+    """``metric``'s JSON block; undefined values (small slices) are beside the point here."""
+    result: dict[str, Any] = silenced(metric).to_dict()
+    return result
+
+
+def silenced(metric: Metric) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return metric.compute()
+
+
+def without_slice_fields(block: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+    """A slice block without what slicing adds (``rows``, a q-value over the slices that
+    the run alone has no p-values of other slices for)."""
+    def strip(got: Any, ref: Any) -> Any:
+        if isinstance(got, dict) and isinstance(ref, dict):
+            return {k: strip(v, ref.get(k)) for k, v in got.items()
+                    if k in ref or not (k == "rows" or k.endswith("_diff_q"))}
+        return got
+    stripped: dict[str, Any] = strip(block, want)
+    return stripped
+
+
+def picks(batch_keys: tuple[str, ...]) -> dict[str, Any]:
+    """Each slice of the test data by its JSON key -> a row filter of a batch."""
+    found: dict[str, Any] = {}
+    for country in ("DE", "FR", "US", "all"):
+        found[f"country={country}"] = lambda b, c=country: b["country"] == c
+    for site in range(3):
+        found[f"site={site}"] = lambda b, s=site: b["site"] == s
+        for country in ("DE", "FR", "US", "all"):
+            found[f"country={country}*site={site}"] = (
+                lambda b, c=country, s=site: (b["country"] == c) & (b["site"] == s))
+    return {key: found[key] for key in batch_keys}
+
+
+def check_slices(name: str, result: dict[str, Any], batches: list[Rows], compare: bool,
+                 bits: bool) -> None:
+    slices = result["slices"]
+    assert list(slices) == sorted(slices, key=lambda k: (k.count("*"), k.startswith("site"), k))
+    for key, pick in picks(tuple(slices)).items():
+        want = alone(name, batches, pick, compare)
+        rows = sum(int(np.count_nonzero(pick(b))) for b in batches)
+        assert slices[key]["rows"] == rows, key
+        assert_same(without_slice_fields(slices[key], want), want, key, bits=bits)
+
+
+# -- one rank ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compare", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_each_slice_equals_a_run_over_its_rows(name: str, compare: bool) -> None:
+    if compare and "compare" not in fixture(name).option_inputs:
+        pytest.skip(f"kind {name} takes no --compare")
+    rng = np.random.default_rng(34)
+    rows = data(name, rng, 900, compare)
+    batches = batches_of(rows, [0, 100, 101, 500])
+    metric = sliced(name, Comm.local(), batches, compare=compare)
+    result = quiet(metric)
+    base = quiet(make_fed(name, batches, compare))
+    assert_same({k: v for k, v in result.items() if k != "slices"}, base, bits=True)
+    assert len(result["slices"]) == 4 + 3 + 12
+    check_slices(name, result, batches, compare, bits=True)
+
+
+def make_fed(name: str, batches: list[Rows], compare: bool) -> Metric:
+    metric = KINDS[name].load()(comm=Comm.local(), **options(name, compare))
+    for batch in batches:
+        metric.update(**{k: v for k, v in batch.items() if k not in ("country", "site")})
+    return metric
+
+
+def bh(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values, from the definition: q_i = min over j with
+    p_j >= p_i of m p_j / rank_j, capped at 1; NaN p-values are left out (and stay NaN)."""
+    defined = [p for p in p_values if not math.isnan(p)]
+    m = len(defined)
+    ranked = sorted(defined)
+    out = []
+    for p in p_values:
+        if math.isnan(p):
+            out.append(math.nan)
+            continue
+        out.append(min(1.0, min(m * ranked[j] / (j + 1) for j in range(m)
+                                if ranked[j] >= p)))
+    return out
+
+
+def test_q_values_are_over_the_slices_of_one_column() -> None:
+    name = "auc"
+    rng = np.random.default_rng(3)
+    rows = data(name, rng, 3000, compare=True)
+    result = quiet(sliced(name, Comm.local(), [rows], compare=True))
+    slices = result["slices"]
+    for dimension in ("country=", "site=", "*"):
+        keys = [k for k in slices if (k.startswith(dimension) and "*" not in k)
+                or (dimension == "*" and "*" in k)]
+        for field in ("auc", "copc", "logloss"):
+            ps = [slices[k]["compare"][f"{field}_diff_p"] for k in keys]
+            qs = [slices[k]["compare"][f"{field}_diff_q"] for k in keys]
+            want = bh([math.nan if p is None else p for p in ps])
+            for q, w in zip(qs, want, strict=True):
+                assert (q is None and math.isnan(w)) or q == pytest.approx(w, rel=1e-12)
+
+
+def test_tags_keep_their_q_values_and_all_gains_one_over_slices() -> None:
+    rng = np.random.default_rng(5)
+    rows = data("wuauc", rng, 4000, compare=True)
+    result = quiet(sliced("wuauc", Comm.local(), [rows], compare=True, dims=("site",)))
+    tags = [result["slices"][f"site={s}"]["tags"] for s in range(3)]
+    ps = [t["all"]["compare"]["wuauc_diff_p"] for t in tags]
+    want = bh([math.nan if p is None else p for p in ps])
+    for t, w in zip(tags, want, strict=True):
+        q = t["all"]["compare"]["wuauc_diff_q"]
+        assert (q is None and math.isnan(w)) or q == pytest.approx(w, rel=1e-12)
+    alone_tags = alone("wuauc", [rows], lambda b: b["site"] == 0, True)["tags"]
+    for tag, block in tags[0].items():  # a tag's q-value is over the slice's tags
+        if tag != "all":
+            assert block["compare"]["wuauc_diff_q"] == alone_tags[tag]["compare"]["wuauc_diff_q"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_small_slice_gives_its_rows_and_too_small(name: str) -> None:
+    rng = np.random.default_rng(8)
+    rows = data(name, rng, 400)
+    rows["country"][:] = "US"
+    rows["country"][:7] = "FR"
+    metric = sliced(name, Comm.local(), [rows], min_rows=8, dims=("country",))
+    result = silenced(metric)
+    block = result.to_dict()["slices"]
+    assert block["country=FR"] == {"rows": 7, "too_small": True}
+    assert block["country=US"]["rows"] == 393
+    lines = result.to_log_line(name).splitlines()
+    assert f"{name}[country=FR]: too_small rows=7" in lines
+    base_lines = silenced(make_fed(name, [rows], False)).to_log_line(name).splitlines()
+    us = [line for line in lines if line.startswith(f"{name}[country=US]: ")]
+    assert lines[: len(base_lines)] == base_lines
+    want = KINDS[name].load()(comm=Comm.local(), **{**options(name), **slice_options(name)})
+    want.update(**{k: v[7:] for k, v in rows.items() if k not in ("country", "site")})
+    assert us == [line.replace(f"{name}:", f"{name}[country=US]:", 1)
+                  for line in silenced(want).to_log_line(name).splitlines()]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_checkpoints_round_trip(name: str) -> None:
+    rng = np.random.default_rng(9)
+    rows = data(name, rng, 600)
+    halves = batches_of(rows, [250])
+    whole = quiet(sliced(name, Comm.local(), halves))
+    parts = [sliced(name, Comm.local(), [half]) for half in halves]
+    restored = sliced(name, Comm.local(), [])
+    restored.load_state_dicts([part.state_dict() for part in parts])
+    assert_same(quiet(restored), whole)
+    one = sliced(name, Comm.local(), [])
+    one.load_state_dict(parts[0].state_dict())
+    assert_same(quiet(one), quiet(parts[0]), bits=True)
+    assert_same(quiet(pickle.loads(pickle.dumps(parts[1]))), quiet(parts[1]), bits=True)
+    assert_same(quiet(copy.deepcopy(parts[1])), quiet(parts[1]), bits=True)
+    assert_same(quiet(parts[0].merge(parts[1])), whole)
+    other = SlicedMetric(KINDS[name].load()(comm=Comm.local(), **options(name)), ["site"])
+    with pytest.raises(ValueError, match="saved slices"):
+        other.load_state_dict(parts[0].state_dict())
+
+
+def test_bad_slice_values_name_the_column() -> None:
+    metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["country"])
+    pred, label = np.array([0.2, 0.4]), np.array([0, 1])
+    with pytest.raises(InputError) as caught:
+        metric.update(pred, label, slices={"country": np.array(["US", "a b"])})
+    assert caught.value.field == "country"
+    with pytest.raises(InputError, match="length mismatch"):
+        metric.update(pred, label, slices={"country": np.array(["US"])})
+    with pytest.raises(InputError, match="a slice column without values"):
+        metric.update(pred, label, slices={})
+    assert metric.error is not None
+    with pytest.raises(InputError):
+        metric.compute()
+    for bad in (["a*b*c"], ["a", "a"], [""], ["x[1]"]):
+        with pytest.raises(InputError):
+            SlicedMetric(make("auc", Comm.local(), fast=True), bad)
+
+
+def test_a_sliced_result_reads_as_its_base() -> None:
+    metric = sliced("auc", Comm.local(), [data("auc", np.random.default_rng(1), 300)])
+    result = silenced(metric)
+    assert isinstance(result, SlicedResult)
+    assert result.auc == result.base.auc  # type: ignore[attr-defined]
+    assert result["site=1"].result is not None and result["site=1"].rows > 0
+
+
+# -- across ranks -----------------------------------------------------------------------
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("compare", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_slices_across_ranks_equal_a_run_over_their_rows(name: str, compare: bool) -> None:
+    """Rows scattered over the ranks (a user's rows on several, rank 1 with none); each
+    rank's metric moves its rows between batches as the command line does."""
+    if compare and "compare" not in fixture(name).option_inputs:
+        pytest.skip(f"kind {name} takes no --compare")
+    comm = Comm()
+    rng = np.random.default_rng(77)  # alike on every rank
+    rows = data(name, rng, 1500, compare)
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    metric = sliced(name, comm, batches_of(mine, [len(mine["site"]) // 3]), compare=compare,
+                    min_rows=40)
+    metric.move_rows(comm)
+    result = quiet(metric)
+    slices = result["slices"]
+    everyone = comm.allgather(None)
+    assert len(everyone) == comm.size
+    for key, pick in picks(tuple(slices)).items():
+        n = int(np.count_nonzero(pick(rows)))
+        if n < 40:
+            assert slices[key] == {"rows": n, "too_small": True}, key
+            continue
+        want = alone(name, [rows], pick, compare)
+        assert slices[key]["rows"] == n
+        assert_same(without_slice_fields(slices[key], want), want, key)
+    gathered = comm.allgather(json.dumps(result, sort_keys=True))
+    assert all(text == gathered[0] for text in gathered)  # the same on every rank
+
+
+@pytest.mark.mpi
+def test_a_slice_seen_on_one_rank_only() -> None:
+    """A slice value only rank 0 has: every rank agrees on it before the sum."""
+    comm = Comm()
+    rng = np.random.default_rng(4)
+    rows = data("wuauc", rng, 600)
+    mine = my_rows(rows, comm.rank, comm.size, rng)
+    if comm.rank == 0:
+        mine["country"] = np.full(len(mine["pred"]), "ZZ")
+    metric = sliced("wuauc", comm, [mine], dims=("country",))
+    result = quiet(metric)
+    assert result["slices"]["country=ZZ"]["rows"] == comm.allgather(len(mine["pred"]))[0]
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def sliced_file(tmp_path: Any, n: int = 3000) -> tuple[str, dict[str, np.ndarray]]:
+    table = cli_rows(n, seed=21)
+    rng = np.random.default_rng(2)
+    table["country"] = rng.choice(np.array(["US", "FR", "DE", "NG"]), n, p=[.5, .3, .19, .01])
+    return write(str(tmp_path / "rows.tsv"), table), table
+
+
+def run(capsys: Any, *argv: Any) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_command_line_equals_a_filtered_run_per_slice(tmp_path: Any, capsys: Any) -> None:
+    path, table = sliced_file(tmp_path)
+    status, plain, _ = run(capsys, "eval", path, "--metrics", "auc,wuauc", "--tag", "tag")
+    assert status == 0
+    status, out, _ = run(capsys, "eval", path, "--metrics", "auc,wuauc", "--tag", "tag",
+                         "--slice", "country,country*tag", "--min-slice-rows", "50",
+                         "--slice-table-size", "1000", "--json", tmp_path / "s.json")
+    assert status == 0
+    lines = out.splitlines()
+    auc_lines = [line for line in lines if line.startswith(("auc:", "auc["))]
+    assert [line for line in lines if ":" in line and "[" not in line.split(":")[0]] \
+        == plain.splitlines()  # the run's own lines, unchanged
+    assert auc_lines[1] == "auc[country=DE]: " + auc_lines[1].split(": ", 1)[1]
+    assert "auc[country=NG]: too_small rows=" in out
+    data = json.loads((tmp_path / "s.json").read_text())
+    config = tmp_path / "us.toml"
+    config.write_text('[metrics.auc]\nkind = "auc"\ntable_size = 1000\n'
+                      'filters = { country = "US" }\n'
+                      '[metrics.wuauc]\nkind = "wuauc"\ntag = "tag"\n'
+                      'filters = { country = "US" }\n')
+    status, out_us, _ = run(capsys, "eval", path, "--config", config, "--json",
+                            tmp_path / "us.json")
+    assert status == 0
+    us = json.loads((tmp_path / "us.json").read_text())
+    for name in ("auc", "wuauc"):
+        block = data[name]["slices"]["country=US"]
+        assert_same(without_slice_fields(block, us[name]), us[name], name, bits=True)
+        assert block["rows"] == int(np.count_nonzero(table["country"] == "US"))
+    want = [line.replace("auc:", "auc[country=US]:", 1).replace("wuauc:", "wuauc[country=US]:")
+            for line in out_us.splitlines()]
+    assert [line for line in lines if "[country=US]" in line] == want
+
+
+def test_config_keys_and_bad_slices(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    config = tmp_path / "c.toml"
+    config.write_text('[metrics.ctr]\nkind = "auc"\nslice = ["country"]\nmin_slice_rows = 1\n')
+    status, out, _ = run(capsys, "eval", path, "--config", config)
+    assert status == 0 and "ctr[country=NG]: auc=" in out
+    status, _, err = run(capsys, "eval", path, "--slice", "region")
+    assert status == 2 and "region" in err
+    status, _, err = run(capsys, "eval", path, "--min-slice-rows", "5")
+    assert status == 2 and "--min-slice-rows" in err and "--slice" in err
+    status, _, err = run(capsys, "eval", path, "--metrics", "pn", "--slice", "country",
+                         "--slice-table-size", "100")
+    assert status == 2 and "--slice-table-size" in err
+    status, _, err = run(capsys, "eval", path, "--slice", "a*b*c")
+    assert status == 2 and "--slice" in err
+    status, _, err = run(capsys, "eval", path, "--config", config, "--slice", "country")
+    assert status == 2 and "--slice" in err
+    config.write_text('[metrics.ctr]\nkind = "auc"\nslice = "country"\n')
+    status, _, err = run(capsys, "eval", path, "--config", config)
+    assert status == 2 and "slice" in err
+
+
+def test_the_gate_stars_over_slices(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    status, _, _ = run(capsys, "eval", path, "--slice", "country", "--compare", "pred2",
+                       "--min-slice-rows", "100", "--json", tmp_path / "run.json")
+    assert status == 0
+    results = json.loads((tmp_path / "run.json").read_text())
+    rules = gate.rules_from_toml({"rule": [
+        {"value": "auc.slices.*.auc", "min": 0.5},
+        {"value": "auc.slices.*.compare.auc_diff", "max_drop": 0.001},
+    ]})
+    verdict = gate.check(rules, results, "rules")
+    checks = [c for c in verdict.checks if c.rule is rules[1]]
+    assert [c.path for c in checks] == [f"auc.slices.country={c}.compare.auc_diff"
+                                        for c in ("DE", "FR", "NG", "US")]
+    assert not verdict.passed  # model B (random preds) is far worse in every large slice
+    too_small = checks[2]  # NG: no value, checked as missing (a failure unless skipped)
+    assert (too_small.value, too_small.passed, too_small.reason) == (None, False, "missing")
+    defined = [c for c in checks if c.q is not None]
+    assert len(defined) == 3
+    ps = [c.p for c in defined]
+    for c, q in zip(defined, bh(ps), strict=True):
+        assert c.q == pytest.approx(q, rel=1e-12)
+
+
+# -- the command line under mpiexec -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sliced_files(tmp_path_factory: Any) -> list[str]:
+    """Rows with a slice column cut into uneven files of several formats."""
+    from test_cli import shards
+
+    root = tmp_path_factory.mktemp("sliced")
+    table = cli_rows(4000, seed=31)
+    rng = np.random.default_rng(6)
+    table["country"] = rng.choice(np.array(["US", "FR", "DE", "NG"]), 4000,
+                                  p=[.5, .3, .19, .01])
+    return shards(root, table, ["a.tsv", "b.csv", "c.parquet", "d.tsv.gz"])
+
+
+MPI_ARGS = ("--metrics", "auc,wuauc,pn", "--tag", "tag", "--slice", "country,country*tag",
+            "--min-slice-rows", "60", "--compare", "pred2")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sliced_runs_are_the_same_on_any_ranks(tmp_path: Any, sliced_files: list[str],
+                                               ranks: int) -> None:
+    from test_cli_mpi import ALONE, launch
+
+    results = []
+    for n in (ALONE, ranks):
+        out = tmp_path / f"run{n}.json"
+        proc, _ = launch(n, "eval", *MPI_ARGS, "--json", out, *sliced_files)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(out.read_text())
+        del data["run"]
+        results.append((data, proc.stdout))
+    (alone_json, alone_out), (ranks_json, ranks_out) = results
+    assert_same(ranks_json, alone_json)
+    assert alone_out.count("[country=") == ranks_out.count("[country=") > 0
+    assert "too_small" in json.dumps(ranks_json)
+
+
+@pytest.mark.parametrize("ranks", [0, 2, 3])
+def test_a_missing_slice_column_exits_2_on_every_rank(tmp_path: Any, sliced_files: list[str],
+                                                      ranks: int) -> None:
+    from test_cli_mpi import assert_failed_everywhere, launch
+
+    out = tmp_path / "run.json"
+    proc, seconds = launch(ranks, "eval", "--slice", "country,region", "--json", out,
+                           *sliced_files, per_rank_status=True)
+    assert_failed_everywhere(proc, seconds, ranks, "region", out)
+    assert "slice of auc" in proc.stderr
+
+
+def test_saved_sliced_runs_merge(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    argv = ("--metrics", "auc,ranking", "--tag", "tag", "--slice",
+            "country*tag", "--min-slice-rows", "30")
+    status, out, _ = run(capsys, "eval", path, *argv, "--save-state", tmp_path / "st",
+                         "--json", tmp_path / "a.json")
+    assert status == 0
+    status, merged, _ = run(capsys, "merge", tmp_path / "st", "--json", tmp_path / "b.json")
+    assert status == 0 and merged == out and "[country=US*tag=feed]" in out
+    a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
+    assert_same({k: v for k, v in b.items() if k != "run"},
+                {k: v for k, v in a.items() if k != "run"}, bits=True)
+
+
+def test_sliced_json_of_every_kind_validates(tmp_path: Any, capsys: Any) -> None:
+    import jsonschema
+
+    from mpieval.schema import results_schema
+
+    path, _ = sliced_file(tmp_path)
+    schema = results_schema()
+    for argv in (("--metrics", "auc,wuauc,pn,ranking", "--tag", "tag", "--compare", "pred2"),
+                 ("--metrics", "pairwise", "--left-label", "left", "--right-label", "right")):
+        out = tmp_path / "run.json"
+        status, _, _ = run(capsys, "eval", path, *argv, "--slice", "country,country*tag",
+                           "--min-slice-rows", "40", "--json", out)
+        assert status == 0
+        data = json.loads(out.read_text())
+        assert all("slices" in block for name, block in data.items() if name != "run")
+        jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+        broken = copy.deepcopy(data)
+        name = next(iter(broken))
+        broken[name]["slices"]["country=US"]["too_small"] = True  # values and too_small
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_spark_runs_refuse_slices(tmp_path: Any, capsys: Any) -> None:
+    path, _ = sliced_file(tmp_path)
+    status, _, err = run(capsys, "eval", "--engine", "spark", path, "--slice", "country")
+    assert status == 2 and "--slice: is for --engine mpi" in err
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compute_leaves_the_state_alone(name: str) -> None:
+    rng = np.random.default_rng(12)
+    first, second = batches_of(data(name, rng, 500), [200])
+    metric = sliced(name, Comm.local(), [first])
+    once = quiet(metric)
+    assert_same(quiet(metric), once, bits=True)  # twice: the same
+    inputs = {k: v for k, v in second.items() if k not in ("country", "site")}
+    metric.update(**inputs, slices={"country": second["country"], "site": second["site"]})
+    assert_same(quiet(metric), quiet(sliced(name, Comm.local(), [first, second])), bits=True)
+
+
+def test_auc_slices_count_the_base_s_validated_rows(monkeypatch: Any) -> None:
+    """``auc`` is checked once, by the base: its slices never run ``update()`` (the path
+    that checks every slice's rows again), and still equal a run over their rows (the
+    tests above)."""
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a slice of auc was updated through update()")
+
+    monkeypatch.setattr(SlicedMetric, "_update_slice", staticmethod(refused))
+    metric = sliced("auc", Comm.local(), [data("auc", np.random.default_rng(3), 300)])
+    slices = silenced(metric).slices
+    assert slices and all(one.rows > 0 for one in slices)
