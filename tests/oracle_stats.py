@@ -172,36 +172,23 @@ def average_precision_stderr(score, label, weight=None, importance=False):
     """``(AP, se)`` of average precision (ties one threshold) by its influence function,
     row by row: a row ``(y, s)`` moves ``AP = E[Y R(S)] / pi`` by ``(y R(s) + sum_{j: s_j
     <= s} w_j y_j (y - R(s_j)) / cnt(s_j) - AP y) / pi``, ``R(s)`` the precision at
-    threshold ``s`` and ``cnt(s)`` the weight at or above it; ``se = sqrt(sum v IF^2) /
-    W`` (O(n^2))."""
-    n = len(score)
-    w = [1.0 if weight is None else float(weight[i]) for i in range(n)]
-    y = [float(v) for v in label]
-    total = sum(w)
-    positives = sum(wi * yi for wi, yi in zip(w, y, strict=True))
-    pi = positives / total
-
-    def at_or_above(s):
-        tp = sum(w[j] * y[j] for j in range(n) if score[j] >= s)
-        cnt = sum(w[j] for j in range(n) if score[j] >= s)
-        return tp, cnt
-
-    prec, cnt = {}, {}
-    for s in set(score):
-        tp, c = at_or_above(s)
-        prec[s], cnt[s] = tp / c, c
-    ap = sum(w[i] * y[i] * prec[score[i]] for i in range(n)) / positives
-    spread = 0.0
-    for i in range(n):
-        for label_part, part in ((1.0, w[i] * y[i]), (0.0, w[i] * (1 - y[i]))):
-            if part == 0:
-                continue
-            s = score[i]
-            c = sum(w[j] * y[j] * (label_part - prec[score[j]]) / cnt[score[j]]
-                    for j in range(n) if score[j] <= s)
-            influence = (label_part * prec[s] + c - ap * label_part) / pi
-            spread += (part * part if importance else part) * influence**2
+    threshold ``s`` and ``cnt(s)`` the weight at or above it
+    (:func:`average_precision_influences`); ``se = sqrt(sum v IF^2) / W`` (O(n^2))."""
+    influences, ap = average_precision_influences(score, label, weight)
+    total = len(score) if weight is None else sum(float(v) for v in weight)
+    spread = sum((part * part if importance else part) * value**2
+                 for part, value in _row_parts(influences, label, weight))
     return ap, math.sqrt(spread) / total
+
+
+def _row_parts(influences, label, weight):
+    """Each row's ``(weight of its positive part, its IF)`` and ``(weight of its negative
+    part, its IF)``, parts of weight 0 left out."""
+    for i, (i1, i0) in enumerate(influences):
+        w = 1.0 if weight is None else float(weight[i])
+        for part, value in ((w * float(label[i]), i1), (w * (1 - float(label[i])), i0)):
+            if part != 0:
+                yield part, value
 
 
 def auc_score_interval(auc, positives, negatives, z):
@@ -423,17 +410,10 @@ def average_precision_terms(score, label, weight=None, importance=False):
     of ``w^2 IF^2``."""
     influences, _ = average_precision_influences(score, label, weight)
     total = fourth = 0.0
-    for i, (i1, i0) in enumerate(influences):
-        w = 1.0 if weight is None else float(weight[i])
-        for part, value in ((w * float(label[i]), i1), (w * (1 - float(label[i])), i0)):
-            if part == 0:
-                continue
-            if importance:
-                total += part * part * value**2
-                fourth += (part * part * value**2) ** 2
-            else:
-                total += part * value**2
-                fourth += part * value**4
+    for part, value in _row_parts(influences, label, weight):
+        a = part * part * value**2 if importance else part * value**2
+        total += a
+        fourth += a * a if importance else part * value**4
     return total * total / fourth
 
 
