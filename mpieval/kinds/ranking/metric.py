@@ -136,8 +136,8 @@ class RankingBlock:
     stderr: dict[str, float] = field(default_factory=dict)
     compare: RankingComparison | None = None
     users_le_k: dict[int, int] = field(default_factory=dict)
-    """Per cutoff K, the valid users of at most K rows: their Recall@K and hit rate@K are
-    1 whatever the order (a high Recall@K over such users says little)."""
+    """The valid users of at most K rows, per cutoff K. Their Recall@K and hit rate@K are
+    1 whatever the order, so a high Recall@K over such users says little."""
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
