@@ -978,6 +978,32 @@ void weighted_row_sums(const P* pred, const L* label, const C* codes, const T* t
     exact::normalize(sums, (n_tags + 1) * 4);
 }
 
+// Calls each(row, pred, label, logloss) for rows 0 .. n - 1 in order, the logloss terms
+// computed a block of BLOCK rows at a time in one vectorised loop (the last block padded
+// with pred 0, label 0, whose terms are dropped).
+template <class P, class L, class F>
+void for_each_logloss(const P* pred, const L* label, int64_t n, F&& each) {
+    auto block = std::make_unique<LoglossScratch>();
+    std::vector<double> logloss(BLOCK);
+    std::vector<P> pad_pred(BLOCK);
+    std::vector<L> pad_label(BLOCK);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {
+            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
+            std::fill(pad_label.begin(), pad_label.end(), L(0));
+            std::copy(p_block, p_block + m, pad_pred.begin());
+            std::copy(y_block, y_block + m, pad_label.begin());
+            p_block = pad_pred.data();
+            y_block = pad_label.data();
+        }
+        logloss_block(p_block, y_block, *block, logloss.data());
+        for (int64_t i = 0; i < m; ++i) each(start + i, p_block[i], y_block[i], logloss[i]);
+    }
+}
+
 // Rows a tag from which row_sums gives each tag its own exact::Wide pair (64 KB, cleared and
 // folded once: about as much work as adding 4,096 rows to the digits directly); with fewer,
 // a tag's rows go to its digits directly (many tags: no per-tag scratch).
@@ -993,40 +1019,21 @@ void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* t
     all[1].clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
     std::vector<int32_t> adds(n_tags, 0);  // a tag's additions since its digits' last carry
-    auto block = std::make_unique<LoglossScratch>();
-    std::vector<double> logloss(BLOCK);
-    std::vector<P> pad_pred(BLOCK);
-    std::vector<L> pad_label(BLOCK);
-    for (int64_t start = 0; start < n; start += BLOCK) {
-        const int64_t m = std::min(BLOCK, n - start);
-        const P* p_block = pred + start;
-        const L* y_block = label + start;
-        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
-            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
-            std::fill(pad_label.begin(), pad_label.end(), L(0));
-            std::copy(p_block, p_block + m, pad_pred.begin());
-            std::copy(y_block, y_block + m, pad_label.begin());
-            p_block = pad_pred.data();
-            y_block = pad_label.data();
+    for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
+        const int64_t t = int64_t(tag_of_code[codes[row]]);
+        rows[t] += 1;
+        clicks[t] += int64_t(label_value);
+        all[0].add(double(p));
+        all[1].add(logloss);
+        if (t >= n_tags) return;
+        double* s = sums + (1 + t) * 4 * D;
+        exact::add(s + 2 * D, double(p));
+        exact::add(s + 3 * D, logloss);
+        if (++adds[t] == exact::SAFE_ADDS) {
+            exact::normalize(s + 2 * D, 2);
+            adds[t] = 0;
         }
-        logloss_block(p_block, y_block, *block, logloss.data());
-        for (int64_t i = 0; i < m; ++i) {
-            const int64_t t = int64_t(tag_of_code[codes[start + i]]);
-            const int64_t y = int64_t(y_block[i]);
-            rows[t] += 1;
-            clicks[t] += y;
-            all[0].add(double(p_block[i]));
-            all[1].add(logloss[i]);
-            if (t >= n_tags) continue;
-            double* s = sums + (1 + t) * 4 * D;
-            exact::add(s + 2 * D, double(p_block[i]));
-            exact::add(s + 3 * D, logloss[i]);
-            if (++adds[t] == exact::SAFE_ADDS) {
-                exact::normalize(s + 2 * D, 2);
-                adds[t] = 0;
-            }
-        }
-    }
+    });
     all[0].fold(sums + 2 * D);
     all[1].fold(sums + 3 * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
@@ -1057,33 +1064,13 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
     std::vector<exact::Wide> wide(2 * (n_tags + 1));
     for (auto& w : wide) w.clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
-    // the rows in blocks: each block's logloss terms in one vectorised loop
-    auto block = std::make_unique<LoglossScratch>();
-    std::vector<double> logloss(BLOCK);
-    std::vector<P> pad_pred(BLOCK);
-    std::vector<L> pad_label(BLOCK);
-    for (int64_t start = 0; start < n; start += BLOCK) {
-        const int64_t m = std::min(BLOCK, n - start);
-        const P* p_block = pred + start;
-        const L* y_block = label + start;
-        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
-            std::fill(pad_pred.begin(), pad_pred.end(), P(0));
-            std::fill(pad_label.begin(), pad_label.end(), L(0));
-            std::copy(p_block, p_block + m, pad_pred.begin());
-            std::copy(y_block, y_block + m, pad_label.begin());
-            p_block = pad_pred.data();
-            y_block = pad_label.data();
-        }
-        logloss_block(p_block, y_block, *block, logloss.data());
-        for (int64_t i = 0; i < m; ++i) {
-            const int64_t t = int64_t(tag_of_code[codes[start + i]]);
-            const int64_t y = int64_t(y_block[i]);
-            rows[t] += 1;
-            clicks[t] += y;
-            wide[2 * t].add(double(p_block[i]));
-            wide[2 * t + 1].add(logloss[i]);
-        }
-    }
+    for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
+        const int64_t t = int64_t(tag_of_code[codes[row]]);
+        rows[t] += 1;
+        clicks[t] += int64_t(label_value);
+        wide[2 * t].add(double(p));
+        wide[2 * t + 1].add(logloss);
+    });
     std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
     for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
