@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any, TypeGuard
 
 from mpieval.kernels.stats import MIN_CLUSTERS
-from mpieval.report.figures import Estimate
+from mpieval.report.figures import Difference, Estimate
 
 # What the page says of statistics a run does not have.
 OLDER = "(written by an older mpieval, or without the statistics)"
@@ -40,6 +40,19 @@ def is_number(value: Any) -> TypeGuard[int | float]:
 def pair(value: Any) -> tuple[float | None, float | None]:
     """A ``[low, high]`` of the JSON as a tuple; (None, None) for null."""
     return (value[0], value[1]) if isinstance(value, list) else (None, None)
+
+
+def difference(label: str, compare: Any, field: str, **options: Any) -> Difference | None:
+    """The forest plot's row of ``field``'s B - A in a ``compare`` block (its ``_diff``,
+    ``_diff_ci95``, ``_diff_p`` and ``_diff_q``), or None without a difference and its
+    interval. ``options``: :class:`Difference`'s ``higher_is_better`` and ``emphasis``."""
+    if not isinstance(compare, dict) or not is_number(compare.get(f"{field}_diff")):
+        return None
+    low, high = pair(compare.get(f"{field}_diff_ci95"))
+    if low is None or high is None:
+        return None
+    return Difference(label, Estimate(compare[f"{field}_diff"], low, high),
+                      compare.get(f"{field}_diff_p"), compare.get(f"{field}_diff_q"), **options)
 
 
 def estimate(block: dict[str, Any] | None, field: str) -> Estimate:

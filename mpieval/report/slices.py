@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mpieval.report import figures
-from mpieval.report.figures import Difference, Estimate
+from mpieval.report.figures import Difference
 from mpieval.report.html import (
     Q_LEVEL,
     cell,
+    difference,
     difference_cell,
     escape,
     estimate,
     is_number,
-    pair,
     value_text,
 )
 from mpieval.report.runs import Run
@@ -230,15 +230,10 @@ def _differences(page: Page, name: str, runs: Sequence[Run], view: SliceView, fi
     for run in runs:
         for slice_name in drawn:
             compare = _values(view, slices_of(run, name).get(slice_name) or {}).get("compare")
-            if not isinstance(compare, dict) or not is_number(compare.get(f"{field}_diff")):
-                continue
-            low, high = pair(compare.get(f"{field}_diff_ci95"))
-            if low is None or high is None:
-                continue
             label = slice_name + (f" · {run.label}" if len(page.runs) > 1 else "")
-            rows.append(Difference(label, Estimate(compare[f"{field}_diff"], low, high),
-                                   compare.get(f"{field}_diff_p"),
-                                   compare.get(f"{field}_diff_q"), higher_is_better=higher))
+            row = difference(label, compare, field, higher_is_better=higher)
+            if row is not None:
+                rows.append(row)
     return rows
 
 

@@ -17,14 +17,14 @@ from typing import Any
 
 from mpieval.kinds.ranking import KIND
 from mpieval.report import figures
-from mpieval.report.figures import Difference, Estimate
+from mpieval.report.figures import Difference
 from mpieval.report.html import (
     OLDER,
+    difference,
     difference_cell,
     escape,
     estimate,
     is_number,
-    pair,
     q_count,
     ratio_text,
     tag_cell,
@@ -282,16 +282,10 @@ def _differences(page: Page, name: str, runs: Sequence[Run], drawn: Sequence[str
     for run in runs:
         for tag in drawn:
             values = run.metrics[name].get("tags", {}).get(tag) or {}
-            compare = values.get("compare")
-            if not isinstance(compare, dict) or not is_number(compare.get(f"{field}_diff")):
-                continue
-            low, high = pair(compare.get(f"{field}_diff_ci95"))
-            if low is None or high is None:
-                continue
             label = tag + (f" · {run.label}" if len(page.runs) > 1 else "")
-            rows.append(Difference(label, Estimate(compare[f"{field}_diff"], low, high),
-                                   compare.get(f"{field}_diff_p"),
-                                   compare.get(f"{field}_diff_q"), emphasis=tag == "all"))
+            row = difference(label, values.get("compare"), field, emphasis=tag == "all")
+            if row is not None:
+                rows.append(row)
     return rows
 
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from mpieval.kinds.wuauc import KIND
 from mpieval.report import figures, verdicts
-from mpieval.report.figures import Difference, Estimate
+from mpieval.report.figures import Difference
 from mpieval.report.html import (
     OLDER,
     cell,
+    difference,
     difference_cell,
     escape,
     estimate,
-    pair,
     q_count,
     ratio_text,
     tag_cell,
@@ -191,17 +191,12 @@ def _differences(page: Page, name: str, runs: Sequence[Run], drawn: Sequence[str
     for run in runs:
         for tag in drawn:
             values = run.metrics[name]["tags"].get(tag) or {}
-            compare = values.get("compare")
-            if not compare or _too_few(values) \
-                    or not isinstance(compare.get(f"{field}_diff"), (int, float)):
-                continue
-            low, high = pair(compare.get(f"{field}_diff_ci95"))
-            if low is None or high is None:
+            if _too_few(values):
                 continue
             label = tag + (f" · {run.label}" if len(page.runs) > 1 else "")
-            rows.append(Difference(label, Estimate(compare[f"{field}_diff"], low, high),
-                                   compare.get(f"{field}_diff_p"),
-                                   compare.get(f"{field}_diff_q"), emphasis=tag == "all"))
+            row = difference(label, values.get("compare"), field, emphasis=tag == "all")
+            if row is not None:
+                rows.append(row)
     return rows
 
 
