@@ -495,7 +495,7 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     offset = 0
     for (name, metric, is_window), shapes in zip(computed, shapes_of, strict=True):
         size = sum(int(np.prod(shape)) for shape in shapes.values())
-        with _warnings_named(f"{name} window" if is_window else name, metric.kind):
+        with warnings_named(f"{name} window" if is_window else name, metric.kind):
             result = metric.finish(unpack(total[offset : offset + size], shapes), comm)
         offset += size
         if is_window:  # results are frozen dataclasses with a window field
@@ -540,7 +540,7 @@ _NAMED: ContextVar[tuple[str, str] | None] = ContextVar("mpieval_named", default
 
 
 @contextmanager
-def _warnings_named(name: str, kind: str) -> Iterator[None]:
+def warnings_named(name: str, kind: str) -> Iterator[None]:
     """Undefined values of one metric's finish are warned under the metric's name
     (``item_sim: no rows``, not ``auc: no rows``). No ``catch_warnings`` here: it would
     reset Python's warning registries at every compute, and a user's ``"once"`` filter
@@ -550,6 +550,13 @@ def _warnings_named(name: str, kind: str) -> Iterator[None]:
         yield
     finally:
         _NAMED.reset(token)
+
+
+def finishing_name(default: str) -> str:
+    """The name of the metric whose result is being finished (:func:`warnings_named`), or
+    ``default`` outside one."""
+    named = _NAMED.get()
+    return default if named is None else named[0]
 
 
 def warn_undefined(comm: Comm, message: str) -> None:

@@ -43,9 +43,9 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.stats import bh_q_values
 from mpieval.logline import json_number
-from mpieval.metric import _NAMED, Metric, Result, _warnings_named
+from mpieval.metric import Metric, Result, finishing_name, warnings_named
 from mpieval.state import Part
-from mpieval.tags import _distinct, _distinct_coded, _tag_values
+from mpieval.tags import distinct
 from mpieval.validation import Coded, check_log_word
 
 DEFAULT_MIN_ROWS = 100
@@ -372,15 +372,15 @@ class SlicedMetric(Metric):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
         parts = _by_metric(sums)
         base = self.base.finish(parts.get("base.", {}), comm)
-        named = _NAMED.get()
+        named = finishing_name(self.kind)
         slices = []
         for index, (columns, metrics, ordered) in enumerate(zip(
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
                 result = None
                 if rows >= self.min_rows:
-                    name = f"{named[0] if named else self.kind}[{slice_name(columns, key)}]"
-                    with _warnings_named(name, self.kind):
+                    name = f"{named}[{slice_name(columns, key)}]"
+                    with warnings_named(name, self.kind):
                         result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
                                                      comm)
                 slices.append(Slice(columns, key, rows, result))
@@ -504,20 +504,17 @@ def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.nd
     """A slice column's distinct values (Python ints or strs, each a word of the log
     line) and each row's index among them; an :class:`InputError` naming the column."""
     try:
-        if isinstance(values, Coded):
-            distinct, inverse = _distinct_coded(values)
-        else:
-            distinct, inverse = _distinct(_tag_values(values))
+        values_seen, inverse = distinct(values)
     except InputError as error:
         raise InputError(column, error.problem.replace("tag", "slice value"),
                          count=error.count, first_index=error.first_index,
                          value=error.value) from None
     if len(inverse) != rows:
         raise InputError(column, f"length mismatch: {column}={len(inverse)}, rows={rows}")
-    for value in distinct:
+    for value in values_seen:
         if isinstance(value, str):
             check_log_word(column, value)
             if "*" in value or "[" in value or "]" in value:
                 raise InputError(column, f"slice value {value!r} holds *, [ or ], which "
                                  "would break the slice's name", value=value)
-    return distinct, np.asarray(inverse)
+    return values_seen, np.asarray(inverse)

@@ -174,11 +174,7 @@ class TagCodes:
         """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
         each row's index among them; checked against the values seen so far. A
         :class:`Coded` column is checked on its distinct values only."""
-        if isinstance(tag, Coded):
-            distinct_values, inverse = _distinct_coded(tag)
-        else:
-            values = _tag_values(tag)
-            distinct_values, inverse = _distinct(values)
+        distinct_values, inverse = distinct(tag)
         if len(inverse) != n:
             raise InputError("tag", f"length mismatch: tag={len(inverse)}, pred={n}")
         if ALL in distinct_values:
@@ -217,6 +213,15 @@ class TagCodes:
 
 
 _FEW_TAGS = 8
+
+
+def distinct(column: Any) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of a name column (a tag or a slice column: ints or strs, or a
+    :class:`Coded` column, read on its distinct values only) as Python ints or strs, and
+    each row's index among them; an :class:`InputError` for values that cannot be one."""
+    if isinstance(column, Coded):
+        return _distinct_coded(column)
+    return _distinct(_tag_values(column))
 
 
 def _distinct(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
