@@ -760,6 +760,70 @@ struct KeyMoments {
             keys.swap(tmp);
             bounds.pop_back();
         }
+        return add_groups(m, sorted, n_tags, sums, fields);
+    }
+
+    // The m rows of one long user, float32 preds, as add_long_user left them sorted: a
+    // pred's float32 bits above the row's tag code << 1 | label, sorted by pred, then code,
+    // then label (tags: false when the rows have no tag code). The rows of each code, put
+    // in code order by a stable counting pass, are then in the order add_user sorts them
+    // in (pred, then label: ties are equal rows), so the same sums, bit for bit, without
+    // a sort of their own; the groups added.
+    int64_t add_sorted(const uint64_t* sorted, int64_t rows, bool tags, int64_t n_tags,
+                       double* sums, int64_t fields) {
+        const size_t m = size_t(rows);
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        if (!tags) {  // one code: n_tags (in `all` only)
+            for (size_t i = 0; i < m; ++i) keys[i] = key_of_sorted(sorted[i]);
+            touched.push_back(uint32_t(n_tags));
+        } else {
+            uint32_t top = 0;
+            for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
+            if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
+            for (size_t i = 0; i < m; ++i) {
+                const uint32_t code = code_of_sorted(sorted[i]);
+                if (counts[code]++ == 0) touched.push_back(code);
+            }
+            std::sort(touched.begin(), touched.end());
+            int64_t first = 0;
+            for (const uint32_t code : touched) {
+                const int64_t count = counts[code];
+                counts[code] = first;
+                first += count;
+                bounds.push_back(first);
+            }
+            for (size_t i = 0; i < m; ++i)
+                keys[size_t(counts[code_of_sorted(sorted[i])]++)] = key_of_sorted(sorted[i]);
+            for (const uint32_t code : touched) counts[code] = 0;
+            bounds.pop_back();
+        }
+        return add_groups(m, true, n_tags, sums, fields);
+    }
+
+  private:
+    static uint32_t code_of_sorted(uint64_t key) {
+        return uint32_t((key & UINT64_C(0xFFFFFFFF)) >> 1);
+    }
+
+    // add_user's key of a row of add_sorted: the pred's float64 bits above its label
+    static uint64_t key_of_sorted(uint64_t key) {
+        const uint32_t value_bits = uint32_t(key >> 32);
+        float value;
+        std::memcpy(&value, &value_bits, sizeof value);
+        return (bits_of(double(value)) << 1) | (key & 1u);
+    }
+
+    // The groups of the keys in code order (touched, bounds up to the last code's first
+    // row), each code's keys sorted unless `sorted`, added to sums; the groups added.
+    int64_t add_groups(size_t m, bool sorted, int64_t n_tags, double* sums, int64_t fields) {
         bounds.push_back(int64_t(m));
         int64_t groups = 1;
         GroupSums user{0, 0, 0, 0, 0, 0};
@@ -831,6 +895,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     KeyMoments moments;
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
+    // float32 preds: a long user's moments from the rows add_long_user sorted (add_sorted)
+    constexpr bool sorted_moments = sizeof(P) == 4;
     int64_t users = 0;
     int64_t start = 0;
     while (start < n) {
@@ -874,7 +940,7 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
         int64_t first = 0;
         while (first < stop - start) {
             const int64_t last = run_end(packed, start + first, stop, row_bits) - start;
-            if (out.moments) {  // from the gathered rows
+            if (out.moments && !(sorted_moments && last - first > SHORT)) {  // gathered rows
                 moment_groups += moments.add_user(
                     last - first, [first](int64_t k) { return first + k; }, [](int64_t) {},
                     s.got_pred.data(), s.got_label.data(), in.tag ? s.got_tag.data() : nullptr,
@@ -891,6 +957,14 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
                 add_long_user(s.got_pred.data(), s.got_label.data(),
                               in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
                               last - first, n_tags, s.sort1, s, out);
+            if (out.moments && sorted_moments && last - first > SHORT) {  // from its sort
+                moment_groups += moments.add_sorted(s.sort0, last - first, in.tag != nullptr,
+                                                    n_tags, out.moments, MOMENT_FIELDS);
+                if (moment_groups >= exact::SAFE_ADDS / 2) {
+                    exact::normalize(out.moments, moment_blocks);
+                    moment_groups = 0;
+                }
+            }
             ++users;
             if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
             first = last;
