@@ -219,7 +219,40 @@ struct Output {
     double* record;
     int64_t cursor;
     double* moments = nullptr;  // not null: the users' moments too (KeyMoments), no weight
+    // not null (unweighted counts): the whole-number fields (WHOLE_FIELDS), per block,
+    // summed as integers and added to sums once (add_whole_counts)
+    unsigned __int128* whole = nullptr;
 };
+
+// The fields of an unweighted group that are whole numbers: users, valid users, rows,
+// clicks, and rows^2 and rows^3 while their float64 products are exact (below 2**53).
+constexpr int64_t WHOLE_FIELDS = 6;
+constexpr int64_t WHOLE_FIELD[WHOLE_FIELDS] = {0, 1, 2, 3, 8, 11};
+
+// A whole number below 2**53 (a float64 product that is exact) to the integer sum; else
+// the float64 value to the exact accumulator, as add_counts adds it.
+inline void add_whole_or_exact(unsigned __int128& whole, double* acc, double value) {
+    if (value < 0x1p53)
+        whole += uint64_t(value);
+    else
+        exact::add(acc, value);
+}
+
+// The integer sums of out.whole added to out.sums, exactly (three float64 pieces of 45
+// bits each a sum, each exact), and cleared: the same value as each group's exact::add.
+inline void add_whole_counts(Output& out, int64_t blocks) {
+    for (int64_t block = 0; block < blocks; ++block) {
+        for (int64_t f = 0; f < WHOLE_FIELDS; ++f) {
+            unsigned __int128& whole = out.whole[block * WHOLE_FIELDS + f];
+            double* acc = out.sums + (block * USER_FIELDS + WHOLE_FIELD[f]) * D;
+            const uint64_t mask = (uint64_t(1) << 45) - 1;
+            exact::add(acc, double(uint64_t(whole) & mask));
+            exact::add(acc, double(uint64_t(whole >> 45) & mask) * 0x1p45);
+            exact::add(acc, double(uint64_t(whole >> 90)) * 0x1p90);  // whole < 2**128
+            whole = 0;
+        }
+    }
+}
 
 // A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
 // twice_u twice its (weighted) pairs in order plus its tied ones.
@@ -254,8 +287,39 @@ inline void add_counts(Output& out, int64_t block, double rows, double positives
 // Counts of an unweighted group (whole numbers: exact as doubles below 2**53).
 inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
                        int64_t twice_u) {
-    add_counts(out, block, double(rows), double(positives), double(rows - positives),
-               double(twice_u));
+    if (out.whole == nullptr) {
+        add_counts(out, block, double(rows), double(positives), double(rows - positives),
+                   double(twice_u));
+        return;
+    }
+    // the same values as the float64 add_counts, the whole-number ones summed as integers
+    unsigned __int128* w = out.whole + block * WHOLE_FIELDS;
+    w[0] += 1;
+    const int64_t negatives = rows - positives;
+    if (positives > 0 && negatives > 0) {
+        const double n = double(rows), p = double(positives);
+        const double auc = double(twice_u) / (2.0 * p * double(negatives));
+        if (out.record) {
+            double* r = out.record + 3 * out.cursor;
+            r[0] = double(block);
+            r[1] = n;
+            r[2] = auc;
+            ++out.cursor;
+        }
+        double* s = out.sums + block * USER_FIELDS * D;
+        w[1] += 1;
+        w[2] += uint64_t(rows);
+        w[3] += uint64_t(positives);
+        exact::add(s + 4 * D, auc);
+        exact::add(s + 5 * D, auc * n);
+        exact::add(s + 6 * D, auc * p);
+        const double rows_sq = n * n;
+        exact::add(s + 7 * D, auc * auc);
+        add_whole_or_exact(w[4], s + 8 * D, rows_sq);
+        exact::add(s + 9 * D, auc * rows_sq);
+        exact::add(s + 10 * D, auc * auc * rows_sq);
+        add_whole_or_exact(w[5], s + 11 * D, rows_sq * n);
+    }
 }
 
 template <class T>
@@ -872,6 +936,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    std::vector<unsigned __int128> whole(size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    out.whole = whole.data();
     int64_t longest = 0;
     for (int64_t start = 0; start < n;) {
         const int64_t end = run_end(packed, start, n, row_bits);
@@ -971,6 +1037,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
         }
         start = stop;
     }
+    add_whole_counts(out, 1 + n_tags);
+    out.whole = nullptr;
     exact::normalize(out.sums, blocks);
     if (out.moments) exact::normalize(out.moments, moment_blocks);
 }
