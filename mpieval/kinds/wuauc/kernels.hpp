@@ -755,6 +755,21 @@ struct KeyMoments {
     std::vector<int64_t> counts;  // rows a code (up to the largest seen), 0 between users
     std::vector<int64_t> bounds;  // the codes' first rows, and the end
     std::vector<double> loss;
+    // per block, the whole-number moments (c^2, c n, n^2, n^3 while exact: add_group)
+    // summed as integers until flush
+    std::vector<unsigned __int128> whole;
+
+    // The integer sums added to sums (blocks of `fields`), exactly, and cleared.
+    void flush(double* sums, int64_t fields) {
+        const uint64_t mask = (uint64_t(1) << 45) - 1;
+        for (size_t i = 0; i < whole.size(); ++i) {
+            double* acc = sums + (int64_t(i / 4) * fields + WHOLE_MOMENT[i % 4]) * D;
+            exact::add(acc, double(uint64_t(whole[i]) & mask));
+            exact::add(acc, double(uint64_t(whole[i] >> 45) & mask) * 0x1p45);
+            exact::add(acc, double(uint64_t(whole[i] >> 90)) * 0x1p90);
+            whole[i] = 0;
+        }
+    }
 
     // The m rows of one user (row_of(k): the index of its k-th row in pred, label and
     // tag; ahead(k): asks for a later row's memory) add its groups' products to sums; the
@@ -873,6 +888,26 @@ struct KeyMoments {
     }
 
   private:
+    static constexpr int64_t WHOLE_MOMENT[4] = {0, 1, 2, 8};  // c^2, c n, n^2, n^3
+
+    // add_moments of an unweighted group without a compared model: the same values, the
+    // whole-number products below 2**53 (exact) summed as integers
+    void add_group(double* sums, int64_t fields, int64_t block, const GroupSums& g) {
+        if (whole.size() < size_t(4 * (block + 1))) whole.resize(size_t(4 * (block + 1)), 0);
+        unsigned __int128* w = whole.data() + 4 * block;
+        double* s = sums + block * fields * D;
+        add_whole_or_exact(w[0], s + 0 * D, g.c * g.c);
+        add_whole_or_exact(w[1], s + 1 * D, g.c * g.n);
+        add_whole_or_exact(w[2], s + 2 * D, g.n * g.n);
+        exact::add(s + 3 * D, g.p * g.p);
+        exact::add(s + 4 * D, g.p * g.n);
+        exact::add(s + 5 * D, g.c * g.p);
+        exact::add(s + 6 * D, g.l * g.l);
+        exact::add(s + 7 * D, g.l * g.n);
+        add_whole_or_exact(w[3], s + 8 * D, g.n * g.n * g.n);
+        exact::add(s + 9 * D, g.p * g.p * g.p);
+    }
+
     static uint32_t code_of_sorted(uint64_t key) {
         return uint32_t((key & UINT64_C(0xFFFFFFFF)) >> 1);
     }
@@ -912,11 +947,11 @@ struct KeyMoments {
                 }
             }
             if (int64_t(touched[g]) < n_tags) {
-                add_moments(sums, fields, 1 + int64_t(touched[g]), group, false);
+                add_group(sums, fields, 1 + int64_t(touched[g]), group);
                 ++groups;
             }
         }
-        add_moments(sums, fields, 0, user, false);
+        add_group(sums, fields, 0, user);
         return groups;
     }
 };
@@ -1040,7 +1075,10 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     add_whole_counts(out, 1 + n_tags);
     out.whole = nullptr;
     exact::normalize(out.sums, blocks);
-    if (out.moments) exact::normalize(out.moments, moment_blocks);
+    if (out.moments) {
+        moments.flush(out.moments, MOMENT_FIELDS);
+        exact::normalize(out.moments, moment_blocks);
+    }
 }
 
 // Every user of the grouped rows (group: a run of one packed >> row_bits is a user) adds
@@ -1097,6 +1135,7 @@ void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
         }
         start = end;
     }
+    by_keys.flush(sums, fields);
     exact::normalize(sums, blocks * fields);
 }
 
