@@ -219,7 +219,40 @@ struct Output {
     double* record;
     int64_t cursor;
     double* moments = nullptr;  // not null: the users' moments too (KeyMoments), no weight
+    // not null (unweighted counts): the whole-number fields (WHOLE_FIELDS), per block,
+    // summed as integers and added to sums once (add_whole_counts)
+    unsigned __int128* whole = nullptr;
 };
+
+// The fields of an unweighted group that are whole numbers: users, valid users, rows,
+// clicks, and rows^2 and rows^3 while their float64 products are exact (below 2**53).
+constexpr int64_t WHOLE_FIELDS = 6;
+constexpr int64_t WHOLE_FIELD[WHOLE_FIELDS] = {0, 1, 2, 3, 8, 11};
+
+// A whole number below 2**53 (a float64 product that is exact) to the integer sum; else
+// the float64 value to the exact accumulator, as add_counts adds it.
+inline void add_whole_or_exact(unsigned __int128& whole, double* acc, double value) {
+    if (value < 0x1p53)
+        whole += uint64_t(value);
+    else
+        exact::add(acc, value);
+}
+
+// The integer sums of out.whole added to out.sums, exactly (three float64 pieces of 45
+// bits each a sum, each exact), and cleared: the same value as each group's exact::add.
+inline void add_whole_counts(Output& out, int64_t blocks) {
+    for (int64_t block = 0; block < blocks; ++block) {
+        for (int64_t f = 0; f < WHOLE_FIELDS; ++f) {
+            unsigned __int128& whole = out.whole[block * WHOLE_FIELDS + f];
+            double* acc = out.sums + (block * USER_FIELDS + WHOLE_FIELD[f]) * D;
+            const uint64_t mask = (uint64_t(1) << 45) - 1;
+            exact::add(acc, double(uint64_t(whole) & mask));
+            exact::add(acc, double(uint64_t(whole >> 45) & mask) * 0x1p45);
+            exact::add(acc, double(uint64_t(whole >> 90)) * 0x1p90);  // whole < 2**128
+            whole = 0;
+        }
+    }
+}
 
 // A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
 // twice_u twice its (weighted) pairs in order plus its tied ones.
@@ -254,8 +287,39 @@ inline void add_counts(Output& out, int64_t block, double rows, double positives
 // Counts of an unweighted group (whole numbers: exact as doubles below 2**53).
 inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
                        int64_t twice_u) {
-    add_counts(out, block, double(rows), double(positives), double(rows - positives),
-               double(twice_u));
+    if (out.whole == nullptr) {
+        add_counts(out, block, double(rows), double(positives), double(rows - positives),
+                   double(twice_u));
+        return;
+    }
+    // the same values as the float64 add_counts, the whole-number ones summed as integers
+    unsigned __int128* w = out.whole + block * WHOLE_FIELDS;
+    w[0] += 1;
+    const int64_t negatives = rows - positives;
+    if (positives > 0 && negatives > 0) {
+        const double n = double(rows), p = double(positives);
+        const double auc = double(twice_u) / (2.0 * p * double(negatives));
+        if (out.record) {
+            double* r = out.record + 3 * out.cursor;
+            r[0] = double(block);
+            r[1] = n;
+            r[2] = auc;
+            ++out.cursor;
+        }
+        double* s = out.sums + block * USER_FIELDS * D;
+        w[1] += 1;
+        w[2] += uint64_t(rows);
+        w[3] += uint64_t(positives);
+        exact::add(s + 4 * D, auc);
+        exact::add(s + 5 * D, auc * n);
+        exact::add(s + 6 * D, auc * p);
+        const double rows_sq = n * n;
+        exact::add(s + 7 * D, auc * auc);
+        add_whole_or_exact(w[4], s + 8 * D, rows_sq);
+        exact::add(s + 9 * D, auc * rows_sq);
+        exact::add(s + 10 * D, auc * auc * rows_sq);
+        add_whole_or_exact(w[5], s + 11 * D, rows_sq * n);
+    }
 }
 
 template <class T>
@@ -691,6 +755,21 @@ struct KeyMoments {
     std::vector<int64_t> counts;  // rows a code (up to the largest seen), 0 between users
     std::vector<int64_t> bounds;  // the codes' first rows, and the end
     std::vector<double> loss;
+    // per block, the whole-number moments (c^2, c n, n^2, n^3 while exact: add_group)
+    // summed as integers until flush
+    std::vector<unsigned __int128> whole;
+
+    // The integer sums added to sums (blocks of `fields`), exactly, and cleared.
+    void flush(double* sums, int64_t fields) {
+        const uint64_t mask = (uint64_t(1) << 45) - 1;
+        for (size_t i = 0; i < whole.size(); ++i) {
+            double* acc = sums + (int64_t(i / 4) * fields + WHOLE_MOMENT[i % 4]) * D;
+            exact::add(acc, double(uint64_t(whole[i]) & mask));
+            exact::add(acc, double(uint64_t(whole[i] >> 45) & mask) * 0x1p45);
+            exact::add(acc, double(uint64_t(whole[i] >> 90)) * 0x1p90);
+            whole[i] = 0;
+        }
+    }
 
     // The m rows of one user (row_of(k): the index of its k-th row in pred, label and
     // tag; ahead(k): asks for a later row's memory) add its groups' products to sums; the
@@ -760,6 +839,90 @@ struct KeyMoments {
             keys.swap(tmp);
             bounds.pop_back();
         }
+        return add_groups(m, sorted, n_tags, sums, fields);
+    }
+
+    // The m rows of one long user, float32 preds, as add_long_user left them sorted: a
+    // pred's float32 bits above the row's tag code << 1 | label, sorted by pred, then code,
+    // then label (tags: false when the rows have no tag code). The rows of each code, put
+    // in code order by a stable counting pass, are then in the order add_user sorts them
+    // in (pred, then label: ties are equal rows), so the same sums, bit for bit, without
+    // a sort of their own; the groups added.
+    int64_t add_sorted(const uint64_t* sorted, int64_t rows, bool tags, int64_t n_tags,
+                       double* sums, int64_t fields) {
+        const size_t m = size_t(rows);
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        if (!tags) {  // one code: n_tags (in `all` only)
+            for (size_t i = 0; i < m; ++i) keys[i] = key_of_sorted(sorted[i]);
+            touched.push_back(uint32_t(n_tags));
+        } else {
+            uint32_t top = 0;
+            for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
+            if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
+            for (size_t i = 0; i < m; ++i) {
+                const uint32_t code = code_of_sorted(sorted[i]);
+                if (counts[code]++ == 0) touched.push_back(code);
+            }
+            std::sort(touched.begin(), touched.end());
+            int64_t first = 0;
+            for (const uint32_t code : touched) {
+                const int64_t count = counts[code];
+                counts[code] = first;
+                first += count;
+                bounds.push_back(first);
+            }
+            for (size_t i = 0; i < m; ++i)
+                keys[size_t(counts[code_of_sorted(sorted[i])]++)] = key_of_sorted(sorted[i]);
+            for (const uint32_t code : touched) counts[code] = 0;
+            bounds.pop_back();
+        }
+        return add_groups(m, true, n_tags, sums, fields);
+    }
+
+  private:
+    static constexpr int64_t WHOLE_MOMENT[4] = {0, 1, 2, 8};  // c^2, c n, n^2, n^3
+
+    // add_moments of an unweighted group without a compared model: the same values, the
+    // whole-number products below 2**53 (exact) summed as integers
+    void add_group(double* sums, int64_t fields, int64_t block, const GroupSums& g) {
+        if (whole.size() < size_t(4 * (block + 1))) whole.resize(size_t(4 * (block + 1)), 0);
+        unsigned __int128* w = whole.data() + 4 * block;
+        double* s = sums + block * fields * D;
+        add_whole_or_exact(w[0], s + 0 * D, g.c * g.c);
+        add_whole_or_exact(w[1], s + 1 * D, g.c * g.n);
+        add_whole_or_exact(w[2], s + 2 * D, g.n * g.n);
+        exact::add(s + 3 * D, g.p * g.p);
+        exact::add(s + 4 * D, g.p * g.n);
+        exact::add(s + 5 * D, g.c * g.p);
+        exact::add(s + 6 * D, g.l * g.l);
+        exact::add(s + 7 * D, g.l * g.n);
+        add_whole_or_exact(w[3], s + 8 * D, g.n * g.n * g.n);
+        exact::add(s + 9 * D, g.p * g.p * g.p);
+    }
+
+    static uint32_t code_of_sorted(uint64_t key) {
+        return uint32_t((key & UINT64_C(0xFFFFFFFF)) >> 1);
+    }
+
+    // add_user's key of a row of add_sorted: the pred's float64 bits above its label
+    static uint64_t key_of_sorted(uint64_t key) {
+        const uint32_t value_bits = uint32_t(key >> 32);
+        float value;
+        std::memcpy(&value, &value_bits, sizeof value);
+        return (bits_of(double(value)) << 1) | (key & 1u);
+    }
+
+    // The groups of the keys in code order (touched, bounds up to the last code's first
+    // row), each code's keys sorted unless `sorted`, added to sums; the groups added.
+    int64_t add_groups(size_t m, bool sorted, int64_t n_tags, double* sums, int64_t fields) {
         bounds.push_back(int64_t(m));
         int64_t groups = 1;
         GroupSums user{0, 0, 0, 0, 0, 0};
@@ -784,11 +947,11 @@ struct KeyMoments {
                 }
             }
             if (int64_t(touched[g]) < n_tags) {
-                add_moments(sums, fields, 1 + int64_t(touched[g]), group, false);
+                add_group(sums, fields, 1 + int64_t(touched[g]), group);
                 ++groups;
             }
         }
-        add_moments(sums, fields, 0, user, false);
+        add_group(sums, fields, 0, user);
         return groups;
     }
 };
@@ -808,6 +971,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    std::vector<unsigned __int128> whole(size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    out.whole = whole.data();
     int64_t longest = 0;
     for (int64_t start = 0; start < n;) {
         const int64_t end = run_end(packed, start, n, row_bits);
@@ -831,6 +996,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     KeyMoments moments;
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
+    // float32 preds: a long user's moments from the rows add_long_user sorted (add_sorted)
+    constexpr bool sorted_moments = sizeof(P) == 4;
     int64_t users = 0;
     int64_t start = 0;
     while (start < n) {
@@ -874,7 +1041,7 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
         int64_t first = 0;
         while (first < stop - start) {
             const int64_t last = run_end(packed, start + first, stop, row_bits) - start;
-            if (out.moments) {  // from the gathered rows
+            if (out.moments && !(sorted_moments && last - first > SHORT)) {  // gathered rows
                 moment_groups += moments.add_user(
                     last - first, [first](int64_t k) { return first + k; }, [](int64_t) {},
                     s.got_pred.data(), s.got_label.data(), in.tag ? s.got_tag.data() : nullptr,
@@ -891,14 +1058,27 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
                 add_long_user(s.got_pred.data(), s.got_label.data(),
                               in.tag ? s.got_tag.data() : nullptr, nullptr, row_mask, first,
                               last - first, n_tags, s.sort1, s, out);
+            if (out.moments && sorted_moments && last - first > SHORT) {  // from its sort
+                moment_groups += moments.add_sorted(s.sort0, last - first, in.tag != nullptr,
+                                                    n_tags, out.moments, MOMENT_FIELDS);
+                if (moment_groups >= exact::SAFE_ADDS / 2) {
+                    exact::normalize(out.moments, moment_blocks);
+                    moment_groups = 0;
+                }
+            }
             ++users;
             if (users % exact::SAFE_ADDS == 0) exact::normalize(out.sums, blocks);
             first = last;
         }
         start = stop;
     }
+    add_whole_counts(out, 1 + n_tags);
+    out.whole = nullptr;
     exact::normalize(out.sums, blocks);
-    if (out.moments) exact::normalize(out.moments, moment_blocks);
+    if (out.moments) {
+        moments.flush(out.moments, MOMENT_FIELDS);
+        exact::normalize(out.moments, moment_blocks);
+    }
 }
 
 // Every user of the grouped rows (group: a run of one packed >> row_bits is a user) adds
@@ -955,6 +1135,7 @@ void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
         }
         start = end;
     }
+    by_keys.flush(sums, fields);
     exact::normalize(sums, blocks * fields);
 }
 

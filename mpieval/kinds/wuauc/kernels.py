@@ -155,7 +155,9 @@ def user_auc_sums(
     groups summed in that order, so each group's sums have the same bits whatever the
     order of its rows and the ranks they came from. Without ``compare`` and ``weight`` the
     AUC pass sums them from the rows it has gathered (one uint64 a row, pred bits above
-    the label, sorted within each tag: 28 bytes a row of the longest user); else a pass of
+    the label, sorted within each tag: 28 bytes a row of the longest user; a user of more
+    than ``SHORT`` rows with float32 preds: from the rows its AUC sort left in pred order,
+    put in tag order, no sort of their own); else a pass of
     their own before it (32 bytes a row of the longest user). ``weight``: float64 row
     weights (None: 1 a row).
 
