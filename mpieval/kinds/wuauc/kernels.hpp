@@ -823,21 +823,9 @@ struct KeyMoments {
                 }
             sorted = true;
         } else {  // the keys put in code order, then each code's keys sorted
-            if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
-            for (size_t i = 0; i < m; ++i)
-                if (counts[codes[i]]++ == 0) touched.push_back(codes[i]);
-            std::sort(touched.begin(), touched.end());
-            int64_t first = 0;
-            for (const uint32_t code : touched) {
-                const int64_t rows = counts[code];
-                counts[code] = first;
-                first += rows;
-                bounds.push_back(first);
-            }
-            for (size_t i = 0; i < m; ++i) tmp[size_t(counts[codes[i]]++)] = keys[i];
-            for (const uint32_t code : touched) counts[code] = 0;
+            place_by_code(m, top, [&](size_t i) { return codes[i]; },
+                          [&](size_t i) { return keys[i]; }, tmp.data());
             keys.swap(tmp);
-            bounds.pop_back();
         }
         return add_groups(m, sorted, n_tags, sums, fields);
     }
@@ -866,28 +854,36 @@ struct KeyMoments {
         } else {
             uint32_t top = 0;
             for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
-            if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
-            for (size_t i = 0; i < m; ++i) {
-                const uint32_t code = code_of_sorted(sorted[i]);
-                if (counts[code]++ == 0) touched.push_back(code);
-            }
-            std::sort(touched.begin(), touched.end());
-            int64_t first = 0;
-            for (const uint32_t code : touched) {
-                const int64_t count = counts[code];
-                counts[code] = first;
-                first += count;
-                bounds.push_back(first);
-            }
-            for (size_t i = 0; i < m; ++i)
-                keys[size_t(counts[code_of_sorted(sorted[i])]++)] = key_of_sorted(sorted[i]);
-            for (const uint32_t code : touched) counts[code] = 0;
-            bounds.pop_back();
+            place_by_code(m, top, [&](size_t i) { return code_of_sorted(sorted[i]); },
+                          [&](size_t i) { return key_of_sorted(sorted[i]); }, keys.data());
         }
         return add_groups(m, true, n_tags, sums, fields);
     }
 
   private:
+    // A stable counting pass: row i's key (key_at(i)) to out in the order of its code
+    // (code_at(i), at most top), each code's rows in their order; touched gets the codes
+    // present, ascending, and bounds each code's first row after the 0 already there.
+    template <class CodeAt, class KeyAt>
+    void place_by_code(size_t m, uint32_t top, CodeAt code_at, KeyAt key_at, uint64_t* out) {
+        if (counts.size() <= top) counts.resize(size_t(top) + 1, 0);
+        for (size_t i = 0; i < m; ++i) {
+            const uint32_t code = code_at(i);
+            if (counts[code]++ == 0) touched.push_back(code);
+        }
+        std::sort(touched.begin(), touched.end());
+        int64_t first = 0;
+        for (const uint32_t code : touched) {
+            const int64_t count = counts[code];
+            counts[code] = first;
+            first += count;
+            bounds.push_back(first);
+        }
+        for (size_t i = 0; i < m; ++i) out[size_t(counts[code_at(i)]++)] = key_at(i);
+        for (const uint32_t code : touched) counts[code] = 0;
+        bounds.pop_back();
+    }
+
     static constexpr int64_t WHOLE_MOMENT[4] = {0, 1, 2, 8};  // c^2, c n, n^2, n^3
 
     // add_moments of an unweighted group without a compared model: the same values, the
