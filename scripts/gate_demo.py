@@ -87,9 +87,9 @@ def main() -> int:
         path = args.directory / f"{name}.tsv"
         pacsv.write_csv(rows, path, pacsv.WriteOptions(delimiter="\t", quoting_style="none"))
         done = subprocess.run(
-            [str(mpieval), "eval", "--config", str(ROOT / "scripts/example-gate-metrics.toml"),
-             str(path), "--gate", str(ROOT / "scripts/example-gate.toml")],
-            capture_output=True, text=True)
+            [str(mpieval), "eval", "--config", "scripts/example-gate-metrics.toml",
+             str(path.resolve()), "--gate", "scripts/example-gate.toml"],
+            capture_output=True, text=True, cwd=ROOT)
         print(f"$ mpieval eval --config scripts/example-gate-metrics.toml {name}.tsv "
               "--gate scripts/example-gate.toml")
         print("\n".join(line for line in done.stdout.splitlines()))
