@@ -186,8 +186,28 @@ def test_row_order_and_batches_do_not_matter(
 def test_integer_weights_equal_repeated_rows(
     name: str, seed: int, n: int, data: st.DataObject
 ) -> None:
+    counts = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    assert_weights_equal_repeated_rows(name, seed, counts)
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
+@pytest.mark.parametrize(("seed", "counts"), [
+    (170965266, [2]),  # auc: ci95.rmse of the row twice from sum p^2 - 2 S1 + N1's rounding
+    (141, [0, 3, 3]),  # auc: ci95.predicted_ctr, Hall's inverse at a skewness of 1e-14
+])
+def test_integer_weights_equal_repeated_rows_in_examples_found(
+    name: str, seed: int, counts: list[int]
+) -> None:
+    """Examples hypothesis found for the test above (its ``data`` draws the counts)."""
+    assert_weights_equal_repeated_rows(name, seed, counts)
+
+
+def assert_weights_equal_repeated_rows(name: str, seed: int, counts_drawn: list[int]) -> None:
+    """The rows of ``dataset(name, seed, len(counts_drawn))`` with these integer weights
+    give the result of each row repeated its weight's times."""
+    n = len(counts_drawn)
     rows = dataset(name, np.random.default_rng(seed), n)
-    counts = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int64)
+    counts = np.array(counts_drawn, np.int64)
     rows["weight"] = counts.astype(np.float64)
     repeated = {k: np.repeat(v, counts) for k, v in rows.items() if k != "weight"}
     got = computed(fed(name, Comm.local(), [rows], fast=True))

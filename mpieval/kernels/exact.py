@@ -63,6 +63,16 @@ def exact_sum(values: np.ndarray) -> np.ndarray:
     return acc
 
 
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum a_i b_i``: each product rounded to float64, their sum exact and rounded once,
+    so the same bits on every machine. (``np.dot`` and ``@`` hand a long float sum to the
+    BLAS, which splits it over its threads: its last bits follow ``OPENBLAS_NUM_THREADS``
+    and the CPU's kernel.)"""
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / nan: the sum says so
+        products = np.multiply(a, b, dtype=np.float64)
+    return to_float(exact_sum(products))
+
+
 def to_int(acc: np.ndarray) -> int:
     """The exact value of one accumulator (any digits, normalized or not) in units of
     ``2**-1074``."""

@@ -57,12 +57,15 @@ def interval(value: float, stderr: float, level: float, low: float = -math.inf,
     return (float(max(low, value - half)), float(min(high, value + half)))  # not numpy's
 
 
-def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
+def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
+                 error: float = 0.0) -> float:
     """Delta-method standard error of ``r = a / b`` over independent rows ``i`` of weight
     ``w_i`` (a frequency weight: ``w`` repeated rows), with ``a = sum w a_i``, ``b = sum w
     b_i``, ``aa = sum w a_i^2``, ``ab = sum w a_i b_i``, ``bb = sum w b_i^2``:
     ``sqrt(sum w (a_i - r b_i)^2) / |b| = sqrt(aa - 2 r ab + r^2 bb) / |b|``; NaN when
-    ``b`` is 0. A spread within the rounding of its terms counts as 0."""
+    ``b`` is 0. A spread within the rounding of its terms counts as 0, and so does one
+    within ``error``: a bound on how far the sums' own rounding moves ``aa - 2 r ab + r^2
+    bb`` beyond that of each row's terms (a sum whose rows were not rounded alone)."""
     if b == 0:
         return math.nan
     r = a / b
@@ -70,7 +73,7 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float) -> float:
     spread = math.fsum(terms)
     # below the rounding of the rows' own terms (p * p against p, a weight times a pred),
     # the spread is 0: rows that all share one value have no spread, however weighted
-    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms):
+    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms) + error:
         spread = 0.0
     return math.sqrt(spread) / abs(b)
 
@@ -431,8 +434,13 @@ def skewed_mean_interval(value: float, stderr: float, skewness: float, level: fl
     def inverse(x: float) -> float:
         if a == 0:
             return x
+        # (r - 1) / a with r the cube root of 1 + 3 a (x - a / 2), written as 3 (x - a / 2)
+        # / (r^2 + r + 1) (r^3 - 1 = (r - 1) (r^2 + r + 1)): no cancellation as a nears 0,
+        # where (r - 1) / a lost a digit for each of a's (a skewness of 1e-14, rounding
+        # noise of a spread of 0, moved the interval in its fourth digit)
         cube = 1 + 3 * a * (x - a / 2)
-        return (math.copysign(abs(cube) ** (1 / 3), cube) - 1) / a
+        root = math.copysign(abs(cube) ** (1 / 3), cube)
+        return 3 * (x - a / 2) / (root * root + root + 1)
 
     return (float(max(low, value - stderr * inverse(z))),
             float(min(high, value - stderr * inverse(-z))))

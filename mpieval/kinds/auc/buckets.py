@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from mpieval import logline
-from mpieval.kernels import stats
+from mpieval.kernels import exact, stats
 from mpieval.kinds.auc.kernels import FilledBuckets
 
 LIFT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
@@ -146,7 +146,7 @@ def _fit(filled: FilledBuckets, logloss_sum: float) -> _Fit | None:
     middle = (filled.index + 0.5) / filled.table_size
     shift = _shift(middle, weights, total_positives)
     growth = np.log1p(middle * math.expm1(shift))
-    total = logloss_sum - shift * total_positives + float(weights @ growth)
+    total = logloss_sum - shift * total_positives + exact.dot(weights, growth)
     actual = total_positives / num
     entropy = -(actual * math.log(actual) + (1 - actual) * math.log1p(-actual))
     mean = total / num
@@ -169,8 +169,8 @@ def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
     stderr = math.nan
     if _has_interval(fit, frequency):
         positive, negative = fit.influences()
-        spread = float(filled.positives @ (positive * positive)
-                       + filled.negatives @ (negative * negative))
+        spread = (exact.dot(filled.positives, positive * positive)
+                  + exact.dot(filled.negatives, negative * negative))
         stderr = math.sqrt(spread) / fit.num
     return Recalibrated(fit.ne, stderr, fit.shift)
 
@@ -232,9 +232,9 @@ def _shift(middle: np.ndarray, weights: np.ndarray, positives: float) -> float:
         np.multiply(middle, grow - 1.0, out=p)
         np.add(p, 1.0, out=p)
         np.divide(middle, p, out=p)
-        total = grow * float(weights @ p)  # sum w sigmoid(logit(m) + c)
+        total = grow * exact.dot(weights, p)  # sum w sigmoid(logit(m) + c)
         np.multiply(p, p, out=p)
-        return total - positives, total - grow * grow * float(weights @ p)  # sum w p (1 - p)
+        return total - positives, total - grow * grow * exact.dot(weights, p)  # sum w p (1 - p)
 
     low, high, c = -math.inf, math.inf, 0.0
     for _ in range(200):

@@ -48,8 +48,8 @@ class Influence:
         """``sum_b (f1 pos_b IF1_b^2 + f0 neg_b IF0_b^2) / W^2``, ``factors = (f1, f0)``
         each class's ``sum v / sum w`` (1 and 1 for frequency weights)."""
         total = float(filled.positives.sum() + filled.negatives.sum())
-        spread = (factors[0] * float(np.dot(filled.positives, self.positive ** 2))
-                  + factors[1] * float(np.dot(filled.negatives, self.negative ** 2)))
+        spread = (factors[0] * exact.dot(filled.positives, self.positive ** 2)
+                  + factors[1] * exact.dot(filled.negatives, self.negative ** 2))
         return spread / (total * total)
 
     def terms(self, filled: FilledBuckets, factors: tuple[float, float]) -> float:
@@ -62,10 +62,10 @@ class Influence:
         negative downsampling). Few terms (a spread made by the few rows at the top of
         the ranking) mean a spread known poorly; NaN without a spread."""
         f1, f0 = factors
-        spread = (f1 * float(np.dot(filled.positives, self.positive ** 2))
-                  + f0 * float(np.dot(filled.negatives, self.negative ** 2)))
-        fourth = (f1**3 * float(np.dot(filled.positives, self.positive ** 4))
-                  + f0**3 * float(np.dot(filled.negatives, self.negative ** 4)))
+        spread = (f1 * exact.dot(filled.positives, self.positive ** 2)
+                  + f0 * exact.dot(filled.negatives, self.negative ** 2))
+        fourth = (f1**3 * exact.dot(filled.positives, self.positive ** 4)
+                  + f0**3 * exact.dot(filled.negatives, self.negative ** 4))
         return spread * (spread / fourth) if fourth > 0 else math.nan
 
     def at(self, buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +115,7 @@ def auprc_without_self(filled: FilledBuckets, own: float) -> float:
     others = count - own
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(others > 0, (tp - own) / others, 0.0)
-    return float(np.dot(pos, np.clip(precision, 0.0, 1.0))) / total_pos
+    return exact.dot(pos, np.clip(precision, 0.0, 1.0)) / total_pos
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mpieval import _core
+from mpieval.kernels import exact
 
 K_MAX_SPAN = 0.01
 K_RELATIVE_ERROR_BOUND = 0.05
@@ -162,7 +163,7 @@ def auc_from_table(table: np.ndarray) -> float:
         return math.nan
     tp *= 2  # tp_before + tp_after = 2 tp_after - pos (in place: no other T-sized array)
     tp -= pos
-    area = float(neg @ tp) / 2
+    area = exact.dot(neg, tp) / 2  # exact for counts (and the same bits under any BLAS)
     return area / (fp_total * tp_total)
 
 

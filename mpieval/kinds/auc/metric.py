@@ -571,9 +571,17 @@ def _moment_stderrs(m: np.ndarray | None, num: float, logloss: float, ne: float,
     if not rows >= 2:
         reasons.append("ci95 of logloss, ne, rmse and mae needs two rows")
         return {"logloss": nan, "ne": nan, "mae": nan, "mse": nan}
+    # ``sum v e^2`` without weights and with 0/1 labels is ``sum p^2 - 2 S1 + N1`` (the
+    # table's sqrerr, mpieval.kinds.auc.kernels): each p^2 rounded, not each e^2, so it is
+    # off by up to 2^-53 sum p^2, which is not small beside e^2 where preds are near their
+    # labels; where the rows' e^2 are all equal that would be a spread (an interval of
+    # rows repeated, none of one row of a weight): both count a spread within it as 0
+    sq_error = 2.0**-52 * m[f.PP]
     out = {"logloss": stats.ratio_stderr(logloss * num, num, m[f.CECE], m[f.CE], m[f.V]),
-           "mae": stats.ratio_stderr(mae * num, num, m[f.SQ], m[f.ABS], m[f.V]),
-           "mse": stats.ratio_stderr(mse * num, num, m[f.FOURTH], m[f.SQ], m[f.V]),
+           "mae": stats.ratio_stderr(mae * num, num, m[f.SQ], m[f.ABS], m[f.V],
+                                     error=sq_error),
+           "mse": stats.ratio_stderr(mse * num, num, m[f.FOURTH], m[f.SQ], m[f.V],
+                                     error=2 * mse * sq_error),
            "ne": nan}
     if not math.isnan(ne):
         entropy = _entropy(actual)
