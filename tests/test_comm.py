@@ -58,13 +58,18 @@ def test_sum_returns_a_new_array(comm):
 
 @pytest.mark.mpi
 def test_a_scratch_buffer_sums_on_any_ranks_and_is_the_sum_alone(comm):
-    """``scratch=True``: the same sum; without a transport (one rank, no MPI) the buffer
-    itself comes back, not a copy."""
+    """``scratch=True``: the same sum, written over the buffer itself on every rank (no
+    fresh result buffer: an in-place ``Allreduce``), also without a transport (one rank,
+    no MPI); without it the input is left as it was."""
     from mpieval.comm import Comm
 
     local = np.full(5, comm.rank + 1.0)
+    kept = comm.sum(local)
+    assert np.all(kept == comm.size * (comm.size + 1) / 2)
+    assert np.all(local == comm.rank + 1.0) and kept is not local
     total = comm.sum(local, scratch=True)
     assert np.all(total == comm.size * (comm.size + 1) / 2)
+    assert total is local
     alone = np.arange(4.0)
     assert Comm.local().sum(alone, scratch=True) is alone
     assert Comm.local().sum(alone) is not alone

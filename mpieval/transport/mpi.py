@@ -71,11 +71,15 @@ class MpiTransport:
     def barrier(self) -> None:
         _arrive(self.comm)
 
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+    def reduce(self, local: np.ndarray, op: str, *, in_place: bool = False) -> np.ndarray:
         module = mpi()
         assert module is not None  # a communicator exists, so MPI was loaded
+        reduction = module.SUM if op == "sum" else module.MAX
+        if in_place:  # no fresh result buffer: a large sum's pages are not touched anew
+            self.comm.Allreduce(module.IN_PLACE, local, op=reduction)
+            return local
         total = np.empty_like(local)
-        self.comm.Allreduce(local, total, op=module.SUM if op == "sum" else module.MAX)
+        self.comm.Allreduce(local, total, op=reduction)
         return total
 
     def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
