@@ -18,11 +18,13 @@ tree before a change).
 
 ``pairs``: alternating, each rank / process under ``/usr/bin/time`` (its user and system
 CPU seconds); prints per pair the wall and CPU of the 2-rank run and of the two runs
-together, then the medians of the pairs' ratios, with the load average.
+together, then the medians of the pairs' ratios, with the load average. ``--baseline DIR``:
+each repeat also a pair of the tree in DIR, the trees in turn.
 
-``account``: ``timeline`` runs of both sides, alternating; per phase, the medians over
-processes and runs of each side's wall and CPU seconds, and their difference: where the
-2-rank run's extra time goes.
+``account``: ``timeline`` runs of both sides, alternating; per phase, the medians (then
+the means) over processes and runs of each side's wall and CPU seconds, and their
+difference: where the 2-rank run's extra time goes (a mean counts the runs where a rank
+waited long, spinning, in ``MPI_Init``; the median of each phase leaves them out).
 
 ``timeline``: one ``mpieval eval`` in this process with marks at its steps (wall seconds
 since the process started, from ``/proc/self/stat``, and the process's CPU seconds, every
@@ -107,29 +109,34 @@ def use_source(source: str | None) -> None:
 
 def pairs(args: argparse.Namespace) -> None:
     files = args.files or FILES
-    command = [sys.executable, "-c", _FROM_SOURCE, args.source] if args.source else [MPIEVAL]
-    argv = [*command, "eval", "--metrics", args.metrics, *args.extra]
+    trees = {"this tree": args.source}
+    if args.baseline:
+        trees = {"baseline": args.baseline, **trees}
     env = {"MPIEVAL_THREADS": str(args.threads)}
     print(f"load {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores; {args.metrics} "
           f"{' '.join(args.extra)}; MPIEVAL_THREADS={args.threads}", flush=True)
-    ratios: list[tuple[float, float]] = []
+    ratios: dict[str, list[tuple[float, float]]] = {tree: [] for tree in trees}
     for repeat in range(args.repeats):
-        runs = []
-        for mode in (("ranks", "alone") if repeat % 2 == 0 else ("alone", "ranks")):
-            if mode == "ranks":
-                runs.append((mode, run_timed([[MPIEXEC, "-n", "2", *argv, *files]], env)))
-            else:
-                runs.append((mode, run_timed([[*argv, file] for file in files], env)))
-        measured = dict(runs)
-        (wall2, cpu2), (wall1, cpu1) = measured["ranks"], measured["alone"]
-        ratios.append((wall2 / wall1, sum(cpu2) / sum(cpu1)))
-        print(f"pair {repeat + 1}: mpiexec -n 2 {wall2:.2f} s wall, CPU "
-              f"{' + '.join(f'{c:.2f}' for c in cpu2)}; two alone {wall1:.2f} s, CPU "
-              f"{' + '.join(f'{c:.2f}' for c in cpu1)}: {ratios[-1][0]:.3f}x wall, "
-              f"{ratios[-1][1]:.3f}x CPU (load {os.getloadavg()[0]:.2f})", flush=True)
-    wall, cpu = (statistics.median(r[k] for r in ratios) for k in (0, 1))
-    print(f"median of {args.repeats} pairs: {wall:.3f}x wall, {cpu:.3f}x CPU (target <= 1.05x); "
-          f"load {os.getloadavg()[0]:.2f}")
+        for tree, source in (trees.items() if repeat % 2 == 0 else reversed(trees.items())):
+            command = [sys.executable, "-c", _FROM_SOURCE, source] if source else [MPIEVAL]
+            argv = [*command, "eval", "--metrics", args.metrics, *args.extra]
+            measured = {}
+            for mode in (("ranks", "alone") if repeat % 2 == 0 else ("alone", "ranks")):
+                if mode == "ranks":
+                    measured[mode] = run_timed([[MPIEXEC, "-n", "2", *argv, *files]], env)
+                else:
+                    measured[mode] = run_timed([[*argv, file] for file in files], env)
+            (wall2, cpu2), (wall1, cpu1) = measured["ranks"], measured["alone"]
+            ratios[tree].append((wall2 / wall1, sum(cpu2) / sum(cpu1)))
+            print(f"{tree}, pair {repeat + 1}: mpiexec -n 2 {wall2:.2f} s wall, CPU "
+                  f"{' + '.join(f'{c:.2f}' for c in cpu2)}; two alone {wall1:.2f} s, CPU "
+                  f"{' + '.join(f'{c:.2f}' for c in cpu1)}: {ratios[tree][-1][0]:.3f}x wall, "
+                  f"{ratios[tree][-1][1]:.3f}x CPU (load {os.getloadavg()[0]:.2f})", flush=True)
+    for tree, measured_ratios in ratios.items():
+        wall, cpu = (statistics.median(r[k] for r in measured_ratios) for k in (0, 1))
+        print(f"{tree}: median of {args.repeats} pairs: {wall:.3f}x wall, {cpu:.3f}x CPU "
+              f"(target <= 1.05x)")
+    print(f"load {os.getloadavg()[0]:.2f}")
 
 
 # -- timeline ---------------------------------------------------------------------------
@@ -270,18 +277,19 @@ def account(args: argparse.Namespace) -> None:
                 run_timed(commands, {**env, "BENCH_WEAK_OUT": out}, scratch)
                 for index in range(len(files)):
                     rows[mode].append(phases_of(out, scratch, index))
-    lines = [f"{'phase (medians over processes and runs)':40} {'alone':>13} {'2 ranks':>13} "
-             f"{'difference':>13}", f"{'':40} {'wall':>6} {'CPU':>6} {'wall':>6} {'CPU':>6} "
-             f"{'wall':>6} {'CPU':>6}"]
-    for name, _, _ in [*PHASES, ("total", None, None)]:
-        cells = []
-        for mode in ("alone", "ranks"):
-            wall, cpu = (statistics.median(row[name][k] for row in rows[mode]) for k in (0, 1))
-            cells.append((wall, cpu))
-        (w1, c1), (w2, c2) = cells
-        lines.append(f"{name:40} {w1:6.3f} {c1:6.3f} {w2:6.3f} {c2:6.3f} {w2 - w1:+6.3f} "
-                     f"{c2 - c1:+6.3f}")
-    print("\n".join(lines))
+    for average in (statistics.median, statistics.fmean):
+        title = f"phase ({average.__name__}s over processes and runs)"
+        lines = [f"{title:40} {'alone':>13} {'2 ranks':>13} {'difference':>13}",
+                 f"{'':40} {'wall':>6} {'CPU':>6} {'wall':>6} {'CPU':>6} {'wall':>6} {'CPU':>6}"]
+        for name, _, _ in [*PHASES, ("total", None, None)]:
+            cells = []
+            for mode in ("alone", "ranks"):
+                wall, cpu = (average(row[name][k] for row in rows[mode]) for k in (0, 1))
+                cells.append((wall, cpu))
+            (w1, c1), (w2, c2) = cells
+            lines.append(f"{name:40} {w1:6.3f} {c1:6.3f} {w2:6.3f} {c2:6.3f} {w2 - w1:+6.3f} "
+                         f"{c2 - c1:+6.3f}")
+        print("\n".join(lines))
     print(f"load {os.getloadavg()[0]:.2f}")
 
 
@@ -310,6 +318,8 @@ def main() -> None:
     parser.add_argument("--metrics", default="auc")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--source", help="mpieval from this source folder (a tree before)")
+    parser.add_argument("--baseline", help="pairs: also, alternating, mpieval from this "
+                        "source folder (a tree before)")
     parser.add_argument("--extra", action="append", default=[],
                         help="one more argument of mpieval eval (repeat it: "
                              "--extra=--uid --extra=uid)")
