@@ -210,6 +210,10 @@ def timeline(args: argparse.Namespace) -> None:
     comm.Comm.sum = spanned("sum (compute's Allreduce)", comm.Comm.sum)
     comm.Comm.agree = spanned("agree (errors)", comm.Comm.agree)
     comm.Comm.allgather = spanned("allgather", comm.Comm.allgather)
+    from mpieval.user_rows import UserRowsMetric
+
+    UserRowsMetric.move_rows = spanned("move (per-user rows to their owners)",
+                                       UserRowsMetric.move_rows)
     for kind in ("auc",):
         metric_class = type(kind_named(kind).build({}, comm.Comm.local()))
         metric_class.local_sums = spanned(f"{kind} local_sums", metric_class.local_sums)
