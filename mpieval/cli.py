@@ -28,8 +28,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
+from mpieval import blas, locations, memory, pipeline, readers, split
 from mpieval import comm as comm_module
-from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import GATE_KEY, MetricSpec, load_config, specs_from_flags, with_slices
 from mpieval.declaration import Input, Option
@@ -37,6 +37,7 @@ from mpieval.errors import InputError, OutputError, RemoteError, StoreError, Uid
 from mpieval.kernels import parallel
 from mpieval.kinds import KINDS
 from mpieval.slices import DEFAULT_MIN_ROWS, DEFAULT_SLICE_TABLE_SIZE
+from mpieval.transport import mpi as mpi_transport
 from mpieval.transport import waiting
 from mpieval.validation import check_log_word
 
@@ -269,6 +270,7 @@ _WHOLE_JOB_HINT = (
 
 
 def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
+    mpi_transport.lighter_start_on_one_node()
     comm = Comm.world_or_alone()
     _quiet_warnings()
     try:
@@ -284,6 +286,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
         threads = threads_per_rank(comm)
         readers.use_threads(threads)
         parallel.use_threads(threads)
+        blas.one_thread()  # no spinning pool beside the other ranks; the same bits at any N
         if args.command == "demo":
             from mpieval import demo
 

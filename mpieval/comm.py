@@ -259,13 +259,13 @@ class Comm:
 
     def sum(self, buffer: np.ndarray, *, scratch: bool = False) -> np.ndarray:
         """Collective: the element-wise sum over ranks, as a new array (input unchanged).
-        ``scratch``: the buffer is the caller's to give up, and one rank returns it (a
-        contiguous one) as the sum, not a copy."""
+        ``scratch``: the buffer is the caller's to give up: the sum is written over it (a
+        contiguous one), which is returned, not a copy."""
         local = np.ascontiguousarray(buffer)
         if self._transport is None:
             return local if scratch else local.copy()
         self._transport.arrive()
-        return self._transport.reduce(local, "sum")
+        return self._transport.reduce(local, "sum", in_place=scratch)
 
     def start_sum(self, buffer: np.ndarray) -> PendingSum:
         """Collective, without waiting: start :meth:`sum`; its :meth:`PendingSum.result`

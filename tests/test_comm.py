@@ -58,13 +58,18 @@ def test_sum_returns_a_new_array(comm):
 
 @pytest.mark.mpi
 def test_a_scratch_buffer_sums_on_any_ranks_and_is_the_sum_alone(comm):
-    """``scratch=True``: the same sum; without a transport (one rank, no MPI) the buffer
-    itself comes back, not a copy."""
+    """``scratch=True``: the same sum, written over the buffer itself on every rank (no
+    fresh result buffer: an in-place ``Allreduce``), also without a transport (one rank,
+    no MPI); without it the input is left as it was."""
     from mpieval.comm import Comm
 
     local = np.full(5, comm.rank + 1.0)
+    kept = comm.sum(local)
+    assert np.all(kept == comm.size * (comm.size + 1) / 2)
+    assert np.all(local == comm.rank + 1.0) and kept is not local
     total = comm.sum(local, scratch=True)
     assert np.all(total == comm.size * (comm.size + 1) / 2)
+    assert total is local
     alone = np.arange(4.0)
     assert Comm.local().sum(alone, scratch=True) is alone
     assert Comm.local().sum(alone) is not alone
@@ -147,6 +152,54 @@ def test_launched_by_mpi_reads_the_launchers_variables(environ, launched):
     from mpieval.comm import launched_by_mpi
 
     assert launched_by_mpi(environ) is launched
+
+
+@pytest.mark.parametrize(("environ", "set_here"), [
+    ({"PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}, True),  # Hydra, every rank on this node
+    ({"PMI_SIZE": "4", "MPI_LOCALNRANKS": "2"}, False),  # ranks on other nodes too
+    ({"PMI_SIZE": "2"}, False),  # not Hydra's count of local ranks
+    ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, False),  # Open MPI
+    ({}, False),  # no launcher
+    ({"PMI_SIZE": "2", "MPI_LOCALNRANKS": "2", "UCX_MEM_EVENTS": "yes"}, False),  # the user's
+])
+def test_ucx_memory_hooks_are_left_out_only_when_every_rank_is_on_this_node(
+        environ, set_here, monkeypatch):
+    from mpieval.transport import mpi
+
+    monkeypatch.delitem(sys.modules, "mpi4py.MPI", raising=False)  # as before MPI loads
+    names = dict(environ)
+    assert mpi.lighter_start_on_one_node(names) is set_here
+    assert names == ({**environ, "UCX_MEM_EVENTS": "no"} if set_here else environ)
+
+
+def test_ucx_memory_hooks_are_left_alone_once_mpi_is_loaded(monkeypatch):
+    from mpieval.transport import mpi
+
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", object())
+    names = {"PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
+    assert not mpi.lighter_start_on_one_node(names)
+    assert "UCX_MEM_EVENTS" not in names
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="needs mpiexec beside the interpreter")
+def test_the_command_under_mpiexec_starts_mpi_without_ucx_memory_hooks(tmp_path):
+    """Under ``mpiexec -n 2`` on one node the command's ranks load MPI with
+    ``UCX_MEM_EVENTS=no`` (each prints what MPI was loaded with), and still agree."""
+    path = tmp_path / "a.tsv"
+    path.write_text("pred\tlabel\n0.2\t0\n0.7\t1\n0.4\t1\n")
+    code = f"""
+        import os, sys
+        from mpieval import cli
+        status = cli.main(["eval", {str(path)!r}])
+        print("UCX_MEM_EVENTS", os.environ.get("UCX_MEM_EVENTS"), file=sys.stderr, flush=True)
+        assert "mpi4py.MPI" in sys.modules and status == 0
+    """
+    env = {k: v for k, v in os.environ.items() if k != "UCX_MEM_EVENTS"}
+    result = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-c", textwrap.dedent(code)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("UCX_MEM_EVENTS no") == 2
+    assert result.stdout.startswith("auc: auc=1 ")
 
 
 def test_the_command_line_alone_does_not_load_mpi(tmp_path):

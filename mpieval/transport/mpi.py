@@ -12,7 +12,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,25 @@ def mpi() -> Any | None:
     except ImportError:
         return None
     return MPI
+
+
+def lighter_start_on_one_node(environ: MutableMapping[str, str] | None = None) -> bool:
+    """Before MPI is loaded (the command line's start): when MPICH's Hydra started every
+    rank of the job on this node (``MPI_LOCALNRANKS`` equals ``PMI_SIZE``), tell UCX,
+    which the ``mpich`` wheel's library loads as one of its network modules, not to install
+    its memory hooks (``UCX_MEM_EVENTS=no``), unless the variable is set. The hooks serve
+    UCX's cache of memory registered for network transfers, which ranks on one node never
+    make (MPICH moves their messages through shared memory), and installing them is a
+    good part of the library's load (docs/benchmarks.md, The command line). Returns
+    whether it set the variable."""
+    names = os.environ if environ is None else environ
+    if "mpi4py.MPI" in sys.modules or "UCX_MEM_EVENTS" in names:
+        return False
+    size, local = names.get("PMI_SIZE"), names.get("MPI_LOCALNRANKS")
+    if size is None or size != local:
+        return False
+    names["UCX_MEM_EVENTS"] = "no"
+    return True
 
 
 class MpiTransport:
@@ -52,11 +71,15 @@ class MpiTransport:
     def barrier(self) -> None:
         _arrive(self.comm)
 
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+    def reduce(self, local: np.ndarray, op: str, *, in_place: bool = False) -> np.ndarray:
         module = mpi()
         assert module is not None  # a communicator exists, so MPI was loaded
+        reduction = module.SUM if op == "sum" else module.MAX
+        if in_place:  # no fresh result buffer: a large sum's pages are not touched anew
+            self.comm.Allreduce(module.IN_PLACE, local, op=reduction)
+            return local
         total = np.empty_like(local)
-        self.comm.Allreduce(local, total, op=module.SUM if op == "sum" else module.MAX)
+        self.comm.Allreduce(local, total, op=reduction)
         return total
 
     def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:

@@ -96,10 +96,10 @@ class PaddleTransport(GroupTransport):
     def barrier(self) -> None:
         self._meet()
 
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
+    def reduce(self, local: np.ndarray, op: str, *, in_place: bool = False) -> np.ndarray:
         if op == "max":  # an agreement (Comm.agree, Comm.any)
             self._meet()
-        total = local.copy()
+        total = local if in_place else local.copy()
         if total.size:  # gloo refuses an empty one (every rank's is the same size)
             dist.all_reduce(_tensor(total), op=_OPS[op], group=self.group)
         return total

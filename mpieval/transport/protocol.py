@@ -23,8 +23,10 @@ class Transport(Protocol):
     def barrier(self) -> None:
         """Return once every rank has arrived."""
 
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
-        """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array."""
+    def reduce(self, local: np.ndarray, op: str, *, in_place: bool = False) -> np.ndarray:
+        """The element-wise ``op`` (``sum`` or ``max``) over ranks, as a new array; with
+        ``in_place``, written over ``local`` (contiguous, the caller's to give up), which
+        is returned."""
 
     def start_sum(self, local: np.ndarray) -> tuple[np.ndarray, Callable[[], bool]]:
         """Start the element-wise sum over ranks without waiting: the array it will be

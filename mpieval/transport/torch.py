@@ -66,8 +66,8 @@ class TorchTransport(GroupTransport):
     def barrier(self) -> None:
         dist.barrier(group=self.group)
 
-    def reduce(self, local: np.ndarray, op: str) -> np.ndarray:
-        total = local.copy()
+    def reduce(self, local: np.ndarray, op: str, *, in_place: bool = False) -> np.ndarray:
+        total = local if in_place else local.copy()
         dist.all_reduce(torch.from_numpy(total), op=_OPS[op], group=self.group)
         return total
 
