@@ -28,8 +28,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
-from mpieval import blas, locations, memory, pipeline, readers, split
 from mpieval import comm as comm_module
+from mpieval import locations, memory, pipeline, readers, split
 from mpieval.comm import Comm, abort
 from mpieval.config import GATE_KEY, MetricSpec, load_config, specs_from_flags, with_slices
 from mpieval.declaration import Input, Option
@@ -286,7 +286,6 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
         threads = threads_per_rank(comm)
         readers.use_threads(threads)
         parallel.use_threads(threads)
-        blas.one_thread()  # no spinning pool beside the other ranks; the same bits at any N
         if args.command == "demo":
             from mpieval import demo
 
