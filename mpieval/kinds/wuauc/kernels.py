@@ -200,16 +200,21 @@ def user_auc_sums(
             it has a key collision, and its moments."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
+            part_moments = exact.accumulator(1 + n_tags, n_moments)
+            if compare is None and weight is None:  # the rows themselves grouped, once
+                found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
+                                               models[0], label, tags, n_tags, kept.work)
+                part_sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+                _core.wuauc.grouped_user_sums(kept.work, part_sums, part_moments)
+                return [part_sums], [np.empty((0, 3))], bool(found), part_moments
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
-            part_moments = exact.accumulator(1 + n_tags, n_moments)
-            fused = compare is None and weight is None  # the moments in the AUC pass
-            if not fused:
-                _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
-                                        models[1] if len(models) > 1 else models[0][:0],
-                                        weights, part_moments)
+            # the moments in a pass of their own
+            _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
+                                    models[1] if len(models) > 1 else models[0][:0],
+                                    weights, part_moments)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -220,7 +225,7 @@ def user_auc_sums(
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
                                                label, tags, n_tags, part_sums[k],
                                                part_groups[k], kept.work, weights,
-                                               part_moments if fused else _NO_MOMENTS)
+                                               _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found), part_moments
 
