@@ -188,6 +188,10 @@ class Users {
     }
 };
 
+// Rows ahead that a grouping asks the memory for the table slot (number_users) or the
+// place in the grouped rows (group_rows) of.
+constexpr int64_t TABLE_AHEAD = 16;
+
 // The first pass of a grouping: the m rows of `part` (every row when parts is null), in
 // row order, numbered by user in `users` (in order of their first row): user_of[k] the
 // user of the part's k-th row, and (rows not null) rows[k] its row index, for the second
@@ -211,8 +215,13 @@ inline bool number_users(const uint64_t* keys, const uint32_t* checks, int64_t n
         }
         if (rows_out != nullptr)
             for (int64_t j = 0; j < count; ++j) rows_out[k + j] = uint32_t(rows[j]);
-        for (int64_t j = 0; j < count; ++j) __builtin_prefetch(users.home(key[j]));
-        for (int64_t j = 0; j < count; ++j) user_of[k++] = users.add(key[j], check[j], collision);
+        // each slot asked for TABLE_AHEAD rows before it is looked up
+        for (int64_t j = 0; j < std::min(count, TABLE_AHEAD); ++j)
+            __builtin_prefetch(users.home(key[j]));
+        for (int64_t j = 0; j < count; ++j) {
+            if (j + TABLE_AHEAD < count) __builtin_prefetch(users.home(key[j + TABLE_AHEAD]));
+            user_of[k++] = users.add(key[j], check[j], collision);
+        }
     });
     if (k != m)
         throw std::length_error(std::string(what) + ": the part has fewer rows than packed");
@@ -428,6 +437,11 @@ bool group_rows(const uint64_t* keys, const uint32_t* checks, int64_t n, const u
     uint32_t* payload = sizeof(P) == 4 ? nullptr : work.grouped_payload.at_least(m);
     const uint32_t untagged = uint32_t(in.n_tags);
     each_row_again(rows.get(), parts, n, part, m, [&](int64_t k, int64_t row) {
+        if (k + TABLE_AHEAD < m) {  // a later row's place, for writing
+            const int64_t ahead = users.next(user_of[k + TABLE_AHEAD]);
+            __builtin_prefetch(grouped + ahead, 1);
+            if (payload != nullptr) __builtin_prefetch(payload + ahead, 1);
+        }
         const int64_t at = users.next(user_of[k])++;
         const uint32_t code = in.tag != nullptr ? uint32_t(in.tag[row]) : untagged;
         const uint32_t low = (code << 1) | uint32_t(in.label[row] ? 1 : 0);
@@ -868,6 +882,11 @@ struct KeyMoments {
     // per block, the whole-number moments (c^2, c n, n^2, n^3 while exact: add_group)
     // summed as integers until flush
     std::vector<unsigned __int128> whole;
+    // short users staged (stage, add_staged): their keys and codes, each user's end
+    std::vector<uint64_t> staged_keys;
+    std::vector<uint32_t> staged_codes;
+    std::vector<int64_t> staged_ends;
+    std::unique_ptr<LoglossScratch> block;
 
     // The integer sums added to sums (blocks of `fields`), exactly, and cleared.
     void flush(double* sums, int64_t fields) {
@@ -979,6 +998,131 @@ struct KeyMoments {
             for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
             place_by_code(m, top, [&](size_t i) { return code_of_sorted(sorted[i]); },
                           [&](size_t i) { return key_of_sorted(sorted[i]); }, keys.data());
+        }
+        return add_groups(m, true, n_tags, sums, fields);
+    }
+
+    // Short users' moments a batch at a time (grouped_user_sums): stage() puts a user's
+    // rows, in the order add_user sorts them in (code, then key), at the end of the batch;
+    // add_staged() then computes the batch's logloss terms in blocks (logloss_terms: one
+    // vectorised loop, not one a group) and adds each staged user's groups as add_groups
+    // does, row by row in that order: the same sums, bit for bit. A user of m <= SHORT rows,
+    // row k's key and code from key_code(k, key, code) (as add_keys).
+    template <class KeyCode>
+    void stage(int64_t rows, KeyCode key_code) {
+        const size_t base = staged_keys.size(), m = size_t(rows);
+        staged_keys.resize(base + m);
+        staged_codes.resize(base + m);
+        uint64_t* key = staged_keys.data() + base;
+        uint32_t* code = staged_codes.data() + base;
+        for (size_t j = 0; j < m; ++j) {  // by (code, key), by insertion
+            uint64_t k_j;
+            uint32_t c_j;
+            key_code(int64_t(j), k_j, c_j);
+            size_t i = j;
+            for (; i > 0 && (code[i - 1] > c_j || (code[i - 1] == c_j && key[i - 1] > k_j)); --i) {
+                code[i] = code[i - 1];
+                key[i] = key[i - 1];
+            }
+            code[i] = c_j;
+            key[i] = k_j;
+        }
+        staged_ends.push_back(int64_t(base + m));
+    }
+
+    // Rows staged: add_staged() once there are this many or more.
+    int64_t staged_rows() const { return int64_t(staged_keys.size()); }
+
+    // The staged users' groups added to sums (blocks of `fields`), the batch emptied; the
+    // groups added.
+    int64_t add_staged(int64_t n_tags, double* sums, int64_t fields) {
+        const size_t r = staged_keys.size();
+        if (r == 0) return 0;
+        if (!block) block = std::make_unique<LoglossScratch>();
+        if (loss.size() < r + size_t(BLOCK)) loss.resize(r + size_t(BLOCK));
+        for (size_t start = 0; start < r; start += size_t(BLOCK)) {
+            const size_t stop = std::min(r, start + size_t(BLOCK));
+            for (size_t i = start; i < stop; ++i) {
+                block->p[i - start] = double_of(staged_keys[i] >> 1);
+                block->y[i - start] = double(staged_keys[i] & 1);
+            }
+            for (size_t i = stop - start; i < size_t(BLOCK); ++i) {  // padding, dropped
+                block->p[i] = 0.5;
+                block->y[i] = 0.0;
+            }
+            logloss_terms(*block, loss.data() + start);
+        }
+        int64_t groups = 0;
+        size_t lo = 0;
+        for (const int64_t end : staged_ends) {
+            const size_t hi = size_t(end);
+            GroupSums user{0, 0, 0, 0, 0, 0}, group{0, 0, 0, 0, 0, 0};
+            for (size_t i = lo; i < hi; ++i) {  // as add_groups
+                const uint64_t key = staged_keys[i];
+                const double value = double_of(key >> 1);
+                for (GroupSums* g : {&user, &group}) {
+                    g->n += 1.0;
+                    if (key & 1) g->c += 1.0;
+                    g->p += value;
+                    g->l += loss[i];
+                }
+                if (i + 1 == hi || staged_codes[i + 1] != staged_codes[i]) {
+                    if (int64_t(staged_codes[i]) < n_tags) {
+                        add_group(sums, fields, 1 + int64_t(staged_codes[i]), group);
+                        ++groups;
+                    }
+                    group = GroupSums{0, 0, 0, 0, 0, 0};
+                }
+            }
+            add_group(sums, fields, 0, user);
+            ++groups;
+            lo = hi;
+        }
+        staged_keys.clear();
+        staged_codes.clear();
+        staged_ends.clear();
+        return groups;
+    }
+
+    // The m rows of one long user, float64 preds, as grouped_user_sums left them sorted:
+    // the bits of each pred (+ 0.0) in bits, sorted, the row's tag code << 1 | label in
+    // payload (tags: false when the rows have no tag code). Each code's keys (the pred's
+    // bits above the label), put in code order by a stable counting pass, are then in pred
+    // order, and a pass puts the labels of each run of tied preds in order (0 first): the
+    // order add_user sorts them in, so the same sums, bit for bit, without a sort of their
+    // own; the groups added.
+    int64_t add_sorted_pairs(const uint64_t* bits, const uint32_t* payload, int64_t rows,
+                             bool tags, int64_t n_tags, double* sums, int64_t fields) {
+        const size_t m = size_t(rows);
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        const auto key_at = [&](size_t i) { return (bits[i] << 1) | uint64_t(payload[i] & 1u); };
+        if (!tags) {  // one code: n_tags (in `all` only)
+            for (size_t i = 0; i < m; ++i) keys[i] = key_at(i);
+            touched.push_back(uint32_t(n_tags));
+        } else {
+            uint32_t top = 0;
+            for (size_t i = 0; i < m; ++i) top = std::max(top, payload[i] >> 1);
+            place_by_code(m, top, [&](size_t i) { return payload[i] >> 1; }, key_at,
+                          keys.data());
+        }
+        for (size_t g = 0; g < touched.size(); ++g) {  // a tie's labels in order
+            const size_t lo = size_t(bounds[g]);
+            const size_t hi = g + 1 < touched.size() ? size_t(bounds[g + 1]) : m;
+            for (size_t i = lo + 1; i < hi; ++i) {
+                if (keys[i] >= keys[i - 1]) continue;  // only a 1 before a 0 of one pred
+                const uint64_t key = keys[i];
+                size_t j = i;
+                for (; j > lo && keys[j - 1] > key; --j) keys[j] = keys[j - 1];
+                keys[j] = key;
+            }
         }
         return add_groups(m, true, n_tags, sums, fields);
     }
@@ -1202,11 +1346,15 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
 
 // Every user of the rows group_rows left in work, as user_sums adds them (with
 // out.moments, each user's moments too), the rows read in their grouped order, not
-// gathered: a user of at most SHORT rows compares its pairs (add_short_rows), a longer one
-// is sorted by pred where it lies (its keys, with float64 preds their payloads beside
-// them) and passed once (add_sorted_user), its moments from that sort with float32 preds
-// (add_sorted). Leaves the long users' rows sorted. Scratch: 8 bytes a row of the longest
+// gathered: a user of at most SHORT rows compares its pairs (add_short_rows), its moments
+// staged and added a batch of users at a time (KeyMoments::stage); a longer one is sorted
+// by pred where it lies (its keys, with float64 preds their payloads beside them) and
+// passed once (add_sorted_user), its moments from that sort (add_sorted,
+// add_sorted_pairs). Leaves the long users' rows sorted. Scratch: 8 bytes a row of the longest
 // user (12 with float64 preds).
+// Short users' rows staged for their moments before the batch is added (KeyMoments::stage).
+constexpr int64_t STAGED_ROWS = 4 * BLOCK;
+
 template <class P>
 void grouped_user_sums(Workspace& work, Output& out) {
     using L = uint8_t;
@@ -1240,7 +1388,7 @@ void grouped_user_sums(Workspace& work, Output& out) {
         uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
         if (m <= SHORT) {
             if (out.moments)
-                moment_groups += moments.add_keys(
+                moments.stage(
                     m,
                     [&](int64_t k, uint64_t& key, uint32_t& code) {
                         if constexpr (sizeof(P) == 4) {
@@ -1253,8 +1401,7 @@ void grouped_user_sums(Workspace& work, Output& out) {
                             key = (keys[k] << 1) | uint64_t(low[k] & 1u);
                             code = low[k] >> 1;
                         }
-                    },
-                    n_tags, out.moments, MOMENT_FIELDS);
+                    });
             add_short_rows<P, L>(
                 m,
                 [&](int64_t k, P& value, int64_t& y, int64_t& code) {
@@ -1278,17 +1425,14 @@ void grouped_user_sums(Workspace& work, Output& out) {
                 moment_groups += moments.add_sorted(keys, m, has_tags, n_tags, out.moments,
                                                     MOMENT_FIELDS);
         } else {
-            if (out.moments)
-                moment_groups += moments.add_keys(
-                    m,
-                    [&](int64_t k, uint64_t& key, uint32_t& code) {
-                        key = (keys[k] << 1) | uint64_t(low[k] & 1u);
-                        code = low[k] >> 1;
-                    },
-                    n_tags, out.moments, MOMENT_FIELDS);
             sort::radix_sort(keys, low, s.sort1, s.payload1, m);
             add_sorted_user(keys, 0, low, m, n_tags, s, out);
+            if (out.moments)
+                moment_groups += moments.add_sorted_pairs(keys, low, m, has_tags, n_tags,
+                                                          out.moments, MOMENT_FIELDS);
         }
+        if (out.moments && moments.staged_rows() >= STAGED_ROWS)
+            moment_groups += moments.add_staged(n_tags, out.moments, MOMENT_FIELDS);
         if (out.moments && moment_groups >= exact::SAFE_ADDS / 2) {
             exact::normalize(out.moments, moment_blocks);
             moment_groups = 0;
@@ -1300,6 +1444,8 @@ void grouped_user_sums(Workspace& work, Output& out) {
     out.whole = nullptr;
     exact::normalize(out.sums, blocks);
     if (out.moments) {
+        moments.add_staged(n_tags, out.moments, MOMENT_FIELDS);
+        exact::normalize(out.moments, moment_blocks);
         moments.flush(out.moments, MOMENT_FIELDS);
         exact::normalize(out.moments, moment_blocks);
     }
