@@ -100,29 +100,20 @@ class Buffer {
     int64_t size_ = 0;
 };
 
-struct Workspace {
-    Buffer<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
-    Buffer<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
-    // a part's rows as group_rows left them, by user: the sort key of each row (float64
-    // preds: the pred's bits; float32: the pred's bits << 32 | tag << 1 | label), with
-    // float64 preds its tag << 1 | label beside it, and each user's end
-    Buffer<uint64_t> grouped;
-    Buffer<uint32_t> grouped_payload;
-    std::vector<int64_t> ends;
-    int64_t rows = 0;       // the rows grouped
-    int64_t n_tags = 0;     // their tag codes' n_tags (the code of a row without a tag)
-    bool has_tags = false;  // whether they had tag codes
-    int pred_bytes = 0;     // 4 or 8: the preds' type, which says the keys' layout (0: none)
-};
 
 // The users of one part: an open-addressing table from a key to its user number (in order
 // of the user's first row) and the check of that first row, and each user's rows.
 class Users {
   public:
-    explicit Users(int64_t expected) {
+    Users() = default;
+    explicit Users(int64_t expected) { reset(expected); }
+
+    // No users, room for about `expected` (the memory of the last part's table kept).
+    void reset(int64_t expected) {
         int64_t capacity = 1024;
         while (capacity < 2 * expected) capacity *= 2;
         slots_.assign(capacity, Slot{0, EMPTY, 0});
+        rows_.clear();
     }
 
     // The user of key (a new one on its first row); a check other than the first row's
@@ -186,6 +177,24 @@ class Users {
         for (const Slot& slot : old)
             if (slot.user != EMPTY) *find(slot.key) = slot;
     }
+};
+
+struct Workspace {
+    Buffer<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
+    Buffer<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
+    // a part's rows as group_rows left them, by user: the sort key of each row (float64
+    // preds: the pred's bits; float32: the pred's bits << 32 | tag << 1 | label), with
+    // float64 preds its tag << 1 | label beside it, and each user's end
+    Buffer<uint64_t> grouped;
+    Buffer<uint32_t> grouped_payload;
+    // while a part is grouped (group_rows): its table of users, each row's user and index
+    Users users;
+    Buffer<uint32_t> user_of, part_rows;
+    std::vector<int64_t> ends;
+    int64_t rows = 0;       // the rows grouped
+    int64_t n_tags = 0;     // their tag codes' n_tags (the code of a row without a tag)
+    bool has_tags = false;  // whether they had tag codes
+    int pred_bytes = 0;     // 4 or 8: the preds' type, which says the keys' layout (0: none)
 };
 
 // Rows ahead that a grouping asks the memory for the table slot (number_users) or the
@@ -422,21 +431,22 @@ struct Rows {
 // beside it; float32: the bits of pred + 0.0f << 32 | tag << 1 | label), a row without a
 // tag (tag null) of code n_tags. The pass over users (grouped_user_sums) then reads them
 // in order, not gathered from the columns row by row. True on a key collision (group).
-// Holds, beside work's 8 bytes a row of the part (12 with float64 preds), 8 bytes a row of
-// it (each row's user and index) and its table of users while it runs.
+// Keeps in work, from one part to the next: 8 bytes a row of the part (12 with float64
+// preds), 8 bytes a row of it more (each row's user and index) and its table of users.
 template <class P, class L>
 bool group_rows(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
                 int64_t part, int64_t m, const Rows<P, L>& in, Workspace& work) {
-    Users users(m / 16);
-    const std::unique_ptr<uint32_t[]> user_of(new uint32_t[size_t(m)]);
-    const std::unique_ptr<uint32_t[]> rows(keep_rows(n) ? new uint32_t[size_t(m)] : nullptr);
-    const bool collision = number_users(keys, checks, n, parts, part, m, users, user_of.get(),
-                                        rows.get(), "group_rows");
+    Users& users = work.users;
+    users.reset(m / 16);
+    uint32_t* user_of = work.user_of.at_least(m);
+    const uint32_t* rows = keep_rows(n) ? work.part_rows.at_least(m) : nullptr;
+    const bool collision = number_users(keys, checks, n, parts, part, m, users, user_of,
+                                        const_cast<uint32_t*>(rows), "group_rows");
     const int64_t n_users = users.starts();
     uint64_t* grouped = work.grouped.at_least(m);
     uint32_t* payload = sizeof(P) == 4 ? nullptr : work.grouped_payload.at_least(m);
     const uint32_t untagged = uint32_t(in.n_tags);
-    each_row_again(rows.get(), parts, n, part, m, [&](int64_t k, int64_t row) {
+    each_row_again(rows, parts, n, part, m, [&](int64_t k, int64_t row) {
         if (k + TABLE_AHEAD < m) {  // a later row's place, for writing
             const int64_t ahead = users.next(user_of[k + TABLE_AHEAD]);
             __builtin_prefetch(grouped + ahead, 1);

@@ -168,9 +168,9 @@ def user_auc_sums(
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
     next: 8 bytes a row of its largest part (the grouped rows, in which the pass sorts a
     long user; 12 for float64 preds without ``compare`` and ``weight``) and 8 bytes a row
-    of its longest user (16 for float64 preds; 8 more with ``compare``); while a part is
-    grouped, 8 bytes a row of it more (each row's user and index) and 24 to 72 bytes a
-    user of it (its table of users).
+    of its longest user (16 for float64 preds; 8 more with ``compare``); 8 bytes a row of
+    the part more (each row's user and index) and 24 to 72 bytes a user of it (its table
+    of users), while a part is grouped (without ``compare`` and ``weight``: kept too).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
