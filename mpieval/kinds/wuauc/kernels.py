@@ -208,9 +208,9 @@ def user_auc_sums(
             if compare is None and weight is None:  # the rows themselves grouped, once
                 found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
                                                models[0], label, tags, n_tags, kept.work)
-                part_sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
-                _core.wuauc.grouped_user_sums(kept.work, part_sums, part_moments)
-                return [part_sums], [np.empty((0, 3))], bool(found), part_moments
+                grouped_sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+                _core.wuauc.grouped_user_sums(kept.work, grouped_sums, part_moments)
+                return [grouped_sums], [np.empty((0, 3))], bool(found), part_moments
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
