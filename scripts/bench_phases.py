@@ -72,9 +72,11 @@ def main() -> None:
     pipeline.Evaluator.compute = timed("compute", pipeline.Evaluator.compute)
     mpi_transport._arrive = timed("waiting", mpi_transport._arrive)
     core = kernels._core.wuauc
-    for name, label in (("parts", "parts"), ("group", "group"), ("moment_sums", "moments"),
-                        ("user_sums", "user sums"), ("row_sums", "row sums")):
-        setattr(core, name, timed(f"  {label}", getattr(core, name)))
+    for name, label in (("parts", "parts"), ("group", "group"), ("group_rows", "group"),
+                        ("moment_sums", "moments"), ("user_sums", "user sums"),
+                        ("grouped_user_sums", "user sums"), ("row_sums", "row sums")):
+        if hasattr(core, name):  # an older tree may lack one
+            setattr(core, name, timed(f"  {label}", getattr(core, name)))
     wuauc_metric.WuaucMetric.finish = timed("  finish", wuauc_metric.WuaucMetric.finish)
     start = time.perf_counter()
     status = mpieval_main(["eval", *argv], own_process=True)

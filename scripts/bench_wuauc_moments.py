@@ -37,10 +37,15 @@ def main() -> None:
     tag = rng.integers(0, 4, n)
     real = kernels._core.wuauc.moment_sums
     real_users = kernels._core.wuauc.user_sums
+    real_grouped = kernels._core.wuauc.grouped_user_sums
 
     def users_without_moments(*args: object) -> int:
         """The pass over users, its moments (the last argument) left out."""
         return real_users(*args[:-1], kernels._NO_MOMENTS)
+
+    def grouped_without_moments(*args: object) -> None:
+        """The pass over grouped rows (no weights, no compared model), its moments left out."""
+        real_grouped(*args[:-1], kernels._NO_MOMENTS)
 
     def compute_seconds() -> tuple[float, float]:
         """Wall and CPU seconds (every thread) of one compute()."""
@@ -58,10 +63,13 @@ def main() -> None:
                                                    else lambda *_: None)
                 kernels._core.wuauc.user_sums = (real_users if mode == "with"
                                                  else users_without_moments)
+                kernels._core.wuauc.grouped_user_sums = (real_grouped if mode == "with"
+                                                         else grouped_without_moments)
                 times[mode].append(compute_seconds())
     finally:
         kernels._core.wuauc.moment_sums = real
         kernels._core.wuauc.user_sums = real_users
+        kernels._core.wuauc.grouped_user_sums = real_grouped
     for k, clock in enumerate(("wall", "CPU")):
         with_, without = (statistics.median(run[k] for run in times[mode])
                           for mode in ("with", "without"))

@@ -285,7 +285,7 @@ def test_user_auc_sums_of_long_users_and_near_ties(rng: np.random.Generator) -> 
 @pytest.mark.parametrize("n_tags", [0, 3, 300])
 def test_moments_in_the_auc_pass_have_the_bits_of_the_weighted_pass(
         rng: np.random.Generator, dtype: type, n_tags: int) -> None:
-    """Without weights the AUC pass sums the moments from the rows it gathered (one key a
+    """Without weights the AUC pass sums the moments from the grouped rows (one key a
     row, sorted within each tag); with weights of one a pass of their own sums the same
     rows as structs (every weight 1, so every product as without): the same bits. Users of
     1 row to more than a chunk, ties, 0.0 and -0.0, rows without a tag, 1,000 parts' worth

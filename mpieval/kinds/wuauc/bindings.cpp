@@ -41,6 +41,52 @@ void bind_wuauc(nb::module_ m) {
         return wuauc::group(k, c, n, p, part, out, m, row_bits);
     }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
        nb::arg("part"), nb::arg("packed").noconvert(), nb::arg("row_bits"));
+    m.def("group_rows", [](In keys_, In checks, In parts, int64_t part, int64_t rows, In pred,
+                           In label, In tag, int64_t n_tags, wuauc::Workspace& work) {
+        const uint64_t* k = as<uint64_t>(keys_, "keys");
+        const uint32_t* c = length(checks) ? as<uint32_t>(checks, "checks") : nullptr;
+        const uint8_t* p = length(parts) ? as<uint8_t>(parts, "parts") : nullptr;
+        const int64_t n = length(keys_);
+        if ((p != nullptr && length(parts) != n) || (p == nullptr && rows != n) || part < 0 ||
+            part > 255 || rows < 0)
+            throw std::invalid_argument("group_rows: parts of every row, rows of the part's");
+        if (length(pred) != n || length(label) != n || (length(tag) && length(tag) != n) ||
+            n_tags < 0 || n_tags > 65535)
+            throw std::invalid_argument("group_rows: a pred, label (and tag) a key");
+        bool collision = false;
+        dispatch(pred, [&](auto* values) {
+            using P = std::remove_pointer_t<decltype(values)>;
+            wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
+                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
+            Release r;
+            collision = wuauc::group_rows(k, c, n, p, part, rows, in, work);
+        }, Floats{});
+        return collision;
+    }, nb::arg("keys").noconvert(), nb::arg("checks").noconvert(), nb::arg("parts").noconvert(),
+       nb::arg("part"), nb::arg("rows"), nb::arg("pred").noconvert(),
+       nb::arg("label").noconvert(), nb::arg("tag").noconvert(), nb::arg("n_tags"),
+       nb::arg("work"));
+    m.def("grouped_user_sums", [](wuauc::Workspace& work, Out sums, Out moments) {
+        if (work.pred_bytes == 0) throw std::invalid_argument("grouped_user_sums: no rows grouped");
+        const int64_t n_tags = work.n_tags;
+        if (int64_t(sums.shape(0)) != 1 + n_tags || int64_t(sums.shape(1)) != wuauc::USER_FIELDS)
+            throw std::invalid_argument(
+                "grouped_user_sums: sums of shape (1 + n_tags, USER_FIELDS, DIGITS)");
+        wuauc::Output out{as<double>(sums, "sums"), nullptr, 0};
+        if (moments.size()) {
+            if (int64_t(moments.shape(0)) != 1 + n_tags ||
+                int64_t(moments.shape(1)) != wuauc::MOMENT_FIELDS)
+                throw std::invalid_argument(
+                    "grouped_user_sums: moments of shape (1 + n_tags, MOMENT_FIELDS, DIGITS)");
+            out.moments = as<double>(moments, "moments");
+        }
+        Release r;
+        if (work.pred_bytes == 4)
+            wuauc::grouped_user_sums<float>(work, out);
+        else
+            wuauc::grouped_user_sums<double>(work, out);
+        work.pred_bytes = 0;  // the long users' rows are left sorted: grouped again first
+    }, nb::arg("work"), nb::arg("sums").noconvert(), nb::arg("moments").noconvert());
     m.def("user_sums", [](Out packed, bool overwrite, int row_bits, In pred, In label, In tag,
                           int64_t n_tags, Out sums, Out record, wuauc::Workspace& work,
                           In weight, Out moments) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "exact.hpp"
@@ -83,6 +84,8 @@ void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
 template <class T>
 class Buffer {
   public:
+    T* get() const { return data_.get(); }
+
     T* at_least(int64_t n) {
         if (n > size_) {
             data_.reset();
@@ -97,19 +100,20 @@ class Buffer {
     int64_t size_ = 0;
 };
 
-struct Workspace {
-    Buffer<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
-    Buffer<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
-};
 
 // The users of one part: an open-addressing table from a key to its user number (in order
 // of the user's first row) and the check of that first row, and each user's rows.
 class Users {
   public:
-    explicit Users(int64_t expected) {
+    Users() = default;
+    explicit Users(int64_t expected) { reset(expected); }
+
+    // No users, room for about `expected` (the memory of the last part's table kept).
+    void reset(int64_t expected) {
         int64_t capacity = 1024;
         while (capacity < 2 * expected) capacity *= 2;
         slots_.assign(capacity, Slot{0, EMPTY, 0});
+        rows_.clear();
     }
 
     // The user of key (a new one on its first row); a check other than the first row's
@@ -175,39 +179,102 @@ class Users {
     }
 };
 
-// The m rows of `part` (every row when parts is null) grouped by user:
-// packed[k] = user << row_bits | row, the users numbered in order of their first row, each
-// user's rows together and in row order. True when two rows of one key have different
-// checks (checks null: none). One pass looks each row's key up in the part's table of
-// users, a second puts the rows in place (a counting sort by user).
-inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
-                  int64_t part, uint64_t* packed, int64_t m, int row_bits) {
-    Users users(m / 16);
+struct Workspace {
+    Buffer<uint64_t> sort0, sort1;        // a long user's keys and their sorting space
+    Buffer<uint32_t> payload0, payload1;  // their tag << 1 | label (float64 preds)
+    // a part's rows as group_rows left them, by user: the sort key of each row (float64
+    // preds: the pred's bits; float32: the pred's bits << 32 | tag << 1 | label), with
+    // float64 preds its tag << 1 | label beside it, and each user's end
+    Buffer<uint64_t> grouped;
+    Buffer<uint32_t> grouped_payload;
+    // while a part is grouped (group_rows): its table of users, each row's user and index
+    Users users;
+    Buffer<uint32_t> user_of, part_rows;
+    std::vector<int64_t> ends;
+    int64_t rows = 0;       // the rows grouped
+    int64_t n_tags = 0;     // their tag codes' n_tags (the code of a row without a tag)
+    bool has_tags = false;  // whether they had tag codes
+    int pred_bytes = 0;     // 4 or 8: the preds' type, which says the keys' layout (0: none)
+};
+
+// Rows ahead that a grouping asks the memory for the table slot (number_users) or the
+// place in the grouped rows (group_rows) of.
+constexpr int64_t TABLE_AHEAD = 16;
+
+// The first pass of a grouping: the m rows of `part` (every row when parts is null), in
+// row order, numbered by user in `users` (in order of their first row): user_of[k] the
+// user of the part's k-th row, and (rows not null) rows[k] its row index, for the second
+// pass (each_row_again). True when two rows of one key have different checks (checks
+// null: none). `what` names the caller in its errors.
+inline bool number_users(const uint64_t* keys, const uint32_t* checks, int64_t n,
+                         const uint8_t* parts, int64_t part, int64_t m, Users& users,
+                         uint32_t* user_of, uint32_t* rows_out, const char* what) {
     bool collision = false;
-    // each row's user, while the rows are grouped (not kept through the pass over users)
-    const std::unique_ptr<uint32_t[]> user_of(new uint32_t[size_t(m)]);
     int64_t k = 0;
     uint64_t key[ROWS_AT_ONCE + 8];
     uint32_t check[ROWS_AT_ONCE + 8];
     rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
-        if (k + count > m) throw std::length_error("group: the part has more rows than packed");
+        if (k + count > m)
+            throw std::length_error(std::string(what) + ": the part has more rows than packed");
         // the batch's keys read first, then their table slots asked for, then looked up:
         // the reads of many rows wait for the memory at once, not each in turn
         for (int64_t j = 0; j < count; ++j) {
             key[j] = keys[rows[j]];
             check[j] = checks != nullptr ? checks[rows[j]] : 0u;
         }
-        for (int64_t j = 0; j < count; ++j) __builtin_prefetch(users.home(key[j]));
-        for (int64_t j = 0; j < count; ++j) user_of[k++] = users.add(key[j], check[j], collision);
+        if (rows_out != nullptr)
+            for (int64_t j = 0; j < count; ++j) rows_out[k + j] = uint32_t(rows[j]);
+        // each slot asked for TABLE_AHEAD rows before it is looked up
+        for (int64_t j = 0; j < std::min(count, TABLE_AHEAD); ++j)
+            __builtin_prefetch(users.home(key[j]));
+        for (int64_t j = 0; j < count; ++j) {
+            if (j + TABLE_AHEAD < count) __builtin_prefetch(users.home(key[j + TABLE_AHEAD]));
+            user_of[k++] = users.add(key[j], check[j], collision);
+        }
     });
-    if (k != m) throw std::length_error("group: the part has fewer rows than packed");
+    if (k != m)
+        throw std::length_error(std::string(what) + ": the part has fewer rows than packed");
+    return collision;
+}
+
+// Calls each(k, row) for the part's k-th row, in row order, again: from the row indexes
+// number_users kept (rows not null), else found in parts once more (rows_of_part).
+template <class F>
+void each_row_again(const uint32_t* rows, const uint8_t* parts, int64_t n, int64_t part,
+                    int64_t m, F&& each) {
+    if (rows != nullptr) {
+        for (int64_t k = 0; k < m; ++k) each(k, int64_t(rows[k]));
+        return;
+    }
+    int64_t k = 0;
+    rows_of_part(parts, n, uint8_t(part), [&](const int64_t* found, int64_t count) {
+        for (int64_t j = 0; j < count; ++j) each(k++, found[j]);
+    });
+}
+
+// Whether number_users keeps the part's row indexes (4 bytes a row of the part) for the
+// second pass: when they fit 32 bits; else the second pass reads the part bytes again.
+inline bool keep_rows(int64_t n) { return n <= int64_t(UINT32_MAX) + 1; }
+
+// The m rows of `part` (every row when parts is null) grouped by user:
+// packed[k] = user << row_bits | row, the users numbered in order of their first row, each
+// user's rows together and in row order. True when two rows of one key have different
+// checks (checks null: none). One pass looks each row's key up in the part's table of
+// users (number_users), a second puts the rows in place (a counting sort by user).
+inline bool group(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
+                  int64_t part, uint64_t* packed, int64_t m, int row_bits) {
+    Users users(m / 16);
+    // each row's user and row, while the rows are grouped (not kept through the pass over
+    // users)
+    const std::unique_ptr<uint32_t[]> user_of(new uint32_t[size_t(m)]);
+    const std::unique_ptr<uint32_t[]> rows(keep_rows(n) ? new uint32_t[size_t(m)] : nullptr);
+    const bool collision =
+        number_users(keys, checks, n, parts, part, m, users, user_of.get(), rows.get(), "group");
     const int64_t n_users = users.starts();
     if (n_users > 1 && (uint64_t(n_users - 1) >> (64 - row_bits)) != 0)
         throw std::length_error("too many users beside the row bits");
-    k = 0;
-    rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
-        for (int64_t j = 0; j < count; ++j, ++k)
-            packed[users.next(user_of[k])++] = (uint64_t(user_of[k]) << row_bits) | uint64_t(rows[j]);
+    each_row_again(rows.get(), parts, n, part, m, [&](int64_t k, int64_t row) {
+        packed[users.next(user_of[k])++] = (uint64_t(user_of[k]) << row_bits) | uint64_t(row);
     });
     return collision;
 }
@@ -357,6 +424,56 @@ struct Rows {
     const double* weight = nullptr;  // null: a weight of 1 a row
 };
 
+// The m rows of `part` (every row when parts is null) grouped by user as group groups them
+// (users in order of their first row, each user's rows in row order), but the rows
+// themselves rather than their indexes, into work (Workspace: grouped, grouped_payload,
+// ends): each row's sort key (float64 preds: the bits of pred + 0.0, and tag << 1 | label
+// beside it; float32: the bits of pred + 0.0f << 32 | tag << 1 | label), a row without a
+// tag (tag null) of code n_tags. The pass over users (grouped_user_sums) then reads them
+// in order, not gathered from the columns row by row. True on a key collision (group).
+// Keeps in work, from one part to the next: 8 bytes a row of the part (12 with float64
+// preds), 8 bytes a row of it more (each row's user and index) and its table of users.
+template <class P, class L>
+bool group_rows(const uint64_t* keys, const uint32_t* checks, int64_t n, const uint8_t* parts,
+                int64_t part, int64_t m, const Rows<P, L>& in, Workspace& work) {
+    Users& users = work.users;
+    users.reset(m / 16);
+    uint32_t* user_of = work.user_of.at_least(m);
+    const uint32_t* rows = keep_rows(n) ? work.part_rows.at_least(m) : nullptr;
+    const bool collision = number_users(keys, checks, n, parts, part, m, users, user_of,
+                                        const_cast<uint32_t*>(rows), "group_rows");
+    const int64_t n_users = users.starts();
+    uint64_t* grouped = work.grouped.at_least(m);
+    uint32_t* payload = sizeof(P) == 4 ? nullptr : work.grouped_payload.at_least(m);
+    const uint32_t untagged = uint32_t(in.n_tags);
+    each_row_again(rows, parts, n, part, m, [&](int64_t k, int64_t row) {
+        if (k + TABLE_AHEAD < m) {  // a later row's place, for writing
+            const int64_t ahead = users.next(user_of[k + TABLE_AHEAD]);
+            __builtin_prefetch(grouped + ahead, 1);
+            if (payload != nullptr) __builtin_prefetch(payload + ahead, 1);
+        }
+        const int64_t at = users.next(user_of[k])++;
+        const uint32_t code = in.tag != nullptr ? uint32_t(in.tag[row]) : untagged;
+        const uint32_t low = (code << 1) | uint32_t(in.label[row] ? 1 : 0);
+        if constexpr (sizeof(P) == 4) {
+            const P value = in.pred[row] + P(0);
+            uint32_t value_bits;
+            std::memcpy(&value_bits, &value, sizeof value_bits);
+            grouped[at] = (uint64_t(value_bits) << 32) | low;
+        } else {
+            grouped[at] = bits_of(double(in.pred[row]) + 0.0);
+            payload[at] = low;
+        }
+    });
+    work.ends.resize(size_t(n_users));
+    for (int64_t u = 0; u < n_users; ++u) work.ends[size_t(u)] = users.next(uint32_t(u));
+    work.rows = m;
+    work.n_tags = in.n_tags;
+    work.has_tags = in.tag != nullptr;
+    work.pred_bytes = int(sizeof(P));
+    return collision;
+}
+
 // A weighted row of a user (weighted_user): sorted by pred, label, tag, weight, an order
 // of the rows themselves, so the weighted sums have the same bits whatever their order.
 struct WeightedRow {
@@ -469,16 +586,19 @@ void weighted_user_sums(const uint64_t* packed, int64_t n, int row_bits, const R
     exact::normalize(out.sums, blocks);
 }
 
-template <class P, class L>
-void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t lo, int64_t hi,
-                    int64_t n_tags, Scratch<P, L>& s, Output& out) {
-    const bool has_tags = tag != nullptr;
+// A user of m <= SHORT rows, row k's pred, label (0 or 1) and tag code from at(k, pred,
+// label, code) (has_tags false: no tag groups, the code unread): every (positive,
+// negative) pair compared.
+template <class P, class L, class At>
+void add_short_rows(int64_t m, At at, bool has_tags, int64_t n_tags, Scratch<P, L>& s,
+                    Output& out) {
     int64_t n_local = 0, p = 0, q = 0;
-    for (int64_t k = lo; k < hi; ++k) {
-        const int64_t y = label[k] ? 1 : 0;
+    for (int64_t k = 0; k < m; ++k) {
+        P value;
+        int64_t y, code;
+        at(k, value, y, code);
         int64_t local = 0;
         if (has_tags) {
-            const int64_t code = tag[k];
             local = n_local;
             for (int64_t d = 0; d < n_local; ++d) {
                 if (s.tag_counts[0][d] == code) {
@@ -496,8 +616,8 @@ void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t 
             s.tag_counts[1][local] += y;
             s.tag_counts[2][local] += 1 - y;
         }
-        s.work_pred[0][p] = pred[k];
-        s.work_pred[1][q] = pred[k];
+        s.work_pred[0][p] = value;
+        s.work_pred[1][q] = value;
         s.work_local[0][p] = local;
         s.work_local[1][q] = local;
         p += y;
@@ -516,13 +636,27 @@ void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t 
         }
         if (has_tags) s.tag_counts[3][local] += mine;
     }
-    add_counts(out, 0, hi - lo, p, twice_u);
+    add_counts(out, 0, m, p, twice_u);
     for (int64_t d = 0; d < n_local; ++d) {
         const int64_t code = s.tag_counts[0][d];
         if (code < n_tags)
             add_counts(out, 1 + code, s.tag_counts[1][d] + s.tag_counts[2][d],
                        s.tag_counts[1][d], s.tag_counts[3][d]);
     }
+}
+
+// A user of at most SHORT rows, rows lo .. hi - 1 of the gathered columns (add_short_rows).
+template <class P, class L>
+void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t lo, int64_t hi,
+                    int64_t n_tags, Scratch<P, L>& s, Output& out) {
+    add_short_rows(
+        hi - lo,
+        [&](int64_t k, P& value, int64_t& y, int64_t& code) {
+            value = pred[lo + k];
+            y = label[lo + k] ? 1 : 0;
+            code = tag != nullptr ? int64_t(tag[lo + k]) : 0;
+        },
+        tag != nullptr, n_tags, s, out);
 }
 
 // Row k of a user's m rows: lo + k, or (rows not null) the row index in rows[lo + k]'s low
@@ -758,6 +892,11 @@ struct KeyMoments {
     // per block, the whole-number moments (c^2, c n, n^2, n^3 while exact: add_group)
     // summed as integers until flush
     std::vector<unsigned __int128> whole;
+    // short users staged (stage, add_staged): their keys and codes, each user's end
+    std::vector<uint64_t> staged_keys;
+    std::vector<uint32_t> staged_codes;
+    std::vector<int64_t> staged_ends;
+    std::unique_ptr<LoglossScratch> block;
 
     // The integer sums added to sums (blocks of `fields`), exactly, and cleared.
     void flush(double* sums, int64_t fields) {
@@ -778,6 +917,22 @@ struct KeyMoments {
     int64_t add_user(int64_t rows, RowOf row_of, Ahead ahead, const P* pred,
                      const uint8_t* label, const uint16_t* tag, int64_t n_tags, double* sums,
                      int64_t fields) {
+        return add_keys(
+            rows,
+            [&](int64_t k, uint64_t& key, uint32_t& code) {
+                const int64_t row = row_of(k);
+                ahead(k);
+                key = (bits_of(double(pred[row]) + 0.0) << 1) | uint64_t(label[row] ? 1 : 0);
+                code = tag ? uint32_t(tag[row]) : uint32_t(n_tags);
+            },
+            n_tags, sums, fields);
+    }
+
+    // add_user of the m rows whose key (the bits of the pred as a float64 + 0.0, above the
+    // label) and tag code (n_tags: none) key_code(k, key, code) gives.
+    template <class KeyCode>
+    int64_t add_keys(int64_t rows, KeyCode key_code, int64_t n_tags, double* sums,
+                     int64_t fields) {
         const size_t m = size_t(rows);
         if (keys.size() < m) {
             keys.resize(m);
@@ -788,11 +943,8 @@ struct KeyMoments {
         bool one_code = true;
         uint32_t top = 0;  // the largest code (a code >= n_tags counts in `all` only)
         for (int64_t k = 0; k < rows; ++k) {
-            const int64_t row = row_of(k);
-            ahead(k);
             const size_t i = size_t(k);
-            keys[i] = (bits_of(double(pred[row]) + 0.0) << 1) | uint64_t(label[row] ? 1 : 0);
-            codes[i] = tag ? uint32_t(tag[row]) : uint32_t(n_tags);
+            key_code(k, keys[i], codes[i]);
             one_code = one_code && codes[i] == codes[0];
             top = std::max(top, codes[i]);
         }
@@ -856,6 +1008,131 @@ struct KeyMoments {
             for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
             place_by_code(m, top, [&](size_t i) { return code_of_sorted(sorted[i]); },
                           [&](size_t i) { return key_of_sorted(sorted[i]); }, keys.data());
+        }
+        return add_groups(m, true, n_tags, sums, fields);
+    }
+
+    // Short users' moments a batch at a time (grouped_user_sums): stage() puts a user's
+    // rows, in the order add_user sorts them in (code, then key), at the end of the batch;
+    // add_staged() then computes the batch's logloss terms in blocks (logloss_terms: one
+    // vectorised loop, not one a group) and adds each staged user's groups as add_groups
+    // does, row by row in that order: the same sums, bit for bit. A user of m <= SHORT rows,
+    // row k's key and code from key_code(k, key, code) (as add_keys).
+    template <class KeyCode>
+    void stage(int64_t rows, KeyCode key_code) {
+        const size_t base = staged_keys.size(), m = size_t(rows);
+        staged_keys.resize(base + m);
+        staged_codes.resize(base + m);
+        uint64_t* key = staged_keys.data() + base;
+        uint32_t* code = staged_codes.data() + base;
+        for (size_t j = 0; j < m; ++j) {  // by (code, key), by insertion
+            uint64_t k_j;
+            uint32_t c_j;
+            key_code(int64_t(j), k_j, c_j);
+            size_t i = j;
+            for (; i > 0 && (code[i - 1] > c_j || (code[i - 1] == c_j && key[i - 1] > k_j)); --i) {
+                code[i] = code[i - 1];
+                key[i] = key[i - 1];
+            }
+            code[i] = c_j;
+            key[i] = k_j;
+        }
+        staged_ends.push_back(int64_t(base + m));
+    }
+
+    // Rows staged: add_staged() once there are this many or more.
+    int64_t staged_rows() const { return int64_t(staged_keys.size()); }
+
+    // The staged users' groups added to sums (blocks of `fields`), the batch emptied; the
+    // groups added.
+    int64_t add_staged(int64_t n_tags, double* sums, int64_t fields) {
+        const size_t r = staged_keys.size();
+        if (r == 0) return 0;
+        if (!block) block = std::make_unique<LoglossScratch>();
+        if (loss.size() < r + size_t(BLOCK)) loss.resize(r + size_t(BLOCK));
+        for (size_t start = 0; start < r; start += size_t(BLOCK)) {
+            const size_t stop = std::min(r, start + size_t(BLOCK));
+            for (size_t i = start; i < stop; ++i) {
+                block->p[i - start] = double_of(staged_keys[i] >> 1);
+                block->y[i - start] = double(staged_keys[i] & 1);
+            }
+            for (size_t i = stop - start; i < size_t(BLOCK); ++i) {  // padding, dropped
+                block->p[i] = 0.5;
+                block->y[i] = 0.0;
+            }
+            logloss_terms(*block, loss.data() + start);
+        }
+        int64_t groups = 0;
+        size_t lo = 0;
+        for (const int64_t end : staged_ends) {
+            const size_t hi = size_t(end);
+            GroupSums user{0, 0, 0, 0, 0, 0}, group{0, 0, 0, 0, 0, 0};
+            for (size_t i = lo; i < hi; ++i) {  // as add_groups
+                const uint64_t key = staged_keys[i];
+                const double value = double_of(key >> 1);
+                for (GroupSums* g : {&user, &group}) {
+                    g->n += 1.0;
+                    if (key & 1) g->c += 1.0;
+                    g->p += value;
+                    g->l += loss[i];
+                }
+                if (i + 1 == hi || staged_codes[i + 1] != staged_codes[i]) {
+                    if (int64_t(staged_codes[i]) < n_tags) {
+                        add_group(sums, fields, 1 + int64_t(staged_codes[i]), group);
+                        ++groups;
+                    }
+                    group = GroupSums{0, 0, 0, 0, 0, 0};
+                }
+            }
+            add_group(sums, fields, 0, user);
+            ++groups;
+            lo = hi;
+        }
+        staged_keys.clear();
+        staged_codes.clear();
+        staged_ends.clear();
+        return groups;
+    }
+
+    // The m rows of one long user, float64 preds, as grouped_user_sums left them sorted:
+    // the bits of each pred (+ 0.0) in bits, sorted, the row's tag code << 1 | label in
+    // payload (tags: false when the rows have no tag code). Each code's keys (the pred's
+    // bits above the label), put in code order by a stable counting pass, are then in pred
+    // order, and a pass puts the labels of each run of tied preds in order (0 first): the
+    // order add_user sorts them in, so the same sums, bit for bit, without a sort of their
+    // own; the groups added.
+    int64_t add_sorted_pairs(const uint64_t* bits, const uint32_t* payload, int64_t rows,
+                             bool tags, int64_t n_tags, double* sums, int64_t fields) {
+        const size_t m = size_t(rows);
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        const auto key_at = [&](size_t i) { return (bits[i] << 1) | uint64_t(payload[i] & 1u); };
+        if (!tags) {  // one code: n_tags (in `all` only)
+            for (size_t i = 0; i < m; ++i) keys[i] = key_at(i);
+            touched.push_back(uint32_t(n_tags));
+        } else {
+            uint32_t top = 0;
+            for (size_t i = 0; i < m; ++i) top = std::max(top, payload[i] >> 1);
+            place_by_code(m, top, [&](size_t i) { return payload[i] >> 1; }, key_at,
+                          keys.data());
+        }
+        for (size_t g = 0; g < touched.size(); ++g) {  // a tie's labels in order
+            const size_t lo = size_t(bounds[g]);
+            const size_t hi = g + 1 < touched.size() ? size_t(bounds[g + 1]) : m;
+            for (size_t i = lo + 1; i < hi; ++i) {
+                if (keys[i] >= keys[i - 1]) continue;  // only a 1 before a 0 of one pred
+                const uint64_t key = keys[i];
+                size_t j = i;
+                for (; j > lo && keys[j - 1] > key; --j) keys[j] = keys[j - 1];
+                keys[j] = key;
+            }
         }
         return add_groups(m, true, n_tags, sums, fields);
     }
@@ -1072,6 +1349,113 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     out.whole = nullptr;
     exact::normalize(out.sums, blocks);
     if (out.moments) {
+        moments.flush(out.moments, MOMENT_FIELDS);
+        exact::normalize(out.moments, moment_blocks);
+    }
+}
+
+// Every user of the rows group_rows left in work, as user_sums adds them (with
+// out.moments, each user's moments too), the rows read in their grouped order, not
+// gathered: a user of at most SHORT rows compares its pairs (add_short_rows), its moments
+// staged and added a batch of users at a time (KeyMoments::stage); a longer one is sorted
+// by pred where it lies (its keys, with float64 preds their payloads beside them) and
+// passed once (add_sorted_user), its moments from that sort (add_sorted,
+// add_sorted_pairs). Leaves the long users' rows sorted. Scratch: 8 bytes a row of the longest
+// user (12 with float64 preds).
+// Short users' rows staged for their moments before the batch is added (KeyMoments::stage).
+constexpr int64_t STAGED_ROWS = 4 * BLOCK;
+
+template <class P>
+void grouped_user_sums(Workspace& work, Output& out) {
+    using L = uint8_t;
+    const int64_t n_tags = work.n_tags;
+    const bool has_tags = work.has_tags;
+    const int64_t blocks = (1 + n_tags) * USER_FIELDS;
+    std::vector<unsigned __int128> whole(size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    out.whole = whole.data();
+    uint64_t* grouped = work.grouped.get();
+    uint32_t* payload = work.grouped_payload.get();
+    const std::vector<int64_t>& ends = work.ends;
+    int64_t longest = 0;
+    for (size_t u = 0; u < ends.size(); ++u)
+        longest = std::max(longest, ends[u] - (u ? ends[u - 1] : 0));
+    const int64_t longs = longest > SHORT ? longest : 0;
+    Scratch<P, L> s;
+    s.sort0 = nullptr;
+    s.payload0 = nullptr;
+    s.sort1 = work.sort1.at_least(longs);
+    s.payload1 = work.payload1.at_least(sizeof(P) == 4 ? 0 : longs);
+    s.scratch.assign(4 * (1 + n_tags), 0);
+    s.seen0.resize(std::min(n_tags, longs));
+    s.seen1.resize(std::min(n_tags, longs));
+    KeyMoments moments;
+    const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
+    int64_t moment_groups = 0;
+    int64_t lo = 0;
+    for (size_t u = 0; u < ends.size(); ++u) {
+        const int64_t hi = ends[u], m = hi - lo;
+        uint64_t* keys = grouped + lo;
+        uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
+        if (m <= SHORT) {
+            if (out.moments)
+                moments.stage(
+                    m,
+                    [&](int64_t k, uint64_t& key, uint32_t& code) {
+                        if constexpr (sizeof(P) == 4) {
+                            float value;
+                            const uint32_t value_bits = uint32_t(keys[k] >> 32);
+                            std::memcpy(&value, &value_bits, sizeof value);
+                            key = (bits_of(double(value)) << 1) | (keys[k] & 1u);
+                            code = uint32_t(keys[k] & UINT64_C(0xFFFFFFFF)) >> 1;
+                        } else {
+                            key = (keys[k] << 1) | uint64_t(low[k] & 1u);
+                            code = low[k] >> 1;
+                        }
+                    });
+            add_short_rows<P, L>(
+                m,
+                [&](int64_t k, P& value, int64_t& y, int64_t& code) {
+                    if constexpr (sizeof(P) == 4) {
+                        const uint32_t value_bits = uint32_t(keys[k] >> 32);
+                        std::memcpy(&value, &value_bits, sizeof value);
+                        y = int64_t(keys[k] & 1u);
+                        code = int64_t(uint32_t(keys[k] & UINT64_C(0xFFFFFFFF)) >> 1);
+                    } else {
+                        value = double_of(keys[k]);
+                        y = int64_t(low[k] & 1u);
+                        code = int64_t(low[k] >> 1);
+                    }
+                },
+                has_tags, n_tags, s, out);
+        } else if constexpr (sizeof(P) == 4) {
+            sort::radix_sort(keys, static_cast<sort::NoPayload*>(nullptr), s.sort1,
+                             static_cast<sort::NoPayload*>(nullptr), m);
+            add_sorted_user(keys, 32, static_cast<const uint32_t*>(nullptr), m, n_tags, s, out);
+            if (out.moments)
+                moment_groups += moments.add_sorted(keys, m, has_tags, n_tags, out.moments,
+                                                    MOMENT_FIELDS);
+        } else {
+            sort::radix_sort(keys, low, s.sort1, s.payload1, m);
+            add_sorted_user(keys, 0, low, m, n_tags, s, out);
+            if (out.moments)
+                moment_groups += moments.add_sorted_pairs(keys, low, m, has_tags, n_tags,
+                                                          out.moments, MOMENT_FIELDS);
+        }
+        if (out.moments && moments.staged_rows() >= STAGED_ROWS)
+            moment_groups += moments.add_staged(n_tags, out.moments, MOMENT_FIELDS);
+        if (out.moments && moment_groups >= exact::SAFE_ADDS / 2) {
+            exact::normalize(out.moments, moment_blocks);
+            moment_groups = 0;
+        }
+        if ((u + 1) % size_t(exact::SAFE_ADDS) == 0) exact::normalize(out.sums, blocks);
+        lo = hi;
+    }
+    add_whole_counts(out, 1 + n_tags);
+    out.whole = nullptr;
+    exact::normalize(out.sums, blocks);
+    if (out.moments) {
+        moments.add_staged(n_tags, out.moments, MOMENT_FIELDS);
+        exact::normalize(out.moments, moment_blocks);
         moments.flush(out.moments, MOMENT_FIELDS);
         exact::normalize(out.moments, moment_blocks);
     }

@@ -3,14 +3,17 @@
 Grouping. The rows are split into ``2**PART_BITS`` parts by the top bits of ``mix64(key)``
 (a user's rows all in one part). In each part a table of the part's keys numbers the
 users in order of their first row and counts their rows; a second pass over the part's
-rows puts each row, as one uint64 ``user << row_bits | row``, at its user's place. No
-sort: the users' rows lie together, each user's in row order. The table compares each
-row's check with the check of its key's first row: a difference is a key collision.
+rows puts each row at its user's place. No sort: the users' rows lie together, each
+user's in row order. The table compares each row's check with the check of its key's
+first row: a difference is a key collision. Without weights and a compared model, the
+second pass puts the rows themselves there (``group_rows``: each row's sort key, the
+pred's bits with its tag and label), which the pass over users then reads in order;
+else it puts each row's index, as one uint64 ``user << row_bits | row`` (``group``), and
+the passes gather the rows by index a chunk at a time (a tight loop, so the random reads
+overlap; a user of more rows than a chunk is read where it lies).
 
-Per user. The pass gathers rows by row index a chunk at a time (a tight loop, so the
-random reads overlap; a user of more rows than a chunk is read where it lies), then
-counts, for each positive, twice the negatives below it plus the negatives
-tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
+Per user. The pass counts, for each positive, twice the negatives below it plus the
+negatives tied with it (``twice_u``, so ``AUC = twice_u / (2 P N)``, a tie one half):
 
 - a user of at most ``SHORT`` rows compares every (positive, negative) pair, and adds each
   pair's score to its tag's count too when both rows have the same tag;
@@ -31,9 +34,9 @@ and passed once: a group's rows, clicks and ``twice_u`` are weighted sums (``AUC
 over (positive i, negative j) of w_i w_j (1 if pred_i > pred_j, 1/2 if tied) / (W+ W-)``,
 so an integer weight is that many repeated rows, exactly), summed in that order: the same
 bits whatever the order of the rows and the ranks they came from.
-Scratch: 1 byte a row (its part), and per thread 8 bytes a row of its largest part (4
-more while a part is grouped) and 8 bytes a row of its longest user (24 for float64
-preds) (:func:`user_auc_sums`).
+Scratch: 1 byte a row (its part), and per thread 8 bytes a row of its largest part (12
+for float64 preds without weights and a compared model; 8 more while a part is grouped)
+and 8 bytes a row of its longest user (24 for float64 preds) (:func:`user_auc_sums`).
 """
 
 from __future__ import annotations
@@ -154,19 +157,20 @@ def user_auc_sums(
     The moments: each user's rows sorted by (tag, pred, label, B's pred, weight) and its
     groups summed in that order, so each group's sums have the same bits whatever the
     order of its rows and the ranks they came from. Without ``compare`` and ``weight`` the
-    AUC pass sums them from the rows it has gathered (one uint64 a row, pred bits above
-    the label, sorted within each tag: 28 bytes a row of the longest user; a user of more
-    than ``SHORT`` rows with float32 preds: from the rows its AUC sort left in pred order,
-    put in tag order, no sort of their own); else a pass of
-    their own before it (32 bytes a row of the longest user). ``weight``: float64 row
-    weights (None: 1 a row).
+    AUC pass sums them from the grouped rows (one uint64 a row, pred bits above the label,
+    sorted within each tag: 28 bytes a row of the longest user; a user of at most
+    ``SHORT`` rows staged with the next users', their logloss terms a batch at a time; a
+    longer user from the rows its AUC sort left in pred order, put in tag order, no sort
+    of their own); else a pass of their own before it (32 bytes a row of the longest
+    user). ``weight``: float64 row weights (None: 1 a row).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
     uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
-    next: 8 bytes a row of its largest part (the grouped rows, in which the last pass sorts
-    a long user) and 8 bytes a row of its longest user (16 for float64 preds; 8 more with
-    ``compare``); while a part is grouped, 4 bytes a row of it more and 24 to 72 bytes a
-    user of it (its table of users).
+    next: 8 bytes a row of its largest part (the grouped rows, in which the pass sorts a
+    long user; 12 for float64 preds without ``compare`` and ``weight``) and 8 bytes a row
+    of its longest user (16 for float64 preds; 8 more with ``compare``); 8 bytes a row of
+    the part more (each row's user and index) and 24 to 72 bytes a user of it (its table
+    of users), while a part is grouped (without ``compare`` and ``weight``: kept too).
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
@@ -200,16 +204,21 @@ def user_auc_sums(
             it has a key collision, and its moments."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
+            part_moments = exact.accumulator(1 + n_tags, n_moments)
+            if compare is None and weight is None:  # the rows themselves grouped, once
+                found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
+                                               models[0], label, tags, n_tags, kept.work)
+                grouped_sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+                _core.wuauc.grouped_user_sums(kept.work, grouped_sums, part_moments)
+                return [grouped_sums], [np.empty((0, 3))], bool(found), part_moments
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
-            part_moments = exact.accumulator(1 + n_tags, n_moments)
-            fused = compare is None and weight is None  # the moments in the AUC pass
-            if not fused:
-                _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
-                                        models[1] if len(models) > 1 else models[0][:0],
-                                        weights, part_moments)
+            # the moments in a pass of their own
+            _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
+                                    models[1] if len(models) > 1 else models[0][:0],
+                                    weights, part_moments)
             part_sums, part_groups = [], []
             for k, model in enumerate(models):
                 part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
@@ -220,7 +229,7 @@ def user_auc_sums(
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
                                                label, tags, n_tags, part_sums[k],
                                                part_groups[k], kept.work, weights,
-                                               part_moments if fused else _NO_MOMENTS)
+                                               _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
             return part_sums, part_groups, bool(found), part_moments
 

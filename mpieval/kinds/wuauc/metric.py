@@ -19,8 +19,9 @@ for a moment, beside the rows: the rows not moved yet, in transit, their chunks 
 one column at a time (nothing to join when the rows were reserved:
 :meth:`~mpieval.metric.Metric.reserve`), the global tag codes only when some
 row has no tag (2 bytes a row), 1 byte a row (its part), and
-per thread 8 bytes a row of its largest part (4 more while a part is grouped, beside its
-table of users) and 8 bytes a row of its heaviest user (24 for float64 preds)
+per thread 8 bytes a row of its largest part (12 for float64 preds without weights and a
+compared model; 8 more while a part is grouped, beside its table of users) and 8 bytes a
+row of its heaviest user (24 for float64 preds)
 (:func:`~mpieval.kinds.wuauc.kernels.user_auc_sums`).
 """
 
