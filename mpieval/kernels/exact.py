@@ -105,3 +105,23 @@ def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 
     Python call a tag)."""
     _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
                        np.ascontiguousarray(values, dtype=np.float64), first)
+
+
+FSUM_ROWS = 1 << 16
+"""Rows of :func:`row_fsums` summed at a time (its scratch: one accumulator a row)."""
+
+
+def row_fsums(terms: np.ndarray) -> np.ndarray:
+    """Each row's sum of ``terms`` (shape ``(n, k)``, finite float64) rounded once to the
+    nearest float64, ties to even: ``math.fsum`` of the row (many rows in one compiled pass,
+    :func:`add_at` then :func:`to_floats`; scratch ``DIGITS`` digits a row of a chunk of
+    ``FSUM_ROWS``)."""
+    terms = np.ascontiguousarray(terms, dtype=np.float64)
+    n, width = terms.shape
+    out = np.empty(n, dtype=np.float64)
+    for start in range(0, n, FSUM_ROWS):
+        stop = min(start + FSUM_ROWS, n)
+        acc = accumulator(stop - start, 1)
+        add_at(acc, np.repeat(np.arange(stop - start), width), terms[start:stop].ravel())
+        out[start:stop] = to_floats(acc)[:, 0]
+    return out

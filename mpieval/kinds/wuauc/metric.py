@@ -37,11 +37,17 @@ from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
-from mpieval.kinds.wuauc.result import DIFFS, N_ROW_SUMS, WuaucResult, block_from_sums
+from mpieval.kinds.wuauc.result import (
+    DIFFS,
+    N_ROW_SUMS,
+    WuaucResult,
+    block_from_sums,
+    blocks_from_sums,
+)
 from mpieval.metric import Metric, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import ALL, reasons_text
+from mpieval.tags import ALL, SHOWN_TAGS, grouped_reasons_text, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import (
     as_vector,
@@ -233,6 +239,13 @@ class WuaucMetric(UserRowsMetric):
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
         values = np.concatenate([exact.to_floats(part) for part in sums.values()], axis=1)
+        if self.compare is None:  # every block's values at once (many tags)
+            blocks, held = blocks_from_sums(list(names), values)
+            if held:
+                warn_undefined(comm, "wuauc: " + grouped_reasons_text(
+                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                     for reason, where in held]))
+            return WuaucResult(tuple(blocks), weights=self.weights)
         blocks, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)
