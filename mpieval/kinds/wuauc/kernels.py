@@ -138,13 +138,32 @@ def user_auc_sums(
     compare: np.ndarray | None = None,
     weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
-    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (shape ``(1 +
-    n_tags, 22, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
-    key have different ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
+    """:func:`user_auc_parts`' parts side by side: one array of shape ``(1 + n_tags, 22,
+    DIGITS)`` (more with ``compare``), and whether two rows of one key collide."""
+    parts, collision = user_auc_parts(keys, checks, pred, label, tag, n_tags,
+                                      compare=compare, weight=weight)
+    return np.concatenate(parts, axis=1), collision
 
-    With ``compare`` (model B's preds of the same rows), each block goes on with B's
+
+def user_auc_parts(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+    *,
+    compare: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+) -> tuple[list[np.ndarray], bool]:
+    """``(parts, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
+    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
+    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (two parts of shape
+    ``(1 + n_tags, fields, DIGITS)``, see :mod:`mpieval.kernels.exact`; not joined: many
+    tags), and whether two rows of one key have different ``checks`` (compared by their
+    low 32 bits: a uint64 check is cut to them).
+
+    With ``compare`` (model B's preds of the same rows), three parts more: B's
     ``USER_SUM_FIELDS``, the ``DIFF_FIELDS`` of the users paired between the models and
     the ``COMPARE_MOMENT_FIELDS``: the rows are grouped once, and the pass over the
     users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
@@ -237,11 +256,10 @@ def user_auc_sums(
         collision = any(found for _, _, found, _ in done)
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
-        return np.concatenate([sums[0], mine], axis=1), collision
+        return [sums[0], mine], collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
     paired_diff_sums(groups[0], groups[1], diff)
-    return np.concatenate([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]],
-                          axis=1), collision
+    return [sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision
 
 
 def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:

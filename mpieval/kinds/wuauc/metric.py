@@ -36,7 +36,7 @@ from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
-from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
+from mpieval.kinds.wuauc.kernels import row_sums, user_auc_parts
 from mpieval.kinds.wuauc.result import (
     DIFFS,
     N_ROW_SUMS,
@@ -116,6 +116,7 @@ class WuaucMetric(UserRowsMetric):
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
                  compare: str | None = None, weights: str = "frequency") -> None:
         super().__init__(comm, extra_keys=extra_keys, compare=compare, weights=weights)
+        self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
 
     def state_layout(self) -> dict[str, Part]:
         return {**super().state_layout(), "weights": Rows({"weight": np.float64})}
@@ -227,18 +228,32 @@ class WuaucMetric(UserRowsMetric):
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        blocks["users"] = comm.agreed(lambda: _user_sums(owned, layout),
-                                      catch=UidCollisionError)
+        user_parts = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
+        names = ("users", "moments") + (() if self.compare is None
+                                        else ("users_b", "diffs", "moments_b"))
+        blocks.update(zip(names, user_parts, strict=True))
+        del by_row, user_parts
         if self.compare is not None:
             blocks["rows_b"] = by_row_b
+            del by_row_b
         # each block's fields are these parts' side by side (block_from_sums), joined as
-        # floats in finish(): the exact sums are not copied once more (many tags)
+        # floats in finish(): the exact sums are not copied once more (many tags). Each part
+        # is sent as the window of digits that some rank uses (a tag's sums use about 5 of
+        # their 68 digits): one allgather of each rank's digits used
+        ranges = comm.allgather({name: exact.used_digits(part) for name, part in blocks.items()})
+        self._first_digit = {}
+        for name, part in blocks.items():
+            first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
+            self._first_digit[name] = first
+            blocks[name] = np.ascontiguousarray(part[..., first:stop])
+            del part
         return blocks
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
-        values = np.concatenate([exact.to_floats(part) for part in sums.values()], axis=1)
+        values = np.concatenate([exact.window_to_floats(part, self._first_digit[name])
+                                 for name, part in sums.items()], axis=1)
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), values)
             if held:
@@ -268,12 +283,12 @@ def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
 # -- per-user sums on the owner ----------------------------------------------------------
 
 
-def _user_sums(owned: OwnedRows, layout: UserLayout) -> np.ndarray:
+def _user_sums(owned: OwnedRows, layout: UserLayout) -> list[np.ndarray]:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
     then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
     of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
     pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
-    sums, collision = user_auc_sums(
+    sums, collision = user_auc_parts(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
         weight=owned.columns.get("weight"),

@@ -186,6 +186,8 @@ class WuaucBlock:
         ``wuauc``, every user of the block for the row values), below
         :data:`~mpieval.kernels.stats.MIN_EFFECTIVE` effective users or with a spread of
         0."""
+        if self.real_user_count < stats.MIN_CLUSTERS:  # so fewer valid users too
+            return dict.fromkeys(INTERVAL_FIELDS)  # (many tags: most are such)
         intervals = {name: stats.cluster_interval(
             getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
             level, *BOUNDS[name], effective=self.effective.get(name)) for name in PER_USER}
@@ -407,9 +409,9 @@ def _stderrs_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     some = np.flatnonzero(s["valid_users"] >= 2)
     if len(some):
-        auc_sum, users = at(some, "auc_sum", "valid_users")
+        auc_sum, auc_sq_sum, users = at(some, "auc_sum", "auc_sq_sum", "valid_users")
         stderr["uauc"][some] = stats.cluster_stderrs(stats.ratio_stderrs(
-            auc_sum, users, *at(some, "auc_sq_sum"), auc_sum, users), users)
+            auc_sum, users, auc_sq_sum, auc_sum, users), users)
         stderr["wuauc"][some] = stats.weighted_cluster_stderrs(stats.ratio_stderrs(
             *at(some, "auc_rows_sum", "valid_rows", "auc_sq_rows_sq_sum", "auc_rows_sq_sum",
                 "rows_sq_sum")), *at(some, *_WEIGHTS["wuauc"]))
