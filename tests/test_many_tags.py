@@ -206,3 +206,37 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
     assert len(held) >= 6  # the sums above reach most reasons
+
+
+def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
+    """``ranking``'s ``blocks_from_sums`` against ``block_from_sums`` on sums of blocks of
+    0 to 30 valid users (none, below and above ``MIN_CLUSTERS``), no rows, users of equal
+    values (a spread of 0): every value and reason the same, to the last bit."""
+    from mpieval.kinds.ranking.kernels import sum_fields, value_names
+    from mpieval.kinds.ranking.metric import block_from_sums, blocks_from_sums
+
+    k = (5, 10)
+    blocks = []
+    for i in range(500):
+        valid = int(rng.integers(0, 31))
+        s = {"rows": 0.0 if i % 19 == 0 else float(valid + rng.integers(0, 5)),
+             "users": float(valid + rng.integers(0, 3)), "valid_users": float(valid)}
+        for name in value_names(k):
+            v = rng.random(valid) if i % 6 else np.full(valid, 0.5)
+            if name.startswith("hit_rate"):
+                v = np.round(v)
+            s[f"{name}_sum"], s[f"{name}_sq_sum"] = v.sum(), (v * v).sum()
+        for cutoff in k:
+            s[f"users_le_{cutoff}"] = float(rng.integers(0, valid + 1))
+        blocks.append([float(s[name]) for name in sum_fields(k)])
+    sums = np.array(blocks)
+    tags = [f"t{i}" for i in range(len(sums))]
+    at_once, held = blocks_from_sums(tags, k, sums)
+    reasons: dict[str, list[str]] = {}
+    for tag, block_sums, fast in zip(tags, sums, at_once, strict=True):
+        block, why = block_from_sums(tag, k, block_sums)
+        assert repr(fast) == repr(block)  # every float's repr: its bits
+        for text in why:
+            reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    assert len(held) >= 4

@@ -31,6 +31,7 @@ ranks, in any order of rows.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -51,8 +52,8 @@ from mpieval.kinds.ranking.kernels import (
     user_sums,
     value_names,
 )
-from mpieval.metric import warn_undefined
-from mpieval.tags import ALL, TagBlocks, reasons_text
+from mpieval.metric import narrowed_sums, warn_undefined
+from mpieval.tags import ALL, SHOWN_TAGS, TagBlocks, grouped_reasons_text, reasons_text
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
 
@@ -290,6 +291,65 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
     return block, reasons
 
 
+def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
+                     ) -> tuple[list[RankingBlock], list[tuple[str, np.ndarray]]]:
+    """:func:`block_from_sums` of every block at once (``sums``: one row of
+    :func:`sum_fields` a block, no ``compare``), each value computed for all blocks as
+    arrays (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats; the blocks, and
+    each reason a value is NaN with the indexes of the blocks it holds for, in order of the
+    first block it holds for (the order of :func:`block_from_sums`' reasons tag after
+    tag)."""
+    s = {name: np.ascontiguousarray(sums[:, i])
+         for i, name in enumerate(sum_fields(k, False))}
+    valid, rows = s["valid_users"], s["rows"]
+    names = value_names(k)
+    means, stderr = {}, {}
+    with np.errstate(all="ignore"):
+        for name in names:
+            total = s[f"{name}_sum"]
+            means[name] = np.where(valid != 0, total / valid, math.nan)
+            stderr[name] = stats.cluster_stderrs(stats.ratio_stderrs(
+                total, valid, s[f"{name}_sq_sum"], total, valid), valid)
+    mean_rows = zip(*(means[name].tolist() for name in names), strict=True)
+    stderr_rows = zip(*(stderr[name].tolist() for name in names), strict=True)
+    le_rows = zip(*(s[f"users_le_{cutoff}"].tolist() for cutoff in k), strict=True)
+    blocks = [
+        _block((tag, k, dict(zip(names, mean_row, strict=True)), int(n_valid), int(n_users),
+                int(n_rows), dict(zip(names, stderr_row, strict=True)), None,
+                {cutoff: int(n) for cutoff, n in zip(k, le_row, strict=True)}))
+        for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
+            tags, mean_rows, valid.tolist(), s["users"].tolist(), rows.tolist(), stderr_rows,
+            le_rows, strict=True)
+    ]
+    some = (rows != 0) & (valid != 0)
+    reasons: list[tuple[int, str, np.ndarray]] = [
+        (0, "no rows", rows == 0),
+        (1, "no user has a relevant row (label > 0), the values are undefined",
+         (rows != 0) & (valid == 0)),
+        (2, f"ci95 of the values needs {stats.MIN_CLUSTERS} valid users",
+         some & (valid < stats.MIN_CLUSTERS)),
+    ]
+    reasons += [(3 + rank, f"ci95 of {name} is null: its spread over the users is 0",
+                 some & (valid >= stats.MIN_CLUSTERS) & (stderr[name] == 0))
+                for rank, name in enumerate(names) if not _is_rate(name)]
+    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
+    held = sorted((entry for entry in held if len(entry[0])),
+                  key=lambda entry: (int(entry[0][0]), entry[1]))
+    return blocks, [(text, where) for where, _, text in held]
+
+
+_BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
+
+
+def _block(values: tuple[Any, ...]) -> RankingBlock:
+    """``RankingBlock(*values)`` (every field, in order), its fields set at once rather than
+    by the frozen dataclass's ``__init__``, one ``object.__setattr__`` a field (many
+    tags)."""
+    block: RankingBlock = object.__new__(RankingBlock)
+    block.__dict__.update(zip(_BLOCK_FIELDS, values, strict=True))
+    return block
+
+
 def _correlation(a: float, aa: float, b: float, bb: float, dd: float, units: float) -> float:
     """The correlation over ``units`` users of A's and B's values from their sums ``a``,
     ``b``, sums of squares ``aa``, ``bb`` and the sum of the squared differences ``dd``
@@ -370,6 +430,7 @@ class RankingMetric(UserRowsMetric):
     def __init__(self, comm: Comm | Any | None = None, *, k: Any = DEFAULT_K,
                  gain: str = "linear", compare: str | None = None) -> None:
         super().__init__(comm, k=k, gain=gain, compare=compare)
+        self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`Metric.state_dict`, the cutoffs as an int64 array (a plain value)."""
@@ -409,13 +470,23 @@ class RankingMetric(UserRowsMetric):
         sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
                          users.columns.get("tag"), len(layout.tags), self.k, self.gain,
                          users.columns.get("compare"))
-        return {"blocks": sums}
+        # sent as the window of digits some rank uses (many tags)
+        narrowed, self._first_digit = narrowed_sums({"blocks": sums}, comm)
+        return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
+        values = exact.window_to_floats(sums["blocks"], self._first_digit["blocks"])
+        if self.compare is None:  # every block's values at once (many tags)
+            blocks, held = blocks_from_sums(list(names), self.k, values)
+            if held:
+                warn_undefined(comm, "ranking: " + grouped_reasons_text(
+                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                     for reason, where in held]))
+            return RankingResult(self.k, tuple(blocks))
         blocks, reasons = [], []  # reasons: (tag, why)
-        for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
+        for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, self.k, block_sums, self.compare)
             blocks.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]

@@ -44,7 +44,7 @@ from mpieval.kinds.wuauc.result import (
     block_from_sums,
     blocks_from_sums,
 )
-from mpieval.metric import Metric, warn_undefined
+from mpieval.metric import Metric, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
 from mpieval.tags import ALL, SHOWN_TAGS, grouped_reasons_text, reasons_text
@@ -237,17 +237,10 @@ class WuaucMetric(UserRowsMetric):
             blocks["rows_b"] = by_row_b
             del by_row_b
         # each block's fields are these parts' side by side (block_from_sums), joined as
-        # floats in finish(): the exact sums are not copied once more (many tags). Each part
-        # is sent as the window of digits that some rank uses (a tag's sums use about 5 of
-        # their 68 digits): one allgather of each rank's digits used
-        ranges = comm.allgather({name: exact.used_digits(part) for name, part in blocks.items()})
-        self._first_digit = {}
-        for name, part in blocks.items():
-            first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
-            self._first_digit[name] = first
-            blocks[name] = np.ascontiguousarray(part[..., first:stop])
-            del part
-        return blocks
+        # floats in finish(): the exact sums are not copied once more (many tags), and are
+        # sent as the window of digits some rank uses
+        narrowed, self._first_digit = narrowed_sums(blocks, comm)
+        return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
