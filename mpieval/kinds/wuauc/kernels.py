@@ -212,36 +212,42 @@ def user_auc_parts(
         _core.wuauc.parts(keys, parts, part_bits, sizes)
 
         kept = threading.local()  # each thread's memory, kept from one part to the next
+        # each thread's exact sums, which its parts add to (exact: the same bits whatever
+        # the parts a thread took; memory: a set of per-tag sums a thread, not a part)
+        sums_of_threads: list[tuple[list[np.ndarray], np.ndarray]] = []
+        lock = threading.Lock()
 
-        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool,
-                                         np.ndarray]:
-            """The part's sums and (with ``compare``) valid groups, per model, whether
-            it has a key collision, and its moments."""
+        def one_part(part: int) -> tuple[list[np.ndarray], bool]:
+            """The part's valid groups (with ``compare``), per model, and whether it has a
+            key collision; its sums added to its thread's."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
+                kept.sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+                             for _ in models]
+                kept.moments = exact.accumulator(1 + n_tags, n_moments)
+                with lock:
+                    sums_of_threads.append((kept.sums, kept.moments))
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
             found = _core.wuauc.group(keys, checks, parts, part, packed, row_bits)
-            part_moments = exact.accumulator(1 + n_tags, n_moments)
             fused = compare is None and weight is None  # the moments in the AUC pass
             if not fused:
                 _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
                                         models[1] if len(models) > 1 else models[0][:0],
-                                        weights, part_moments)
-            part_sums, part_groups = [], []
+                                        weights, kept.moments)
+            part_groups = []
             for k, model in enumerate(models):
-                part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
                 # a valid group has two rows or more, and a row is in at most two groups
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
-                                               label, tags, n_tags, part_sums[k],
+                                               label, tags, n_tags, kept.sums[k],
                                                part_groups[k], kept.work, weights,
-                                               part_moments if fused else _NO_MOMENTS)
+                                               kept.moments if fused else _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
-            return part_sums, part_groups, bool(found), part_moments
+            return part_groups, bool(found)
 
         # started largest first (a part holding a heavy user must not start last: the
         # threads would wait for it), then put in part order
@@ -250,10 +256,10 @@ def user_auc_parts(
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
-            sums[k] = _added([part_sums[k] for part_sums, _, _, _ in done], sums[k])
-            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _, _ in done])
-        moments = _added([part_moments for *_, part_moments in done], moments)
-        collision = any(found for _, _, found, _ in done)
+            sums[k] = _added([thread_sums[k] for thread_sums, _ in sums_of_threads], sums[k])
+            groups[k] = np.concatenate([part_groups[k] for part_groups, _ in done])
+        moments = _added([thread_moments for _, thread_moments in sums_of_threads], moments)
+        collision = any(found for _, found in done)
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
         return [sums[0], mine], collision
