@@ -32,6 +32,7 @@ ranks, in any order of rows.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -155,6 +156,8 @@ class RankingBlock:
         most as a hit or a miss, so it is valid at 0 and at 1, where most users are). The
         others: ``value -/+ t se`` (Student's t with ``V - 1`` degrees of freedom), cut to
         [0, 1], None with a spread of 0."""
+        if self.valid_user_count < stats.MIN_CLUSTERS:  # (many tags: most are such)
+            return dict.fromkeys(self.values)
         return _intervals(self.values, self.stderr, self.valid_user_count, level)
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,8 +178,8 @@ class RankingBlock:
         RealUserCount=%d RealInsNum=%d``, cutoffs ascending (the other values are in the
         JSON only)."""
         v, n = logline.value, logline.count
-        values = " ".join(f"{_log_name(key)}={v(value)}" for key, value in self.values.items()
-                          if key.partition("@")[0] in LOG_VALUES)
+        values = " ".join(f"{label}={v(self.values[key])}"
+                          for key, label in _logged(tuple(self.values)))
         return (f"{name}: Tag={self.tag} {values} ValidUserCount={n(self.valid_user_count)} "
                 f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)}")
 
@@ -220,6 +223,14 @@ def _paired_rate_interval(a: float, b: float, diff: float, correlation: float, u
     above = math.sqrt(max(0.0, (ub - b) ** 2 - 2 * correlation * (ub - b) * (a - la)
                           + (a - la) ** 2))
     return (max(-1.0, diff - below), min(1.0, diff + above))
+
+
+@functools.lru_cache(maxsize=64)
+def _logged(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The values of a block's log line, in order, each with its name there (made once per
+    cutoffs: each tag block asks)."""
+    return tuple((name, _log_name(name)) for name in names
+                 if name.partition("@")[0] in LOG_VALUES)
 
 
 def _log_name(name: str) -> str:
