@@ -33,12 +33,20 @@ def reasons_text(reasons: list[tuple[str, str]]) -> str:
     tags_of: dict[str, list[str]] = {}
     for tag, reason in reasons:
         tags_of.setdefault(reason, []).append(tag)
+    return grouped_reasons_text([(reason, tags[:SHOWN_TAGS], len(tags))
+                                 for reason, tags in tags_of.items()])
+
+
+def grouped_reasons_text(groups: Sequence[tuple[str, Sequence[str], int]]) -> str:
+    """:func:`reasons_text` of reasons given grouped, in order of their first tag: each
+    reason with its first tags (``SHOWN_TAGS`` of them, or all when fewer) and the number
+    of tags it holds for (many tags: no pair a tag)."""
     clauses = []
-    for reason, tags in tags_of.items():
+    for reason, tags, count in groups:
         named = ", ".join(tags[:SHOWN_TAGS])
-        if len(tags) > SHOWN_TAGS:
-            named += f" and {len(tags) - SHOWN_TAGS} more"
-        clauses.append(f"{'tag' if len(tags) == 1 else 'tags'} {named}: {reason}")
+        if count > SHOWN_TAGS:
+            named += f" and {count - SHOWN_TAGS} more"
+        clauses.append(f"{'tag' if count == 1 else 'tags'} {named}: {reason}")
     return "; ".join(clauses)
 
 

@@ -7,6 +7,7 @@ slow path that locates the bad values runs only when something is wrong.
 
 from __future__ import annotations
 
+import re
 import sys
 from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping
@@ -273,12 +274,18 @@ def one_of(*allowed: str) -> Callable[[str, object], str]:
 # -- names in the Abacus log lines ---------------------------------------------------
 
 
+_BREAKS_LOG_WORD = re.compile(r"[\s=]")
+"""Whitespace (the same characters as ``str.isspace``) or ``=``."""
+
+
 def check_log_word(field: str, value: str, *, empty: bool = False) -> str:
     """A metric name or tag as it appears in a space-separated ``key=value`` log line: no
     whitespace (space, tab, newline) or ``=`` that would split it, and not empty unless
     ``empty`` (a tag may be empty: ``Tag=`` still parses)."""
     if not value and not empty:
         raise InputError(field, "must not be empty")
+    if _BREAKS_LOG_WORD.search(value) is None:  # one look (many tags: a call a value)
+        return value
     bad = next((c for c in value if c.isspace() or c == "="), None)
     if bad is not None:
         raise InputError(field, f"{value!r} holds {bad!r}, which would break the "

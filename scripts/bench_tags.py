@@ -4,7 +4,7 @@ against 4, paired.
 
     .venv/bin/python scripts/bench_tags.py                       # 200k rows, wuauc and ranking
     .venv/bin/python scripts/bench_tags.py --rows 2000000 --repeats 5 --tags 4 60000
-    .venv/bin/python scripts/bench_tags.py --python OTHER/bin/python   # another build (before)
+    .venv/bin/python scripts/bench_tags.py --python OLD/bin/python .venv/bin/python  # before, after
 
 Data (generated once under ``bench-data/tags/``, which git ignores): one Parquet file of
 ``--rows`` rows shaped like traffic (many light users, uniform over ``rows / 10`` users,
@@ -126,32 +126,43 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compute", "eval"],
                         choices=["compute", "eval"])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter whose mpieval is measured (a build before)")
+    parser.add_argument("--python", nargs="+", default=[sys.executable],
+                        help="the interpreters whose mpieval is measured (a build before, "
+                        "this one): each repeat runs every one in turn")
     args = parser.parse_args()
     path = generate(args.rows, sorted(set(args.tags)))
-    print(f"# {args.rows:,} rows, tags {args.tags}, python {args.python}")
+    print(f"# {args.rows:,} rows, tags {args.tags}, python {' '.join(args.python)}")
     print(f"# load before: {uptime()}")
     base = min(args.tags)
     for mode in args.modes:
         once = compute_once if mode == "compute" else eval_once
         for kind in args.kinds:
-            runs: dict[int, list[dict]] = {count: [] for count in args.tags}
+            runs = {(python, count): [] for python in args.python for count in args.tags}
             for _ in range(args.repeats):
-                for count in args.tags:  # in turn, within one repeat
-                    runs[count].append(once(args.python, path, kind, count))
-            for count in args.tags:
-                cpu = [run["cpu"] for run in runs[count] if "cpu" in run]
-                peak = statistics.median(run["peak_kb"] for run in runs[count]) / 1024
-                refused = next((run["refused"] for run in runs[count] if "refused" in run), "")
-                ratio = [run["cpu"] / runs[base][i]["cpu"] for i, run in enumerate(runs[count])
-                         if "cpu" in run and "cpu" in runs[base][i] and "refused" not in run]
-                print(f"{mode:8} {kind:8} tags={count:>9,}  cpu median "
-                      f"{statistics.median(cpu) if cpu else float('nan'):8.3f} s  "
-                      f"x{statistics.median(ratio) if ratio else float('nan'):7.2f} vs "
-                      f"{base} tags (paired median of {len(ratio)})  peak {peak:8.1f} MB"
-                      + (f"  refused: {refused}" if refused else ""), flush=True)
+                for python in args.python:  # in turn, within one repeat
+                    for count in args.tags:
+                        runs[python, count].append(once(python, path, kind, count))
+            for python in args.python:
+                if len(args.python) > 1:
+                    print(f"# {python}")
+                for count in args.tags:
+                    report(mode, kind, count, base, runs[python, count], runs[python, base])
     print(f"# load after: {uptime()}")
+
+
+def report(mode: str, kind: str, count: int, base: int, runs: list[dict],
+           base_runs: list[dict]) -> None:
+    """One line: the CPU median, its paired ratio against ``base`` tags, the peak."""
+    cpu = [run["cpu"] for run in runs if "cpu" in run]
+    peak = statistics.median(run["peak_kb"] for run in runs) / 1024
+    refused = next((run["refused"] for run in runs if "refused" in run), "")
+    ratio = [run["cpu"] / base_runs[i]["cpu"] for i, run in enumerate(runs)
+             if "cpu" in run and "cpu" in base_runs[i] and "refused" not in run]
+    print(f"{mode:8} {kind:8} tags={count:>9,}  cpu median "
+          f"{statistics.median(cpu) if cpu else float('nan'):8.3f} s  "
+          f"x{statistics.median(ratio) if ratio else float('nan'):7.2f} vs "
+          f"{base} tags (paired median of {len(ratio)})  peak {peak:8.1f} MB"
+          + (f"  refused: {refused}" if refused else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -261,3 +261,36 @@ def test_add_at_adds_each_row_to_its_block_as_add_values(rng) -> None:
     assert np.array_equal(acc, want)  # normalized digits of the same sums: the same bits
     with pytest.raises(ValueError):
         exact.add_at(acc, np.array([blocks]), np.zeros((1, 3)), first=2)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_window_of_digits_gives_the_floats_of_the_whole_accumulators(rng, signed) -> None:
+    """Many tags: accumulators sent as the window of the digits some of them use
+    (``used_digits``, ``joined_digits`` over ranks, ``window_to_floats``) round to the same
+    floats as the whole accumulators: sums of few positive values (a narrow window), or
+    negative sums and an infinite one (the top digit holds the sign), in several chunks,
+    the digits unnormalized (two ranks' accumulators added); and row_fsums is math.fsum."""
+    ranks = [exact.accumulator(300, 3) for _ in range(2)]
+    for acc in ranks:
+        for block in range(300):
+            for field in range(3):
+                values = rng.normal(0, 10.0 ** rng.integers(-8, 8), rng.integers(0, 5))
+                exact.add_values(acc[block, field], values if signed else np.abs(values))
+    if signed:
+        ranks[1][7, 1] = exact.exact_sum(np.array([np.inf]))
+    first, stop = exact.joined_digits([exact.used_digits(acc) for acc in ranks])
+    assert (stop - first < 10) is not signed
+    assert exact.joined_digits([(0, 0), (0, 0)]) == (0, 1)
+    assert exact.used_digits(exact.accumulator(4, 2)) == (0, 0)
+    total = ranks[0] + ranks[1]
+    window = ranks[0][..., first:stop] + ranks[1][..., first:stop]
+    assert not total[..., :first].any() and not total[..., stop:].any()
+    chunk = exact.FSUM_ROWS
+    try:
+        for exact.FSUM_ROWS in (chunk, 64):  # one chunk, several
+            assert (exact.to_floats(total).tobytes()
+                    == exact.window_to_floats(window, first).tobytes())
+        terms = rng.normal(0, 1, (500, 3)) * 10.0 ** rng.integers(-20, 20, (500, 3))
+        assert exact.row_fsums(terms).tolist() == [math.fsum(row) for row in terms.tolist()]
+    finally:
+        exact.FSUM_ROWS = chunk

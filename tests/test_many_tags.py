@@ -157,3 +157,86 @@ def test_wuauc_row_sums_of_many_tags_are_those_of_few_and_each_tags_exact_sums(r
         assert np.array_equal(many[1 + t, 2], exact.exact_sum(pred[rows].astype(np.float64)))
         assert np.array_equal(many[1 + t, 3], exact.exact_sum(logloss))
         assert exact.to_float(many[1 + t, 0]) == rows.sum()
+
+
+def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
+    """``blocks_from_sums`` (every block's values as arrays) against ``block_from_sums``
+    (one block, plain floats) on sums of many shapes: blocks of 0 to 40 users (none, below
+    and above ``MIN_CLUSTERS``), no rows, no valid user, a pred sum of 0, equal users (a
+    spread of 0), one heavy user (few effective users), weights: every value and every
+    reason the same, to the last bit."""
+    from mpieval.kinds.wuauc.result import FIELDS, block_from_sums, blocks_from_sums
+
+    blocks = []
+    for i in range(600):
+        users = int(rng.integers(0, 41))
+        n = rng.integers(1, 30, users).astype(np.float64)
+        if i % 7 == 0:
+            n[:] = 3  # equal users
+        if i % 11 == 0 and users:
+            n[0] = 1e6  # one heavy user
+        if i % 13 == 0:
+            n *= rng.random(users) * 2  # weights
+        c = np.floor(n * rng.random(users)) if i % 5 else np.zeros(users)
+        p = n * rng.beta(2, 8, users) * (0 if i % 17 == 0 else 1)
+        lo = n * rng.random(users)
+        auc = rng.random(users) if i % 9 else np.full(users, 0.5)
+        valid = (c > 0) & (c < n)
+        nv, av = n[valid], auc[valid]
+        s = {"rows": n.sum(), "clicks": c.sum(), "pred_sum": p.sum(), "logloss_sum": lo.sum(),
+             "users": users, "valid_users": valid.sum(), "valid_rows": nv.sum(),
+             "valid_clicks": c[valid].sum(), "auc_sum": av.sum(), "auc_rows_sum": (av * nv).sum(),
+             "auc_clicks_sum": (av * c[valid]).sum(), "auc_sq_sum": (av**2).sum(),
+             "rows_sq_sum": (nv**2).sum(), "auc_rows_sq_sum": (av * nv**2).sum(),
+             "auc_sq_rows_sq_sum": (av**2 * nv**2).sum(), "rows_cube_sum": (nv**3).sum(),
+             "user_clicks_sq_sum": (c**2).sum(), "user_clicks_rows_sum": (c * n).sum(),
+             "user_rows_sq_sum": (n**2).sum(), "user_pred_sq_sum": (p**2).sum(),
+             "user_pred_rows_sum": (p * n).sum(), "user_clicks_pred_sum": (c * p).sum(),
+             "user_logloss_sq_sum": (lo**2).sum(), "user_logloss_rows_sum": (lo * n).sum(),
+             "user_rows_cube_sum": (n**3).sum(), "user_pred_cube_sum": (p**3).sum()}
+        blocks.append([float(s[name]) for name in FIELDS])
+    sums = np.array(blocks)
+    tags = [f"t{i}" for i in range(len(sums))]
+    at_once, held = blocks_from_sums(tags, sums)
+    reasons: dict[str, list[str]] = {}
+    for tag, block_sums, fast in zip(tags, sums, at_once, strict=True):
+        block, why = block_from_sums(tag, block_sums)
+        assert repr(fast) == repr(block)  # every float's repr: its bits
+        for text in why:
+            reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    assert len(held) >= 6  # the sums above reach most reasons
+
+
+def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
+    """``ranking``'s ``blocks_from_sums`` against ``block_from_sums`` on sums of blocks of
+    0 to 30 valid users (none, below and above ``MIN_CLUSTERS``), no rows, users of equal
+    values (a spread of 0): every value and reason the same, to the last bit."""
+    from mpieval.kinds.ranking.kernels import sum_fields, value_names
+    from mpieval.kinds.ranking.metric import block_from_sums, blocks_from_sums
+
+    k = (5, 10)
+    blocks = []
+    for i in range(500):
+        valid = int(rng.integers(0, 31))
+        s = {"rows": 0.0 if i % 19 == 0 else float(valid + rng.integers(0, 5)),
+             "users": float(valid + rng.integers(0, 3)), "valid_users": float(valid)}
+        for name in value_names(k):
+            v = rng.random(valid) if i % 6 else np.full(valid, 0.5)
+            if name.startswith("hit_rate"):
+                v = np.round(v)
+            s[f"{name}_sum"], s[f"{name}_sq_sum"] = v.sum(), (v * v).sum()
+        for cutoff in k:
+            s[f"users_le_{cutoff}"] = float(rng.integers(0, valid + 1))
+        blocks.append([float(s[name]) for name in sum_fields(k)])
+    sums = np.array(blocks)
+    tags = [f"t{i}" for i in range(len(sums))]
+    at_once, held = blocks_from_sums(tags, k, sums)
+    reasons: dict[str, list[str]] = {}
+    for tag, block_sums, fast in zip(tags, sums, at_once, strict=True):
+        block, why = block_from_sums(tag, k, block_sums)
+        assert repr(fast) == repr(block)  # every float's repr: its bits
+        for text in why:
+            reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    assert len(held) >= 4

@@ -904,6 +904,14 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     monkeypatch.setattr(parallel, "_threads", threads)
     parts = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
     assert np.array_equal(parts[0], whole[0]) and parts[1] == whole[1]
+    # without compare (the moments in the AUC pass) and with weights, each thread's sums
+    # added to across its parts
+    for weight in (None, rng.integers(1, 4, n).astype(np.float64)):
+        monkeypatch.setattr(kernels, "PART_ROWS", 10**9)
+        one = exact_user_auc_sums(keys, keys, pred, label, tag, 3, weight=weight)
+        monkeypatch.setattr(kernels, "PART_ROWS", 1000)
+        split = exact_user_auc_sums(keys, keys, pred, label, tag, 3, weight=weight)
+        assert np.array_equal(split[0], one[0])
     assert exact.to_floats(parts[0])[0, 1] > 100  # valid users, paired
     sliced = exact.accumulator(4, 4)
     kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), sliced)

@@ -115,3 +115,59 @@ def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 
     Python call a tag)."""
     _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
                        np.ascontiguousarray(values, dtype=np.float64), first)
+
+
+FSUM_ROWS = 1 << 16
+"""Rows of :func:`row_fsums` summed at a time (its scratch: one accumulator a row)."""
+
+
+def row_fsums(terms: np.ndarray) -> np.ndarray:
+    """Each row's sum of ``terms`` (shape ``(n, k)``, finite float64) rounded once to the
+    nearest float64, ties to even: ``math.fsum`` of the row (many rows in one compiled pass,
+    :func:`add_at` then :func:`to_floats`; scratch ``DIGITS`` digits a row of a chunk of
+    ``FSUM_ROWS``)."""
+    terms = np.ascontiguousarray(terms, dtype=np.float64)
+    n, width = terms.shape
+    out = np.empty(n, dtype=np.float64)
+    for start in range(0, n, FSUM_ROWS):
+        stop = min(start + FSUM_ROWS, n)
+        acc = accumulator(stop - start, 1)
+        add_at(acc, np.repeat(np.arange(stop - start), width), terms[start:stop].ravel())
+        out[start:stop] = to_floats(acc)[:, 0]
+    return out
+
+
+# -- a window of digits: many accumulators that use few of their digits (many tags) -------
+
+
+def used_digits(acc: np.ndarray) -> tuple[int, int]:
+    """``(first, stop)``: the digits ``first .. stop - 1`` hold every nonzero digit of the
+    accumulators ``acc`` (shape ``(..., DIGITS)``); ``(0, 0)`` when every digit is 0."""
+    used = np.flatnonzero(np.asarray(acc).reshape(-1, DIGITS).any(axis=0))
+    return (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
+
+
+def joined_digits(ranges: list[tuple[int, int]]) -> tuple[int, int]:
+    """The digits that hold those of every one of ``ranges`` (:func:`used_digits` of each
+    rank's accumulators): the window every rank sends, at least one digit wide."""
+    used = [(first, stop) for first, stop in ranges if stop > first]
+    if not used:
+        return 0, 1
+    return min(first for first, _ in used), max(stop for _, stop in used)
+
+
+def window_to_floats(window: np.ndarray, first: int) -> np.ndarray:
+    """:func:`to_floats` of accumulators given by their digits ``first .. first + width -
+    1`` (``window``: shape ``(..., width)``; the other digits 0), the same floats; each
+    chunk of ``FSUM_ROWS`` accumulators set into ``DIGITS`` digits of scratch (the
+    window's digits written over, the others staying 0)."""
+    width = window.shape[-1]
+    flat = np.ascontiguousarray(window, dtype=np.float64).reshape(-1, width)
+    out = np.empty(len(flat), dtype=np.float64)
+    scratch = accumulator(min(FSUM_ROWS, len(flat)))
+    for start in range(0, len(flat), FSUM_ROWS):
+        stop = min(start + FSUM_ROWS, len(flat))
+        part = scratch[: stop - start]
+        part[:, first : first + width] = flat[start:stop]
+        out[start:stop] = to_floats(part)
+    return out.reshape(window.shape[:-1])

@@ -23,6 +23,10 @@ import functools
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from mpieval.kernels import exact
+
 if TYPE_CHECKING:
     from statistics import NormalDist
 
@@ -76,6 +80,60 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
     if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms) + error:
         spread = 0.0
     return math.sqrt(spread) / abs(b)
+
+
+def ratio_stderrs(a: np.ndarray, b: np.ndarray, aa: np.ndarray, ab: np.ndarray,
+                  bb: np.ndarray) -> np.ndarray:
+    """:func:`ratio_stderr` of each element of the float64 arrays (many tags at once), the
+    same floats: the spread's ``math.fsum`` of three terms as an exact sum rounded once
+    (:func:`mpieval.kernels.exact.row_fsums`); an element with a term or sum that is not
+    finite goes through :func:`ratio_stderr` itself (which raises where ``math.fsum``
+    does)."""
+    out = np.full(len(a), math.nan)
+    defined = np.flatnonzero(b != 0)
+    if not len(defined):
+        return out
+    a, b, aa, ab, bb = (np.asarray(x, dtype=np.float64)[defined] for x in (a, b, aa, ab, bb))
+    with np.errstate(all="ignore"):
+        r = a / b
+        terms = np.stack([aa, -2 * r * ab, r * r * bb], axis=1)
+    finite = np.isfinite(terms).all(axis=1)
+    spread = np.full(len(defined), math.nan)
+    size = np.full(len(defined), math.nan)
+    spread[finite] = exact.row_fsums(terms[finite])
+    size[finite] = exact.row_fsums(np.abs(terms[finite]))
+    # below the rounding of the terms: 0 (as ratio_stderr)
+    spread[spread <= 8 * 2.0**-52 * size] = 0.0
+    with np.errstate(all="ignore"):
+        out[defined] = np.sqrt(spread) / np.abs(b)
+    scalar = ~(finite & np.isfinite(spread) & np.isfinite(size))
+    for i in np.flatnonzero(scalar).tolist():
+        out[defined[i]] = ratio_stderr(float(a[i]), float(b[i]), float(aa[i]), float(ab[i]),
+                                       float(bb[i]))
+    return out
+
+
+def cluster_stderrs(stderr: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """:func:`cluster_stderr` of each element (float64 arrays), the same floats."""
+    with np.errstate(all="ignore"):
+        scaled = stderr * np.sqrt(units / (units - 1))
+    return np.where((units < 2) | np.isnan(stderr), math.nan, scaled)
+
+
+def weighted_cluster_stderrs(stderr: np.ndarray, total: np.ndarray, total_sq: np.ndarray,
+                             total_cube: np.ndarray) -> np.ndarray:
+    """:func:`weighted_cluster_stderr` of each element (float64 arrays), the same floats."""
+    with np.errstate(all="ignore"):
+        k = 1 - 2 * total_cube / (total * total_sq) + total_sq / (total * total)
+        scaled = stderr / np.sqrt(k)
+    undefined = np.isnan(stderr) | (total <= 0) | (total_sq <= 0) | ~(k > 0)
+    return np.where(undefined, math.nan, scaled)
+
+
+def effective_units_of(total: np.ndarray, total_sq: np.ndarray) -> np.ndarray:
+    """:func:`effective_units` of each element (float64 arrays), the same floats."""
+    with np.errstate(all="ignore"):
+        return np.where(total_sq > 0, total * total / total_sq, math.nan)
 
 
 # --- small samples: Student's t, clusters, rates -----------------------------------------

@@ -31,6 +31,8 @@ ranks, in any order of rows.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -51,8 +53,8 @@ from mpieval.kinds.ranking.kernels import (
     user_sums,
     value_names,
 )
-from mpieval.metric import warn_undefined
-from mpieval.tags import ALL, TagBlocks, reasons_text
+from mpieval.metric import narrowed_sums, warn_undefined
+from mpieval.tags import ALL, SHOWN_TAGS, TagBlocks, grouped_reasons_text, reasons_text
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
 
@@ -154,6 +156,8 @@ class RankingBlock:
         most as a hit or a miss, so it is valid at 0 and at 1, where most users are). The
         others: ``value -/+ t se`` (Student's t with ``V - 1`` degrees of freedom), cut to
         [0, 1], None with a spread of 0."""
+        if self.valid_user_count < stats.MIN_CLUSTERS:  # (many tags: most are such)
+            return dict.fromkeys(self.values)
         return _intervals(self.values, self.stderr, self.valid_user_count, level)
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,8 +178,8 @@ class RankingBlock:
         RealUserCount=%d RealInsNum=%d``, cutoffs ascending (the other values are in the
         JSON only)."""
         v, n = logline.value, logline.count
-        values = " ".join(f"{_log_name(key)}={v(value)}" for key, value in self.values.items()
-                          if key.partition("@")[0] in LOG_VALUES)
+        values = " ".join(f"{label}={v(self.values[key])}"
+                          for key, label in _logged(tuple(self.values)))
         return (f"{name}: Tag={self.tag} {values} ValidUserCount={n(self.valid_user_count)} "
                 f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)}")
 
@@ -219,6 +223,14 @@ def _paired_rate_interval(a: float, b: float, diff: float, correlation: float, u
     above = math.sqrt(max(0.0, (ub - b) ** 2 - 2 * correlation * (ub - b) * (a - la)
                           + (a - la) ** 2))
     return (max(-1.0, diff - below), min(1.0, diff + above))
+
+
+@functools.lru_cache(maxsize=64)
+def _logged(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The values of a block's log line, in order, each with its name there (made once per
+    cutoffs: each tag block asks)."""
+    return tuple((name, _log_name(name)) for name in names
+                 if name.partition("@")[0] in LOG_VALUES)
 
 
 def _log_name(name: str) -> str:
@@ -288,6 +300,65 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
                          stderr=stderr, compare=comparison,
                          users_le_k={cutoff: int(s[f"users_le_{cutoff}"]) for cutoff in k})
     return block, reasons
+
+
+def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
+                     ) -> tuple[list[RankingBlock], list[tuple[str, np.ndarray]]]:
+    """:func:`block_from_sums` of every block at once (``sums``: one row of
+    :func:`sum_fields` a block, no ``compare``), each value computed for all blocks as
+    arrays (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats; the blocks, and
+    each reason a value is NaN with the indexes of the blocks it holds for, in order of the
+    first block it holds for (the order of :func:`block_from_sums`' reasons tag after
+    tag)."""
+    s = {name: np.ascontiguousarray(sums[:, i])
+         for i, name in enumerate(sum_fields(k, False))}
+    valid, rows = s["valid_users"], s["rows"]
+    names = value_names(k)
+    means, stderr = {}, {}
+    with np.errstate(all="ignore"):
+        for name in names:
+            total = s[f"{name}_sum"]
+            means[name] = np.where(valid != 0, total / valid, math.nan)
+            stderr[name] = stats.cluster_stderrs(stats.ratio_stderrs(
+                total, valid, s[f"{name}_sq_sum"], total, valid), valid)
+    mean_rows = zip(*(means[name].tolist() for name in names), strict=True)
+    stderr_rows = zip(*(stderr[name].tolist() for name in names), strict=True)
+    le_rows = zip(*(s[f"users_le_{cutoff}"].tolist() for cutoff in k), strict=True)
+    blocks = [
+        _block((tag, k, dict(zip(names, mean_row, strict=True)), int(n_valid), int(n_users),
+                int(n_rows), dict(zip(names, stderr_row, strict=True)), None,
+                {cutoff: int(n) for cutoff, n in zip(k, le_row, strict=True)}))
+        for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
+            tags, mean_rows, valid.tolist(), s["users"].tolist(), rows.tolist(), stderr_rows,
+            le_rows, strict=True)
+    ]
+    some = (rows != 0) & (valid != 0)
+    reasons: list[tuple[int, str, np.ndarray]] = [
+        (0, "no rows", rows == 0),
+        (1, "no user has a relevant row (label > 0), the values are undefined",
+         (rows != 0) & (valid == 0)),
+        (2, f"ci95 of the values needs {stats.MIN_CLUSTERS} valid users",
+         some & (valid < stats.MIN_CLUSTERS)),
+    ]
+    reasons += [(3 + rank, f"ci95 of {name} is null: its spread over the users is 0",
+                 some & (valid >= stats.MIN_CLUSTERS) & (stderr[name] == 0))
+                for rank, name in enumerate(names) if not _is_rate(name)]
+    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
+    held = sorted((entry for entry in held if len(entry[0])),
+                  key=lambda entry: (int(entry[0][0]), entry[1]))
+    return blocks, [(text, where) for where, _, text in held]
+
+
+_BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
+
+
+def _block(values: tuple[Any, ...]) -> RankingBlock:
+    """``RankingBlock(*values)`` (every field, in order), its fields set at once rather than
+    by the frozen dataclass's ``__init__``, one ``object.__setattr__`` a field (many
+    tags)."""
+    block: RankingBlock = object.__new__(RankingBlock)
+    block.__dict__.update(zip(_BLOCK_FIELDS, values, strict=True))
+    return block
 
 
 def _correlation(a: float, aa: float, b: float, bb: float, dd: float, units: float) -> float:
@@ -370,6 +441,7 @@ class RankingMetric(UserRowsMetric):
     def __init__(self, comm: Comm | Any | None = None, *, k: Any = DEFAULT_K,
                  gain: str = "linear", compare: str | None = None) -> None:
         super().__init__(comm, k=k, gain=gain, compare=compare)
+        self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`Metric.state_dict`, the cutoffs as an int64 array (a plain value)."""
@@ -409,13 +481,23 @@ class RankingMetric(UserRowsMetric):
         sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
                          users.columns.get("tag"), len(layout.tags), self.k, self.gain,
                          users.columns.get("compare"))
-        return {"blocks": sums}
+        # sent as the window of digits some rank uses (many tags)
+        narrowed, self._first_digit = narrowed_sums({"blocks": sums}, comm)
+        return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
+        values = exact.window_to_floats(sums["blocks"], self._first_digit["blocks"])
+        if self.compare is None:  # every block's values at once (many tags)
+            blocks, held = blocks_from_sums(list(names), self.k, values)
+            if held:
+                warn_undefined(comm, "ranking: " + grouped_reasons_text(
+                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                     for reason, where in held]))
+            return RankingResult(self.k, tuple(blocks))
         blocks, reasons = [], []  # reasons: (tag, why)
-        for name, block_sums in zip(names, exact.to_floats(sums["blocks"]), strict=True):
+        for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, self.k, block_sums, self.compare)
             blocks.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]

@@ -141,13 +141,32 @@ def user_auc_sums(
     compare: np.ndarray | None = None,
     weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """``(sums, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
-    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (shape ``(1 +
-    n_tags, 22, DIGITS)``, see :mod:`mpieval.kernels.exact`), and whether two rows of one
-    key have different ``checks`` (compared by their low 32 bits: a uint64 check is cut to them).
+    """:func:`user_auc_parts`' parts side by side: one array of shape ``(1 + n_tags, 22,
+    DIGITS)`` (more with ``compare``), and whether two rows of one key collide."""
+    parts, collision = user_auc_parts(keys, checks, pred, label, tag, n_tags,
+                                      compare=compare, weight=weight)
+    return np.concatenate(parts, axis=1), collision
 
-    With ``compare`` (model B's preds of the same rows), each block goes on with B's
+
+def user_auc_parts(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+    *,
+    compare: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+) -> tuple[list[np.ndarray], bool]:
+    """``(parts, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
+    ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
+    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (two parts of shape
+    ``(1 + n_tags, fields, DIGITS)``, see :mod:`mpieval.kernels.exact`; not joined: many
+    tags), and whether two rows of one key have different ``checks`` (compared by their
+    low 32 bits: a uint64 check is cut to them).
+
+    With ``compare`` (model B's preds of the same rows), three parts more: B's
     ``USER_SUM_FIELDS``, the ``DIFF_FIELDS`` of the users paired between the models and
     the ``COMPARE_MOMENT_FIELDS``: the rows are grouped once, and the pass over the
     users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
@@ -197,20 +216,26 @@ def user_auc_sums(
         _core.wuauc.parts(keys, parts, part_bits, sizes)
 
         kept = threading.local()  # each thread's memory, kept from one part to the next
+        # each thread's exact sums, which its parts add to (exact: the same bits whatever
+        # the parts a thread took; memory: a set of per-tag sums a thread, not a part)
+        sums_of_threads: list[tuple[list[np.ndarray], np.ndarray]] = []
+        lock = threading.Lock()
 
-        def one_part(part: int) -> tuple[list[np.ndarray], list[np.ndarray], bool,
-                                         np.ndarray]:
-            """The part's sums and (with ``compare``) valid groups, per model, whether
-            it has a key collision, and its moments."""
+        def one_part(part: int) -> tuple[list[np.ndarray], bool]:
+            """The part's valid groups (with ``compare``), per model, and whether it has a
+            key collision; its sums added to its thread's."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
-            part_moments = exact.accumulator(1 + n_tags, n_moments)
+                kept.sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
+                             for _ in models]
+                kept.moments = exact.accumulator(1 + n_tags, n_moments)
+                with lock:
+                    sums_of_threads.append((kept.sums, kept.moments))
             if compare is None and weight is None:  # the rows themselves grouped, once
                 found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
                                                models[0], label, tags, n_tags, kept.work)
-                grouped_sums = exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
-                _core.wuauc.grouped_user_sums(kept.work, grouped_sums, part_moments)
-                return [grouped_sums], [np.empty((0, 3))], bool(found), part_moments
+                _core.wuauc.grouped_user_sums(kept.work, kept.sums[0], kept.moments)
+                return [np.empty((0, 3))], bool(found)
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
             packed = kept.packed[: sizes[part]]
@@ -218,20 +243,19 @@ def user_auc_sums(
             # the moments in a pass of their own
             _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
                                     models[1] if len(models) > 1 else models[0][:0],
-                                    weights, part_moments)
-            part_sums, part_groups = [], []
+                                    weights, kept.moments)
+            part_groups = []
             for k, model in enumerate(models):
-                part_sums.append(exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)))
                 # a valid group has two rows or more, and a row is in at most two groups
                 part_groups.append(np.empty((len(packed) + 1 if compare is not None else 0,
                                              3)))
                 # the last pass may sort long users in their own packed rows
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
-                                               label, tags, n_tags, part_sums[k],
+                                               label, tags, n_tags, kept.sums[k],
                                                part_groups[k], kept.work, weights,
                                                _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
-            return part_sums, part_groups, bool(found), part_moments
+            return part_groups, bool(found)
 
         # started largest first (a part holding a heavy user must not start last: the
         # threads would wait for it), then put in part order
@@ -240,17 +264,16 @@ def user_auc_sums(
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
         for k in range(len(models)):
-            sums[k] = _added([part_sums[k] for part_sums, _, _, _ in done], sums[k])
-            groups[k] = np.concatenate([part_groups[k] for _, part_groups, _, _ in done])
-        moments = _added([part_moments for *_, part_moments in done], moments)
-        collision = any(found for _, _, found, _ in done)
+            sums[k] = _added([thread_sums[k] for thread_sums, _ in sums_of_threads], sums[k])
+            groups[k] = np.concatenate([part_groups[k] for part_groups, _ in done])
+        moments = _added([thread_moments for _, thread_moments in sums_of_threads], moments)
+        collision = any(found for _, found in done)
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
-        return np.concatenate([sums[0], mine], axis=1), collision
+        return [sums[0], mine], collision
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
     paired_diff_sums(groups[0], groups[1], diff)
-    return np.concatenate([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]],
-                          axis=1), collision
+    return [sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision
 
 
 def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:

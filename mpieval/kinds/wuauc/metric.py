@@ -37,12 +37,18 @@ from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
-from mpieval.kinds.wuauc.kernels import row_sums, user_auc_sums
-from mpieval.kinds.wuauc.result import DIFFS, N_ROW_SUMS, WuaucResult, block_from_sums
-from mpieval.metric import Metric, warn_undefined
+from mpieval.kinds.wuauc.kernels import row_sums, user_auc_parts
+from mpieval.kinds.wuauc.result import (
+    DIFFS,
+    N_ROW_SUMS,
+    WuaucResult,
+    block_from_sums,
+    blocks_from_sums,
+)
+from mpieval.metric import Metric, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import ALL, reasons_text
+from mpieval.tags import ALL, SHOWN_TAGS, grouped_reasons_text, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import (
     as_vector,
@@ -111,6 +117,7 @@ class WuaucMetric(UserRowsMetric):
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
                  compare: str | None = None, weights: str = "frequency") -> None:
         super().__init__(comm, extra_keys=extra_keys, compare=compare, weights=weights)
+        self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
 
     def state_layout(self) -> dict[str, Part]:
         return {**super().state_layout(), "weights": Rows({"weight": np.float64})}
@@ -222,18 +229,32 @@ class WuaucMetric(UserRowsMetric):
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        blocks["users"] = comm.agreed(lambda: _user_sums(owned, layout),
-                                      catch=UidCollisionError)
+        user_parts = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
+        names = ("users", "moments") + (() if self.compare is None
+                                        else ("users_b", "diffs", "moments_b"))
+        blocks.update(zip(names, user_parts, strict=True))
+        del by_row, user_parts
         if self.compare is not None:
             blocks["rows_b"] = by_row_b
+            del by_row_b
         # each block's fields are these parts' side by side (block_from_sums), joined as
-        # floats in finish(): the exact sums are not copied once more (many tags)
-        return blocks
+        # floats in finish(): the exact sums are not copied once more (many tags), and are
+        # sent as the window of digits some rank uses
+        narrowed, self._first_digit = narrowed_sums(blocks, comm)
+        return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *(str(tag) for tag in self._layout.tags))
-        values = np.concatenate([exact.to_floats(part) for part in sums.values()], axis=1)
+        values = np.concatenate([exact.window_to_floats(part, self._first_digit[name])
+                                 for name, part in sums.items()], axis=1)
+        if self.compare is None:  # every block's values at once (many tags)
+            blocks, held = blocks_from_sums(list(names), values)
+            if held:
+                warn_undefined(comm, "wuauc: " + grouped_reasons_text(
+                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                     for reason, where in held]))
+            return WuaucResult(tuple(blocks), weights=self.weights)
         blocks, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)
@@ -256,12 +277,12 @@ def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
 # -- per-user sums on the owner ----------------------------------------------------------
 
 
-def _user_sums(owned: OwnedRows, layout: UserLayout) -> np.ndarray:
+def _user_sums(owned: OwnedRows, layout: UserLayout) -> list[np.ndarray]:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
     then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
     of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
     pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
-    sums, collision = user_auc_sums(
+    sums, collision = user_auc_parts(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
         weight=owned.columns.get("weight"),

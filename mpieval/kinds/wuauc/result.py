@@ -26,6 +26,7 @@ independent users (docs/statistics.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,6 +187,8 @@ class WuaucBlock:
         ``wuauc``, every user of the block for the row values), below
         :data:`~mpieval.kernels.stats.MIN_EFFECTIVE` effective users or with a spread of
         0."""
+        if self.real_user_count < stats.MIN_CLUSTERS:  # so fewer valid users too
+            return dict.fromkeys(INTERVAL_FIELDS)  # (many tags: most are such)
         intervals = {name: stats.cluster_interval(
             getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
             level, *BOUNDS[name], effective=self.effective.get(name)) for name in PER_USER}
@@ -307,6 +310,141 @@ def block_from_sums(tag: str, sums: np.ndarray,
                     and (s["valid_users"] if name.removesuffix("_diff") in PER_USER
                          else s["users"]) >= stats.MIN_CLUSTERS]
     return block, reasons
+
+
+def blocks_from_sums(tags: list[str], sums: np.ndarray
+                     ) -> tuple[list[WuaucBlock], list[tuple[str, np.ndarray]]]:
+    """:func:`block_from_sums` of every block at once (``sums``: one row of ``FIELDS`` a
+    block, no ``compare``), each value computed for all blocks as arrays
+    (:func:`mpieval.kernels.stats.ratio_stderrs` and its kin), the same floats; the
+    blocks, and each reason a value is NaN with the indexes of the blocks it holds for,
+    in order of the first block it holds for (the order of :func:`block_from_sums`'
+    reasons tag after tag)."""
+    s = {name: np.ascontiguousarray(sums[:, i]) for name, i in FIELD_INDEX.items()}
+    rows, valid_rows, users, valid = s["rows"], s["valid_rows"], s["users"], s["valid_users"]
+    actual = _ratios(s["clicks"], rows)
+    predicted = _ratios(s["pred_sum"], rows)
+    stderr = _stderrs_of(s)
+    effective = _effective_of(s)
+    columns = [
+        _ratios(s["auc_rows_sum"], valid_rows), _ratios(s["auc_sum"], valid),
+        _ratios(s["logloss_sum"], rows), actual, predicted, _ratios(actual, predicted),
+        _ratios(s["auc_clicks_sum"], s["valid_clicks"]),
+    ]
+    stderr_rows = zip(*(stderr[name].tolist() for name in INTERVAL_FIELDS), strict=True)
+    effective_rows = zip(*(array.tolist() for array in effective.values()), strict=True)
+    blocks = [
+        _block((tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, int(n_users),
+                _count(n_rows), int(n_valid), _count(n_valid_rows), click_wuauc,
+                _count(n_valid_clicks), dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)),
+                None, dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
+        for (tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, click_wuauc,
+             n_users, n_rows, n_valid, n_valid_rows, n_valid_clicks, stderr_row,
+             effective_row) in zip(
+            tags, *(column.tolist() for column in columns), users.tolist(), rows.tolist(),
+            valid.tolist(), valid_rows.tolist(), s["valid_clicks"].tolist(), stderr_rows,
+            effective_rows, strict=True)
+    ]
+    # the reasons, each with its rank among a block's reasons (block_from_sums' order)
+    minimum = stats.MIN_CLUSTERS
+    reasons: list[tuple[int, str, np.ndarray]] = [
+        (0, "no rows", rows == 0),
+        (1, "no user has both labels, WUAUC and UAUC are undefined", (valid == 0) & (rows > 0)),
+        (2, "predicted ctr is 0, COPC is undefined", predicted == 0),
+        (3, f"ci95 of UAUC and WUAUC needs {minimum} valid users, of the other values "
+            f"{minimum} users", (users > 0) & (users < minimum)),
+        (3, f"ci95 of UAUC and WUAUC needs {minimum} valid users",
+         ~((users > 0) & (users < minimum)) & (valid > 0) & (valid < minimum)),
+    ]
+    units = {name: valid if name in PER_USER else users for name in EFFECTIVE_FIELDS}
+    few = np.zeros(len(tags), dtype=np.int64)  # a bit a name of EFFECTIVE_FIELDS
+    for bit, (name, value) in enumerate(effective.items()):
+        few |= ((value < stats.MIN_EFFECTIVE) & (units[name] >= minimum)).astype(np.int64) << bit
+    for code in np.unique(few[few > 0]).tolist():
+        names = [name for bit, name in enumerate(EFFECTIVE_FIELDS) if code >> bit & 1]
+        reasons.append((4, f"ci95 of {', '.join(names)} is null: one user holds nearly all "
+                           f"the weight (fewer than {stats.MIN_EFFECTIVE:g} effective users)",
+                        few == code))
+    for rank, name in enumerate(INTERVAL_FIELDS):
+        reasons.append((5 + rank, f"ci95 of {name} is null: its spread over the users is 0",
+                        (stderr[name] == 0) & (units[name] >= minimum)))
+    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
+    held = sorted((entry for entry in held if len(entry[0])),
+                  key=lambda entry: (int(entry[0][0]), entry[1]))
+    return blocks, [(text, where) for where, _, text in held]
+
+
+_BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(WuaucBlock))
+
+
+def _block(values: tuple[Any, ...]) -> WuaucBlock:
+    """``WuaucBlock(*values)`` (every field, in order), its fields set at once rather than
+    by the frozen dataclass's ``__init__``, one ``object.__setattr__`` a field (many
+    tags: a third of the time a block)."""
+    block: WuaucBlock = object.__new__(WuaucBlock)
+    block.__dict__.update(zip(_BLOCK_FIELDS, values, strict=True))
+    return block
+
+
+def _ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`_ratio` of each element."""
+    with np.errstate(all="ignore"):
+        return np.where((b != 0) & ~np.isnan(b), a / b, math.nan)
+
+
+EFFECTIVE_FIELDS = ("uauc", "wuauc", "actual_ctr", "predicted_ctr", "logloss", "copc")
+"""The keys of a block's ``effective``, in its order (:func:`_effective`)."""
+
+
+def _effective_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:func:`_effective` of every block (arrays by name, ``EFFECTIVE_FIELDS``' order)."""
+    rows = stats.effective_units_of(s["rows"], s["user_rows_sq_sum"])
+    return {"uauc": s["valid_users"],
+            "wuauc": stats.effective_units_of(s["valid_rows"], s["rows_sq_sum"]),
+            "actual_ctr": rows, "predicted_ctr": rows, "logloss": rows,
+            "copc": stats.effective_units_of(s["pred_sum"], s["user_pred_sq_sum"])}
+
+
+def _stderrs_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:func:`_stderrs` of every block (arrays by name), the same floats: each computed
+    for the blocks where :func:`_stderrs` computes it (two valid users, or two users),
+    NaN elsewhere."""
+    n = len(s["users"])
+    stderr = {name: np.full(n, math.nan) for name in INTERVAL_FIELDS}
+
+    def at(index: np.ndarray, *names: str) -> list[np.ndarray]:
+        return [s[name][index] for name in names]
+
+    some = np.flatnonzero(s["valid_users"] >= 2)
+    if len(some):
+        auc_sum, auc_sq_sum, users = at(some, "auc_sum", "auc_sq_sum", "valid_users")
+        stderr["uauc"][some] = stats.cluster_stderrs(stats.ratio_stderrs(
+            auc_sum, users, auc_sq_sum, auc_sum, users), users)
+        stderr["wuauc"][some] = stats.weighted_cluster_stderrs(stats.ratio_stderrs(
+            *at(some, "auc_rows_sum", "valid_rows", "auc_sq_rows_sq_sum", "auc_rows_sq_sum",
+                "rows_sq_sum")), *at(some, *_WEIGHTS["wuauc"]))
+    every = np.flatnonzero(s["users"] >= 2)
+    if len(every):
+        for name, fields in {
+            "actual_ctr": ("clicks", "rows", "user_clicks_sq_sum", "user_clicks_rows_sum",
+                           "user_rows_sq_sum"),
+            "predicted_ctr": ("pred_sum", "rows", "user_pred_sq_sum", "user_pred_rows_sum",
+                              "user_rows_sq_sum"),
+            "copc": ("clicks", "pred_sum", "user_clicks_sq_sum", "user_clicks_pred_sum",
+                     "user_pred_sq_sum"),
+            "logloss": ("logloss_sum", "rows", "user_logloss_sq_sum", "user_logloss_rows_sum",
+                        "user_rows_sq_sum"),
+        }.items():
+            stderr[name][every] = stats.weighted_cluster_stderrs(
+                stats.ratio_stderrs(*at(every, *fields)),
+                *at(every, *_WEIGHTS.get(name, _WEIGHTS["rows"])))
+    return stderr
+
+
+_WEIGHTS = {"wuauc": ("valid_rows", "rows_sq_sum", "rows_cube_sum"),
+            "copc": ("pred_sum", "user_pred_sq_sum", "user_pred_cube_sum"),
+            "rows": ("rows", "user_rows_sq_sum", "user_rows_cube_sum")}
+"""The sums of :func:`_weights` by estimator (``rows``: the others)."""
 
 
 def _effective(s: dict[str, float]) -> dict[str, float]:
