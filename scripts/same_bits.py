@@ -126,7 +126,7 @@ def corpus(data: Path) -> list[tuple[str, list[str]]]:
         ("auc-slice-compare", ["--metrics", "auc", "--compare", "pred_b", "--slice",
                                "tag*left_label", main]),
         ("all-kinds-slice", ["--metrics", "auc,wuauc,pn,pairwise", "--tag", "tag",
-                             "--slice", "left_label,tag*right_label", main, tiny]),
+                             "--slice", "grade,tag*grade", main, tiny]),
     ]
 
 
