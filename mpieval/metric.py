@@ -43,7 +43,7 @@ from mpieval.comm import Comm
 from mpieval.declaration import Input, Option, checked_options, signature_problem
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.rows import RowBuffer
-from mpieval.state import Part, State, Summed, pack, unpack
+from mpieval.state import Part, Stacked, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
 
@@ -244,6 +244,24 @@ class Metric(OnComm, ABC):
         """Count validated rows (the columns :meth:`_add` was given) into ``state``; a
         window counts its kept rows again with it. Kinds with a ``window`` implement it."""
         raise NotImplementedError(f"kind {self.kind} has no window")
+
+    def stacks_slices(self) -> bool:
+        """Whether slices of this metric (:mod:`mpieval.slices`) may keep their states
+        stacked (:class:`~mpieval.state.Stacked`: one array per part for every slice)
+        rather than a metric each: a kind whose ``update()`` ends in :meth:`_add`, whose
+        state is summed parts only, and whose :meth:`local_sums` gives those parts as
+        they are and :meth:`finish` reads nothing else of the metric's state. False
+        unless a kind says so."""
+        return False
+
+    def _accumulate_slices(self, stacked: Stacked, codes: np.ndarray, *args: Any,
+                           **kwargs: Any) -> bool:
+        """Count validated rows (the columns :meth:`_add` was given) into the stacked
+        states of many slices at once, row ``i`` into state ``codes[d, i]`` for each slice
+        column ``d``, as :meth:`_accumulate` of each slice's rows would; False when the
+        kind has no such pass for these rows (the caller then counts each slice's rows
+        with :meth:`_accumulate`). None here."""
+        return False
 
     def recent(self) -> Metric | None:
         """This rank's window as a metric of its own (a fresh state that counted the

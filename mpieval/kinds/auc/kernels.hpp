@@ -449,4 +449,315 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
     for (int k = 0; k < 4; ++k) s->wide[k].fold(moments + fields[k] * exact::DIGITS);
 }
 
+// -- slices: every slice's table and sums in one walk over a batch's rows ---------------
+//
+// accumulate_slices counts unweighted rows with 0/1 labels into the tables and exact sums
+// of many slices at once (mpieval/slices.py: `--slice`), each row into one slice of each
+// slice column: its slice in column d is codes[d * n + i]. A row's logloss and the other
+// terms are computed once, whatever the number of columns, and each slice gets what
+// accumulate_binary and moments_binary would give it over its rows alone: the same table
+// counts and the same exact sums, so the same bits (an exact sum does not depend on the
+// order of its terms, and a normalized accumulator holds one value one way).
+//
+// The sums of a slice are gathered in float64 partial sums (SlicePartial) of the rows'
+// split values (exact::Split: up to 2**10 values of a split sum exactly), added to the
+// slice's accumulators every 2**10 rows and at the end. A value out of its split's range
+// (a pred below 2**-34, a logloss below 2**-73, ...) is added to the accumulators on its
+// own.
+
+// The splits of the moments' terms: ce^2 in [2**-68, 2**11), (p - y)^4 and p^3 in
+// [2**-78, 2), each in three parts; ce y is the logloss of a positive row (LossSplit).
+using SquareLossSplit = exact::Split<11, 32, 3>;
+using PowerSplit = exact::Split<1, 42, 3>;
+
+// A block's rows' split values (zero where out of range; `bad` marks such a row), the
+// columns in this order.
+enum { SPLIT_P_HI, SPLIT_P_REST, SPLIT_Q_HI, SPLIT_Q_REST, SPLIT_L_HI, SPLIT_L_MID,
+       SPLIT_L_LO, SPLIT_CECE, SPLIT_FOURTH = SPLIT_CECE + 3, SPLIT_UPPP = SPLIT_FOURTH + 3,
+       N_SPLIT = SPLIT_UPPP + 3 };
+
+// A slice's partial sums since its last flush: pred's two parts and logloss's three by
+// label, pred^2's two parts, ce^2's, (p - y)^4's and p^3's three; its rows and positives;
+// how many rows the partial sums hold (at most 2**10), additions to its accumulators since
+// they were last normalized, and whether the batch touched it.
+struct alignas(64) SlicePartial {
+    double pred[2][2];
+    double pred_sq[2];
+    double loss[2][3];
+    double cece[3], fourth[3], uppp[3];
+    int64_t rows, positives;
+    int32_t count, adds;
+    bool touched;
+};
+
+constexpr int32_t SLICE_FLUSH = 1 << 10;                        // rows of a partial sum
+constexpr int32_t SLICE_NORMALIZE = int32_t(exact::SAFE_ADDS) - 64;  // adds before normalizing
+
+// Where a slice's flushes go: its sums (N_SUMS accumulators) and the rows of its moments
+// (moments_binary's fields: v, ce^2, ce y, (p - y)^4, p^3).
+struct SliceTargets {
+    double* sums;
+    double* moments;
+    int64_t sums_stride, moments_stride;  // doubles from one slice to the next
+    int64_t v, cece, cey, fourth, uppp;   // the moments' fields
+
+    double* sums_of(int64_t s) const { return sums + s * sums_stride; }
+    double* moment(int64_t s, int64_t field) const {
+        return moments + s * moments_stride + field * exact::DIGITS;
+    }
+    void normalize(int64_t s) const {
+        exact::normalize(sums_of(s), N_SUMS);
+        for (int64_t field : {v, cece, cey, fourth, uppp}) exact::normalize(moment(s, field), 1);
+    }
+};
+
+// Add a slice's partial sums to its accumulators (each part on its own: the parts of a
+// split do not add exactly in float64) and clear them.
+inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
+    double* sums = to.sums_of(s);
+    const double n1 = double(part.positives), rows = double(part.rows);
+    for (int k = 0; k < 2; ++k) {
+        const double p0 = part.pred[0][k], p1 = part.pred[1][k], q = part.pred_sq[k];
+        exact::add(row(sums, SUM_ABSERR), p0);
+        exact::add(row(sums, SUM_ABSERR), -p1);
+        exact::add(row(sums, SUM_SQRERR), q);
+        exact::add(row(sums, SUM_SQRERR), -2.0 * p1);
+        exact::add(row(sums, SUM_PRED), p0);
+        exact::add(row(sums, SUM_PRED), p1);
+        exact::add(row(sums, SUM_PRED_SQ), q);
+        exact::add(row(sums, SUM_LABEL_PRED), p1);
+    }
+    exact::add(row(sums, SUM_ABSERR), n1);
+    exact::add(row(sums, SUM_SQRERR), n1);
+    exact::add(row(sums, SUM_LABEL_SQ), n1);
+    exact::add(row(sums, SUM_ROWS), rows);
+    exact::add(to.moment(s, to.v), rows);
+    for (int k = 0; k < 3; ++k) {
+        exact::add(row(sums, SUM_LOGLOSS), part.loss[0][k]);
+        exact::add(row(sums, SUM_LOGLOSS), part.loss[1][k]);
+        exact::add(to.moment(s, to.cey), part.loss[1][k]);
+        exact::add(to.moment(s, to.cece), part.cece[k]);
+        exact::add(to.moment(s, to.fourth), part.fourth[k]);
+        exact::add(to.moment(s, to.uppp), part.uppp[k]);
+    }
+    const bool touched = part.touched;
+    int32_t adds = part.adds + 6;  // at most 6 additions to one accumulator above
+    part = SlicePartial{};
+    part.touched = touched;
+    if (adds >= SLICE_NORMALIZE) {
+        to.normalize(s);
+        adds = 0;
+    }
+    part.adds = adds;
+}
+
+// The split values of a block's rows (from p, y and their logloss ce): split[k * BLOCK + i],
+// zero where a value is out of its split's range, and bad[i] nonzero where one of the row's
+// is. Branch-free, in the lanes of a vector of BYTES bytes (as block_sums_loop).
+// Where row i's split value k is in a block's scratch: rows in groups of SPLIT_GROUP, each
+// group's values column by column (a group's lanes of one column side by side: a vector's
+// store; a row's values in a few cache lines: the partial sums' loads). Columns of
+// BLOCK values each would put every store of a row in the same cache set.
+constexpr int64_t SPLIT_GROUP = 4;
+inline int64_t split_at(int64_t k, int64_t i) {
+    return (i / SPLIT_GROUP) * (N_SPLIT * SPLIT_GROUP) + k * SPLIT_GROUP + i % SPLIT_GROUP;
+}
+
+template <int BYTES>
+MPIEVAL_INLINE void store_lanes(double* __restrict split, int column, int64_t i,
+                                const Lanes<BYTES>& v) {
+    static_assert(BYTES / 8 <= SPLIT_GROUP && SPLIT_GROUP % (BYTES / 8) == 0, "lanes");
+    std::memcpy(split + split_at(column, i), &v, sizeof v);
+}
+
+// v in three parts (Split's hi, mid and lo) into columns column .. column + 2.
+template <class Split, int BYTES>
+MPIEVAL_INLINE void store_three(double* __restrict split, int column, int64_t i,
+                                const Lanes<BYTES>& v) {
+    const Lanes<BYTES> hi = (v + Split::C) - Split::C;
+    const Lanes<BYTES> rest = v - hi;
+    const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
+    store_lanes<BYTES>(split, column, i, hi);
+    store_lanes<BYTES>(split, column + 1, i, mid);
+    store_lanes<BYTES>(split, column + 2, i, rest - mid);
+}
+
+template <int BYTES>
+MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
+                                     const double* __restrict y_in,
+                                     const double* __restrict ce_in, double* __restrict split,
+                                     double* __restrict bad) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    for (int64_t i = 0; i < BLOCK; i += LANES) {
+        V p, y, ce;
+        std::memcpy(&p, p_in + i, sizeof p);
+        std::memcpy(&y, y_in + i, sizeof y);
+        std::memcpy(&ce, ce_in + i, sizeof ce);
+        Mask<BYTES> ok = Mask<BYTES>{} - 1;
+        const V e = p - y, e2 = e * e;
+        V q = p * p, cece = ce * ce, fourth = e2 * e2, uppp = p * p * p;
+        V pv = p, l = ce;
+        keep_in_range<PredSplit, BYTES>(pv, ok);
+        keep_in_range<PredSplit, BYTES>(q, ok);
+        keep_in_range<LossSplit, BYTES>(l, ok);
+        keep_in_range<SquareLossSplit, BYTES>(cece, ok);
+        keep_in_range<PowerSplit, BYTES>(fourth, ok);
+        keep_in_range<PowerSplit, BYTES>(uppp, ok);
+        const V p_hi = (pv + PredSplit::C) - PredSplit::C;
+        const V q_hi = (q + PredSplit::C) - PredSplit::C;
+        store_lanes<BYTES>(split, SPLIT_P_HI, i, p_hi);
+        store_lanes<BYTES>(split, SPLIT_P_REST, i, pv - p_hi);
+        store_lanes<BYTES>(split, SPLIT_Q_HI, i, q_hi);
+        store_lanes<BYTES>(split, SPLIT_Q_REST, i, q - q_hi);
+        store_three<LossSplit, BYTES>(split, SPLIT_L_HI, i, l);
+        store_three<SquareLossSplit, BYTES>(split, SPLIT_CECE, i, cece);
+        store_three<PowerSplit, BYTES>(split, SPLIT_FOURTH, i, fourth);
+        store_three<PowerSplit, BYTES>(split, SPLIT_UPPP, i, uppp);
+        const V none = ok ? V{} : V{} + 1.0;
+        std::memcpy(bad + i, &none, sizeof none);
+    }
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline void split_block_avx2(const double* __restrict p,
+                                                     const double* __restrict y,
+                                                     const double* __restrict ce,
+                                                     double* __restrict split,
+                                                     double* __restrict bad) {
+    split_block_loop<32>(p, y, ce, split, bad);
+}
+#endif
+
+inline void split_block(const double* __restrict p, const double* __restrict y,
+                        const double* __restrict ce, double* __restrict split,
+                        double* __restrict bad) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return split_block_avx2(p, y, ce, split, bad);
+#endif
+    split_block_loop<16>(p, y, ce, split, bad);
+}
+
+// A row's values that split_block left out (out of their splits' ranges), each added to
+// slice s's accumulators on its own, with the same float64 operations.
+inline void add_unsplit(double p, int64_t y, double ce, int64_t s, const SliceTargets& to,
+                        SlicePartial& part) {
+    double* sums = to.sums_of(s);
+    const double q = p * p;
+    const double e = p - double(y), e2 = e * e;
+    if (!PredSplit::ok(p)) {
+        exact::add(row(sums, SUM_PRED), p);
+        if (y == 1) {
+            exact::add(row(sums, SUM_ABSERR), -p);
+            exact::add(row(sums, SUM_SQRERR), -2.0 * p);
+            exact::add(row(sums, SUM_LABEL_PRED), p);
+        } else {
+            exact::add(row(sums, SUM_ABSERR), p);
+        }
+    }
+    if (!PredSplit::ok(q)) {
+        exact::add(row(sums, SUM_SQRERR), q);
+        exact::add(row(sums, SUM_PRED_SQ), q);
+    }
+    if (!LossSplit::ok(ce)) {
+        exact::add(row(sums, SUM_LOGLOSS), ce);
+        if (y == 1) exact::add(to.moment(s, to.cey), ce);
+    }
+    if (!SquareLossSplit::ok(ce * ce)) exact::add(to.moment(s, to.cece), ce * ce);
+    if (!PowerSplit::ok(e2 * e2)) exact::add(to.moment(s, to.fourth), e2 * e2);
+    if (!PowerSplit::ok(p * p * p)) exact::add(to.moment(s, to.uppp), p * p * p);
+    if (++part.adds >= SLICE_NORMALIZE) {
+        to.normalize(s);
+        part.adds = 0;
+    }
+}
+
+// The scratch of accumulate_slices.
+template <class P, class L>
+struct SliceScratch {
+    LoglossScratch block;
+    double ce[BLOCK], bad[BLOCK], split[N_SPLIT * BLOCK];
+    int64_t cell[BLOCK];
+    P pred[BLOCK];
+    L label[BLOCK];
+};
+
+// tables (slices, 2, size); sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`;
+// codes (dims, n), each in [0, slices).
+template <class P, class L, class C>
+void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pred,
+                       const L* label, int64_t n, const C* codes, int64_t dims,
+                       const SliceTargets& to) {
+    auto scratch = std::make_unique<SliceScratch<P, L>>();
+    std::vector<SlicePartial> parts(static_cast<size_t>(slices));
+    std::vector<int64_t> touched;
+    const bool far = 2 * size * slices > FETCH_AHEAD_FROM;
+    const double* split = scratch->split;
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded (their values are not added)
+            std::fill(scratch->pred, scratch->pred + BLOCK, P(0));
+            std::fill(scratch->label, scratch->label + BLOCK, L(0));
+            std::copy(p_block, p_block + m, scratch->pred);
+            std::copy(y_block, y_block + m, scratch->label);
+            p_block = scratch->pred;
+            y_block = scratch->label;
+        }
+        logloss_block(p_block, y_block, scratch->block, scratch->ce);
+        split_block(scratch->block.p, scratch->block.y, scratch->ce, scratch->split,
+                    scratch->bad);
+        bool any_bad = false;
+        for (int64_t i = 0; i < m; ++i) any_bad |= scratch->bad[i] != 0.0;
+        for (int64_t d = 0; d < dims; ++d) {
+            const C* code = codes + d * n + start;
+            // the tables, in a loop of their own (as accumulate_binary's)
+            int64_t* cell = scratch->cell;
+            for (int64_t i = 0; i < m; ++i)
+                cell[i] = (int64_t(code[i]) * 2 + int64_t(y_block[i])) * size +
+                          bucket(double(p_block[i]), size);
+            if (far) {
+                for (int64_t i = 0; i < m; ++i) {
+                    if (i + AHEAD < m) __builtin_prefetch(tables + cell[i + AHEAD], 1);
+                    tables[cell[i]] += 1.0;
+                }
+            } else {
+                for (int64_t i = 0; i < m; ++i) tables[cell[i]] += 1.0;
+            }
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t s = int64_t(code[i]);
+                const int64_t y = int64_t(y_block[i]);
+                SlicePartial& part = parts[size_t(s)];
+                if (!part.touched) {
+                    part.touched = true;
+                    touched.push_back(s);
+                }
+                const double* v = split + split_at(0, i);  // value k at v[k * SPLIT_GROUP]
+                part.pred[y][0] += v[SPLIT_P_HI * SPLIT_GROUP];
+                part.pred[y][1] += v[SPLIT_P_REST * SPLIT_GROUP];
+                part.pred_sq[0] += v[SPLIT_Q_HI * SPLIT_GROUP];
+                part.pred_sq[1] += v[SPLIT_Q_REST * SPLIT_GROUP];
+                part.loss[y][0] += v[SPLIT_L_HI * SPLIT_GROUP];
+                part.loss[y][1] += v[SPLIT_L_MID * SPLIT_GROUP];
+                part.loss[y][2] += v[SPLIT_L_LO * SPLIT_GROUP];
+                for (int k = 0; k < 3; ++k) {
+                    part.cece[k] += v[(SPLIT_CECE + k) * SPLIT_GROUP];
+                    part.fourth[k] += v[(SPLIT_FOURTH + k) * SPLIT_GROUP];
+                    part.uppp[k] += v[(SPLIT_UPPP + k) * SPLIT_GROUP];
+                }
+                part.positives += y;
+                part.rows += 1;
+                if (any_bad && scratch->bad[i] != 0.0)
+                    add_unsplit(scratch->block.p[i], y, scratch->ce[i], s, to, part);
+                if (++part.count == SLICE_FLUSH) flush_slice(part, s, to);
+            }
+        }
+    }
+    for (int64_t s : touched) {
+        flush_slice(parts[size_t(s)], s, to);
+        to.normalize(s);
+    }
+}
+
 }  // namespace mpieval::auc
