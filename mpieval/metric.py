@@ -577,10 +577,34 @@ def finishing_name(default: str) -> str:
     return default if named is None else named[0]
 
 
+_COLLECTED: ContextVar[list[str] | None] = ContextVar("mpieval_collected", default=None)
+"""While :func:`undefined_collected` lasts: the undefined-value warnings, kept, not warned."""
+
+
+@contextmanager
+def undefined_collected() -> Iterator[list[str]]:
+    """Within: each undefined-value warning (:func:`warn_undefined`, its message as it would
+    be shown, named by :func:`warnings_named`) is appended to the list given instead of
+    warned, so that the caller can warn once for many (a sliced metric: once per reason
+    over its slices, :func:`warn_undefined_message` then)."""
+    collected: list[str] = []
+    token = _COLLECTED.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTED.reset(token)
+
+
 def warn_undefined(comm: Comm, message: str) -> None:
     """One warning for the whole job (rank 0) that a value is undefined (NaN)."""
     if comm.rank == 0:
         _warn_undefined(message)
+
+
+def warn_undefined_message(message: str) -> None:
+    """Warn ``message`` as :func:`warn_undefined` does, on this rank (a message collected by
+    :func:`undefined_collected`, on rank 0)."""
+    _warn_undefined(message)
 
 
 def _warn_undefined(message: str) -> None:
@@ -594,6 +618,10 @@ def _warn_undefined(message: str) -> None:
     named = _NAMED.get()
     if named is not None and message.startswith(named[1] + ":"):
         message = named[0] + message[len(named[1]) :]
+    collected = _COLLECTED.get()
+    if collected is not None:
+        collected.append(message)
+        return
     frame = sys._getframe(1)
     while frame.f_back is not None and _in_mpieval(frame):
         frame = frame.f_back

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,14 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.stats import bh_q_values
 from mpieval.logline import json_number
-from mpieval.metric import Metric, Result, finishing_name, warnings_named
+from mpieval.metric import (
+    Metric,
+    Result,
+    finishing_name,
+    undefined_collected,
+    warn_undefined_message,
+    warnings_named,
+)
 from mpieval.state import Part, Stacked
 from mpieval.tags import distinct
 from mpieval.validation import Coded, check_log_word
@@ -439,13 +447,14 @@ class SlicedMetric(Metric):
         stacked = parts.get(STACKED, {})
         slices = []
         done = 0  # the stacked slices finished
+        warned: dict[str, list[str]] = {}  # a slice's warning without its name -> slices
         for index, (columns, metrics, ordered) in enumerate(zip(
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
                 result = None
                 if rows >= self.min_rows:
                     name = f"{named}[{slice_name(columns, key)}]"
-                    with warnings_named(name, self.kind):
+                    with warnings_named(name, self.kind), undefined_collected() as said:
                         if self._finisher is not None:
                             result = self._finisher.finish(
                                 {part: value[done] for part, value in stacked.items()}, comm)
@@ -453,7 +462,15 @@ class SlicedMetric(Metric):
                         else:
                             result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
                                                          comm)
+                    for message in said:
+                        if message.startswith(f"{name}: "):
+                            warned.setdefault(message[len(name) + 2:], []).append(
+                                slice_name(columns, key))
+                        else:
+                            warn_undefined_message(message)
                 slices.append(Slice(columns, key, rows, result))
+        for message, names in warned.items():
+            warn_undefined_message(_slices_warning(named, names, message))
         return SlicedResult(base, tuple(slices))
 
     # -- merging and checkpoints -------------------------------------------------------
@@ -611,6 +628,20 @@ def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray
     return parts
 
 
+WARNED_NAMES = 5
+"""Slices named in a warning of several (``auc: 180 slices (site=a, ...): ...``)."""
+
+
+def _slices_warning(name: str, slices: list[str], message: str) -> str:
+    """One warning for every slice of metric ``name`` whose own would be ``message``: that
+    one (``auc[site=x]: ...``) for a slice alone, else the number of slices and the first
+    of them (``auc: 180 slices (site=a, site=b, ...): ...``)."""
+    if len(slices) == 1:
+        return f"{name}[{slices[0]}]: {message}"
+    named = ", ".join(slices[:WARNED_NAMES]) + (", ..." if len(slices) > WARNED_NAMES else "")
+    return f"{name}: {len(slices)} slices ({named}): {message}"
+
+
 def _grouped(keys: list[Key], code: np.ndarray) -> tuple[list[Key], np.ndarray, np.ndarray]:
     """The rows of a batch in slice order (stable: each slice's rows in their order) and
     each slice's bounds in it, from each row's slice ``code`` among ``keys``."""
@@ -622,9 +653,26 @@ def _grouped(keys: list[Key], code: np.ndarray) -> tuple[list[Key], np.ndarray, 
     return keys, order, bounds
 
 
-def _sort_key(key: Key) -> tuple[tuple[bool, Any], ...]:
-    """Slices in order of their values (integers before text, should a column mix)."""
-    return tuple((isinstance(value, str), value) for value in key)
+def _sort_key(key: Key) -> tuple[tuple[Any, ...], ...]:
+    """Slices in order of their values: integers first (should a column mix them with
+    text), in order; then text that is a decimal number (``-5``, ``2``, ``10.25``; the
+    command line reads a slice column as text), in order of its number; then other text
+    in natural order, its runs of digits compared as numbers (``site2`` before
+    ``site10``). Ties (``02`` and ``2``) go by the text: no two values compare equal."""
+    return tuple((0, value) if not isinstance(value, str)
+                 else (1, float(value), value) if _NUMBER.fullmatch(value)
+                 else (2, _natural(value), value) for value in key)
+
+
+def _natural(text: str) -> tuple[tuple[int, str | int], ...]:
+    """``text`` as its runs of digits (numbers) and of other characters (text), in order:
+    a natural sort key. A run of digits sorts before text at the same place."""
+    return tuple((0, int(run)) if run.isdigit() else (1, run)
+                 for run in _RUNS.findall(text))
+
+
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_RUNS = re.compile(r"[0-9]+|[^0-9]+")
 
 
 def _take(values: Any, rows: np.ndarray) -> Any:

@@ -628,3 +628,43 @@ def test_auc_stacked_slices_of_other_rows_count_each_slice(opts: dict[str, Any])
                            if k not in ("country", "site", "big")})
         block = result["slices"][f"country={country}"]
         assert_same(without_slice_fields(block, quiet(want)), quiet(want), bits=True)
+
+
+def test_slices_are_in_numeric_then_natural_order() -> None:
+    """Numbers read as text sort by their number, other text naturally (runs of digits as
+    numbers), integers by value: the JSON's and the log lines' order."""
+    values = np.array(["site10", "site2", "10", "2", "-1.5", "b", "site02", "9.75"])
+    rng = np.random.default_rng(5)
+    pred, label = rng.random(len(values)), np.arange(len(values)) % 2
+    metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["page", "n"], min_rows=0)
+    metric.update(pred, label, slices={"page": values, "n": np.array([10, 2, 9, 1, 2, 3, 4, 5])})
+    result = silenced(metric)
+    assert [one.name for one in result.slices] == [
+        "page=-1.5", "page=2", "page=9.75", "page=10", "page=b", "page=site02", "page=site2",
+        "page=site10", "n=1", "n=2", "n=3", "n=4", "n=5", "n=9", "n=10"]
+    assert list(result.to_dict()["slices"]) == [one.name for one in result.slices]
+    lines = result.to_log_line("auc").splitlines()[1:]
+    assert [line.split(":")[0] for line in lines] == [f"auc[{one.name}]"
+                                                      for one in result.slices]
+
+
+def test_slices_warn_once_per_reason() -> None:
+    """An undefined value of many slices is one warning naming how many (and the first
+    few); a slice alone with its reason keeps its own warning."""
+    rng = np.random.default_rng(6)
+    n = 700
+    site = np.repeat(np.arange(7), 100)
+    label = rng.integers(0, 2, n)
+    label[site == 6] = 0  # one class only: auc undefined there alone
+    metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["site"], min_rows=0)
+    metric.update(rng.random(n), label, slices={"site": site})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        metric.compute()
+    said = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+    sliced = [message for message in said if message.startswith("auc[") or
+              message.startswith("auc: 6 slices")]
+    assert len(sliced) == 2, said
+    assert sliced[0] == ("auc: 6 slices (site=0, site=1, site=2, site=3, site=4, ...): "
+                         "bucket_error is undefined: no bucket range reached the error bound")
+    assert sliced[1].startswith("auc[site=6]: auc is undefined with only one class")
