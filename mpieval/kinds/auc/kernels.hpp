@@ -470,27 +470,27 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
 using SquareLossSplit = exact::Split<11, 32, 3>;
 using PowerSplit = exact::Split<1, 42, 3>;
 
-// A block's rows' split values (zero where out of range; `bad` marks such a row), the
-// columns in this order.
-enum { SPLIT_P_HI, SPLIT_P_REST, SPLIT_Q_HI, SPLIT_Q_REST, SPLIT_L_HI, SPLIT_L_MID,
-       SPLIT_L_LO, SPLIT_CECE, SPLIT_FOURTH = SPLIT_CECE + 3, SPLIT_UPPP = SPLIT_FOURTH + 3,
-       N_SPLIT = SPLIT_UPPP + 3 };
+// A row's split values, what it adds to its slice's partial sums (zero where a value is
+// out of its split's range), in this order: pred's two parts for a negative row, for a
+// positive one (the other label's 0), pred^2's two parts, logloss's three parts for a
+// negative and for a positive row, ce^2's, (p - y)^4's and p^3's three parts, then the
+// row's label and 1 (the partial sums count positives and rows), and a 0: SPLIT_WIDTH
+// values, a whole number of vectors.
+enum { SPLIT_P0, SPLIT_P1 = 2, SPLIT_Q = 4, SPLIT_L0 = 6, SPLIT_L1 = 9, SPLIT_CECE = 12,
+       SPLIT_FOURTH = 15, SPLIT_UPPP = 18, SPLIT_POSITIVES = 21, SPLIT_ROWS = 22,
+       SPLIT_WIDTH = 24 };
 
-// A slice's partial sums since its last flush: pred's two parts and logloss's three by
-// label, pred^2's two parts, ce^2's, (p - y)^4's and p^3's three; its rows and positives;
-// how many rows the partial sums hold (at most 2**10), additions to its accumulators since
-// they were last normalized, and whether the batch touched it.
+// A slice's partial sums since its last flush (SPLIT_WIDTH: each a sum of at most 2**10
+// values of one column of the rows' split values, exact), how many rows they hold,
+// additions to its accumulators since they were last normalized, and whether the batch
+// touched it.
 struct alignas(64) SlicePartial {
-    double pred[2][2];
-    double pred_sq[2];
-    double loss[2][3];
-    double cece[3], fourth[3], uppp[3];
-    int64_t rows, positives;
+    double sum[SPLIT_WIDTH];
     int32_t count, adds;
     bool touched;
 };
 
-constexpr int32_t SLICE_FLUSH = 1 << 10;                        // rows of a partial sum
+constexpr int32_t SLICE_FLUSH = 1 << 10;                             // rows of a partial sum
 constexpr int32_t SLICE_NORMALIZE = int32_t(exact::SAFE_ADDS) - 64;  // adds before normalizing
 
 // Where a slice's flushes go: its sums (N_SUMS accumulators) and the rows of its moments
@@ -512,12 +512,14 @@ struct SliceTargets {
 };
 
 // Add a slice's partial sums to its accumulators (each part on its own: the parts of a
-// split do not add exactly in float64) and clear them.
+// split do not add exactly in float64) and clear them: abserr = S0 - S1 + N1 and sqrerr
+// = sum p^2 - 2 S1 + N1 (S0, S1 pred's sums over negatives and positives, N1 the
+// positives) as accumulate_binary, exactly.
 inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
     double* sums = to.sums_of(s);
-    const double n1 = double(part.positives), rows = double(part.rows);
+    const double* v = part.sum;
     for (int k = 0; k < 2; ++k) {
-        const double p0 = part.pred[0][k], p1 = part.pred[1][k], q = part.pred_sq[k];
+        const double p0 = v[SPLIT_P0 + k], p1 = v[SPLIT_P1 + k], q = v[SPLIT_Q + k];
         exact::add(row(sums, SUM_ABSERR), p0);
         exact::add(row(sums, SUM_ABSERR), -p1);
         exact::add(row(sums, SUM_SQRERR), q);
@@ -527,61 +529,52 @@ inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
         exact::add(row(sums, SUM_PRED_SQ), q);
         exact::add(row(sums, SUM_LABEL_PRED), p1);
     }
+    const double n1 = v[SPLIT_POSITIVES], rows = v[SPLIT_ROWS];
     exact::add(row(sums, SUM_ABSERR), n1);
     exact::add(row(sums, SUM_SQRERR), n1);
     exact::add(row(sums, SUM_LABEL_SQ), n1);
     exact::add(row(sums, SUM_ROWS), rows);
     exact::add(to.moment(s, to.v), rows);
     for (int k = 0; k < 3; ++k) {
-        exact::add(row(sums, SUM_LOGLOSS), part.loss[0][k]);
-        exact::add(row(sums, SUM_LOGLOSS), part.loss[1][k]);
-        exact::add(to.moment(s, to.cey), part.loss[1][k]);
-        exact::add(to.moment(s, to.cece), part.cece[k]);
-        exact::add(to.moment(s, to.fourth), part.fourth[k]);
-        exact::add(to.moment(s, to.uppp), part.uppp[k]);
+        exact::add(row(sums, SUM_LOGLOSS), v[SPLIT_L0 + k]);
+        exact::add(row(sums, SUM_LOGLOSS), v[SPLIT_L1 + k]);
+        exact::add(to.moment(s, to.cey), v[SPLIT_L1 + k]);
+        exact::add(to.moment(s, to.cece), v[SPLIT_CECE + k]);
+        exact::add(to.moment(s, to.fourth), v[SPLIT_FOURTH + k]);
+        exact::add(to.moment(s, to.uppp), v[SPLIT_UPPP + k]);
     }
-    const bool touched = part.touched;
-    int32_t adds = part.adds + 6;  // at most 6 additions to one accumulator above
-    part = SlicePartial{};
-    part.touched = touched;
-    if (adds >= SLICE_NORMALIZE) {
+    std::fill(part.sum, part.sum + SPLIT_WIDTH, 0.0);
+    part.count = 0;
+    part.adds += 6;  // at most 6 additions to one accumulator above
+    if (part.adds >= SLICE_NORMALIZE) {
         to.normalize(s);
-        adds = 0;
+        part.adds = 0;
     }
-    part.adds = adds;
 }
 
-// The split values of a block's rows (from p, y and their logloss ce): split[k * BLOCK + i],
-// zero where a value is out of its split's range, and bad[i] nonzero where one of the row's
-// is. Branch-free, in the lanes of a vector of BYTES bytes (as block_sums_loop).
-// Where row i's split value k is in a block's scratch: rows in groups of SPLIT_GROUP, each
-// group's values column by column (a group's lanes of one column side by side: a vector's
-// store; a row's values in a few cache lines: the partial sums' loads). Columns of
-// BLOCK values each would put every store of a row in the same cache set.
-constexpr int64_t SPLIT_GROUP = 4;
-inline int64_t split_at(int64_t k, int64_t i) {
-    return (i / SPLIT_GROUP) * (N_SPLIT * SPLIT_GROUP) + k * SPLIT_GROUP + i % SPLIT_GROUP;
-}
-
+// Store the lanes v (a column's values of LANES rows from row i) into the rows' split
+// values, row by row.
 template <int BYTES>
-MPIEVAL_INLINE void store_lanes(double* __restrict split, int column, int64_t i,
-                                const Lanes<BYTES>& v) {
-    static_assert(BYTES / 8 <= SPLIT_GROUP && SPLIT_GROUP % (BYTES / 8) == 0, "lanes");
-    std::memcpy(split + split_at(column, i), &v, sizeof v);
+MPIEVAL_INLINE void store_column(double* __restrict split, int column, const Lanes<BYTES>& v) {
+    double lanes[BYTES / 8];
+    std::memcpy(lanes, &v, sizeof lanes);
+    for (int j = 0; j < BYTES / 8; ++j) split[j * SPLIT_WIDTH + column] = lanes[j];
 }
 
 // v in three parts (Split's hi, mid and lo) into columns column .. column + 2.
 template <class Split, int BYTES>
-MPIEVAL_INLINE void store_three(double* __restrict split, int column, int64_t i,
-                                const Lanes<BYTES>& v) {
+MPIEVAL_INLINE void store_three(double* __restrict split, int column, const Lanes<BYTES>& v) {
     const Lanes<BYTES> hi = (v + Split::C) - Split::C;
     const Lanes<BYTES> rest = v - hi;
     const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
-    store_lanes<BYTES>(split, column, i, hi);
-    store_lanes<BYTES>(split, column + 1, i, mid);
-    store_lanes<BYTES>(split, column + 2, i, rest - mid);
+    store_column<BYTES>(split, column, hi);
+    store_column<BYTES>(split, column + 1, mid);
+    store_column<BYTES>(split, column + 2, rest - mid);
 }
 
+// The split values of a block's rows (from p, y and their logloss ce, as float64) into
+// split[i * SPLIT_WIDTH ...], and bad[i] nonzero where one of row i's values is out of its
+// split's range. Branch-free, in the lanes of a vector of BYTES bytes (as block_sums_loop).
 template <int BYTES>
 MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
                                      const double* __restrict y_in,
@@ -604,38 +597,27 @@ MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
         keep_in_range<SquareLossSplit, BYTES>(cece, ok);
         keep_in_range<PowerSplit, BYTES>(fourth, ok);
         keep_in_range<PowerSplit, BYTES>(uppp, ok);
-        const V p_hi = (pv + PredSplit::C) - PredSplit::C;
+        double* out = split + i * SPLIT_WIDTH;
+        const V negative = 1.0 - y;  // a product by 0 or 1: exact
+        const V p_hi = (pv + PredSplit::C) - PredSplit::C, p_rest = pv - p_hi;
         const V q_hi = (q + PredSplit::C) - PredSplit::C;
-        store_lanes<BYTES>(split, SPLIT_P_HI, i, p_hi);
-        store_lanes<BYTES>(split, SPLIT_P_REST, i, pv - p_hi);
-        store_lanes<BYTES>(split, SPLIT_Q_HI, i, q_hi);
-        store_lanes<BYTES>(split, SPLIT_Q_REST, i, q - q_hi);
-        store_three<LossSplit, BYTES>(split, SPLIT_L_HI, i, l);
-        store_three<SquareLossSplit, BYTES>(split, SPLIT_CECE, i, cece);
-        store_three<PowerSplit, BYTES>(split, SPLIT_FOURTH, i, fourth);
-        store_three<PowerSplit, BYTES>(split, SPLIT_UPPP, i, uppp);
+        store_column<BYTES>(out, SPLIT_P0, p_hi * negative);
+        store_column<BYTES>(out, SPLIT_P0 + 1, p_rest * negative);
+        store_column<BYTES>(out, SPLIT_P1, p_hi * y);
+        store_column<BYTES>(out, SPLIT_P1 + 1, p_rest * y);
+        store_column<BYTES>(out, SPLIT_Q, q_hi);
+        store_column<BYTES>(out, SPLIT_Q + 1, q - q_hi);
+        store_three<LossSplit, BYTES>(out, SPLIT_L0, l * negative);
+        store_three<LossSplit, BYTES>(out, SPLIT_L1, l * y);
+        store_three<SquareLossSplit, BYTES>(out, SPLIT_CECE, cece);
+        store_three<PowerSplit, BYTES>(out, SPLIT_FOURTH, fourth);
+        store_three<PowerSplit, BYTES>(out, SPLIT_UPPP, uppp);
+        store_column<BYTES>(out, SPLIT_POSITIVES, y);
+        store_column<BYTES>(out, SPLIT_ROWS, V{} + 1.0);
+        store_column<BYTES>(out, SPLIT_WIDTH - 1, V{});
         const V none = ok ? V{} : V{} + 1.0;
         std::memcpy(bad + i, &none, sizeof none);
     }
-}
-
-#ifdef MPIEVAL_AVX2
-[[gnu::target("avx2")]] inline void split_block_avx2(const double* __restrict p,
-                                                     const double* __restrict y,
-                                                     const double* __restrict ce,
-                                                     double* __restrict split,
-                                                     double* __restrict bad) {
-    split_block_loop<32>(p, y, ce, split, bad);
-}
-#endif
-
-inline void split_block(const double* __restrict p, const double* __restrict y,
-                        const double* __restrict ce, double* __restrict split,
-                        double* __restrict bad) {
-#ifdef MPIEVAL_AVX2
-    if (has_avx2()) return split_block_avx2(p, y, ce, split, bad);
-#endif
-    split_block_loop<16>(p, y, ce, split, bad);
 }
 
 // A row's values that split_block left out (out of their splits' ranges), each added to
@@ -676,11 +658,83 @@ inline void add_unsplit(double p, int64_t y, double ce, int64_t s, const SliceTa
 template <class P, class L>
 struct SliceScratch {
     LoglossScratch block;
-    double ce[BLOCK], bad[BLOCK], split[N_SPLIT * BLOCK];
+    double ce[BLOCK], bad[BLOCK];
+    alignas(64) double split[BLOCK * SPLIT_WIDTH];
     int64_t cell[BLOCK];
     P pred[BLOCK];
     L label[BLOCK];
 };
+
+// The m rows of a block (their split values `split`, labels y as float64) into the
+// partial sums of their slices `code` (each slice's SPLIT_WIDTH sums added in vectors);
+// a slice's partial sums that reach SLICE_FLUSH rows flushed; rows marked `bad` (when
+// any_bad) add their out-of-range values on their own.
+template <int BYTES, class C>
+MPIEVAL_INLINE void add_block_loop(const double* __restrict split, const C* __restrict code,
+                                   int64_t m, SlicePartial* __restrict parts,
+                                   const double* __restrict p, const double* __restrict ce,
+                                   const double* __restrict bad, bool any_bad,
+                                   const SliceTargets& to) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t s = int64_t(code[i]);
+        SlicePartial& part = parts[s];
+        const double* v = split + i * SPLIT_WIDTH;
+        for (int64_t k = 0; k < SPLIT_WIDTH; k += LANES) {
+            V sum, add;
+            std::memcpy(&sum, part.sum + k, sizeof sum);
+            std::memcpy(&add, v + k, sizeof add);
+            sum += add;
+            std::memcpy(part.sum + k, &sum, sizeof sum);
+        }
+        part.touched = true;
+        if (any_bad && bad[i] != 0.0)
+            add_unsplit(p[i], int64_t(v[SPLIT_POSITIVES]), ce[i], s, to, part);
+        if (++part.count == SLICE_FLUSH) flush_slice(part, s, to);
+    }
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline void split_block_avx2(const double* __restrict p,
+                                                     const double* __restrict y,
+                                                     const double* __restrict ce,
+                                                     double* __restrict split,
+                                                     double* __restrict bad) {
+    split_block_loop<32>(p, y, ce, split, bad);
+}
+
+template <class C>
+[[gnu::target("avx2")]] void add_block_avx2(const double* __restrict split,
+                                            const C* __restrict code, int64_t m,
+                                            SlicePartial* __restrict parts,
+                                            const double* __restrict p,
+                                            const double* __restrict ce,
+                                            const double* __restrict bad, bool any_bad,
+                                            const SliceTargets& to) {
+    add_block_loop<32>(split, code, m, parts, p, ce, bad, any_bad, to);
+}
+#endif
+
+inline void split_block(const double* __restrict p, const double* __restrict y,
+                        const double* __restrict ce, double* __restrict split,
+                        double* __restrict bad) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return split_block_avx2(p, y, ce, split, bad);
+#endif
+    split_block_loop<16>(p, y, ce, split, bad);
+}
+
+template <class C>
+void add_block(const double* __restrict split, const C* __restrict code, int64_t m,
+               SlicePartial* __restrict parts, const double* __restrict p,
+               const double* __restrict ce, const double* __restrict bad, bool any_bad,
+               const SliceTargets& to) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return add_block_avx2(split, code, m, parts, p, ce, bad, any_bad, to);
+#endif
+    add_block_loop<16>(split, code, m, parts, p, ce, bad, any_bad, to);
+}
 
 // tables (slices, 2, size); sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`;
 // codes (dims, n), each in [0, slices).
@@ -690,9 +744,7 @@ void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pr
                        const SliceTargets& to) {
     auto scratch = std::make_unique<SliceScratch<P, L>>();
     std::vector<SlicePartial> parts(static_cast<size_t>(slices));
-    std::vector<int64_t> touched;
     const bool far = 2 * size * slices > FETCH_AHEAD_FROM;
-    const double* split = scratch->split;
     for (int64_t start = 0; start < n; start += BLOCK) {
         const int64_t m = std::min(BLOCK, n - start);
         const P* p_block = pred + start;
@@ -725,37 +777,14 @@ void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pr
             } else {
                 for (int64_t i = 0; i < m; ++i) tables[cell[i]] += 1.0;
             }
-            for (int64_t i = 0; i < m; ++i) {
-                const int64_t s = int64_t(code[i]);
-                const int64_t y = int64_t(y_block[i]);
-                SlicePartial& part = parts[size_t(s)];
-                if (!part.touched) {
-                    part.touched = true;
-                    touched.push_back(s);
-                }
-                const double* v = split + split_at(0, i);  // value k at v[k * SPLIT_GROUP]
-                part.pred[y][0] += v[SPLIT_P_HI * SPLIT_GROUP];
-                part.pred[y][1] += v[SPLIT_P_REST * SPLIT_GROUP];
-                part.pred_sq[0] += v[SPLIT_Q_HI * SPLIT_GROUP];
-                part.pred_sq[1] += v[SPLIT_Q_REST * SPLIT_GROUP];
-                part.loss[y][0] += v[SPLIT_L_HI * SPLIT_GROUP];
-                part.loss[y][1] += v[SPLIT_L_MID * SPLIT_GROUP];
-                part.loss[y][2] += v[SPLIT_L_LO * SPLIT_GROUP];
-                for (int k = 0; k < 3; ++k) {
-                    part.cece[k] += v[(SPLIT_CECE + k) * SPLIT_GROUP];
-                    part.fourth[k] += v[(SPLIT_FOURTH + k) * SPLIT_GROUP];
-                    part.uppp[k] += v[(SPLIT_UPPP + k) * SPLIT_GROUP];
-                }
-                part.positives += y;
-                part.rows += 1;
-                if (any_bad && scratch->bad[i] != 0.0)
-                    add_unsplit(scratch->block.p[i], y, scratch->ce[i], s, to, part);
-                if (++part.count == SLICE_FLUSH) flush_slice(part, s, to);
-            }
+            add_block(scratch->split, code, m, parts.data(), scratch->block.p, scratch->ce,
+                      scratch->bad, any_bad, to);
         }
     }
-    for (int64_t s : touched) {
-        flush_slice(parts[size_t(s)], s, to);
+    for (int64_t s = 0; s < slices; ++s) {
+        SlicePartial& part = parts[size_t(s)];
+        if (!part.touched) continue;
+        flush_slice(part, s, to);
         to.normalize(s);
     }
 }
