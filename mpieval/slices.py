@@ -67,7 +67,7 @@ slice's values are those of ``--table-size`` of this size over its rows, and its
 
 CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
-STACKED = "stacked."  # the parts of stacked slices (local_sums, state_dict: slices.stacked.)
+STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
 _DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
@@ -426,11 +426,14 @@ class SlicedMetric(Metric):
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         self._layout = self._agreed(comm)
         sums = {f"base.{name}": value for name, value in self.base.local_sums(comm).items()}
-        if self._stacked is not None:  # the slices with values, in order, as rows
+        if self._stacked is not None:  # the slices with values, in order: views, no copy
             kept = [self._index[index].get(key, -1) for index, ordered in
                     enumerate(self._layout) for key, count in ordered if count >= self.min_rows]
-            taken = self._stacked.take(np.array(kept, dtype=np.int64))
-            sums.update({f"{STACKED}{name}": value for name, value in taken.items()})
+            arrays = {name: self._stacked[name] for name in self._stacked.layout}
+            zeros = {name: np.zeros(array.shape[1:]) for name, array in arrays.items()}
+            for number, row in enumerate(kept):
+                sums.update({f"{STACKED}{number}.{name}": zeros[name] if row < 0
+                             else array[row] for name, array in arrays.items()})
             return sums
         for index, (metrics, ordered) in enumerate(zip(self._metrics, self._layout,
                                                        strict=True)):
@@ -444,7 +447,6 @@ class SlicedMetric(Metric):
         parts = _by_metric(sums)
         base = self.base.finish(parts.get("base.", {}), comm)
         named = finishing_name(self.kind)
-        stacked = parts.get(STACKED, {})
         slices = []
         done = 0  # the stacked slices finished
         warned: dict[str, list[str]] = {}  # a slice's warning without its name -> slices
@@ -457,7 +459,7 @@ class SlicedMetric(Metric):
                     with warnings_named(name, self.kind), undefined_collected() as said:
                         if self._finisher is not None:
                             result = self._finisher.finish(
-                                {part: value[done] for part, value in stacked.items()}, comm)
+                                parts.get(f"{STACKED}{done}.", {}), comm)
                             done += 1
                         else:
                             result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
@@ -613,14 +615,16 @@ def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
     """The summed parts of :meth:`SlicedMetric.local_sums` by the metric they are of
-    (``base.``, or a slice's ``DIMENSION.NUMBER.``), each under its own name, in one pass
-    (not one pass over every slice's parts per slice)."""
+    (``base.``, a slice's ``DIMENSION.NUMBER.`` or a stacked one's ``stacked.NUMBER.``),
+    each under its own name, in one pass (not one pass over every slice's parts per
+    slice)."""
     parts: dict[str, dict[str, np.ndarray]] = {}
     for name, value in sums.items():
         if name.startswith("base."):
             prefix, rest = "base.", name[len("base."):]
         elif name.startswith(STACKED):
-            prefix, rest = STACKED, name[len(STACKED):]
+            number, rest = name[len(STACKED):].split(".", 1)
+            prefix = f"{STACKED}{number}."
         else:
             index, number, rest = name.split(".", 2)
             prefix = f"{index}.{number}."

@@ -182,17 +182,6 @@ class Stacked:
         return State.viewing(self.layout, {name: array[index]
                                            for name, array in self._arrays.items()})
 
-    def take(self, index: np.ndarray) -> dict[str, np.ndarray]:
-        """The states ``index`` (int64; -1: a state of zeros) of every part, in order,
-        as new arrays ``(len(index), *shape)``."""
-        present = index >= 0
-        taken = {}
-        for name, part in self._summed():
-            out = np.zeros((len(index), *part.shape))
-            out[present] = self._arrays[name][index[present]]
-            taken[name] = out
-        return taken
-
     def add(self, index: np.ndarray, parts: Mapping[str, np.ndarray]) -> None:
         """Add ``parts[name][j]`` to state ``index[j]`` of each part (``index`` without
         repeats)."""
