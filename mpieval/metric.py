@@ -44,7 +44,7 @@ from mpieval.declaration import Input, Option, checked_options, signature_proble
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.kernels import exact
 from mpieval.rows import RowBuffer
-from mpieval.state import Part, State, Summed, pack, unpack
+from mpieval.state import Part, Stacked, State, Summed, pack, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
 
@@ -245,6 +245,24 @@ class Metric(OnComm, ABC):
         """Count validated rows (the columns :meth:`_add` was given) into ``state``; a
         window counts its kept rows again with it. Kinds with a ``window`` implement it."""
         raise NotImplementedError(f"kind {self.kind} has no window")
+
+    def stacks_slices(self) -> bool:
+        """Whether slices of this metric (:mod:`mpieval.slices`) may keep their states
+        stacked (:class:`~mpieval.state.Stacked`: one array per part for every slice)
+        rather than a metric each: a kind whose ``update()`` ends in :meth:`_add`, whose
+        state is summed parts only, and whose :meth:`local_sums` gives those parts as
+        they are and :meth:`finish` reads nothing else of the metric's state. False
+        unless a kind says so."""
+        return False
+
+    def _accumulate_slices(self, stacked: Stacked, codes: np.ndarray, *args: Any,
+                           **kwargs: Any) -> bool:
+        """Count validated rows (the columns :meth:`_add` was given) into the stacked
+        states of many slices at once, row ``i`` into state ``codes[d, i]`` for each slice
+        column ``d``, as :meth:`_accumulate` of each slice's rows would; False when the
+        kind has no such pass for these rows (the caller then counts each slice's rows
+        with :meth:`_accumulate`). None here."""
+        return False
 
     def recent(self) -> Metric | None:
         """This rank's window as a metric of its own (a fresh state that counted the
@@ -560,10 +578,34 @@ def finishing_name(default: str) -> str:
     return default if named is None else named[0]
 
 
+_COLLECTED: ContextVar[list[str] | None] = ContextVar("mpieval_collected", default=None)
+"""While :func:`undefined_collected` lasts: the undefined-value warnings, kept, not warned."""
+
+
+@contextmanager
+def undefined_collected() -> Iterator[list[str]]:
+    """Within: each undefined-value warning (:func:`warn_undefined`, its message as it would
+    be shown, named by :func:`warnings_named`) is appended to the list given instead of
+    warned, so that the caller can warn once for many (a sliced metric: once per reason
+    over its slices, :func:`warn_undefined_message` then)."""
+    collected: list[str] = []
+    token = _COLLECTED.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTED.reset(token)
+
+
 def warn_undefined(comm: Comm, message: str) -> None:
     """One warning for the whole job (rank 0) that a value is undefined (NaN)."""
     if comm.rank == 0:
         _warn_undefined(message)
+
+
+def warn_undefined_message(message: str) -> None:
+    """Warn ``message`` as :func:`warn_undefined` does, on this rank (a message collected by
+    :func:`undefined_collected`, on rank 0)."""
+    _warn_undefined(message)
 
 
 def _warn_undefined(message: str) -> None:
@@ -577,6 +619,10 @@ def _warn_undefined(message: str) -> None:
     named = _NAMED.get()
     if named is not None and message.startswith(named[1] + ":"):
         message = named[0] + message[len(named[1]) :]
+    collected = _COLLECTED.get()
+    if collected is not None:
+        collected.append(message)
+        return
     frame = sys._getframe(1)
     while frame.f_back is not None and _in_mpieval(frame):
         frame = frame.f_back

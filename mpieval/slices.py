@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +44,15 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.stats import bh_q_values
 from mpieval.logline import json_number
-from mpieval.metric import Metric, Result, finishing_name, warnings_named
-from mpieval.state import Part
+from mpieval.metric import (
+    Metric,
+    Result,
+    finishing_name,
+    undefined_collected,
+    warn_undefined_message,
+    warnings_named,
+)
+from mpieval.state import Part, Stacked
 from mpieval.tags import distinct
 from mpieval.validation import Coded, check_log_word
 
@@ -59,6 +67,8 @@ slice's values are those of ``--table-size`` of this size over its rows, and its
 
 CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
+STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
+_DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
 
@@ -239,6 +249,13 @@ class SlicedMetric(Metric):
         # per dimension: slice values -> its metric, and its rows on this rank
         self._metrics: list[dict[Key, Metric]] = [{} for _ in self.dimensions]
         self._rows: list[dict[Key, int]] = [{} for _ in self.dimensions]
+        # a kind that stacks its slices (Metric.stacks_slices): every slice's state in the
+        # rows of one Stacked, per dimension slice values -> row; one metric finishes them
+        self._finisher = self._slice_metric() if self.base.stacks_slices() else None
+        self._stacked = (None if self._finisher is None
+                         else Stacked(self._finisher.state_layout()))
+        self._index: list[dict[Key, int]] = [{} for _ in self.dimensions]
+        self._checked: dict[str, set[Any]] = {}  # per column: the text values found good
 
     @property
     def error(self) -> InputError | None:
@@ -272,7 +289,7 @@ class SlicedMetric(Metric):
         """Add a batch: the base's arguments, and each slice column's values."""
         rows = self._length(args, columns)
         with self._validating():
-            groups = [self._groups(dimension, slices, rows) for dimension in self.dimensions]
+            coded = [self._codes(dimension, slices, rows) for dimension in self.dimensions]
         with self.base._keeping_validated() as validated:
             self.base.update(*args, **columns)
         batch = validated[0] if len(validated) == 1 else None
@@ -280,6 +297,13 @@ class SlicedMetric(Metric):
                                                            and len(value) == rows)
                                          for value in batch.values()):
             batch = None
+        if self._stacked is not None:
+            if batch is None:
+                raise TypeError(f"kind {self.kind} stacks its slices but its update() does "
+                                "not end in counting its validated columns")
+            self._update_stacked(coded, batch, rows)
+            return
+        groups = [_grouped(keys, codes) for keys, codes in coded]
         for metrics, counts, (keys, order, bounds) in zip(self._metrics, self._rows, groups,
                                                          strict=True):
             if batch is not None:  # the base's validated rows, in slice order once
@@ -299,6 +323,45 @@ class SlicedMetric(Metric):
                     self._update_slice(metric, args, columns, order[start:stop])
                 counts[key] = counts.get(key, 0) + stop - start
 
+    def _update_stacked(self, coded: list[tuple[list[Key], np.ndarray]],
+                        batch: dict[str, np.ndarray | None], rows: int) -> None:
+        """Count the base's validated rows into the stacked slices: each row's slice of
+        every dimension as a row of the stacked states (new slices get a row of zeros),
+        then the kind's pass over every slice at once, or, where it has none for these
+        rows, its count of each slice's rows."""
+        assert self._stacked is not None and self._finisher is not None
+        seen = [np.bincount(local, minlength=len(keys)).tolist() for keys, local in coded]
+        new = [[key for key, count in zip(keys, rows_of, strict=True)
+                if count and key not in index]
+               for (keys, _), rows_of, index in zip(coded, seen, self._index, strict=True)]
+        first = self._stacked.append(sum(len(keys) for keys in new))  # grown once a batch
+        for keys, index in zip(new, self._index, strict=True):
+            index.update(zip(keys, range(first, first + len(keys)), strict=True))
+            first += len(keys)
+        codes = np.empty((len(self.dimensions), rows), dtype=np.int32)
+        for dimension, (keys, local) in enumerate(coded):
+            index, counts = self._index[dimension], self._rows[dimension]
+            stacked = np.zeros(len(keys), dtype=np.int32)
+            for number, (key, count) in enumerate(zip(keys, seen[dimension], strict=True)):
+                if count:
+                    stacked[number] = index[key]
+                    counts[key] = counts.get(key, 0) + count
+            np.take(stacked, local, out=codes[dimension])
+        if self._finisher._accumulate_slices(self._stacked, codes, **batch):
+            return
+        for dimension in range(len(self.dimensions)):
+            keys, local = coded[dimension]
+            _, order, bounds = _grouped(keys, local)
+            ordered = {name: None if value is None else value[order]
+                       for name, value in batch.items()}
+            for number in range(len(keys)):
+                start, stop = int(bounds[number]), int(bounds[number + 1])
+                if start < stop:
+                    state = self._stacked.state(int(codes[dimension, order[start]]))
+                    self._finisher._accumulate(state, **{
+                        name: None if value is None else value[start:stop]
+                        for name, value in ordered.items()})
+
     @staticmethod
     def _update_slice(metric: Metric, args: tuple[Any, ...], columns: Mapping[str, Any],
                       rows: np.ndarray) -> None:
@@ -312,32 +375,33 @@ class SlicedMetric(Metric):
         first = args[0] if args else next(v for v in columns.values() if v is not None)
         return len(first)
 
-    def _groups(self, dimension: tuple[str, ...], slices: Mapping[str, Any], rows: int
-                ) -> tuple[list[Key], np.ndarray, np.ndarray]:
-        """The slices of a batch in one dimension: their values, the rows in slice order
-        (stable: each slice's rows in their order) and each slice's bounds in it."""
+    def _codes(self, dimension: tuple[str, ...], slices: Mapping[str, Any], rows: int
+               ) -> tuple[list[Key], np.ndarray]:
+        """The slices of a batch in one dimension: their values and each row's slice
+        among them (an index, int64)."""
         distinct, inverse = [], []
         for column in dimension:
             if column not in slices:
                 raise InputError(column, "a slice column without values")
-            values, codes = _slice_values(column, slices[column], rows)
+            values, codes = _slice_values(column, slices[column], rows,
+                                          self._checked.setdefault(column, set()))
             distinct.append(values)
             inverse.append(codes.astype(np.int64, copy=False))
         if len(dimension) == 1:
-            keys: list[Key] = [(value,) for value in distinct[0]]
-            code = inverse[0]
+            return [(value,) for value in distinct[0]], inverse[0]
+        width = len(distinct[1])
+        pair = inverse[0] * width + inverse[1]
+        if len(distinct[0]) * width <= _DENSE_PAIRS:  # the pairs seen, without a sort
+            seen = np.bincount(pair, minlength=len(distinct[0]) * width)
+            pairs = np.flatnonzero(seen)
+            renumber = np.zeros(len(seen), dtype=np.int64)
+            renumber[pairs] = np.arange(len(pairs))
+            code = renumber[pair]
         else:
-            pairs, code = np.unique(inverse[0] * len(distinct[1]) + inverse[1],
-                                    return_inverse=True)
-            width = len(distinct[1])
-            keys = [(distinct[0][p // width], distinct[1][p % width]) for p in pairs.tolist()]
+            pairs, code = np.unique(pair, return_inverse=True)
             code = code.reshape(-1)
-        # a stable sort of small integers is numpy's radix sort: one pass, not a merge sort
-        small = np.uint8 if len(keys) <= 1 << 8 else np.uint16 if len(keys) <= 1 << 16 else None
-        order = np.argsort(code if small is None else code.astype(small), kind="stable")
-        bounds = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(code, minlength=len(keys)), out=bounds[1:])
-        return keys, order, bounds
+        keys = [(distinct[0][p // width], distinct[1][p % width]) for p in pairs.tolist()]
+        return keys, code
 
     # -- compute -----------------------------------------------------------------------
 
@@ -352,15 +416,25 @@ class SlicedMetric(Metric):
                 for key, rows in view[index].items():
                     totals[key] = totals.get(key, 0) + rows
             ordered = sorted(totals.items(), key=lambda item: _sort_key(item[0]))
-            for key, _ in ordered:
-                if key not in metrics:
-                    metrics[key] = self._slice_metric()
+            if self._stacked is None:
+                for key, _ in ordered:
+                    if key not in metrics:
+                        metrics[key] = self._slice_metric()
             agreed.append(ordered)
         return agreed
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         self._layout = self._agreed(comm)
         sums = {f"base.{name}": value for name, value in self.base.local_sums(comm).items()}
+        if self._stacked is not None:  # the slices with values, in order: views, no copy
+            kept = [self._index[index].get(key, -1) for index, ordered in
+                    enumerate(self._layout) for key, count in ordered if count >= self.min_rows]
+            arrays = {name: self._stacked[name] for name in self._stacked.layout}
+            zeros = {name: np.zeros(array.shape[1:]) for name, array in arrays.items()}
+            for number, row in enumerate(kept):
+                sums.update({f"{STACKED}{number}.{name}": zeros[name] if row < 0
+                             else array[row] for name, array in arrays.items()})
+            return sums
         for index, (metrics, ordered) in enumerate(zip(self._metrics, self._layout,
                                                        strict=True)):
             for number, (key, rows) in enumerate(ordered):
@@ -374,16 +448,31 @@ class SlicedMetric(Metric):
         base = self.base.finish(parts.get("base.", {}), comm)
         named = finishing_name(self.kind)
         slices = []
+        done = 0  # the stacked slices finished
+        warned: dict[str, list[str]] = {}  # a slice's warning without its name -> slices
         for index, (columns, metrics, ordered) in enumerate(zip(
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
                 result = None
                 if rows >= self.min_rows:
                     name = f"{named}[{slice_name(columns, key)}]"
-                    with warnings_named(name, self.kind):
-                        result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
-                                                     comm)
+                    with warnings_named(name, self.kind), undefined_collected() as said:
+                        if self._finisher is not None:
+                            result = self._finisher.finish(
+                                parts.get(f"{STACKED}{done}.", {}), comm)
+                            done += 1
+                        else:
+                            result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
+                                                         comm)
+                    for message in said:
+                        if message.startswith(f"{name}: "):
+                            warned.setdefault(message[len(name) + 2:], []).append(
+                                slice_name(columns, key))
+                        else:
+                            warn_undefined_message(message)
                 slices.append(Slice(columns, key, rows, result))
+        for message, names in warned.items():
+            warn_undefined_message(_slices_warning(named, names, message))
         return SlicedResult(base, tuple(slices))
 
     # -- merging and checkpoints -------------------------------------------------------
@@ -393,6 +482,14 @@ class SlicedMetric(Metric):
             raise ValueError(f"cannot merge {self.layout()} with {other.layout()}")
         merged = copy.copy(self)
         merged.base = self.base.merge(other.base)
+        if self._stacked is not None and other._stacked is not None:
+            merged._stacked = copy.deepcopy(self._stacked)
+            merged._index = [dict(index) for index in self._index]
+            merged._rows = [dict(rows) for rows in self._rows]
+            merged._add_stacked(other._index, other._rows, {
+                name: other._stacked[name] for name in other._stacked.layout})
+            merged._error = self._error or other._error
+            return merged
         merged._metrics, merged._rows = [], []
         for mine, theirs, my_rows, their_rows in zip(self._metrics, other._metrics,
                                                       self._rows, other._rows, strict=True):
@@ -410,11 +507,20 @@ class SlicedMetric(Metric):
         the slices' options and each slice's values and rows, as JSON text) and each
         slice's own state under ``slices.DIMENSION.NUMBER.``."""
         state = self.base.state_dict()
-        listed = [[[list(key), self._rows[index].get(key, 0)] for key in metrics]
-                  for index, metrics in enumerate(self._metrics)]
-        state[STATE_KEY] = json.dumps({
+        layout: dict[str, Any] = {
             "dimensions": [dimension_name(columns) for columns in self.dimensions],
-            "min_rows": self.min_rows, "options": self.sub_options, "slices": listed})
+            "min_rows": self.min_rows, "options": self.sub_options}
+        if self._stacked is not None:  # each slice: its values, rows and stacked row
+            layout["stacked"] = [[[list(key), self._rows[index][key], row]
+                                  for key, row in self._index[index].items()]
+                                 for index in range(len(self.dimensions))]
+            state[STATE_KEY] = json.dumps(layout)
+            state.update({f"slices.{STACKED}{name}": np.array(self._stacked[name])
+                          for name in self._stacked.layout})
+            return state
+        layout["slices"] = [[[list(key), self._rows[index].get(key, 0)] for key in metrics]
+                            for index, metrics in enumerate(self._metrics)]
+        state[STATE_KEY] = json.dumps(layout)
         for index, metrics in enumerate(self._metrics):
             for number, metric in enumerate(metrics.values()):
                 state.update({f"slices.{index}.{number}.{name}": value
@@ -434,6 +540,13 @@ class SlicedMetric(Metric):
                 raise ValueError(f"saved slices {saved['dimensions']} (min_rows "
                                  f"{saved['min_rows']}, options {saved['options']}) differ "
                                  f"from this metric's: {self.layout()}")
+            if ("stacked" in saved) != (self._stacked is not None):
+                raise ValueError(f"saved slices {saved['dimensions']} are "
+                                 f"{'' if 'stacked' in saved else 'not '}stacked, this "
+                                 f"metric's are {'' if self._stacked else 'not '}stacked")
+            if self._stacked is not None:
+                self._load_stacked(saved["stacked"], state)
+                continue
             for index, listed in enumerate(saved["slices"]):
                 for number, (values, rows) in enumerate(listed):
                     key = tuple(values)
@@ -445,6 +558,37 @@ class SlicedMetric(Metric):
             for key, states_of in by_key.items():
                 metric = self._metrics[index][key] = self._slice_metric()
                 metric.load_state_dicts(states_of)
+
+
+    def _load_stacked(self, listed: list[list[list[Any]]], state: Mapping[str, Any]) -> None:
+        """Add a saved state's stacked slices (``listed``: per dimension each slice's
+        values, rows and row in the saved arrays)."""
+        assert self._stacked is not None
+        index = [{tuple(values): row for values, _, row in slices} for slices in listed]
+        rows = [{tuple(values): count for values, count, _ in slices} for slices in listed]
+        self._add_stacked(index, rows, {name: np.asarray(state[f"slices.{STACKED}{name}"])
+                                        for name in self._stacked.layout})
+
+    def _add_stacked(self, index: Sequence[Mapping[Key, int]],
+                     rows: Sequence[Mapping[Key, int]], arrays: Mapping[str, np.ndarray]
+                     ) -> None:
+        """Add other stacked slices: per dimension each slice's row in ``arrays`` (the
+        parts, stacked) and its rows; a slice not here yet gets a row first."""
+        assert self._stacked is not None
+        theirs, mine = [], []
+        for dimension, (their_index, their_rows) in enumerate(zip(index, rows, strict=True)):
+            for key, row in their_index.items():
+                here = self._index[dimension].get(key)
+                if here is None:
+                    here = self._index[dimension][key] = self._stacked.append()
+                theirs.append(row)
+                mine.append(here)
+                counts = self._rows[dimension]
+                counts[key] = counts.get(key, 0) + int(their_rows[key])
+        if theirs:
+            taken = np.array(theirs, dtype=np.int64)
+            self._stacked.add(np.array(mine, dtype=np.int64),
+                              {name: array[taken] for name, array in arrays.items()})
 
 
 def read_layout(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -471,12 +615,16 @@ def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
     """The summed parts of :meth:`SlicedMetric.local_sums` by the metric they are of
-    (``base.``, or a slice's ``DIMENSION.NUMBER.``), each under its own name, in one pass
-    (not one pass over every slice's parts per slice)."""
+    (``base.``, a slice's ``DIMENSION.NUMBER.`` or a stacked one's ``stacked.NUMBER.``),
+    each under its own name, in one pass (not one pass over every slice's parts per
+    slice)."""
     parts: dict[str, dict[str, np.ndarray]] = {}
     for name, value in sums.items():
         if name.startswith("base."):
             prefix, rest = "base.", name[len("base."):]
+        elif name.startswith(STACKED):
+            number, rest = name[len(STACKED):].split(".", 1)
+            prefix = f"{STACKED}{number}."
         else:
             index, number, rest = name.split(".", 2)
             prefix = f"{index}.{number}."
@@ -484,9 +632,51 @@ def _by_metric(sums: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray
     return parts
 
 
-def _sort_key(key: Key) -> tuple[tuple[bool, Any], ...]:
-    """Slices in order of their values (integers before text, should a column mix)."""
-    return tuple((isinstance(value, str), value) for value in key)
+WARNED_NAMES = 5
+"""Slices named in a warning of several (``auc: 180 slices (site=a, ...): ...``)."""
+
+
+def _slices_warning(name: str, slices: list[str], message: str) -> str:
+    """One warning for every slice of metric ``name`` whose own would be ``message``: that
+    one (``auc[site=x]: ...``) for a slice alone, else the number of slices and the first
+    of them (``auc: 180 slices (site=a, site=b, ...): ...``)."""
+    if len(slices) == 1:
+        return f"{name}[{slices[0]}]: {message}"
+    named = ", ".join(slices[:WARNED_NAMES]) + (", ..." if len(slices) > WARNED_NAMES else "")
+    return f"{name}: {len(slices)} slices ({named}): {message}"
+
+
+def _grouped(keys: list[Key], code: np.ndarray) -> tuple[list[Key], np.ndarray, np.ndarray]:
+    """The rows of a batch in slice order (stable: each slice's rows in their order) and
+    each slice's bounds in it, from each row's slice ``code`` among ``keys``."""
+    # a stable sort of small integers is numpy's radix sort: one pass, not a merge sort
+    small = np.uint8 if len(keys) <= 1 << 8 else np.uint16 if len(keys) <= 1 << 16 else None
+    order = np.argsort(code if small is None else code.astype(small), kind="stable")
+    bounds = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(code, minlength=len(keys)), out=bounds[1:])
+    return keys, order, bounds
+
+
+def _sort_key(key: Key) -> tuple[tuple[Any, ...], ...]:
+    """Slices in order of their values: integers first (should a column mix them with
+    text), in order; then text that is a decimal number (``-5``, ``2``, ``10.25``; the
+    command line reads a slice column as text), in order of its number; then other text
+    in natural order, its runs of digits compared as numbers (``site2`` before
+    ``site10``). Ties (``02`` and ``2``) go by the text: no two values compare equal."""
+    return tuple((0, value) if not isinstance(value, str)
+                 else (1, float(value), value) if _NUMBER.fullmatch(value)
+                 else (2, _natural(value), value) for value in key)
+
+
+def _natural(text: str) -> tuple[tuple[int, str | int], ...]:
+    """``text`` as its runs of digits (numbers) and of other characters (text), in order:
+    a natural sort key. A run of digits sorts before text at the same place."""
+    return tuple((0, int(run)) if run.isdigit() else (1, run)
+                 for run in _RUNS.findall(text))
+
+
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_RUNS = re.compile(r"[0-9]+|[^0-9]+")
 
 
 def _take(values: Any, rows: np.ndarray) -> Any:
@@ -500,9 +690,12 @@ def _take(values: Any, rows: np.ndarray) -> Any:
     return np.asarray(values)[rows]
 
 
-def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.ndarray]:
+def _slice_values(column: str, values: Any, rows: int, checked: set[Any]
+                  ) -> tuple[list[Any], np.ndarray]:
     """A slice column's distinct values (Python ints or strs, each a word of the log
-    line) and each row's index among them; an :class:`InputError` naming the column."""
+    line) and each row's index among them; an :class:`InputError` naming the column.
+    ``checked``: the column's values already found good (each text is checked once), to
+    which this batch's are added."""
     try:
         values_seen, inverse = distinct(values)
     except InputError as error:
@@ -512,9 +705,10 @@ def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.nd
     if len(inverse) != rows:
         raise InputError(column, f"length mismatch: {column}={len(inverse)}, rows={rows}")
     for value in values_seen:
-        if isinstance(value, str):
+        if isinstance(value, str) and value not in checked:
             check_log_word(column, value)
             if "*" in value or "[" in value or "]" in value:
                 raise InputError(column, f"slice value {value!r} holds *, [ or ], which "
                                  "would break the slice's name", value=value)
+            checked.add(value)
     return values_seen, np.asarray(inverse)

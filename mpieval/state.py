@@ -119,6 +119,88 @@ class State(Mapping[str, "np.ndarray | RowBuffer"]):
                 for name, part in self.layout.items()}
 
 
+    @classmethod
+    def viewing(cls, layout: Mapping[str, Part], parts: Mapping[str, np.ndarray]) -> State:
+        """A state of summed parts only whose parts are the arrays ``parts`` (views into
+        other arrays: one row of a :class:`Stacked`), for counting rows into them; it has
+        no buffer of its own (:attr:`buffer` is empty)."""
+        if not all(isinstance(part, Summed) for part in layout.values()):
+            raise ValueError("a viewing state holds summed parts only")
+        state = cls.__new__(cls)
+        state.layout = dict(layout)
+        state.buffer = np.zeros(0, dtype=np.float64)
+        state._parts = {name: parts[name] for name in layout}
+        return state
+
+
+class Stacked:
+    """The summed parts of many states of one layout (a kind's slices,
+    :mod:`mpieval.slices`): each part one float64 array whose first axis is the state,
+    ``stacked.array(name)[k]`` state ``k``'s part ``name``, so that the states are a few
+    large arrays (counted into, summed over ranks and saved whole), not an object each.
+    States are added at the end (:meth:`append`), zero; the arrays grow by doubling."""
+
+    def __init__(self, layout: Mapping[str, Part]) -> None:
+        if not all(isinstance(part, Summed) for part in layout.values()):
+            raise ValueError("stacked states hold summed parts only")
+        self.layout = dict(layout)
+        self.count = 0
+        self._arrays = {name: np.zeros((0, *part.shape)) for name, part in self._summed()}
+
+    def _summed(self) -> Iterator[tuple[str, Summed]]:
+        for name, part in self.layout.items():
+            assert isinstance(part, Summed)
+            yield name, part
+
+    def __len__(self) -> int:
+        return self.count
+
+    def array(self, name: str) -> np.ndarray:
+        """Part ``name`` of every state room is made for: ``(capacity, *shape)``, C-order,
+        the rows from :attr:`count` on zero (kernels write into it in place)."""
+        return self._arrays[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """Part ``name`` of the states, ``(count, *shape)`` (a view)."""
+        return self._arrays[name][: self.count]
+
+    def append(self, count: int = 1) -> int:
+        """Room for ``count`` more states, zero; the index of the first."""
+        first = self.count
+        self.count += count
+        capacity = len(next(iter(self._arrays.values()), ()))
+        if self.count > capacity:
+            capacity = max(self.count, 2 * capacity, 4)
+            for name, part in self._summed():
+                grown = np.zeros((capacity, *part.shape))  # untouched pages cost nothing
+                grown[:first] = self._arrays[name][:first]
+                self._arrays[name] = grown
+        return first
+
+    def state(self, index: int) -> State:
+        """State ``index`` as a :class:`State` of views into the arrays."""
+        return State.viewing(self.layout, {name: array[index]
+                                           for name, array in self._arrays.items()})
+
+    def add(self, index: np.ndarray, parts: Mapping[str, np.ndarray]) -> None:
+        """Add ``parts[name][j]`` to state ``index[j]`` of each part (``index`` without
+        repeats)."""
+        for name in self.layout:
+            self._arrays[name][index] += parts[name]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (and deep-copied) as the states there are, without the room beyond."""
+        return {"layout": self.layout, "arrays": {name: self[name] for name in self.layout}}
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        self.__init__(saved["layout"])  # type: ignore[misc]
+        arrays = saved["arrays"]
+        count = len(next(iter(arrays.values()), ()))
+        self.append(count)
+        for name, values in arrays.items():
+            self._arrays[name][:count] = values
+
+
 def _concatenate(into: RowBuffer, first: RowBuffer, second: RowBuffer) -> None:
     for name in into.dtypes:
         wide = np.promote_types(first.dtypes[name], second.dtypes[name])

@@ -8,8 +8,8 @@ eval`` runs, each run's ``--json`` bytes stored in a folder outside the reposito
 
 The corpus (data written to ``--data``, default ``/tmp/same-bits-data``, the same bytes
 every time): every kind (auc, wuauc, pn, pairwise), weights, soft labels, ``--compare``,
-tags, the three pn ties modes, small tables, string and integer uids, a file of a few rows,
-and the files of ``mpieval demo --dir`` with their ``demo.toml``; each run at 1, 2 and 3
+tags, slices, the three pn ties modes, small tables, string and integer uids, a file of a
+few rows, and the files of ``mpieval demo --dir`` with their ``demo.toml``; each run at 1, 2 and 3
 ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON whose results (all
 but the ``run`` object: when, the command line) differ, and any missing, and exits 1
 then; it also checks that each run gives the same results at every rank count (but those
@@ -32,7 +32,7 @@ import pyarrow.csv as pacsv
 
 BIN = Path(sys.executable).parent
 RANKS = (1, 2, 3)
-FLOAT_TABLES = {"auc-fweight", "auc-soft", "auc-soft-weight"}
+FLOAT_TABLES = {"auc-fweight", "auc-soft", "auc-soft-weight", "auc-slice-soft"}
 """Runs whose table buckets are float sums (fractional weights, soft labels): their last
 bits depend on the split of the rows (docs/kinds/auc.md), so only their bytes before and
 after are compared, not those of different rank counts."""
@@ -114,6 +114,19 @@ def corpus(data: Path) -> list[tuple[str, list[str]]]:
         ("all-small", ["--metrics", "auc,wuauc,pn,pairwise", "--tag", "tag", small, tiny]),
         ("tiny", ["--metrics", "auc,wuauc,pn", "--table-size", "7", tiny]),
         ("demo", ["--config", str(data / "demo" / "demo.toml"), *demo]),
+        ("auc-slice", ["--metrics", "auc", "--slice", "tag,left_label,tag*right_label",
+                       "--min-slice-rows", "50", main, small]),
+        ("auc-slice-table", ["--metrics", "auc", "--table-size", "1000", "--slice",
+                             "tag,uid", "--slice-table-size", "300", "--min-slice-rows", "25",
+                             main]),
+        ("auc-slice-weight", ["--metrics", "auc", "--weight", "weight", "--slice",
+                              "tag,left_label", main]),
+        ("auc-slice-soft", ["--metrics", "auc", "--label", "soft", "--soft-labels",
+                            "--slice", "tag", main]),
+        ("auc-slice-compare", ["--metrics", "auc", "--compare", "pred_b", "--slice",
+                               "tag*left_label", main]),
+        ("all-kinds-slice", ["--metrics", "auc,wuauc,pn,pairwise", "--tag", "tag",
+                             "--slice", "grade,tag*grade", main, tiny]),
     ]
 
 

@@ -531,3 +531,140 @@ def test_auc_slices_count_the_base_s_validated_rows(monkeypatch: Any) -> None:
     metric = sliced("auc", Comm.local(), [data("auc", np.random.default_rng(3), 300)])
     slices = silenced(metric).slices
     assert slices and all(one.rows > 0 for one in slices)
+
+
+# -- auc's stacked slices and their compiled pass ----------------------------------------
+
+
+def auc_rows(rng: np.random.Generator, n: int, pred_dtype: Any = np.float64) -> Rows:
+    """Unweighted 0/1 rows for the compiled pass, with preds at the splits' edges (0, 1,
+    tiny preds whose square or cube leaves the exact splits' ranges, a subnormal) and
+    three slice columns: ``country`` (text), ``site`` (200 ints) and ``big`` (one value
+    for most rows: a slice whose partial sums fill up many times)."""
+    pred = rng.beta(2, 8, n)
+    edges = [0.0, 1.0, 1e-300, 5e-324, 1e-12, 3e-7, 2.0**-34, 2.0**-17, 1 - 1e-16, 0.5]
+    at = rng.choice(n, 40 * len(edges), replace=False)
+    pred[at] = np.resize(edges, len(at))
+    rows: Rows = {"pred": pred.astype(pred_dtype),
+                  "label": (rng.random(n) < pred).astype(np.int8)}
+    rows["country"] = rng.choice(np.array(["US", "FR", "DE", "all"]), n, p=[.5, .3, .15, .05])
+    rows["site"] = rng.integers(0, 200, n)
+    rows["big"] = np.where(rng.random(n) < 0.95, 1, rng.integers(2, 5, n))
+    return rows
+
+
+def auc_sliced(batches: list[Rows], dims: tuple[str, ...], **opts: Any) -> SlicedMetric:
+    metric = SlicedMetric(KINDS["auc"].load()(comm=Comm.local(), table_size=1000, **opts),
+                          list(dims), min_rows=0, options={"table_size": SLICE_TABLE})
+    names = ("country", "site", "big")
+    for batch in batches:
+        metric.update(**{k: v for k, v in batch.items() if k not in names},
+                      slices={k: batch[k] for k in names})
+    return metric
+
+
+@pytest.mark.parametrize("pred_dtype", [np.float64, np.float32])
+def test_auc_slices_in_one_pass_have_the_bits_of_their_rows_alone(pred_dtype: Any) -> None:
+    """The compiled pass over every slice of every column at once gives each slice the
+    table, exact sums and moments (as arrays, bit for bit) and the block of a fresh
+    metric given only its rows: more than 2**10 rows a slice (partial sums flushed),
+    preds out of the exact splits' ranges, float32 preds."""
+    rng = np.random.default_rng(341)
+    rows = auc_rows(rng, 12_000, pred_dtype)
+    batches = batches_of(rows, [0, 5000, 5001])
+    dims = ("country", "site", "big", "country*site")
+    metric = auc_sliced(batches, dims)
+    result = quiet(metric)
+    stacked = metric.state_dict()
+    assert {k for k in stacked if k.startswith("slices.")} == {
+        "slices.layout", "slices.stacked.table", "slices.stacked.sums",
+        "slices.stacked.moments"}  # a few large arrays, not a state per slice
+    listed = json.loads(stacked["slices.layout"])["stacked"]
+    checked = 0
+    for dimension, slices in zip(dims, listed, strict=True):
+        columns = dimension.split("*")
+        for values, count, row in slices:
+            def pick(b: Rows, columns: list[str] = columns, values: list[Any] = values
+                     ) -> np.ndarray:
+                keep = np.ones(len(b["pred"]), dtype=bool)
+                for column, value in zip(columns, values, strict=True):
+                    keep &= b[column] == value
+                return keep
+            want = KINDS["auc"].load()(comm=Comm.local(), table_size=SLICE_TABLE)
+            for batch in batches:
+                keep = pick(batch)
+                if keep.any():
+                    want.update(batch["pred"][keep], batch["label"][keep])
+            for part in ("table", "sums", "moments"):
+                got = stacked[f"slices.stacked.{part}"][row]
+                assert got.tobytes() == want.state.summed(part).tobytes(), (values, part)
+            name = "*".join(f"{c}={v}" for c, v in zip(columns, values, strict=True))
+            assert result["slices"][name]["rows"] == count == int(
+                sum(np.count_nonzero(pick(b)) for b in batches))
+            assert_same(without_slice_fields(result["slices"][name], quiet(want)),
+                        quiet(want), name, bits=True)
+            checked += 1
+    assert checked == len(result["slices"]) and checked > 200
+
+
+@pytest.mark.parametrize("opts", [{"soft_labels": True}, {"weights": "importance"}])
+def test_auc_stacked_slices_of_other_rows_count_each_slice(opts: dict[str, Any]) -> None:
+    """Rows the compiled pass does not take (soft labels, importance weights; weights:
+    the test above over every kind) are counted slice by slice into the stacked states,
+    still each slice's block of a run over its rows alone."""
+    rng = np.random.default_rng(342)
+    rows = auc_rows(rng, 3000)
+    if opts.get("soft_labels"):
+        rows["label"] = np.round(rng.random(3000), 2)
+    else:
+        rows["weight"] = rng.integers(1, 4, 3000).astype(np.float64)
+    batches = batches_of(rows, [1000])
+    result = quiet(auc_sliced(batches, ("country",), **opts))
+    for country in ("DE", "FR", "US", "all"):
+        want = KINDS["auc"].load()(comm=Comm.local(), table_size=SLICE_TABLE, **opts)
+        for batch in batches:
+            keep = batch["country"] == country
+            want.update(**{k: v[keep] for k, v in batch.items()
+                           if k not in ("country", "site", "big")})
+        block = result["slices"][f"country={country}"]
+        assert_same(without_slice_fields(block, quiet(want)), quiet(want), bits=True)
+
+
+def test_slices_are_in_numeric_then_natural_order() -> None:
+    """Numbers read as text sort by their number, other text naturally (runs of digits as
+    numbers), integers by value: the JSON's and the log lines' order."""
+    values = np.array(["site10", "site2", "10", "2", "-1.5", "b", "site02", "9.75"])
+    rng = np.random.default_rng(5)
+    pred, label = rng.random(len(values)), np.arange(len(values)) % 2
+    metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["page", "n"], min_rows=0)
+    metric.update(pred, label, slices={"page": values, "n": np.array([10, 2, 9, 1, 2, 3, 4, 5])})
+    result = silenced(metric)
+    assert [one.name for one in result.slices] == [
+        "page=-1.5", "page=2", "page=9.75", "page=10", "page=b", "page=site02", "page=site2",
+        "page=site10", "n=1", "n=2", "n=3", "n=4", "n=5", "n=9", "n=10"]
+    assert list(result.to_dict()["slices"]) == [one.name for one in result.slices]
+    lines = result.to_log_line("auc").splitlines()[1:]
+    assert [line.split(":")[0] for line in lines] == [f"auc[{one.name}]"
+                                                      for one in result.slices]
+
+
+def test_slices_warn_once_per_reason() -> None:
+    """An undefined value of many slices is one warning naming how many (and the first
+    few); a slice alone with its reason keeps its own warning."""
+    rng = np.random.default_rng(6)
+    n = 700
+    site = np.repeat(np.arange(7), 100)
+    label = rng.integers(0, 2, n)
+    label[site == 6] = 0  # one class only: auc undefined there alone
+    metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["site"], min_rows=0)
+    metric.update(rng.random(n), label, slices={"site": site})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        metric.compute()
+    said = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+    sliced = [message for message in said if message.startswith("auc[") or
+              message.startswith("auc: 6 slices")]
+    assert len(sliced) == 2, said
+    assert sliced[0] == ("auc: 6 slices (site=0, site=1, site=2, site=3, site=4, ...): "
+                         "bucket_error is undefined: no bucket range reached the error bound")
+    assert sliced[1].startswith("auc[site=6]: auc is undefined with only one class")

@@ -62,6 +62,42 @@ void bind_auc(nb::module_ m) {
     }, nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
        nb::arg("moments").noconvert(), nb::arg("cece"), nb::arg("cey"), nb::arg("fourth"),
        nb::arg("uppp"));
+    m.def("accumulate_slices", [](Out tables, In pred, In label, In codes, Out sums,
+                                  Out moments, int64_t v, int64_t cece, int64_t cey,
+                                  int64_t fourth, int64_t uppp) {
+        double* t = as<double>(tables, "tables");
+        if (tables.ndim() != 3 || tables.shape(1) != 2)
+            throw std::invalid_argument("accumulate_slices: tables of shape (slices, 2, size)");
+        const int64_t slices = int64_t(tables.shape(0)), size = int64_t(tables.shape(2));
+        const int64_t n = length(pred);
+        if (codes.ndim() != 2 || int64_t(codes.shape(1)) != n || length(label) != n)
+            throw std::invalid_argument("accumulate_slices: codes of shape (columns, rows)");
+        const int64_t dims = int64_t(codes.shape(0));
+        if (sums.ndim() != 3 || int64_t(sums.shape(0)) != slices ||
+            int64_t(sums.shape(1)) != auc::N_SUMS || int64_t(sums.shape(2)) != exact::DIGITS ||
+            moments.ndim() != 3 || int64_t(moments.shape(0)) != slices ||
+            int64_t(moments.shape(2)) != exact::DIGITS)
+            throw std::invalid_argument("accumulate_slices: sums and moments of each slice");
+        const int64_t rows = int64_t(moments.shape(1));
+        for (int64_t field : {v, cece, cey, fourth, uppp})
+            if (field < 0 || field >= rows) throw std::out_of_range("moments: no such field");
+        const auc::SliceTargets to{as<double>(sums, "sums"), as<double>(moments, "moments"),
+                                   auc::N_SUMS * exact::DIGITS, rows * exact::DIGITS,
+                                   v, cece, cey, fourth, uppp};
+        const int32_t* c = as<int32_t>(codes, "codes");
+        for (int64_t i = 0; i < dims * n; ++i)
+            if (c[i] < 0 || c[i] >= slices)
+                throw std::out_of_range("accumulate_slices: a code out of the slices");
+        dispatch(pred, [&](auto* p) {
+            dispatch(label, [&](auto* y) {
+                Release r;
+                auc::accumulate_slices(t, size, slices, p, y, n, c, dims, to);
+            }, Labels{});
+        }, Floats{});
+    }, nb::arg("tables").noconvert(), nb::arg("pred").noconvert(),
+       nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
+       nb::arg("sums").noconvert(), nb::arg("moments").noconvert(), nb::arg("v"),
+       nb::arg("cece"), nb::arg("cey"), nb::arg("fourth"), nb::arg("uppp"));
     m.def("bucket_pairs", [](In pred_a, In pred_b, int64_t size, Out bucket_a, Out bucket_b) {
         const int64_t n = length(pred_a);
         dispatch(pred_a, [&](auto* a) {

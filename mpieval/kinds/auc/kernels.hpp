@@ -449,4 +449,344 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
     for (int k = 0; k < 4; ++k) s->wide[k].fold(moments + fields[k] * exact::DIGITS);
 }
 
+// -- slices: every slice's table and sums in one walk over a batch's rows ---------------
+//
+// accumulate_slices counts unweighted rows with 0/1 labels into the tables and exact sums
+// of many slices at once (mpieval/slices.py: `--slice`), each row into one slice of each
+// slice column: its slice in column d is codes[d * n + i]. A row's logloss and the other
+// terms are computed once, whatever the number of columns, and each slice gets what
+// accumulate_binary and moments_binary would give it over its rows alone: the same table
+// counts and the same exact sums, so the same bits (an exact sum does not depend on the
+// order of its terms, and a normalized accumulator holds one value one way).
+//
+// The sums of a slice are gathered in float64 partial sums (SlicePartial) of the rows'
+// split values (exact::Split: up to 2**10 values of a split sum exactly), added to the
+// slice's accumulators every 2**10 rows and at the end. A value out of its split's range
+// (a pred below 2**-34, a logloss below 2**-73, ...) is added to the accumulators on its
+// own.
+
+// The splits of the moments' terms: ce^2 in [2**-68, 2**11), (p - y)^4 and p^3 in
+// [2**-78, 2), each in three parts; ce y is the logloss of a positive row (LossSplit).
+using SquareLossSplit = exact::Split<11, 32, 3>;
+using PowerSplit = exact::Split<1, 42, 3>;
+
+// A row's split values, what it adds to its slice's partial sums (zero where a value is
+// out of its split's range), in this order: pred's two parts for a negative row, for a
+// positive one (the other label's 0), pred^2's two parts, logloss's three parts for a
+// negative and for a positive row, ce^2's, (p - y)^4's and p^3's three parts, then the
+// row's label and 1 (the partial sums count positives and rows), and a 0: SPLIT_WIDTH
+// values, a whole number of vectors.
+enum { SPLIT_P0, SPLIT_P1 = 2, SPLIT_Q = 4, SPLIT_L0 = 6, SPLIT_L1 = 9, SPLIT_CECE = 12,
+       SPLIT_FOURTH = 15, SPLIT_UPPP = 18, SPLIT_POSITIVES = 21, SPLIT_ROWS = 22,
+       SPLIT_WIDTH = 24 };
+
+// A slice's partial sums since its last flush (SPLIT_WIDTH: each a sum of at most 2**10
+// values of one column of the rows' split values, exact), how many rows they hold,
+// additions to its accumulators since they were last normalized, and whether the batch
+// touched it.
+struct alignas(64) SlicePartial {
+    double sum[SPLIT_WIDTH];
+    int32_t count, adds;
+    bool touched;
+};
+
+constexpr int32_t SLICE_FLUSH = 1 << 10;                             // rows of a partial sum
+constexpr int32_t SLICE_NORMALIZE = int32_t(exact::SAFE_ADDS) - 64;  // adds before normalizing
+
+// Where a slice's flushes go: its sums (N_SUMS accumulators) and the rows of its moments
+// (moments_binary's fields: v, ce^2, ce y, (p - y)^4, p^3).
+struct SliceTargets {
+    double* sums;
+    double* moments;
+    int64_t sums_stride, moments_stride;  // doubles from one slice to the next
+    int64_t v, cece, cey, fourth, uppp;   // the moments' fields
+
+    double* sums_of(int64_t s) const { return sums + s * sums_stride; }
+    double* moment(int64_t s, int64_t field) const {
+        return moments + s * moments_stride + field * exact::DIGITS;
+    }
+    void normalize(int64_t s) const {
+        exact::normalize(sums_of(s), N_SUMS);
+        for (int64_t field : {v, cece, cey, fourth, uppp}) exact::normalize(moment(s, field), 1);
+    }
+};
+
+// Add a slice's partial sums to its accumulators (each part on its own: the parts of a
+// split do not add exactly in float64) and clear them: abserr = S0 - S1 + N1 and sqrerr
+// = sum p^2 - 2 S1 + N1 (S0, S1 pred's sums over negatives and positives, N1 the
+// positives) as accumulate_binary, exactly.
+inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
+    double* sums = to.sums_of(s);
+    const double* v = part.sum;
+    for (int k = 0; k < 2; ++k) {
+        const double p0 = v[SPLIT_P0 + k], p1 = v[SPLIT_P1 + k], q = v[SPLIT_Q + k];
+        exact::add(row(sums, SUM_ABSERR), p0);
+        exact::add(row(sums, SUM_ABSERR), -p1);
+        exact::add(row(sums, SUM_SQRERR), q);
+        exact::add(row(sums, SUM_SQRERR), -2.0 * p1);
+        exact::add(row(sums, SUM_PRED), p0);
+        exact::add(row(sums, SUM_PRED), p1);
+        exact::add(row(sums, SUM_PRED_SQ), q);
+        exact::add(row(sums, SUM_LABEL_PRED), p1);
+    }
+    const double n1 = v[SPLIT_POSITIVES], rows = v[SPLIT_ROWS];
+    exact::add(row(sums, SUM_ABSERR), n1);
+    exact::add(row(sums, SUM_SQRERR), n1);
+    exact::add(row(sums, SUM_LABEL_SQ), n1);
+    exact::add(row(sums, SUM_ROWS), rows);
+    exact::add(to.moment(s, to.v), rows);
+    for (int k = 0; k < 3; ++k) {
+        exact::add(row(sums, SUM_LOGLOSS), v[SPLIT_L0 + k]);
+        exact::add(row(sums, SUM_LOGLOSS), v[SPLIT_L1 + k]);
+        exact::add(to.moment(s, to.cey), v[SPLIT_L1 + k]);
+        exact::add(to.moment(s, to.cece), v[SPLIT_CECE + k]);
+        exact::add(to.moment(s, to.fourth), v[SPLIT_FOURTH + k]);
+        exact::add(to.moment(s, to.uppp), v[SPLIT_UPPP + k]);
+    }
+    std::fill(part.sum, part.sum + SPLIT_WIDTH, 0.0);
+    part.count = 0;
+    part.adds += 6;  // at most 6 additions to one accumulator above
+    if (part.adds >= SLICE_NORMALIZE) {
+        to.normalize(s);
+        part.adds = 0;
+    }
+}
+
+// Store the lanes v (a column's values of LANES rows from row i) into the rows' split
+// values, row by row.
+template <int BYTES>
+MPIEVAL_INLINE void store_column(double* __restrict split, int column, const Lanes<BYTES>& v) {
+    double lanes[BYTES / 8];
+    std::memcpy(lanes, &v, sizeof lanes);
+    for (int j = 0; j < BYTES / 8; ++j) split[j * SPLIT_WIDTH + column] = lanes[j];
+}
+
+// v in three parts (Split's hi, mid and lo) into columns column .. column + 2.
+template <class Split, int BYTES>
+MPIEVAL_INLINE void store_three(double* __restrict split, int column, const Lanes<BYTES>& v) {
+    const Lanes<BYTES> hi = (v + Split::C) - Split::C;
+    const Lanes<BYTES> rest = v - hi;
+    const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
+    store_column<BYTES>(split, column, hi);
+    store_column<BYTES>(split, column + 1, mid);
+    store_column<BYTES>(split, column + 2, rest - mid);
+}
+
+// The split values of a block's rows (from p, y and their logloss ce, as float64) into
+// split[i * SPLIT_WIDTH ...], and bad[i] nonzero where one of row i's values is out of its
+// split's range. Branch-free, in the lanes of a vector of BYTES bytes (as block_sums_loop).
+template <int BYTES>
+MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
+                                     const double* __restrict y_in,
+                                     const double* __restrict ce_in, double* __restrict split,
+                                     double* __restrict bad) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    for (int64_t i = 0; i < BLOCK; i += LANES) {
+        V p, y, ce;
+        std::memcpy(&p, p_in + i, sizeof p);
+        std::memcpy(&y, y_in + i, sizeof y);
+        std::memcpy(&ce, ce_in + i, sizeof ce);
+        Mask<BYTES> ok = Mask<BYTES>{} - 1;
+        const V e = p - y, e2 = e * e;
+        V q = p * p, cece = ce * ce, fourth = e2 * e2, uppp = p * p * p;
+        V pv = p, l = ce;
+        keep_in_range<PredSplit, BYTES>(pv, ok);
+        keep_in_range<PredSplit, BYTES>(q, ok);
+        keep_in_range<LossSplit, BYTES>(l, ok);
+        keep_in_range<SquareLossSplit, BYTES>(cece, ok);
+        keep_in_range<PowerSplit, BYTES>(fourth, ok);
+        keep_in_range<PowerSplit, BYTES>(uppp, ok);
+        double* out = split + i * SPLIT_WIDTH;
+        const V negative = 1.0 - y;  // a product by 0 or 1: exact
+        const V p_hi = (pv + PredSplit::C) - PredSplit::C, p_rest = pv - p_hi;
+        const V q_hi = (q + PredSplit::C) - PredSplit::C;
+        store_column<BYTES>(out, SPLIT_P0, p_hi * negative);
+        store_column<BYTES>(out, SPLIT_P0 + 1, p_rest * negative);
+        store_column<BYTES>(out, SPLIT_P1, p_hi * y);
+        store_column<BYTES>(out, SPLIT_P1 + 1, p_rest * y);
+        store_column<BYTES>(out, SPLIT_Q, q_hi);
+        store_column<BYTES>(out, SPLIT_Q + 1, q - q_hi);
+        store_three<LossSplit, BYTES>(out, SPLIT_L0, l * negative);
+        store_three<LossSplit, BYTES>(out, SPLIT_L1, l * y);
+        store_three<SquareLossSplit, BYTES>(out, SPLIT_CECE, cece);
+        store_three<PowerSplit, BYTES>(out, SPLIT_FOURTH, fourth);
+        store_three<PowerSplit, BYTES>(out, SPLIT_UPPP, uppp);
+        store_column<BYTES>(out, SPLIT_POSITIVES, y);
+        store_column<BYTES>(out, SPLIT_ROWS, V{} + 1.0);
+        store_column<BYTES>(out, SPLIT_WIDTH - 1, V{});
+        const V none = ok ? V{} : V{} + 1.0;
+        std::memcpy(bad + i, &none, sizeof none);
+    }
+}
+
+// A row's values that split_block left out (out of their splits' ranges), each added to
+// slice s's accumulators on its own, with the same float64 operations.
+inline void add_unsplit(double p, int64_t y, double ce, int64_t s, const SliceTargets& to,
+                        SlicePartial& part) {
+    double* sums = to.sums_of(s);
+    const double q = p * p;
+    const double e = p - double(y), e2 = e * e;
+    if (!PredSplit::ok(p)) {
+        exact::add(row(sums, SUM_PRED), p);
+        if (y == 1) {
+            exact::add(row(sums, SUM_ABSERR), -p);
+            exact::add(row(sums, SUM_SQRERR), -2.0 * p);
+            exact::add(row(sums, SUM_LABEL_PRED), p);
+        } else {
+            exact::add(row(sums, SUM_ABSERR), p);
+        }
+    }
+    if (!PredSplit::ok(q)) {
+        exact::add(row(sums, SUM_SQRERR), q);
+        exact::add(row(sums, SUM_PRED_SQ), q);
+    }
+    if (!LossSplit::ok(ce)) {
+        exact::add(row(sums, SUM_LOGLOSS), ce);
+        if (y == 1) exact::add(to.moment(s, to.cey), ce);
+    }
+    if (!SquareLossSplit::ok(ce * ce)) exact::add(to.moment(s, to.cece), ce * ce);
+    if (!PowerSplit::ok(e2 * e2)) exact::add(to.moment(s, to.fourth), e2 * e2);
+    if (!PowerSplit::ok(p * p * p)) exact::add(to.moment(s, to.uppp), p * p * p);
+    if (++part.adds >= SLICE_NORMALIZE) {
+        to.normalize(s);
+        part.adds = 0;
+    }
+}
+
+// The scratch of accumulate_slices.
+template <class P, class L>
+struct SliceScratch {
+    LoglossScratch block;
+    double ce[BLOCK], bad[BLOCK];
+    alignas(64) double split[BLOCK * SPLIT_WIDTH];
+    int64_t cell[BLOCK];
+    P pred[BLOCK];
+    L label[BLOCK];
+};
+
+// The m rows of a block (their split values `split`, labels y as float64) into the
+// partial sums of their slices `code` (each slice's SPLIT_WIDTH sums added in vectors);
+// a slice's partial sums that reach SLICE_FLUSH rows flushed; rows marked `bad` (when
+// any_bad) add their out-of-range values on their own.
+template <int BYTES, class C>
+MPIEVAL_INLINE void add_block_loop(const double* __restrict split, const C* __restrict code,
+                                   int64_t m, SlicePartial* __restrict parts,
+                                   const double* __restrict p, const double* __restrict ce,
+                                   const double* __restrict bad, bool any_bad,
+                                   const SliceTargets& to) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t s = int64_t(code[i]);
+        SlicePartial& part = parts[s];
+        const double* v = split + i * SPLIT_WIDTH;
+        for (int64_t k = 0; k < SPLIT_WIDTH; k += LANES) {
+            V sum, add;
+            std::memcpy(&sum, part.sum + k, sizeof sum);
+            std::memcpy(&add, v + k, sizeof add);
+            sum += add;
+            std::memcpy(part.sum + k, &sum, sizeof sum);
+        }
+        part.touched = true;
+        if (any_bad && bad[i] != 0.0)
+            add_unsplit(p[i], int64_t(v[SPLIT_POSITIVES]), ce[i], s, to, part);
+        if (++part.count == SLICE_FLUSH) flush_slice(part, s, to);
+    }
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline void split_block_avx2(const double* __restrict p,
+                                                     const double* __restrict y,
+                                                     const double* __restrict ce,
+                                                     double* __restrict split,
+                                                     double* __restrict bad) {
+    split_block_loop<32>(p, y, ce, split, bad);
+}
+
+template <class C>
+[[gnu::target("avx2")]] void add_block_avx2(const double* __restrict split,
+                                            const C* __restrict code, int64_t m,
+                                            SlicePartial* __restrict parts,
+                                            const double* __restrict p,
+                                            const double* __restrict ce,
+                                            const double* __restrict bad, bool any_bad,
+                                            const SliceTargets& to) {
+    add_block_loop<32>(split, code, m, parts, p, ce, bad, any_bad, to);
+}
+#endif
+
+inline void split_block(const double* __restrict p, const double* __restrict y,
+                        const double* __restrict ce, double* __restrict split,
+                        double* __restrict bad) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return split_block_avx2(p, y, ce, split, bad);
+#endif
+    split_block_loop<16>(p, y, ce, split, bad);
+}
+
+template <class C>
+void add_block(const double* __restrict split, const C* __restrict code, int64_t m,
+               SlicePartial* __restrict parts, const double* __restrict p,
+               const double* __restrict ce, const double* __restrict bad, bool any_bad,
+               const SliceTargets& to) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return add_block_avx2(split, code, m, parts, p, ce, bad, any_bad, to);
+#endif
+    add_block_loop<16>(split, code, m, parts, p, ce, bad, any_bad, to);
+}
+
+// tables (slices, 2, size); sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`;
+// codes (dims, n), each in [0, slices).
+template <class P, class L, class C>
+void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pred,
+                       const L* label, int64_t n, const C* codes, int64_t dims,
+                       const SliceTargets& to) {
+    auto scratch = std::make_unique<SliceScratch<P, L>>();
+    std::vector<SlicePartial> parts(static_cast<size_t>(slices));
+    const bool far = 2 * size * slices > FETCH_AHEAD_FROM;
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        const int64_t m = std::min(BLOCK, n - start);
+        const P* p_block = pred + start;
+        const L* y_block = label + start;
+        if (m < BLOCK) {  // the last rows, padded (their values are not added)
+            std::fill(scratch->pred, scratch->pred + BLOCK, P(0));
+            std::fill(scratch->label, scratch->label + BLOCK, L(0));
+            std::copy(p_block, p_block + m, scratch->pred);
+            std::copy(y_block, y_block + m, scratch->label);
+            p_block = scratch->pred;
+            y_block = scratch->label;
+        }
+        logloss_block(p_block, y_block, scratch->block, scratch->ce);
+        split_block(scratch->block.p, scratch->block.y, scratch->ce, scratch->split,
+                    scratch->bad);
+        bool any_bad = false;
+        for (int64_t i = 0; i < m; ++i) any_bad |= scratch->bad[i] != 0.0;
+        for (int64_t d = 0; d < dims; ++d) {
+            const C* code = codes + d * n + start;
+            // the tables, in a loop of their own (as accumulate_binary's)
+            int64_t* cell = scratch->cell;
+            for (int64_t i = 0; i < m; ++i)
+                cell[i] = (int64_t(code[i]) * 2 + int64_t(y_block[i])) * size +
+                          bucket(double(p_block[i]), size);
+            if (far) {
+                for (int64_t i = 0; i < m; ++i) {
+                    if (i + AHEAD < m) __builtin_prefetch(tables + cell[i + AHEAD], 1);
+                    tables[cell[i]] += 1.0;
+                }
+            } else {
+                for (int64_t i = 0; i < m; ++i) tables[cell[i]] += 1.0;
+            }
+            add_block(scratch->split, code, m, parts.data(), scratch->block.p, scratch->ce,
+                      scratch->bad, any_bad, to);
+        }
+    }
+    for (int64_t s = 0; s < slices; ++s) {
+        SlicePartial& part = parts[size_t(s)];
+        if (!part.touched) continue;
+        flush_slice(part, s, to);
+        to.normalize(s);
+    }
+}
+
 }  // namespace mpieval::auc

@@ -148,6 +148,25 @@ def accumulate(
         _core.auc.accumulate_weighted(table, p, y, w, sums)
 
 
+def accumulate_slices(tables: np.ndarray, sums: np.ndarray, moments: np.ndarray,
+                      moment_fields: tuple[int, int, int, int, int], pred: np.ndarray,
+                      label: np.ndarray, codes: np.ndarray) -> None:
+    """Add validated unweighted rows with 0/1 labels to the tables and sums of many slices
+    at once, in place, in one compiled pass: row ``i`` goes to slice ``codes[d, i]`` of
+    each slice column ``d`` (``codes`` int32, ``(columns, rows)``). ``tables`` is ``(S, 2,
+    T)``, ``sums`` ``(S, N_SUMS, exact.DIGITS)``, ``moments`` ``(S, F, exact.DIGITS)`` with
+    ``moment_fields`` the rows of ``v``, ``ce^2``, ``ce y``, ``(p - y)^4`` and ``p^3``
+    (:mod:`mpieval.kinds.auc.moments`).
+
+    Each slice gets what :func:`accumulate` (``binary``) and the moments' compiled pass
+    would add over its rows alone, the same bits: the tables count rows, and every sum is
+    exact (a row's logloss and terms are computed once, the same float64 operations)."""
+    p = _as_kernel_input(pred, PRED_DTYPES)
+    y = _as_kernel_input(label, LABEL_DTYPES)
+    _core.auc.accumulate_slices(tables, p, y, np.ascontiguousarray(codes, np.int32), sums,
+                                moments, *moment_fields)
+
+
 def auc_from_table(table: np.ndarray) -> float:
     """Trapezoid AUC swept from the top bucket down; NaN when a class is missing.
 

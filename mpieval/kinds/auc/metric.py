@@ -25,7 +25,7 @@ from mpieval.kinds.auc import (
     moments,
 )
 from mpieval.metric import Metric, warn_undefined, window_dict
-from mpieval.state import Part, Rows, State, Summed
+from mpieval.state import Part, Rows, Stacked, State, Summed
 from mpieval.validation import (
     as_vector,
     binary_uint8,
@@ -983,6 +983,26 @@ class AucMetric(Metric):
             kernels.accumulate(state.summed("table_b"), state.summed("sums_b"), compare,
                                label, weight, binary=binary)
             self._keep_pairs(state, pred, compare, label, weight, binary)
+
+    def stacks_slices(self) -> bool:
+        """Slices of ``auc`` keep their tables and sums stacked, but with ``compare`` (a
+        slice keeps its rows' bucket pairs)."""
+        return self.compare is None
+
+    def _accumulate_slices(self, stacked: Stacked, codes: np.ndarray, pred: np.ndarray,
+                           label: np.ndarray, weight: np.ndarray | None = None,
+                           compare: np.ndarray | None = None) -> bool:
+        """Unweighted rows with 0/1 labels (frequency weights): every slice's table, sums
+        and moments in one compiled pass (:func:`mpieval.kinds.auc.kernels.accumulate_slices`,
+        the same bits as :meth:`_accumulate` of each slice's rows); False for other rows."""
+        if (weight is not None or compare is not None or self.soft_labels
+                or self.weights != "frequency"):
+            return False
+        kernels.accumulate_slices(
+            stacked.array("table"), stacked.array("sums"), stacked.array("moments"),
+            (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP),
+            pred, label, codes)
+        return True
 
     def _keep_pairs(self, state: State, pred: np.ndarray, compare: np.ndarray,
                     label: np.ndarray, weight: np.ndarray | None, binary: bool) -> None:
