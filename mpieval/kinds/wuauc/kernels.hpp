@@ -991,24 +991,8 @@ struct KeyMoments {
     int64_t add_sorted(const uint64_t* sorted, int64_t rows, bool tags, int64_t n_tags,
                        double* sums, int64_t fields) {
         const size_t m = size_t(rows);
-        if (keys.size() < m) {
-            keys.resize(m);
-            tmp.resize(m);
-            codes.resize(m);
-            loss.resize(m);
-        }
-        touched.clear();
-        bounds.clear();
-        bounds.push_back(0);
-        if (!tags) {  // one code: n_tags (in `all` only)
-            for (size_t i = 0; i < m; ++i) keys[i] = key_of_sorted(sorted[i]);
-            touched.push_back(uint32_t(n_tags));
-        } else {
-            uint32_t top = 0;
-            for (size_t i = 0; i < m; ++i) top = std::max(top, code_of_sorted(sorted[i]));
-            place_by_code(m, top, [&](size_t i) { return code_of_sorted(sorted[i]); },
-                          [&](size_t i) { return key_of_sorted(sorted[i]); }, keys.data());
-        }
+        place_user(m, tags, n_tags, [&](size_t i) { return code_of_sorted(sorted[i]); },
+                   [&](size_t i) { return key_of_sorted(sorted[i]); });
         return add_groups(m, true, n_tags, sums, fields);
     }
 
@@ -1104,25 +1088,8 @@ struct KeyMoments {
     int64_t add_sorted_pairs(const uint64_t* bits, const uint32_t* payload, int64_t rows,
                              bool tags, int64_t n_tags, double* sums, int64_t fields) {
         const size_t m = size_t(rows);
-        if (keys.size() < m) {
-            keys.resize(m);
-            tmp.resize(m);
-            codes.resize(m);
-            loss.resize(m);
-        }
-        touched.clear();
-        bounds.clear();
-        bounds.push_back(0);
-        const auto key_at = [&](size_t i) { return (bits[i] << 1) | uint64_t(payload[i] & 1u); };
-        if (!tags) {  // one code: n_tags (in `all` only)
-            for (size_t i = 0; i < m; ++i) keys[i] = key_at(i);
-            touched.push_back(uint32_t(n_tags));
-        } else {
-            uint32_t top = 0;
-            for (size_t i = 0; i < m; ++i) top = std::max(top, payload[i] >> 1);
-            place_by_code(m, top, [&](size_t i) { return payload[i] >> 1; }, key_at,
-                          keys.data());
-        }
+        place_user(m, tags, n_tags, [&](size_t i) { return payload[i] >> 1; },
+                   [&](size_t i) { return (bits[i] << 1) | uint64_t(payload[i] & 1u); });
         for (size_t g = 0; g < touched.size(); ++g) {  // a tie's labels in order
             const size_t lo = size_t(bounds[g]);
             const size_t hi = g + 1 < touched.size() ? size_t(bounds[g + 1]) : m;
@@ -1138,6 +1105,30 @@ struct KeyMoments {
     }
 
   private:
+    // The m rows of one long user to keys in code order: row i's key key_at(i), its code
+    // code_at(i) (tags: false when the rows have no tag code: one code, n_tags, in `all`
+    // only), by place_by_code; touched and bounds as it leaves them.
+    template <class CodeAt, class KeyAt>
+    void place_user(size_t m, bool tags, int64_t n_tags, CodeAt code_at, KeyAt key_at) {
+        if (keys.size() < m) {
+            keys.resize(m);
+            tmp.resize(m);
+            codes.resize(m);
+            loss.resize(m);
+        }
+        touched.clear();
+        bounds.clear();
+        bounds.push_back(0);
+        if (!tags) {
+            for (size_t i = 0; i < m; ++i) keys[i] = key_at(i);
+            touched.push_back(uint32_t(n_tags));
+        } else {
+            uint32_t top = 0;
+            for (size_t i = 0; i < m; ++i) top = std::max(top, code_at(i));
+            place_by_code(m, top, code_at, key_at, keys.data());
+        }
+    }
+
     // A stable counting pass: row i's key (key_at(i)) to out in the order of its code
     // (code_at(i), at most top), each code's rows in their order; touched gets the codes
     // present, ascending, and bounds each code's first row after the 0 already there.
