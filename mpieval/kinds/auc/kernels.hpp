@@ -136,6 +136,20 @@ constexpr int64_t FETCH_AHEAD_FROM = 1 << 17;  // cells (1 MiB): a table that ge
 // The scratch of accumulate_binary: the batch's four exact sums in fixed point, a block's
 // logloss terms (logloss_block, with the preds and labels as float64), and a short last
 // block's rows padded to BLOCK.
+// A block of m <= BLOCK rows as BLOCK rows: the rows themselves, or the last rows (m <
+// BLOCK) copied to pad_p, pad_y and padded with pred 0, label 0; p_block and y_block then
+// point there.
+template <class P, class L>
+void padded(const P*& p_block, const L*& y_block, int64_t m, P* pad_p, L* pad_y) {
+    if (m == BLOCK) return;
+    std::fill(pad_p, pad_p + BLOCK, P(0));
+    std::fill(pad_y, pad_y + BLOCK, L(0));
+    std::copy(p_block, p_block + m, pad_p);
+    std::copy(y_block, y_block + m, pad_y);
+    p_block = pad_p;
+    y_block = pad_y;
+}
+
 template <class P, class L>
 struct BinaryScratch {
     exact::Wide wide[4];
@@ -160,14 +174,7 @@ void accumulate_binary(double* table, int64_t size, const P* pred, const L* labe
         const int64_t m = std::min(BLOCK, n - start);
         const P* p_block = pred + start;
         const L* y_block = label + start;
-        if (m < BLOCK) {  // the last rows, padded (with pred 0, label 0: a logloss to drop)
-            std::fill(scratch->pred, scratch->pred + BLOCK, P(0));
-            std::fill(scratch->label, scratch->label + BLOCK, L(0));
-            std::copy(p_block, p_block + m, scratch->pred);
-            std::copy(y_block, y_block + m, scratch->label);
-            p_block = scratch->pred;
-            y_block = scratch->label;
-        }
+        padded(p_block, y_block, m, scratch->pred, scratch->label);  // a logloss to drop
         // the table, in a loop of its own: its loads overlap, free of the sums' additions;
         // a table beyond the processor's nearer caches (a cell a cache miss) gets each
         // row's cell first, fetched AHEAD rows before its addition
@@ -425,14 +432,7 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
         const int64_t m = std::min(BLOCK, n - start);
         const P* p_block = pred + start;
         const L* y_block = label + start;
-        if (m < BLOCK) {  // the last rows, padded; their terms are not added
-            std::fill(pad_p, pad_p + BLOCK, P(0));
-            std::fill(pad_y, pad_y + BLOCK, L(0));
-            std::copy(p_block, p_block + m, pad_p);
-            std::copy(y_block, y_block + m, pad_y);
-            p_block = pad_p;
-            y_block = pad_y;
-        }
+        padded(p_block, y_block, m, pad_p, pad_y);  // their terms are not added
         logloss_block(p_block, y_block, s->block, s->ce);
         const double* p = s->block.p;
         const double* y = s->block.y;
@@ -749,14 +749,7 @@ void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pr
         const int64_t m = std::min(BLOCK, n - start);
         const P* p_block = pred + start;
         const L* y_block = label + start;
-        if (m < BLOCK) {  // the last rows, padded (their values are not added)
-            std::fill(scratch->pred, scratch->pred + BLOCK, P(0));
-            std::fill(scratch->label, scratch->label + BLOCK, L(0));
-            std::copy(p_block, p_block + m, scratch->pred);
-            std::copy(y_block, y_block + m, scratch->label);
-            p_block = scratch->pred;
-            y_block = scratch->label;
-        }
+        padded(p_block, y_block, m, scratch->pred, scratch->label);  // not added
         logloss_block(p_block, y_block, scratch->block, scratch->ce);
         split_block(scratch->block.p, scratch->block.y, scratch->ce, scratch->split,
                     scratch->bad);
