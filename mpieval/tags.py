@@ -80,6 +80,28 @@ class ComparedBlock(Protocol):
 
 
 B = TypeVar("B", bound=_Block)
+
+
+Made = TypeVar("Made")
+
+
+def block_of(cls: type[Made], names: tuple[str, ...], values: tuple[Any, ...]) -> Made:
+    """``cls(*values)``, a frozen dataclass of the fields ``names`` (every field, in
+    order), its fields set at once rather than by the dataclass's ``__init__``, one
+    ``object.__setattr__`` a field (many tags: a third of the time a block)."""
+    block: Made = object.__new__(cls)
+    block.__dict__.update(zip(names, values, strict=True))
+    return block
+
+
+def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
+    """Of ``(rank, text, mask)``, a reason and the blocks it holds for (a mask over the
+    blocks), those that hold for some block: ``(text, blocks)``, by their first block,
+    then rank (the order of the per-block reasons)."""
+    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
+    held = sorted((entry for entry in held if len(entry[0])),
+                  key=lambda entry: (int(entry[0][0]), entry[1]))
+    return [(text, where) for where, _, text in held]
 Blocks = TypeVar("Blocks", bound="TagBlocks[Any]")
 
 

@@ -54,7 +54,15 @@ from mpieval.kinds.ranking.kernels import (
     value_names,
 )
 from mpieval.metric import narrowed_sums, warn_undefined
-from mpieval.tags import ALL, SHOWN_TAGS, TagBlocks, grouped_reasons_text, reasons_text
+from mpieval.tags import (
+    ALL,
+    SHOWN_TAGS,
+    TagBlocks,
+    block_of,
+    grouped_reasons_text,
+    held_reasons,
+    reasons_text,
+)
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
 
@@ -343,22 +351,15 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
     reasons += [(3 + rank, f"ci95 of {name} is null: its spread over the users is 0",
                  some & (valid >= stats.MIN_CLUSTERS) & (stderr[name] == 0))
                 for rank, name in enumerate(names) if not _is_rate(name)]
-    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
-    held = sorted((entry for entry in held if len(entry[0])),
-                  key=lambda entry: (int(entry[0][0]), entry[1]))
-    return blocks, [(text, where) for where, _, text in held]
+    return blocks, held_reasons(reasons)
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
 
 
 def _block(values: tuple[Any, ...]) -> RankingBlock:
-    """``RankingBlock(*values)`` (every field, in order), its fields set at once rather than
-    by the frozen dataclass's ``__init__``, one ``object.__setattr__`` a field (many
-    tags)."""
-    block: RankingBlock = object.__new__(RankingBlock)
-    block.__dict__.update(zip(_BLOCK_FIELDS, values, strict=True))
-    return block
+    """``RankingBlock(*values)`` (:func:`mpieval.tags.block_of`)."""
+    return block_of(RankingBlock, _BLOCK_FIELDS, values)
 
 
 def _correlation(a: float, aa: float, b: float, bb: float, dd: float, units: float) -> float:

@@ -42,7 +42,7 @@ from mpieval.kinds.wuauc.kernels import (
     MOMENT_FIELDS,
     USER_SUM_FIELDS,
 )
-from mpieval.tags import TagBlocks
+from mpieval.tags import TagBlocks, block_of, held_reasons
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
@@ -368,22 +368,15 @@ def blocks_from_sums(tags: list[str], sums: np.ndarray
     for rank, name in enumerate(INTERVAL_FIELDS):
         reasons.append((5 + rank, f"ci95 of {name} is null: its spread over the users is 0",
                         (stderr[name] == 0) & (units[name] >= minimum)))
-    held = [(np.flatnonzero(mask), rank, text) for rank, text, mask in reasons]
-    held = sorted((entry for entry in held if len(entry[0])),
-                  key=lambda entry: (int(entry[0][0]), entry[1]))
-    return blocks, [(text, where) for where, _, text in held]
+    return blocks, held_reasons(reasons)
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(WuaucBlock))
 
 
 def _block(values: tuple[Any, ...]) -> WuaucBlock:
-    """``WuaucBlock(*values)`` (every field, in order), its fields set at once rather than
-    by the frozen dataclass's ``__init__``, one ``object.__setattr__`` a field (many
-    tags: a third of the time a block)."""
-    block: WuaucBlock = object.__new__(WuaucBlock)
-    block.__dict__.update(zip(_BLOCK_FIELDS, values, strict=True))
-    return block
+    """``WuaucBlock(*values)`` (:func:`mpieval.tags.block_of`)."""
+    return block_of(WuaucBlock, _BLOCK_FIELDS, values)
 
 
 def _ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
