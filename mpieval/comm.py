@@ -15,7 +15,8 @@ The collectives, each built on the transport's few primitives:
   :meth:`Comm.start_sum` starts one that the caller collects later (the command line's
   reading rounds agree on one while the next round reads);
 - :meth:`Comm.exchange` — all-to-all of counts, then all-to-all-v per typed column:
-  how per-user rows reach the rank that owns their user;
+  how per-user rows reach the rank that owns their user (:meth:`Comm.exchange_packed`:
+  one all-to-all-v of rows the caller packed by destination, a move's);
 - :meth:`Comm.allgather` — pickled, for small objects only (tag names, error texts);
 - :meth:`Comm.any` — small reduction of a flag (readers stop together);
 - :meth:`Comm.barrier`.
@@ -295,6 +296,20 @@ class Comm:
         return {name: transport.alltoallv(np.ascontiguousarray(column[order]), send_counts,
                                           recv_counts)
                 for name, column in columns.items()}
+
+    def exchange_packed(self, packed: np.ndarray, send_counts: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Collective: ``packed`` (one item a row, the rows of each rank together in rank
+        order, ``send_counts[j]`` (int64) of them to rank ``j``) sent as it is, with no
+        sort and no copy: ``(recv_counts, received)``, the rows received from each rank
+        and those rows, in rank order. A row may be a record of bytes (a void dtype)."""
+        transport = self._transport
+        if transport is None:
+            return np.asarray(send_counts, dtype=np.int64), packed
+        send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
+        transport.arrive()
+        recv_counts = transport.alltoall(send_counts)
+        return recv_counts, transport.alltoallv(packed, send_counts, recv_counts)
 
     def allgather(self, obj: Any) -> list[Any]:
         """Collective: every rank's small object, in rank order (pickled: keep it small)."""

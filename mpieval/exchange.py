@@ -27,6 +27,7 @@ from mpieval.comm import Comm
 from mpieval.errors import UidCollisionError
 from mpieval.kernels.codes import remap
 from mpieval.kernels.keys import owner_of
+from mpieval.kernels.moves import MAX_RANKS, owners, split_columns
 from mpieval.keys import KEY_DTYPE
 from mpieval.rows import RowBuffer
 
@@ -172,19 +173,29 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
 
     ``buffers`` are row-aligned (one row of each makes a row), and every rank passes the
     same columns of the same dtypes (the caller has agreed on them): every column a kind
-    keeps travels, typed (:meth:`Comm.exchange`: ``Alltoall`` of the counts, then
-    ``Alltoallv`` a column), so a column added to a kind's rows travels too. What moves
-    is taken out of the buffers first (:meth:`RowBuffer.split_off`), so a rank holds its
-    kept rows once, plus this move's rows in transit. ``recode``: uint16 code columns of
-    the first buffer mapped through a lookup (:func:`mpieval.kernels.codes.remap`) before
-    they travel (a kind's local tag codes to the codes every rank agreed on). ``aligned``:
-    more buffers of the same rows (every rank passes the same number), moved alike.
+    keeps travels, so a column added to a kind's rows travels too. What moves is taken
+    out of the buffers first (:meth:`RowBuffer.split_off`), so a rank holds its kept rows
+    once, plus this move's rows in transit. ``recode``: uint16 code columns of the first
+    buffer mapped through a lookup (:func:`mpieval.kernels.codes.remap`) before they travel
+    (a kind's local tag codes to the codes every rank agreed on). ``aligned``: more
+    buffers of the same rows (every rank passes the same number), moved alike.
+
+    The rows arrive by source rank, then in their order (this rank's own where its rank
+    comes). How (:func:`_move_packed`): one compiled pass finds each row's owner, one a
+    column splits it into the rows that stay, compacted where they are, and the rows
+    that leave, packed by owner into one buffer of records (each owner's rows column
+    after column), which one ``Alltoallv`` sends (:meth:`Comm.exchange_packed`); the
+    rows that stay never travel, and where the buffers' reserved room holds the move's
+    rows (:meth:`RowBuffer.free_rows`) every received column is copied once, into it.
     """
     buffers = [*buffers, *aligned]
     tails = [buffer.split_off(start) for buffer in buffers]
     for name, lookup in (recode or {}).items():
         codes = tails[0][name]
         tails[0][name] = remap(codes, lookup, out=codes if codes.flags.writeable else None)
+    if 1 < comm.size <= MAX_RANKS:
+        _move_packed(comm, buffers, tails)
+        return
     local = {f"{index}.{name}": values for index, tail in enumerate(tails)
              for name, values in tail.items()}
     if comm.size > 1:
@@ -193,6 +204,83 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     for index, buffer in enumerate(buffers):
         buffer.append(handed_over=set(buffer.dtypes) if comm.size > 1 else (),
                       **{name: local.pop(f"{index}.{name}") for name in buffer.dtypes})
+
+
+def _move_packed(comm: Comm, buffers: list[RowBuffer],
+                 tails: list[dict[str, np.ndarray]]) -> None:
+    """:func:`move_to_owners`' move of the rows ``tails`` (split off ``buffers``): the
+    leaving rows packed (:func:`mpieval.kernels.moves.split_columns`), sent in one
+    ``Alltoallv``, and every buffer given its rows (source rank order: the staying rows
+    between the ranks' below and above)."""
+    rank = comm.rank
+    dest, counts = owners(tails[0]["key"], comm.size)
+    columns = []  # (index, name, writable contiguous column), in the records' order
+    for index, tail in enumerate(tails):
+        for name, column in tail.items():
+            if not (column.flags.c_contiguous and column.flags.writeable):
+                column = tail[name] = np.array(column)
+            columns.append((index, name, column))
+    row_nbytes = sum(column.dtype.itemsize for _, _, column in columns)
+    stay = int(counts[rank])
+    send_counts = counts
+    send_counts[rank] = 0
+    firsts = np.cumsum(send_counts) - send_counts  # each owner's first record
+    packed = np.empty(int(send_counts.sum()), dtype=np.dtype((np.void, row_nbytes)))
+    kept = split_columns(dest, rank, [column for _, _, column in columns],
+                         packed.view(np.uint8), firsts)
+    assert kept == stay
+    del dest
+    recv_counts, received = comm.exchange_packed(packed, send_counts)
+    del packed
+    data = received.view(np.uint8)
+    firsts = (np.cumsum(recv_counts) - recv_counts) * row_nbytes  # each source's bytes
+    low = int(recv_counts[:rank].sum())
+    total = int(recv_counts.sum()) + stay
+    at_rows = np.cumsum(recv_counts) - recv_counts  # each source's first row here
+    at_rows[rank + 1 :] += stay
+    before = 0
+    for index, buffer in enumerate(buffers):
+        if total == 0:
+            continue
+        free = buffer.free_rows(total)
+        joined = {}
+        for name, dtype in buffer.dtypes.items():
+            column = tails[index][name]
+            width = dtype.itemsize
+            target = free[name] if free is not None else np.empty(total, dtype)
+            if _starts_at(target, column):  # the staying rows at its front already
+                _shift_right(target, stay, low)
+            else:
+                target[low : low + stay] = column[:stay]
+            bytes_ = target.view(np.uint8)
+            for source in np.flatnonzero(recv_counts).tolist():
+                rows, first = int(recv_counts[source]), int(firsts[source]) + \
+                    int(recv_counts[source]) * before
+                here = int(at_rows[source]) * width
+                bytes_[here : here + rows * width] = data[first : first + rows * width]
+            joined[name] = target
+            before += width
+        buffer.append(handed_over=set(buffer.dtypes), **joined)
+    del tails
+
+
+def _starts_at(target: np.ndarray, column: np.ndarray) -> bool:
+    """Whether ``column`` begins at ``target``'s first byte (the reserved room's rows)."""
+    return len(column) > 0 and len(target) > 0 and \
+        target.__array_interface__["data"][0] == column.__array_interface__["data"][0]
+
+
+def _shift_right(array: np.ndarray, count: int, by: int) -> None:
+    """Move ``array[:count]`` to ``array[by:by + count]`` (in pieces of ``by`` rows from
+    the end, which do not overlap, when they are few; else through a copy)."""
+    if by == 0 or count == 0:
+        return
+    if count > 8 * by:
+        array[by : by + count] = array[:count].copy()
+        return
+    for end in range(count, 0, -by):
+        begin = max(end - by, 0)
+        array[begin + by : end + by] = array[begin:end]
 
 
 def _agree_layout(comm: Comm, local: Mapping[str, np.ndarray]) -> None:

@@ -9,6 +9,7 @@ from mpieval._core import (
     keys as keys,
     labels as labels,
     logloss as logloss,
+    moves as moves,
     pn as pn,
     sort as sort,
     wuauc as wuauc

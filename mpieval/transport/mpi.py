@@ -101,9 +101,16 @@ class MpiTransport:
         incoming = np.empty(int(recv_counts.sum()), dtype=outgoing.dtype)
         send_displ = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
         recv_displ = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
-        typed = [module.BYTE] if outgoing.dtype.kind == "b" else []
-        self.comm.Alltoallv([outgoing, (send_counts, send_displ), *typed],
-                            [incoming, (recv_counts, recv_displ), *typed])
+        record = None
+        if outgoing.dtype.kind == "V":  # records of itemsize bytes: a type of their own
+            record = module.BYTE.Create_contiguous(outgoing.dtype.itemsize).Commit()
+        typed = [module.BYTE] if outgoing.dtype.kind == "b" else [record] if record else []
+        try:
+            self.comm.Alltoallv([outgoing, (send_counts, send_displ), *typed],
+                                [incoming, (recv_counts, recv_displ), *typed])
+        finally:
+            if record is not None:
+                record.Free()
         return incoming
 
     def allgather(self, obj: Any) -> list[Any]:

@@ -38,7 +38,8 @@ class Transport(Protocol):
     def alltoallv(self, outgoing: np.ndarray, send_counts: np.ndarray,
                   recv_counts: np.ndarray) -> np.ndarray:
         """Rows ``outgoing`` grouped by destination (``send_counts`` per rank) sent; the
-        rows received (``recv_counts`` per source rank, in rank order) returned."""
+        rows received (``recv_counts`` per source rank, in rank order) returned. A row is
+        one value of any numpy dtype, a void one (``V<n>``: records of n bytes) too."""
 
     def allgather(self, obj: Any) -> list[Any]:
         """Every rank's small (pickled) object, in rank order."""

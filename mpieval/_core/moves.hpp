@@ -1,0 +1,81 @@
+// The per-user rows' moves to the ranks that own their users (see mpieval/kernels/moves.py):
+// each row's owner and the rows per owner in one pass, then each column split in one pass
+// into the rows that stay (compacted in place) and the rows that leave (packed by owner).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "keys.hpp"
+
+namespace mpieval::moves {
+
+// dest[i] = mix64(keys[i]) mod size, and counts[d] the rows of owner d (counts zeroed first).
+inline void owners(const uint64_t* keys, int64_t n, uint64_t size, uint16_t* dest,
+                   int64_t* counts) {
+    for (uint64_t d = 0; d < size; ++d) counts[d] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint16_t d = uint16_t(keys::mix64(keys[i]) % size);
+        dest[i] = d;
+        ++counts[d];
+    }
+}
+
+// Each row's place among its owner's rows (place[i]: the rows of dest[i] before row i) and
+// the rows of each owner (counts, `size` of them, zeroed first).
+inline void places(const uint16_t* dest, int64_t n, int64_t size, uint32_t* place,
+                   int64_t* counts) {
+    for (int64_t d = 0; d < size; ++d) counts[d] = 0;
+    for (int64_t i = 0; i < n; ++i) place[i] = uint32_t(counts[dest[i]]++);
+}
+
+// Column rows of W bytes: row i goes to starts[dest[i]] + place[i] * W. This rank's start is
+// the column itself, so its rows are compacted to its front, in order (place[i] <= i: a row
+// is never written before it is read). Branch-free: the owners come at random.
+template <int64_t W>
+void scatter_rows(const uint16_t* dest, const uint32_t* place, int64_t n, uint8_t* column,
+                  uint8_t* const* starts) {
+    for (int64_t i = 0; i < n; ++i) {
+        unsigned char row[W];
+        std::memcpy(row, column + i * W, W);
+        std::memcpy(starts[dest[i]] + int64_t(place[i]) * W, row, W);
+    }
+}
+
+inline void scatter_rows(const uint16_t* dest, const uint32_t* place, int64_t n,
+                         uint8_t* column, int64_t width, uint8_t* const* starts) {
+    switch (width) {
+        case 1: scatter_rows<1>(dest, place, n, column, starts); return;
+        case 2: scatter_rows<2>(dest, place, n, column, starts); return;
+        case 4: scatter_rows<4>(dest, place, n, column, starts); return;
+        case 8: scatter_rows<8>(dest, place, n, column, starts); return;
+        default: break;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        std::memmove(starts[dest[i]] + int64_t(place[i]) * width, column + i * width,
+                     size_t(width));
+}
+
+// Every column (widths[c] bytes a row) split: the rows of `rank` compacted to the front of
+// their column, the others packed into `out` as records of sum(widths) bytes, owner d's from
+// record firsts[d] on, each owner's rows column after column (column c's from byte
+// firsts[d] * record + counts[d] * (widths before c)). The rows of each owner in order.
+inline void split_columns(const uint16_t* dest, int64_t n, int64_t size, int64_t rank,
+                          const std::vector<uint8_t*>& columns, const std::vector<int64_t>& widths,
+                          uint8_t* out, const int64_t* firsts, const uint32_t* place,
+                          const int64_t* counts) {
+    int64_t record = 0;
+    for (int64_t w : widths) record += w;
+    std::vector<uint8_t*> starts(static_cast<size_t>(size));
+    int64_t before = 0;
+    for (size_t c = 0; c < columns.size(); ++c) {
+        for (int64_t d = 0; d < size; ++d)
+            starts[size_t(d)] = out + firsts[d] * record + counts[d] * before;
+        starts[size_t(rank)] = columns[c];
+        scatter_rows(dest, place, n, columns[c], widths[c], starts.data());
+        before += widths[c];
+    }
+}
+
+}  // namespace mpieval::moves
