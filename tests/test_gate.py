@@ -233,7 +233,9 @@ def test_the_example_rules_file_reads():
     example = Path(__file__).resolve().parent.parent / "scripts" / "example-gate.toml"
     parsed = gate.load_rules(str(example))
     assert [(r.value, r.min, r.max, r.max_drop) for r in parsed] == [
-        ("*.compare.auc_diff", None, None, 0.001), ("*.compare.copc", 0.95, 1.05, None)]
+        ("ctr.compare.auc_diff", None, None, 0.001),
+        ("ctr.slices.*.compare.auc_diff", None, None, 0.001),
+        ("ctr.compare.copc", 0.95, 1.05, None), ("ctr.slices.*.compare.copc", 0.95, 1.05, None)]
     assert not math.isnan(gate.Z95)
 
 
