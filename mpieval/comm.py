@@ -135,6 +135,11 @@ class Comm:
     True
     """
 
+    sums_only = False
+    """True for a communicator whose sums alone are the job's (a Spark partition's: its
+    other collectives are answered by this rank alone), so a sum's layout must not depend
+    on what a rank's data holds."""
+
     def __init__(self, mpi_comm: Any | None = None) -> None:
         if mpi.mpi() is None:
             if mpi_comm is not None:

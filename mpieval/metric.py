@@ -752,7 +752,10 @@ def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm
     cut to the window of digits that some rank uses, each part's window and its first
     digit (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats,
     the digits outside the window being 0 on every rank, in a fraction of the bytes (a
-    tag's sums use about 5 digits). One ``allgather`` of each rank's digits used."""
+    tag's sums use about 5 digits). One ``allgather`` of each rank's digits used; every
+    digit on a communicator whose sums alone are the job's (:attr:`Comm.sums_only`)."""
+    if comm.sums_only:
+        return parts, {name: 0 for name in parts}
     ranges = comm.allgather({name: exact.used_digits(part) for name, part in parts.items()})
     narrowed, first_digit = {}, {}
     for name, part in parts.items():

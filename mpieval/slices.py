@@ -254,7 +254,7 @@ class SlicedMetric(Metric):
         self._finisher = self._slice_metric() if self.base.stacks_slices() else None
         self._stacked = (None if self._finisher is None
                          else Stacked(self._finisher.state_layout()))
-        self._index: list[dict[Key, int]] = [{} for _ in self.dimensions]
+        self._row_of: list[dict[Key, int]] = [{} for _ in self.dimensions]
         self._checked: dict[str, set[Any]] = {}  # per column: the text values found good
 
     @property
@@ -333,14 +333,14 @@ class SlicedMetric(Metric):
         seen = [np.bincount(local, minlength=len(keys)).tolist() for keys, local in coded]
         new = [[key for key, count in zip(keys, rows_of, strict=True)
                 if count and key not in index]
-               for (keys, _), rows_of, index in zip(coded, seen, self._index, strict=True)]
+               for (keys, _), rows_of, index in zip(coded, seen, self._row_of, strict=True)]
         first = self._stacked.append(sum(len(keys) for keys in new))  # grown once a batch
-        for keys, index in zip(new, self._index, strict=True):
+        for keys, index in zip(new, self._row_of, strict=True):
             index.update(zip(keys, range(first, first + len(keys)), strict=True))
             first += len(keys)
         codes = np.empty((len(self.dimensions), rows), dtype=np.int32)
         for dimension, (keys, local) in enumerate(coded):
-            index, counts = self._index[dimension], self._rows[dimension]
+            index, counts = self._row_of[dimension], self._rows[dimension]
             stacked = np.zeros(len(keys), dtype=np.int32)
             for number, (key, count) in enumerate(zip(keys, seen[dimension], strict=True)):
                 if count:
@@ -427,7 +427,7 @@ class SlicedMetric(Metric):
         self._layout = self._agreed(comm)
         sums = {f"base.{name}": value for name, value in self.base.local_sums(comm).items()}
         if self._stacked is not None:  # the slices with values, in order: views, no copy
-            kept = [self._index[index].get(key, -1) for index, ordered in
+            kept = [self._row_of[index].get(key, -1) for index, ordered in
                     enumerate(self._layout) for key, count in ordered if count >= self.min_rows]
             arrays = {name: self._stacked[name] for name in self._stacked.layout}
             zeros = {name: np.zeros(array.shape[1:]) for name, array in arrays.items()}
@@ -484,9 +484,9 @@ class SlicedMetric(Metric):
         merged.base = self.base.merge(other.base)
         if self._stacked is not None and other._stacked is not None:
             merged._stacked = copy.deepcopy(self._stacked)
-            merged._index = [dict(index) for index in self._index]
+            merged._row_of = [dict(index) for index in self._row_of]
             merged._rows = [dict(rows) for rows in self._rows]
-            merged._add_stacked(other._index, other._rows, {
+            merged._add_stacked(other._row_of, other._rows, {
                 name: other._stacked[name] for name in other._stacked.layout})
             merged._error = self._error or other._error
             return merged
@@ -512,7 +512,7 @@ class SlicedMetric(Metric):
             "min_rows": self.min_rows, "options": self.sub_options}
         if self._stacked is not None:  # each slice: its values, rows and stacked row
             layout["stacked"] = [[[list(key), self._rows[index][key], row]
-                                  for key, row in self._index[index].items()]
+                                  for key, row in self._row_of[index].items()]
                                  for index in range(len(self.dimensions))]
             state[STATE_KEY] = json.dumps(layout)
             state.update({f"slices.{STACKED}{name}": np.array(self._stacked[name])
@@ -578,9 +578,9 @@ class SlicedMetric(Metric):
         theirs, mine = [], []
         for dimension, (their_index, their_rows) in enumerate(zip(index, rows, strict=True)):
             for key, row in their_index.items():
-                here = self._index[dimension].get(key)
+                here = self._row_of[dimension].get(key)
                 if here is None:
-                    here = self._index[dimension][key] = self._stacked.append()
+                    here = self._row_of[dimension][key] = self._stacked.append()
                 theirs.append(row)
                 mine.append(here)
                 counts = self._rows[dimension]

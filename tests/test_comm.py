@@ -191,7 +191,8 @@ def test_the_command_under_mpiexec_starts_mpi_without_ucx_memory_hooks(tmp_path)
         import os, sys
         from mpieval import cli
         status = cli.main(["eval", {str(path)!r}])
-        print("UCX_MEM_EVENTS", os.environ.get("UCX_MEM_EVENTS"), file=sys.stderr, flush=True)
+        # one write a rank (print writes its parts apart: the ranks' lines could interleave)
+        os.write(2, f"UCX_MEM_EVENTS {{os.environ.get('UCX_MEM_EVENTS')}}\\n".encode())
         assert "mpi4py.MPI" in sys.modules and status == 0
     """
     env = {k: v for k, v in os.environ.items() if k != "UCX_MEM_EVENTS"}

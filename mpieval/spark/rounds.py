@@ -68,6 +68,8 @@ class RoundComm(Comm):
     """One rank without MPI whose ``k``-th :meth:`sum` returns the job's total
     ``answers[k]``, and past the answers given ends the round (:class:`RoundEnd`)."""
 
+    sums_only = True
+
     def __init__(self, answers: Sequence[np.ndarray]) -> None:
         self._transport = None
         self._set_size()

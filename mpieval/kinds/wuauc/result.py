@@ -360,7 +360,7 @@ def blocks_from_sums(tags: list[str], sums: np.ndarray
     few = np.zeros(len(tags), dtype=np.int64)  # a bit a name of EFFECTIVE_FIELDS
     for bit, (name, value) in enumerate(effective.items()):
         few |= ((value < stats.MIN_EFFECTIVE) & (units[name] >= minimum)).astype(np.int64) << bit
-    for code in np.unique(few[few > 0]).tolist():
+    for code in sorted(set(few[few > 0].tolist())):  # (np.unique would import numpy.ma)
         names = [name for bit, name in enumerate(EFFECTIVE_FIELDS) if code >> bit & 1]
         reasons.append((4, f"ci95 of {', '.join(names)} is null: one user holds nearly all "
                            f"the weight (fewer than {stats.MIN_EFFECTIVE:g} effective users)",
