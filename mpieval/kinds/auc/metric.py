@@ -629,8 +629,9 @@ def _auprc_stderr(filled: kernels.FilledBuckets, auprc: float,
         return {"auprc": nan, "auprc_terms": nan, "auprc_without_self": nan}
     positives = float(filled.positives.sum())
     floor = auprc * (1 - auprc) / (positives * (positives / (factors[0] * positives)))
-    return {"auprc": math.sqrt(max(spread.variance(filled, factors), floor)),
-            "auprc_terms": spread.terms(filled, factors),
+    variance, terms = spread.variance_and_terms(filled, factors)
+    return {"auprc": math.sqrt(max(variance, floor)),
+            "auprc_terms": terms,
             "auprc_without_self": influence.auprc_without_self(filled, factors[0])}
 
 
