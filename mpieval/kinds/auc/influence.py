@@ -106,7 +106,7 @@ def dot_power(weights: np.ndarray, values: np.ndarray, power: int) -> float:
         return exact.dot(weights, values)
     if power != 2 and len(values) > 1:
         starts = np.flatnonzero(values[1:] != values[:-1]) + 1
-        if 4 * len(starts) < len(values):
+        if 8 * len(starts) < 7 * len(values):  # a power costs more than the repeat
             starts = np.concatenate(([0], starts))
             runs = np.diff(np.concatenate((starts, [len(values)])))
             return exact.dot(weights, np.repeat(values[starts] ** power, runs))

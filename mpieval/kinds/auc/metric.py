@@ -194,6 +194,44 @@ class AucFigures:
         return self._drawn[name]
 
 
+class BucketValues:
+    """``ne_recalibrated`` (with its standard error and shift, ``recalibration``) and
+    ``lift`` of a merged table (:mod:`mpieval.kinds.auc.buckets`), each computed once, when
+    first read (in JSON: a run that writes only log lines, a slice's, skips them), from its
+    filled buckets and the rows' exact ``sum w ce`` (``logloss_sum``); a table of more than
+    :data:`LAZY_FIGURES_BUCKETS` filled buckets has them computed at once."""
+
+    def __init__(self, filled: kernels.FilledBuckets, logloss_sum: float, *,
+                 frequency: bool) -> None:
+        self._filled: kernels.FilledBuckets | None = filled
+        self._logloss_sum = logloss_sum
+        self._frequency = frequency
+        self._recalibration: buckets.Recalibrated | None = None
+        self._lift: tuple[buckets.LiftPoint, ...] | None = None
+        if len(filled.index) > LAZY_FIGURES_BUCKETS:
+            self.recalibration()
+            self.lift()
+
+    def recalibration(self) -> buckets.Recalibrated:
+        if self._recalibration is None:
+            assert self._filled is not None  # kept until both are computed
+            self._recalibration = buckets.recalibrated_ne(
+                self._filled, self._logloss_sum, frequency=self._frequency)
+            self._let_go()
+        return self._recalibration
+
+    def lift(self) -> tuple[buckets.LiftPoint, ...]:
+        if self._lift is None:
+            assert self._filled is not None
+            self._lift = buckets.lift(self._filled)
+            self._let_go()
+        return self._lift
+
+    def _let_go(self) -> None:
+        if self._recalibration is not None and self._lift is not None:
+            self._filled = None
+
+
 # The kernel that draws each figure from the filled buckets (looked up when called).
 _DRAWN_BY = {"roc_curve": "roc", "calibration_curve": "calibration",
              "pr_curve": "precision_recall", "score_histogram": "histogram"}
@@ -258,12 +296,26 @@ class AucResult:
     compare: AucComparison | None = None
     window: AucResult | None = None
     figures: AucFigures | None = field(default=None, repr=False, compare=False)
-    # from the buckets (:mod:`mpieval.kinds.auc.buckets`): NE after the logit shift that
-    # makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
-    # ``recalibration``) and the lift at the top fractions of rows
-    ne_recalibrated: float = math.nan
-    recalibration: buckets.Recalibrated | None = None
-    lift: tuple[buckets.LiftPoint, ...] = ()
+    # from the buckets (:mod:`mpieval.kinds.auc.buckets`), when first read: NE after the
+    # logit shift that makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
+    # ``recalibration``) and the lift at the top fractions of rows; None: no rows
+    bucket_values: BucketValues | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ne_recalibrated(self) -> float:
+        """NE after the logit shift that makes COPC = 1 (NaN: undefined)."""
+        return (math.nan if self.bucket_values is None
+                else self.bucket_values.recalibration().ne)
+
+    @property
+    def recalibration(self) -> buckets.Recalibrated | None:
+        """``ne_recalibrated`` with its standard error and shift; None without rows."""
+        return None if self.bucket_values is None else self.bucket_values.recalibration()
+
+    @property
+    def lift(self) -> tuple[buckets.LiftPoint, ...]:
+        """The lift at the top fractions of rows (:func:`mpieval.kinds.auc.buckets.lift`)."""
+        return () if self.bucket_values is None else self.bucket_values.lift()
 
     roc_curve = _Figure[list[list[float]]](
         [], "ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`).")
@@ -479,7 +531,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
         auprc = tie_bound = nan
-        recalibration = None
+        bucket_values = None
         ece_spread: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     else:
         auc = kernels.auc_from_table(table)
@@ -511,8 +563,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
-        recalibration = buckets.recalibrated_ne(filled, float(sums[kernels.SUM_LOGLOSS]),
-                                                frequency=squares is None)
+        bucket_values = BucketValues(filled, float(sums[kernels.SUM_LOGLOSS]),
+                                     frequency=squares is None)
         factors = (1.0, 1.0)
         if squares is not None:
             factors = (float(squares[importance.POSITIVE_SQ]) / positives if positives else 1.0,
@@ -549,9 +601,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         ece_spread=ece_spread,
         effective=effective,
         figures=AucFigures(filled),
-        ne_recalibrated=math.nan if recalibration is None else recalibration.ne,
-        recalibration=recalibration,
-        lift=buckets.lift(filled),
+        bucket_values=bucket_values,
     )
 
 
