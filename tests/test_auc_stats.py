@@ -704,9 +704,11 @@ def test_new_standard_errors_equal_the_row_oracle(rng, weights):
         max(delta, math.sqrt(ap * (1 - ap) / positives)), rel=1e-9)
     # its interval's degrees of freedom and its centre without each positive's own weight
     # (every weight of a class equal here: the bucket reading is exact)
-    assert result.stderr["auprc_terms"] == pytest.approx(
+    assert result.auprc_terms is not None
+    terms, without_self = result.auprc_terms.values()
+    assert terms == pytest.approx(
         oracle_stats.average_precision_terms(score, label, weight, importance), rel=1e-9)
-    assert result.stderr["auprc_without_self"] == pytest.approx(
+    assert without_self == pytest.approx(
         oracle_stats.average_precision_without_self(score, label, weight), rel=1e-12)
 
 
@@ -725,16 +727,18 @@ def test_new_intervals_from_their_standard_errors(rng):
     # auprc: t of min(terms, P, N) - 1 degrees of freedom; the hull of the logit
     # intervals around the AP and around the AP without self, and the Wald one around
     # the latter (cut to [0, 1])
-    t = stats.t_value(0.95, min(*result.class_sizes, result.stderr["auprc_terms"]) - 1)
+    assert result.auprc_terms is not None
+    terms, without_self = result.auprc_terms.values()
+    t = stats.t_value(0.95, min(*result.class_sizes, terms) - 1)
     se = result.stderr["auprc"]
     ends = []
-    for centre in (result.auprc, result.stderr["auprc_without_self"]):
+    for centre in (result.auprc, without_self):
         logit = math.log(centre / (1 - centre))
         half = t * se / (centre * (1 - centre))
         ends += [1 / (1 + math.exp(half - logit)), 1 / (1 + math.exp(-half - logit))]
-    centre = result.stderr["auprc_without_self"]
+    centre = without_self
     ends += [max(0.0, centre - t * se), min(1.0, centre + t * se)]
-    assert result.stderr["auprc_without_self"] < result.auprc
+    assert without_self < result.auprc
     assert ci["auprc"] == pytest.approx((min(ends), max(ends)), rel=1e-12)
     assert "bucket_error" not in ci
     low, high = ci["ece"]

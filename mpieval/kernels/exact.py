@@ -70,7 +70,7 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
     and the CPU's kernel.)"""
     with np.errstate(over="ignore", invalid="ignore"):  # inf / nan: the sum says so
         products = np.multiply(a, b, dtype=np.float64)
-    return to_float(exact_sum(products))
+    return float(to_floats(exact_sum(products)))  # to_float's float, compiled
 
 
 def to_int(acc: np.ndarray) -> int:

@@ -48,6 +48,7 @@ import numpy as np
 
 from mpieval import logline
 from mpieval.kernels import exact, stats
+from mpieval.kinds.auc import influence
 from mpieval.kinds.auc.kernels import FilledBuckets
 
 LIFT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
@@ -169,8 +170,8 @@ def recalibrated_ne(filled: FilledBuckets, logloss_sum: float, *,
     stderr = math.nan
     if _has_interval(fit, frequency):
         positive, negative = fit.influences()
-        spread = (exact.dot(filled.positives, positive * positive)
-                  + exact.dot(filled.negatives, negative * negative))
+        spread = (influence.dot_power(filled.positives, positive * positive, 1)
+                  + influence.dot_power(filled.negatives, negative * negative, 1))
         stderr = math.sqrt(spread) / fit.num
     return Recalibrated(fit.ne, stderr, fit.shift)
 

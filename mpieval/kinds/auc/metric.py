@@ -194,6 +194,44 @@ class AucFigures:
         return self._drawn[name]
 
 
+class BucketValues:
+    """``ne_recalibrated`` (with its standard error and shift, ``recalibration``) and
+    ``lift`` of a merged table (:mod:`mpieval.kinds.auc.buckets`), each computed once, when
+    first read (in JSON: a run that writes only log lines, a slice's, skips them), from its
+    filled buckets and the rows' exact ``sum w ce`` (``logloss_sum``); a table of more than
+    :data:`LAZY_FIGURES_BUCKETS` filled buckets has them computed at once."""
+
+    def __init__(self, filled: kernels.FilledBuckets, logloss_sum: float, *,
+                 frequency: bool) -> None:
+        self._filled: kernels.FilledBuckets | None = filled
+        self._logloss_sum = logloss_sum
+        self._frequency = frequency
+        self._recalibration: buckets.Recalibrated | None = None
+        self._lift: tuple[buckets.LiftPoint, ...] | None = None
+        if len(filled.index) > LAZY_FIGURES_BUCKETS:
+            self.recalibration()
+            self.lift()
+
+    def recalibration(self) -> buckets.Recalibrated:
+        if self._recalibration is None:
+            assert self._filled is not None  # kept until both are computed
+            self._recalibration = buckets.recalibrated_ne(
+                self._filled, self._logloss_sum, frequency=self._frequency)
+            self._let_go()
+        return self._recalibration
+
+    def lift(self) -> tuple[buckets.LiftPoint, ...]:
+        if self._lift is None:
+            assert self._filled is not None
+            self._lift = buckets.lift(self._filled)
+            self._let_go()
+        return self._lift
+
+    def _let_go(self) -> None:
+        if self._recalibration is not None and self._lift is not None:
+            self._filled = None
+
+
 # The kernel that draws each figure from the filled buckets (looked up when called).
 _DRAWN_BY = {"roc_curve": "roc", "calibration_curve": "calibration",
              "pr_curve": "precision_recall", "score_histogram": "histogram"}
@@ -258,12 +296,29 @@ class AucResult:
     compare: AucComparison | None = None
     window: AucResult | None = None
     figures: AucFigures | None = field(default=None, repr=False, compare=False)
-    # from the buckets (:mod:`mpieval.kinds.auc.buckets`): NE after the logit shift that
-    # makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
-    # ``recalibration``) and the lift at the top fractions of rows
-    ne_recalibrated: float = math.nan
-    recalibration: buckets.Recalibrated | None = None
-    lift: tuple[buckets.LiftPoint, ...] = ()
+    # from the buckets (:mod:`mpieval.kinds.auc.buckets`), when first read: NE after the
+    # logit shift that makes COPC = 1 (``ne_recalibrated``; its standard error and shift in
+    # ``recalibration``) and the lift at the top fractions of rows; None: no rows
+    bucket_values: BucketValues | None = field(default=None, repr=False, compare=False)
+    # what the AUPRC's interval reads beside its standard error (when first read): None
+    # without rows
+    auprc_terms: AuprcTerms | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ne_recalibrated(self) -> float:
+        """NE after the logit shift that makes COPC = 1 (NaN: undefined)."""
+        return (math.nan if self.bucket_values is None
+                else self.bucket_values.recalibration().ne)
+
+    @property
+    def recalibration(self) -> buckets.Recalibrated | None:
+        """``ne_recalibrated`` with its standard error and shift; None without rows."""
+        return None if self.bucket_values is None else self.bucket_values.recalibration()
+
+    @property
+    def lift(self) -> tuple[buckets.LiftPoint, ...]:
+        """The lift at the top fractions of rows (:func:`mpieval.kinds.auc.buckets.lift`)."""
+        return () if self.bucket_values is None else self.bucket_values.lift()
 
     roc_curve = _Figure[list[list[float]]](
         [], "ROC points ``[fpr, tpr]`` (:func:`mpieval.kinds.auc.kernels.roc_from_table`).")
@@ -377,7 +432,8 @@ class AucResult:
         stderr = self.stderr.get("auprc", math.nan)
         if math.isnan(stderr):
             return None
-        terms = self.stderr.get("auprc_terms", math.nan)
+        terms, without_self = ((math.nan, math.nan) if self.auprc_terms is None
+                               else self.auprc_terms.values())
         units = min(self.class_sizes)
         if not math.isnan(terms):
             units = min(units, terms)
@@ -385,7 +441,6 @@ class AucResult:
         plain = stats.logit_interval(self.auprc, stderr, level, quantile)
         if plain is None:
             return None
-        without_self = self.stderr.get("auprc_without_self", math.nan)
         if math.isnan(without_self):
             return plain
         half = quantile * stderr
@@ -479,7 +534,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         reasons.append("no rows")
         auc = bucket_error = rmse = mae = actual = predicted = copc = logloss = ne = nan
         auprc = tie_bound = nan
-        recalibration = None
+        bucket_values = None
+        auprc_terms = None
         ece_spread: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     else:
         auc = kernels.auc_from_table(table)
@@ -511,8 +567,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
             reasons.append("auprc is undefined without positives")
         stderr = _stderrs(variance, sums, positives, num, reasons, defined=not math.isnan(auc),
                           squares=squares, effective=effective)
-        recalibration = buckets.recalibrated_ne(filled, float(sums[kernels.SUM_LOGLOSS]),
-                                                frequency=squares is None)
+        bucket_values = BucketValues(filled, float(sums[kernels.SUM_LOGLOSS]),
+                                     frequency=squares is None)
         factors = (1.0, 1.0)
         if squares is not None:
             factors = (float(squares[importance.POSITIVE_SQ]) / positives if positives else 1.0,
@@ -527,6 +583,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         stderr["predicted_ctr_skewness"] = (_skewness(moment_sums, predicted)
                                             if squares is None else 0.0)
         stderr.update(_auprc_stderr(filled, auprc, factors))
+        auprc_terms = AuprcTerms(filled, auprc, factors)
         ece_spread = _ece_spread(filled, factors)
     return AucResult(
         auc=auc,
@@ -549,9 +606,8 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         ece_spread=ece_spread,
         effective=effective,
         figures=AucFigures(filled),
-        ne_recalibrated=math.nan if recalibration is None else recalibration.ne,
-        recalibration=recalibration,
-        lift=buckets.lift(filled),
+        bucket_values=bucket_values,
+        auprc_terms=auprc_terms,
     )
 
 
@@ -617,21 +673,46 @@ def _spread(*terms: float) -> float:
 def _auprc_stderr(filled: kernels.FilledBuckets, auprc: float,
                   factors: tuple[float, float]) -> dict[str, float]:
     """``auprc``: the AUPRC's delta-method standard error
-    (:func:`mpieval.kinds.auc.influence.auprc`), at least the binomial one; what its
-    interval reads beside it: ``auprc_terms``, the effective number of rows behind that
-    spread (:meth:`mpieval.kinds.auc.influence.Influence.terms`: the t's degrees of
-    freedom), and ``auprc_without_self``, the AP with each positive's own weight left out
-    of its precision (:func:`mpieval.kinds.auc.influence.auprc_without_self`: the
-    estimate's upward bias at few positives). NaN without positives."""
-    nan = math.nan
+    (:func:`mpieval.kinds.auc.influence.auprc`), at least the binomial one (what its
+    interval reads beside it: :class:`AuprcTerms`). NaN without positives."""
     spread = None if math.isnan(auprc) else influence.auprc(filled, auprc)
     if spread is None:
-        return {"auprc": nan, "auprc_terms": nan, "auprc_without_self": nan}
+        return {"auprc": math.nan}
     positives = float(filled.positives.sum())
     floor = auprc * (1 - auprc) / (positives * (positives / (factors[0] * positives)))
-    return {"auprc": math.sqrt(max(spread.variance(filled, factors), floor)),
-            "auprc_terms": spread.terms(filled, factors),
-            "auprc_without_self": influence.auprc_without_self(filled, factors[0])}
+    return {"auprc": math.sqrt(max(spread.variance(filled, factors), floor))}
+
+
+class AuprcTerms:
+    """What the AUPRC's interval reads beside its standard error, computed once, when
+    first read (by :meth:`AucResult.ci`: a run that writes only log lines, a slice's, skips
+    them), from the filled buckets: ``terms``, the effective number of rows behind the
+    spread (:meth:`mpieval.kinds.auc.influence.Influence.terms`: the t's degrees of
+    freedom), and ``without_self``, the AP with each positive's own weight left out of
+    its precision (:func:`mpieval.kinds.auc.influence.auprc_without_self`: the
+    estimate's upward bias at few positives); NaN without positives. A table of more than
+    :data:`LAZY_FIGURES_BUCKETS` filled buckets has them computed at once."""
+
+    def __init__(self, filled: kernels.FilledBuckets, auprc: float,
+                 factors: tuple[float, float]) -> None:
+        self._filled: kernels.FilledBuckets | None = filled
+        self._auprc = auprc
+        self._factors = factors
+        self._values: tuple[float, float] | None = None
+        if len(filled.index) > LAZY_FIGURES_BUCKETS:
+            self.values()
+
+    def values(self) -> tuple[float, float]:
+        """``(terms, without_self)``."""
+        if self._values is None:
+            filled, factors = self._filled, self._factors
+            assert filled is not None  # kept until computed
+            spread = None if math.isnan(self._auprc) else influence.auprc(filled, self._auprc)
+            self._values = ((math.nan, math.nan) if spread is None else (
+                spread.terms(filled, factors),
+                influence.auprc_without_self(filled, factors[0])))
+            self._filled = None
+        return self._values
 
 
 def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
