@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_slices.py                 # medians of 5 pairs
     .venv/bin/python scripts/bench_slices.py --repeats 7 --rows 10000000
     .venv/bin/python scripts/bench_slices.py --auc-only      # the --metrics auc pairs only
+    .venv/bin/python scripts/bench_slices.py --auc-only --json   # each run writes its JSON
 
 Data (generated once under ``bench-data/``, which git ignores, by ``scripts/traffic.py
 --slice-columns``): ``--rows`` rows of the ``traffic`` shape with two columns to slice by,
@@ -16,6 +17,10 @@ alternating, ratios taken pair by pair and their median quoted:
 - ``--metrics auc,wuauc --tag tag`` with the same slices against the same run without;
 - 1,000 slices of ``auc`` (``--slice seg`` over a column of 1,000 values, 2M rows,
   ``--min-slice-rows 0``): peak RSS — target: under 1 GB.
+
+Without ``--json`` the runs write log lines only, so a slice's values that only the JSON
+reads (``ne_recalibrated``, ``lift``, the AUPRC interval's terms) are not computed; with
+it each run writes its JSON to a scratch file and computes them all.
 
 Times are CPU seconds (user + system of the finished process, from ``wait4``: what the
 run cost, less sensitive than wall time to the other jobs of a shared machine) and wall
@@ -103,6 +108,9 @@ def main() -> None:
     parser.add_argument("--skip-time", action="store_true", help="only the 1,000 slices")
     parser.add_argument("--auc-only", action="store_true",
                         help="only the --metrics auc pairs (no wuauc, no 1,000 slices)")
+    parser.add_argument("--json", action="store_true",
+                        help="each timed run also writes its --json (a scratch file): the "
+                             "values only the JSON reads are then computed too")
     parser.add_argument("--mpieval", default=MPIEVAL,
                         help="the mpieval command to time (another build: a baseline)")
     args = parser.parse_args()
@@ -119,6 +127,9 @@ def main() -> None:
             if args.auc_only and name != "auc":
                 continue
             base = [args.mpieval, "eval", str(path), *metrics]
+            if args.json:
+                base += ["--json", str(Path(tempfile.gettempdir()) / "bench-slices.json")]
+                name += " --json"
             paired(name, [*base, *SLICES], base, args.repeats)
     if args.auc_only:
         print(f"load average after: {os.getloadavg()}", flush=True)
