@@ -34,6 +34,22 @@ def test_any_values_in_any_order_and_split_sum_to_the_rounded_exact_sum(values, 
     assert exact.to_float(parts) == want  # digits of two accumulators add exactly
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=40), st.integers(1024, 3000),
+       st.integers(0, 2**32 - 1))
+def test_many_values_sum_by_exponent_to_the_rounded_exact_sum(pool, n, seed):
+    """1,024 values or more are added by exponent (a Wide, folded once), fewer digit by
+    digit: the same digits, and the oracle's float."""
+    rng = np.random.default_rng(seed)
+    values = np.array(pool)[rng.integers(0, len(pool), n)] * rng.choice([1.0, -1.0], n)
+    by_exponent = exact.exact_sum(values)
+    by_digits = exact.accumulator()
+    for first in range(0, n, 1000):
+        exact.add_values(by_digits, values[first : first + 1000])
+    assert exact.to_float(by_exponent) == rounded_sum(values.tolist())
+    assert np.array_equal(by_digits, by_exponent)  # both normalized: the same digits
+
+
 def test_subnormals_and_extremes() -> None:
     tiny = 5e-324
     values = [tiny, tiny, -tiny, 2.2250738585072014e-308, 1e308, 1e308, -1e308, 0.1]

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace mpieval::exact {
@@ -61,15 +62,6 @@ inline void normalize(double* acc, int64_t rows, int64_t digits = DIGITS) {
         }
         a[digits - 1] += double(carry);
     }
-}
-
-// Add every value and normalize.
-inline void add_values(double* acc, const double* values, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        add(acc, values[i]);
-        if ((i + 1) % SAFE_ADDS == 0) normalize(acc, 1);
-    }
-    normalize(acc, 1);
 }
 
 // The value of one accumulator (any digits, normalized or not) rounded once to the nearest
@@ -206,6 +198,24 @@ struct Wide {
         normalize(acc, 1);
     }
 };
+
+// Add every value and normalize: many values by exponent in a Wide (one 128-bit addition
+// a value), folded once; a few digit by digit. The same exact sum either way.
+inline void add_values(double* acc, const double* values, int64_t n) {
+    if (n >= 1024) {
+        auto wide = std::make_unique<Wide>();
+        wide->clear();
+        for (int64_t i = 0; i < n; ++i) wide->add(values[i]);
+        normalize(acc, 1);
+        wide->fold(acc);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        add(acc, values[i]);
+        if ((i + 1) % SAFE_ADDS == 0) normalize(acc, 1);
+    }
+    normalize(acc, 1);
+}
 
 // Exact sums of a block of up to 2**10 float64 values in plain float64 additions (which a
 // compiler vectorises), for values in a known range: a value v with 2**-K <= v < 2**A, or
