@@ -698,21 +698,21 @@ class AuprcTerms:
         self._filled: kernels.FilledBuckets | None = filled
         self._auprc = auprc
         self._factors = factors
-        self._values: tuple[float, float] | None = None
+        self._computed: tuple[float, float] | None = None
         if len(filled.index) > LAZY_FIGURES_BUCKETS:
             self.values()
 
     def values(self) -> tuple[float, float]:
         """``(terms, without_self)``."""
-        if self._values is None:
+        if self._computed is None:
             filled, factors = self._filled, self._factors
             assert filled is not None  # kept until computed
             spread = None if math.isnan(self._auprc) else influence.auprc(filled, self._auprc)
-            self._values = ((math.nan, math.nan) if spread is None else (
+            self._computed = ((math.nan, math.nan) if spread is None else (
                 spread.terms(filled, factors),
                 influence.auprc_without_self(filled, factors[0])))
             self._filled = None
-        return self._values
+        return self._computed
 
 
 def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
