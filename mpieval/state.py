@@ -118,7 +118,6 @@ class State(Mapping[str, "np.ndarray | RowBuffer"]):
         return {name: part.shape if isinstance(part, Summed) else tuple(part.dtypes)
                 for name, part in self.layout.items()}
 
-
     @classmethod
     def viewing(cls, layout: Mapping[str, Part], parts: Mapping[str, np.ndarray]) -> State:
         """A state of summed parts only whose parts are the arrays ``parts`` (views into
