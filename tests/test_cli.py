@@ -664,8 +664,8 @@ def test_a_round_stops_at_the_byte_budget(monkeypatch, count, totals, reads, las
 
 
 def test_a_round_is_16_mib_of_file():
-    """A round reads 16 MiB of file (8 before: twice the moves and meetings of the ranks
-    for the per-user kinds, docs/scale.md): a 40 MiB input of 1 MiB batches is three
+    """A round reads 16 MiB of file (8 before: more moves and meetings of the ranks for
+    the per-user kinds, docs/scale.md): a 40 MiB input of 1 MiB batches is three
     rounds, so two moves while reading (the last round's rows move in compute)."""
     names = [f"b{k}" for k in range(40)]
     read: list[str] = []
