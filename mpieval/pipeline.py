@@ -37,7 +37,7 @@ from mpieval.slices import SlicedMetric
 from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
-_ROUND_BYTES = 8 << 20
+_ROUND_BYTES = 16 << 20
 
 
 # -- planning (rank 0) -------------------------------------------------------------------

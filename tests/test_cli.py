@@ -663,6 +663,17 @@ def test_a_round_stops_at_the_byte_budget(monkeypatch, count, totals, reads, las
     assert [done.rows for _, done in rounds] == [3 * n for n in totals]
 
 
+def test_a_round_is_16_mib_of_file():
+    """A round reads 16 MiB of file (8 before: more moves and meetings of the ranks for
+    the per-user kinds, docs/scale.md): a 40 MiB input of 1 MiB batches is three
+    rounds, so two moves while reading (the last round's rows move in compute)."""
+    names = [f"b{k}" for k in range(40)]
+    read: list[str] = []
+    counts = [len(read) for _ in pipeline.reading_rounds(
+        _fake_batches(names, 1 << 20, read), lambda batch: None, Comm.local())]
+    assert counts == [32, 40, 40]  # a round's totals come after the next one is read
+
+
 def test_a_bad_batch_ends_the_rounds_with_its_error(monkeypatch):
     monkeypatch.setattr(pipeline, "_ROUND_BYTES", 100)
     names = [f"b{k}" for k in range(10)]

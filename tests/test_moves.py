@@ -17,9 +17,12 @@ DTYPES = {"key": np.uint64, "pred": np.float32, "wide": np.float64, "label": np.
           "tag": np.uint16, "check": np.uint32, "flag": np.bool_}
 
 
-@pytest.mark.parametrize("size", [1, 2, 3, 7])
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 7, 16, 1000, 1023, 65535, 65536])
 def test_owners_are_owner_of_and_their_counts(size: int, rng: np.random.Generator) -> None:
-    keys = rng.integers(0, 2**63, size=1000, dtype=np.int64).astype(np.uint64)
+    """The compiled remainder (a mask for a power of two, else a multiplication by a
+    reciprocal) is ``%`` for every key, the extremes too, at any number of ranks."""
+    keys = rng.integers(0, 2**64, size=100_003, dtype=np.uint64)
+    keys[:5] = [0, 1, 2**63, 2**64 - 2, 2**64 - 1]
     dest, counts = owners(keys, size)
     assert dest.dtype == np.uint16
     assert np.array_equal(dest, owner_of(keys, size))

@@ -11,15 +11,54 @@
 
 namespace mpieval::moves {
 
+// x mod d for a d fixed over many x, without a division: Lemire, Kaser and Kurz's direct
+// remainder ("Faster remainder by direct computation", 2019) with a 128-bit reciprocal
+// m = floor((2^128 - 1) / d) + 1, exact for every 64-bit x and 1 <= d < 2^64 (the same
+// value as x % d); a power of two is a mask.
+class Remainder {
+public:
+    explicit Remainder(uint64_t d)
+        : d_(d), mask_((d & (d - 1)) == 0 ? d - 1 : 0), pow2_((d & (d - 1)) == 0),
+          m_(~static_cast<unsigned __int128>(0) / d + 1) {}
+
+    uint64_t operator()(uint64_t x) const {
+        if (pow2_) return x & mask_;
+        const unsigned __int128 low = m_ * x;  // the fraction x / d, mod 1, in 128 bits
+        const unsigned __int128 below = static_cast<unsigned __int128>(uint64_t(low)) * d_;
+        const unsigned __int128 above =
+            static_cast<unsigned __int128>(uint64_t(low >> 64)) * d_ + (below >> 64);
+        return uint64_t(above >> 64);
+    }
+
+private:
+    uint64_t d_, mask_;
+    bool pow2_;
+    unsigned __int128 m_;
+};
+
 // dest[i] = mix64(keys[i]) mod size, and counts[d] the rows of owner d (counts zeroed first).
+// The rows of each owner counted at the end, from dest (a count kept in the loop would chain
+// each row's increment to the last one's store when few ranks share the rows).
 inline void owners(const uint64_t* keys, int64_t n, uint64_t size, uint16_t* dest,
                    int64_t* counts) {
+    const Remainder mod(size);
+    for (int64_t i = 0; i < n; ++i) dest[i] = uint16_t(mod(keys::mix64(keys[i])));
     for (uint64_t d = 0; d < size; ++d) counts[d] = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const uint16_t d = uint16_t(keys::mix64(keys[i]) % size);
-        dest[i] = d;
-        ++counts[d];
+    if (size <= 4) {  // four counts a lane, summed: no increment waits for the last
+        int64_t lanes[4][4] = {};
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            ++lanes[0][dest[i]];
+            ++lanes[1][dest[i + 1]];
+            ++lanes[2][dest[i + 2]];
+            ++lanes[3][dest[i + 3]];
+        }
+        for (; i < n; ++i) ++lanes[0][dest[i]];
+        for (uint64_t d = 0; d < size; ++d)
+            counts[d] = lanes[0][d] + lanes[1][d] + lanes[2][d] + lanes[3][d];
+        return;
     }
+    for (int64_t i = 0; i < n; ++i) ++counts[dest[i]];
 }
 
 // Each row's place among its owner's rows (place[i]: the rows of dest[i] before row i) and
