@@ -582,14 +582,17 @@ def _count(x: float) -> int | float:
 
 def _ints(x: np.ndarray) -> list[int]:
     """``int`` of each element (whole numbers)."""
-    return x.astype(np.int64).tolist() if len(x) and np.abs(x).max() < 2.0**63 else [
-        int(v) for v in x.tolist()]
+    if len(x) and np.abs(x).max() < 2.0**63:
+        whole: list[int] = x.astype(np.int64).tolist()
+        return whole
+    return [int(v) for v in x.tolist()]
 
 
 def _counts(x: np.ndarray) -> list[int | float]:
     """:func:`_count` of each element: ints at once when every one is whole."""
     if len(x) and bool(np.all((x == np.floor(x)) & (np.abs(x) < 2.0**53))):
-        return x.astype(np.int64).tolist()
+        whole: list[int | float] = x.astype(np.int64).tolist()
+        return whole
     return [_count(v) for v in x.tolist()]
 
 
