@@ -150,21 +150,23 @@ inline double to_double(const double* acc) {
 
 // Add values[i, j] to the accumulator acc[index[i], first + j] (acc: `blocks` blocks of
 // `fields` accumulators; values: n rows of `width`), exactly; every block added to ends
-// normalized. Scratch: 4 bytes a block (its additions since its last normalize).
+// normalized. Scratch: 4 bytes a block (its additions since its last normalize). The
+// accumulators hold the thread's window of digits (window_digits of them).
 inline void add_at(double* acc, int64_t blocks, int64_t fields, const int64_t* index,
                    const double* values, int64_t n, int64_t width, int64_t first) {
     std::vector<int32_t> adds(size_t(blocks), 0);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t block = index[i];
-        double* a = acc + (block * fields + first) * DIGITS;
-        for (int64_t j = 0; j < width; ++j) add(a + j * DIGITS, values[i * width + j]);
+        double* a = acc + (block * fields + first) * window_digits;
+        for (int64_t j = 0; j < width; ++j) add(a + j * window_digits, values[i * width + j]);
         if (++adds[size_t(block)] == SAFE_ADDS) {
             normalize(a, width);
             adds[size_t(block)] = 1;  // 1: still to normalize at the end
         }
     }
     for (int64_t block = 0; block < blocks; ++block)
-        if (adds[size_t(block)]) normalize(acc + (block * fields + first) * DIGITS, width);
+        if (adds[size_t(block)])
+            normalize(acc + (block * fields + first) * window_digits, width);
 }
 
 // An exact sum of float64 values gathered in fixed point, one wide integer per exponent:

@@ -166,6 +166,7 @@ def user_auc_parts(
     for part, first in zip(parts, firsts, strict=True):
         whole = exact.accumulator(*part.shape[:-1])
         whole[..., first: first + part.shape[-1]] = part
+        exact.normalize(whole)  # a window's top digit holds its sign: the same digits
         full.append(whole)
     return full, collision
 
