@@ -746,20 +746,44 @@ class Evaluator(OnComm, Mapping[str, Metric]):
         return {name: r.to_dict() for name, r in results.items()}
 
 
-def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm
+def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
+                  firsts: dict[str, int] | None = None
                   ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """Collective: per-tag exact sums (``mpieval.kernels.exact`` accumulators, 68 digits)
-    cut to the window of digits that some rank uses, each part's window and its first
-    digit (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats,
-    the digits outside the window being 0 on every rank, in a fraction of the bytes (a
-    tag's sums use about 5 digits). One ``allgather`` of each rank's digits used; every
-    digit on a communicator whose sums alone are the job's (:attr:`Comm.sums_only`)."""
+    """Collective: per-tag exact sums (``mpieval.kernels.exact`` accumulators, 68 digits,
+    or the digits from ``firsts[name]`` on of a part cut to a window of them) cut to the
+    window of digits that some rank uses, each part's window and its first digit
+    (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats, the
+    digits outside the window being 0 on every rank, in a fraction of the bytes (a tag's
+    sums use about 5 digits). One ``allgather`` of each rank's digits used; every digit on
+    a communicator whose sums alone are the job's (:attr:`Comm.sums_only`)."""
+    firsts = {name: (firsts or {}).get(name, 0) for name in parts}
     if comm.sums_only:
-        return parts, {name: 0 for name in parts}
-    ranges = comm.allgather({name: exact.used_digits(part) for name, part in parts.items()})
+        return {name: _widened(part, firsts[name], 0, exact.DIGITS)
+                for name, part in parts.items()}, {name: 0 for name in parts}
+    ranges = comm.allgather({name: _shifted(exact.used_digits(part), firsts[name])
+                             for name, part in parts.items()})
     narrowed, first_digit = {}, {}
     for name, part in parts.items():
         first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
         first_digit[name] = first
-        narrowed[name] = np.ascontiguousarray(part[..., first:stop])
+        narrowed[name] = _widened(part, firsts[name], first, stop)
     return narrowed, first_digit
+
+
+def _shifted(used: tuple[int, int], first: int) -> tuple[int, int]:
+    """:func:`mpieval.kernels.exact.used_digits` of a window from digit ``first`` on, as
+    digits of the whole accumulator."""
+    return used if used[1] <= used[0] else (used[0] + first, used[1] + first)
+
+
+def _widened(part: np.ndarray, first: int, start: int, stop: int) -> np.ndarray:
+    """The digits ``start .. stop - 1`` of accumulators held from digit ``first`` on
+    (``part``): a slice when the window holds them all, else a copy with 0 in the others."""
+    lo, hi = start - first, stop - first
+    if lo >= 0 and hi <= part.shape[-1]:
+        return np.ascontiguousarray(part[..., lo:hi])
+    out = np.zeros((*part.shape[:-1], stop - start), dtype=np.float64)
+    src_lo, src_hi = max(lo, 0), min(hi, part.shape[-1])
+    if src_hi > src_lo:
+        out[..., src_lo - lo: src_hi - lo] = part[..., src_lo:src_hi]
+    return out

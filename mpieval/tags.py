@@ -9,7 +9,9 @@ block of every row; a string tag is one word of the log line.
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import Field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -92,6 +94,20 @@ def block_of(cls: type[Made], names: tuple[str, ...], values: tuple[Any, ...]) -
     block: Made = object.__new__(cls)
     block.__dict__.update(zip(names, values, strict=True))
     return block
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (if it runs) while many blocks are made: each
+    block's objects would otherwise set off collections that walk every object made so
+    far (many tags: a collection every few hundred blocks), and a block holds no cycle."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:

@@ -310,3 +310,19 @@ def test_a_window_of_digits_gives_the_floats_of_the_whole_accumulators(rng, sign
         assert exact.row_fsums(terms).tolist() == [math.fsum(row) for row in terms.tolist()]
     finally:
         exact.FSUM_ROWS = chunk
+
+
+def test_add_at_in_a_window_is_the_same_sum_or_says_a_value_is_outside() -> None:
+    """``add_at`` into accumulators of a window of digits (many tags): the same floats as
+    with every digit, or True when a value falls outside the window (left out)."""
+    index = np.array([0, 1, 1, 0, 1])
+    values = np.array([0.1, 3.0, -2.5, 1e9, 1.0 / 3.0])
+    full = exact.accumulator(2, 1)
+    assert not exact.add_at(full, index, values)
+    window = np.zeros((2, 1, 11))
+    assert not exact.add_at(window, index, values, 0, 28)
+    assert np.array_equal(exact.window_to_floats(window, 28), exact.to_floats(full))
+    assert exact.to_floats(full)[1, 0] == math.fsum([3.0, -2.5, 1.0 / 3.0])
+    for outside in (1e-60, 1e40, math.inf):  # lowest bits 2**-251, 2**80
+        assert exact.add_at(np.zeros((2, 1, 11)), index, np.append(values[:4], outside), 0,
+                            28)

@@ -1255,3 +1255,23 @@ def test_row_value_intervals_over_users_of_unequal_size(prevalence, ties, keep) 
     bounds = {name: 0.915 for name in simulation.ROW_VALUES}
     assert all(rates[name] >= bounds[name] for name in bounds), rates
     assert rates["logloss_diff"] <= 0.065 and rates["copc_diff"] <= 0.065, rates
+
+
+def test_window_falls_back_to_every_digit() -> None:
+    """The per-tag sums are summed in a window of digits (many tags); a value below it (a
+    pred of 1e-80: its cube is below 2**-178) has them summed again with every digit, the
+    same sums: the pred cubes' sum is math.fsum's."""
+    from mpieval.kinds.wuauc.kernels import WINDOW, user_auc_windows
+
+    keys = np.arange(1, 7, dtype=np.uint64)  # one row a user: each group's pred is a row's
+    label = np.array([0, 1, 0, 1, 0, 1], dtype=np.uint8)
+    tag = np.array([0, 0, 1, 1, 0, 1], dtype=np.uint16)
+    cube = MOMENT_FIELDS.index("user_pred_cube_sum")
+    for pred, first in ((np.array([0.5, 0.25, 0.125, 0.75, 0.3, 0.9]), WINDOW[0]),
+                        (np.array([0.5, 1e-80, 0.125, 0.75, 0.3, 0.9]), 0)):
+        parts, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 2)
+        assert firsts == [first, first]
+        moments = exact.window_to_floats(parts[1], firsts[1])
+        assert moments[0, cube] == math.fsum(float(p) ** 3 for p in pred)
+        for t in (0, 1):
+            assert moments[1 + t, cube] == math.fsum(float(p) ** 3 for p in pred[tag == t])

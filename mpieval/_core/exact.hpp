@@ -19,6 +19,17 @@ constexpr int64_t LOW = (int64_t(1) << BITS) - 1;
 constexpr int64_t MANTISSA = (int64_t(1) << 52) - 1;
 constexpr int64_t HIDDEN = int64_t(1) << 52;
 
+// A window of digits (many tags): while a thread's window is set (set_window in
+// mpieval/kernels/exact.py), the accumulators that add() and normalize() take on that
+// thread hold only digits window_first .. window_first + window_digits - 1 (the others 0),
+// window_digits of them; a value that would reach a digit outside (or below two digits
+// under the window's top one, kept for carries), or an infinite or NaN value, is not added
+// and sets window_outside: the caller sums again with every digit. The same exact sum in
+// fewer bytes (a tag's sums use few digits). Default: every digit.
+inline thread_local int window_first = 0;
+inline thread_local int window_digits = DIGITS;
+inline thread_local bool window_outside = false;
+
 // Add the float64 value to the accumulator acc (DIGITS digits), exactly.
 inline void add(double* acc, double value) {
     int64_t bits;
@@ -27,6 +38,10 @@ inline void add(double* acc, double value) {
     if (magnitude == 0) return;
     int64_t exponent = magnitude >> 52;
     if (exponent == 2047) {  // inf or NaN: kept as such in the top digit
+        if (window_digits != DIGITS) {
+            window_outside = true;
+            return;
+        }
         acc[DIGITS - 1] += value;
         return;
     }
@@ -36,7 +51,14 @@ inline void add(double* acc, double value) {
     else
         mantissa |= HIDDEN;
     const int64_t position = exponent - 1;
-    const int64_t k = position >> 5;
+    int64_t k = position >> 5;
+    if (window_digits != DIGITS) {
+        k -= window_first;
+        if (k < 0 || k + 2 > window_digits - 2) {
+            window_outside = true;
+            return;
+        }
+    }
     const int64_t shift = position & 31;
     const int64_t low = (mantissa & ((int64_t(1) << (BITS - shift)) - 1)) << shift;
     const int64_t rest = mantissa >> (BITS - shift);
@@ -51,7 +73,9 @@ inline void add(double* acc, double value) {
 // hold inf or NaN), so the carries run in int64: floor(digit / 2**32) is an arithmetic
 // shift, the rest the low 32 bits; the same digits as the float64 steps
 // (floor(digit / RADIX), digit - carry * RADIX), each exact.
-inline void normalize(double* acc, int64_t rows, int64_t digits = DIGITS) {
+// (digits < 0: the thread's window_digits.)
+inline void normalize(double* acc, int64_t rows, int64_t digits = -1) {
+    if (digits < 0) digits = window_digits;
     for (int64_t row = 0; row < rows; ++row) {
         double* a = acc + row * digits;
         int64_t carry = 0;
@@ -126,21 +150,23 @@ inline double to_double(const double* acc) {
 
 // Add values[i, j] to the accumulator acc[index[i], first + j] (acc: `blocks` blocks of
 // `fields` accumulators; values: n rows of `width`), exactly; every block added to ends
-// normalized. Scratch: 4 bytes a block (its additions since its last normalize).
+// normalized. Scratch: 4 bytes a block (its additions since its last normalize). The
+// accumulators hold the thread's window of digits (window_digits of them).
 inline void add_at(double* acc, int64_t blocks, int64_t fields, const int64_t* index,
                    const double* values, int64_t n, int64_t width, int64_t first) {
     std::vector<int32_t> adds(size_t(blocks), 0);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t block = index[i];
-        double* a = acc + (block * fields + first) * DIGITS;
-        for (int64_t j = 0; j < width; ++j) add(a + j * DIGITS, values[i * width + j]);
+        double* a = acc + (block * fields + first) * window_digits;
+        for (int64_t j = 0; j < width; ++j) add(a + j * window_digits, values[i * width + j]);
         if (++adds[size_t(block)] == SAFE_ADDS) {
             normalize(a, width);
             adds[size_t(block)] = 1;  // 1: still to normalize at the end
         }
     }
     for (int64_t block = 0; block < blocks; ++block)
-        if (adds[size_t(block)]) normalize(acc + (block * fields + first) * DIGITS, width);
+        if (adds[size_t(block)])
+            normalize(acc + (block * fields + first) * window_digits, width);
 }
 
 // An exact sum of float64 values gathered in fixed point, one wide integer per exponent:

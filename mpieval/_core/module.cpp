@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -63,12 +64,45 @@ void bind_exact(nb::module_ m) {
         Release r;
         for (int64_t row = 0; row < rows; ++row) o[row] = exact::to_double(a + row * digits);
     }, nb::arg("acc").noconvert(), nb::arg("out").noconvert());
-    m.def("add_at", [](Out acc, In index, In values, int64_t first) {
+    m.def("window_to_floats", [](In window, int64_t first, Out out) {
+        const double* w = as<double>(window, "window");
+        double* o = as<double>(out, "out");
+        const int64_t width = window.ndim() ? int64_t(window.shape(window.ndim() - 1)) : 0;
+        if (width < 1 || first < 0 || first + width > exact::DIGITS)
+            throw nb::value_error("mpieval._core: window_to_floats' window out of the digits");
+        const int64_t rows = int64_t(window.size()) / width;
+        if (int64_t(out.size()) != rows)
+            throw nb::value_error(
+                "mpieval._core: window_to_floats' out must hold one value an accumulator");
+        Release r;
+        double a[exact::DIGITS] = {};  // the other digits stay 0
+        for (int64_t row = 0; row < rows; ++row) {
+            std::memcpy(a + first, w + row * width, size_t(width) * sizeof(double));
+            o[row] = exact::to_double(a);
+        }
+    }, nb::arg("window").noconvert(), nb::arg("first"), nb::arg("out").noconvert());
+    m.def("set_window", [](int first, int digits) {
+        if (!(first == 0 && digits == exact::DIGITS) &&
+            (first < 0 || digits < 4 || first + digits > exact::DIGITS - 1))
+            throw nb::value_error("mpieval._core: set_window's window out of the digits");
+        exact::window_first = first;
+        exact::window_digits = digits;
+        exact::window_outside = false;
+    }, nb::arg("first"), nb::arg("digits"));
+    m.def("take_outside", []() {
+        const bool outside = exact::window_outside;
+        exact::window_outside = false;
+        return outside;
+    });
+    m.def("add_at", [](Out acc, In index, In values, int64_t first, int window_first) {
         double* a = as<double>(acc, "acc");
         const int64_t* i = as<int64_t>(index, "index");
         const double* v = as<double>(values, "values");
-        if (acc.ndim() != 3 || int64_t(acc.shape(2)) != exact::DIGITS)
-            throw nb::value_error("mpieval._core: add_at's acc has shape (blocks, fields, DIGITS)");
+        if (acc.ndim() != 3 || (window_first < 0 && int64_t(acc.shape(2)) != exact::DIGITS) ||
+            (window_first >= 0 &&
+             (int64_t(acc.shape(2)) < 4 || window_first + int64_t(acc.shape(2)) > exact::DIGITS - 1)))
+            throw nb::value_error("mpieval._core: add_at's acc has shape (blocks, fields, DIGITS), "
+                                  "or a window of digits from window_first on");
         const int64_t blocks = int64_t(acc.shape(0)), fields = int64_t(acc.shape(1));
         const int64_t n = length(index);
         const int64_t width = values.ndim() == 2 ? int64_t(values.shape(1)) : 1;
@@ -79,9 +113,22 @@ void bind_exact(nb::module_ m) {
             if (i[k] < 0 || i[k] >= blocks)
                 throw nb::value_error("mpieval._core: add_at's index out of the blocks");
         Release r;
+        if (window_first < 0) {
+            exact::add_at(a, blocks, fields, i, v, n, width, first);
+            return false;
+        }
+        // the window on this thread for the call: a value outside it is not added
+        exact::window_first = window_first;
+        exact::window_digits = int(acc.shape(2));
+        exact::window_outside = false;
         exact::add_at(a, blocks, fields, i, v, n, width, first);
+        const bool outside = exact::window_outside;
+        exact::window_first = 0;
+        exact::window_digits = exact::DIGITS;
+        exact::window_outside = false;
+        return outside;
     }, nb::arg("acc").noconvert(), nb::arg("index").noconvert(), nb::arg("values").noconvert(),
-       nb::arg("first"));
+       nb::arg("first"), nb::arg("window_first") = -1);
 }
 
 void bind_logloss(nb::module_ m) {

@@ -107,14 +107,18 @@ def to_floats(acc: np.ndarray) -> np.ndarray:
     return out
 
 
-def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 0) -> None:
+def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 0,
+           window_first: int | None = None) -> bool:
     """Add ``values[i, j]`` to the accumulator ``acc[index[i], first + j]`` for every row
     ``i`` of ``values`` (shape ``(n, width)``, or ``(n,)`` for a width of 1), exactly; the
     blocks added to end normalized. ``acc``: shape ``(blocks, fields, DIGITS)``, C
-    contiguous float64. One compiled pass, whatever the number of blocks (many tags: no
-    Python call a tag)."""
-    _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
-                       np.ascontiguousarray(values, dtype=np.float64), first)
+    contiguous float64; with ``window_first``, ``(blocks, fields, digits)``: the digits
+    ``window_first ..`` of each (many tags: fewer bytes), and a value that falls outside
+    them (or is infinite or NaN) is left out: then True (sum again with every digit). One
+    compiled pass, whatever the number of blocks (many tags: no Python call a tag)."""
+    return _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
+                              np.ascontiguousarray(values, dtype=np.float64), first,
+                              -1 if window_first is None else window_first)
 
 
 FSUM_ROWS = 1 << 16
@@ -142,8 +146,10 @@ def row_fsums(terms: np.ndarray) -> np.ndarray:
 
 def used_digits(acc: np.ndarray) -> tuple[int, int]:
     """``(first, stop)``: the digits ``first .. stop - 1`` hold every nonzero digit of the
-    accumulators ``acc`` (shape ``(..., DIGITS)``); ``(0, 0)`` when every digit is 0."""
-    used = np.flatnonzero(np.asarray(acc).reshape(-1, DIGITS).any(axis=0))
+    accumulators ``acc`` (shape ``(..., DIGITS)``, or a window of fewer digits: then
+    counted from the window's first); ``(0, 0)`` when every digit is 0."""
+    acc = np.asarray(acc)
+    used = np.flatnonzero(acc.reshape(-1, acc.shape[-1]).any(axis=0))
     return (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
 
 
@@ -158,16 +164,10 @@ def joined_digits(ranges: list[tuple[int, int]]) -> tuple[int, int]:
 
 def window_to_floats(window: np.ndarray, first: int) -> np.ndarray:
     """:func:`to_floats` of accumulators given by their digits ``first .. first + width -
-    1`` (``window``: shape ``(..., width)``; the other digits 0), the same floats; each
-    chunk of ``FSUM_ROWS`` accumulators set into ``DIGITS`` digits of scratch (the
-    window's digits written over, the others staying 0)."""
-    width = window.shape[-1]
-    flat = np.ascontiguousarray(window, dtype=np.float64).reshape(-1, width)
-    out = np.empty(len(flat), dtype=np.float64)
-    scratch = accumulator(min(FSUM_ROWS, len(flat)))
-    for start in range(0, len(flat), FSUM_ROWS):
-        stop = min(start + FSUM_ROWS, len(flat))
-        part = scratch[: stop - start]
-        part[:, first : first + width] = flat[start:stop]
-        out[start:stop] = to_floats(part)
-    return out.reshape(window.shape[:-1])
+    1`` (``window``: shape ``(..., width)``; the other digits 0), the same floats, in one
+    compiled pass (each set into ``DIGITS`` digits of scratch, the window's digits written
+    over, the others staying 0)."""
+    flat = np.ascontiguousarray(window, dtype=np.float64)
+    out = np.empty(window.shape[:-1], dtype=np.float64)
+    _core.exact.window_to_floats(flat, first, out)
+    return out

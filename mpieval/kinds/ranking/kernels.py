@@ -112,41 +112,78 @@ def user_sums(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
     ``keys``: uint64 user keys, every row of a user present; ``pred`` and ``label`` floats
     (labels finite and >= 0); ``tag``: each row's tag index, ``n_tags`` (or more) for a row
     without a tag, or None (no tags); ``compare``: model B's preds of the rows, or None."""
-    sums = exact.accumulator(1 + n_tags, len(sum_fields(cutoffs, compare is not None)))
+    sums, first = user_sums_window(keys, pred, label, tag, n_tags, cutoffs, gain, compare)
+    whole = exact.accumulator(*sums.shape[:-1])
+    whole[..., first: first + sums.shape[-1]] = sums
+    exact.normalize(whole)  # a window's top digit holds its sign: the same digits as 68
+    return whole
+
+
+WINDOW = (28, 11)
+"""``(first, digits)``: the digits of :func:`user_sums_window`'s sums (values whose
+lowest bit is at least ``2**-178`` and below ``2**78``)."""
+
+
+def user_sums_window(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
+                     tag: np.ndarray | None, n_tags: int, cutoffs: Sequence[int],
+                     gain: str = "linear", compare: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, int]:
+    """:func:`user_sums` cut to a window of digits (many tags: ``WINDOW``'s 11 digits a
+    sum rather than 68), and its first digit: summed in ``WINDOW``, again with every digit
+    when some value falls outside it (the same exact sums either way)."""
     label = np.asarray(label, dtype=np.float64)
-    _add_groups(sums, keys, np.zeros(len(keys), dtype=np.intp), pred, label, cutoffs, gain,
-                compare)
+    fields = len(sum_fields(cutoffs, compare is not None))
+    first, digits = WINDOW
+    sums = np.zeros((1 + n_tags, fields, digits))
+    if not _added_groups(sums, first, keys, pred, label, tag, n_tags, cutoffs, gain, compare):
+        return sums, first
+    sums = exact.accumulator(1 + n_tags, fields)
+    _added_groups(sums, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare)
+    return sums, 0
+
+
+def _added_groups(sums: np.ndarray, window_first: int | None, keys: np.ndarray,
+                  pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int,
+                  cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
+    """Every block's groups added to ``sums`` (a window of digits from ``window_first``,
+    or every digit); whether a value fell outside the window."""
+    outside = _add_groups(sums, window_first, keys, np.zeros(len(keys), dtype=np.intp), pred,
+                          label, cutoffs, gain, compare)
     if tag is not None and n_tags > 0:
         tagged = tag < n_tags
-        _add_groups(sums, keys[tagged], 1 + tag[tagged].astype(np.intp), pred[tagged],
-                    label[tagged], cutoffs, gain,
-                    None if compare is None else compare[tagged])
-    return sums
+        outside |= _add_groups(sums, window_first, keys[tagged],
+                               1 + tag[tagged].astype(np.intp), pred[tagged],
+                               label[tagged], cutoffs, gain,
+                               None if compare is None else compare[tagged])
+    return outside
 
 
-def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
-                label: np.ndarray, cutoffs: Sequence[int], gain: str,
-                compare: np.ndarray | None) -> None:
-    """Add the groups (key, block) of these rows to ``sums[block]``."""
+def _add_groups(sums: np.ndarray, window_first: int | None, keys: np.ndarray,
+                block: np.ndarray, pred: np.ndarray, label: np.ndarray,
+                cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
+    """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from
+    ``window_first`` on: :func:`mpieval.kernels.exact.add_at`); whether a value fell
+    outside them."""
     if len(keys) == 0:
-        return
+        return False
     values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs,
                                                           gain)
     # every group's counts, then its values (valid groups), each row of the tables to its
     # block: one compiled pass a table, whatever the number of blocks (tags)
     counts = np.stack([valid, np.ones(len(valid)), group_rows], axis=1).astype(np.float64)
-    exact.add_at(sums, group_block, counts)
+    outside = exact.add_at(sums, group_block, counts, 0, window_first)
     kept = values[valid]
     n_values = kept.shape[1]
     squares = np.empty((len(kept), 2 * n_values))
     squares[:, 0::2] = kept
     squares[:, 1::2] = kept * kept
-    exact.add_at(sums, group_block[valid], squares, len(COUNT_FIELDS))
+    outside |= exact.add_at(sums, group_block[valid], squares, len(COUNT_FIELDS),
+                            window_first)
     short = np.asarray(group_rows[valid])[:, None] <= np.asarray(cutoffs)[None, :]
-    exact.add_at(sums, group_block[valid], short.astype(np.float64),
-                 sums.shape[1] - len(cutoffs))
+    outside |= exact.add_at(sums, group_block[valid], short.astype(np.float64),
+                            sums.shape[1] - len(cutoffs), window_first)
     if compare is None:
-        return
+        return outside
     b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
     b_kept, diff = b_values[valid], (b_values - values)[valid]
     paired = np.empty((len(kept), 4 * n_values))
@@ -154,7 +191,9 @@ def _add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred: np.
     paired[:, 1::4] = b_kept * b_kept
     paired[:, 2::4] = diff
     paired[:, 3::4] = diff * diff
-    exact.add_at(sums, group_block[valid], paired, len(COUNT_FIELDS) + 2 * n_values)
+    outside |= exact.add_at(sums, group_block[valid], paired, len(COUNT_FIELDS) + 2 * n_values,
+                            window_first)
+    return outside
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,

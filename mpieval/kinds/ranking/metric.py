@@ -50,7 +50,7 @@ from mpieval.kinds.ranking.kernels import (
     LOG_VALUES,
     MAX_EXPONENTIAL_LABEL,
     sum_fields,
-    user_sums,
+    user_sums_window,
     value_names,
 )
 from mpieval.metric import narrowed_sums, warn_undefined
@@ -59,6 +59,7 @@ from mpieval.tags import (
     SHOWN_TAGS,
     TagBlocks,
     block_of,
+    gc_paused,
     grouped_reasons_text,
     held_reasons,
     reasons_text,
@@ -331,15 +332,16 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
                 total, valid, s[f"{name}_sq_sum"], total, valid), valid)
     mean_rows = zip(*(means[name].tolist() for name in names), strict=True)
     stderr_rows = zip(*(stderr[name].tolist() for name in names), strict=True)
-    le_rows = zip(*(s[f"users_le_{cutoff}"].tolist() for cutoff in k), strict=True)
-    blocks = [
-        _block((tag, k, dict(zip(names, mean_row, strict=True)), int(n_valid), int(n_users),
-                int(n_rows), dict(zip(names, stderr_row, strict=True)), None,
-                {cutoff: int(n) for cutoff, n in zip(k, le_row, strict=True)}))
-        for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
-            tags, mean_rows, valid.tolist(), s["users"].tolist(), rows.tolist(), stderr_rows,
-            le_rows, strict=True)
-    ]
+    le_rows = zip(*(_ints(s[f"users_le_{cutoff}"]) for cutoff in k), strict=True)
+    with gc_paused():  # many tags: a block's dicts are no cycles to look for
+        blocks = [
+            _block((tag, k, dict(zip(names, mean_row, strict=True)), n_valid, n_users,
+                    n_rows, dict(zip(names, stderr_row, strict=True)), None,
+                    dict(zip(k, le_row, strict=True))))
+            for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
+                tags, mean_rows, _ints(valid), _ints(s["users"]), _ints(rows), stderr_rows,
+                le_rows, strict=True)
+        ]
     some = (rows != 0) & (valid != 0)
     reasons: list[tuple[int, str, np.ndarray]] = [
         (0, "no rows", rows == 0),
@@ -355,6 +357,14 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
+
+
+def _ints(x: np.ndarray) -> list[int]:
+    """``int`` of each element (whole numbers), at once."""
+    if len(x) and np.abs(x).max() < 2.0**63:
+        whole: list[int] = x.astype(np.int64).tolist()
+        return whole
+    return [int(v) for v in x.tolist()]
 
 
 def _block(values: tuple[Any, ...]) -> RankingBlock:
@@ -479,11 +489,12 @@ class RankingMetric(UserRowsMetric):
         users = comm.agreed(partial(group_rows, keys, columns, checks=checks),
                             catch=UidCollisionError)
         del keys, columns, checks
-        sums = user_sums(users.keys, users.columns["pred"], users.columns["label"],
-                         users.columns.get("tag"), len(layout.tags), self.k, self.gain,
-                         users.columns.get("compare"))
-        # sent as the window of digits some rank uses (many tags)
-        narrowed, self._first_digit = narrowed_sums({"blocks": sums}, comm)
+        sums, first = user_sums_window(
+            users.keys, users.columns["pred"], users.columns["label"],
+            users.columns.get("tag"), len(layout.tags), self.k, self.gain,
+            users.columns.get("compare"))
+        # summed in a window of digits, sent as the window some rank uses (many tags)
+        narrowed, self._first_digit = narrowed_sums({"blocks": sums}, comm, {"blocks": first})
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:

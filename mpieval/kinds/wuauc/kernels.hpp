@@ -25,7 +25,8 @@ constexpr int64_t AHEAD = 16;
 constexpr int64_t CHUNK = int64_t(1) << 14;
 constexpr int64_t USER_FIELDS = 12;
 constexpr int64_t DIFF_FIELDS = 5;
-constexpr int D = exact::DIGITS;
+// The digits of an accumulator: the thread's window of them (exact::window_digits).
+#define D (::mpieval::exact::window_digits)
 
 // The top part_bits bits of mix64(keys[i]) into parts; sizes (2**part_bits) the rows of each.
 inline void parts(const uint64_t* keys, int64_t n, uint8_t* parts, int part_bits,
@@ -1659,3 +1660,5 @@ inline void paired_diff_sums(const double* groups_a, const double* groups_b, int
 }
 
 }  // namespace mpieval::wuauc
+
+#undef D

@@ -159,6 +159,66 @@ def user_auc_parts(
     compare: np.ndarray | None = None,
     weight: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], bool]:
+    """:func:`user_auc_windows`' parts with every digit (``DIGITS``)."""
+    parts, firsts, collision = user_auc_windows(keys, checks, pred, label, tag, n_tags,
+                                                compare=compare, weight=weight)
+    full = []
+    for part, first in zip(parts, firsts, strict=True):
+        whole = exact.accumulator(*part.shape[:-1])
+        whole[..., first: first + part.shape[-1]] = part
+        exact.normalize(whole)  # a window's top digit holds its sign: the same digits
+        full.append(whole)
+    return full, collision
+
+
+WINDOW = (28, 11)
+"""``(first, digits)``: the digits of the per-tag sums of :func:`user_auc_windows` (values
+whose lowest bit is at least ``2**-178`` and below ``2**78``: counts, AUCs, the preds'
+and loglosses' moments of usual preds); a value outside it has them summed again with
+every digit."""
+
+
+def user_auc_windows(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+    *,
+    compare: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+) -> tuple[list[np.ndarray], list[int], bool]:
+    """:func:`user_auc_parts`' parts cut to a window of digits (many tags: ``WINDOW``'s
+    11 digits a sum rather than 68, the per-tag sums' bytes and time divided by about 6),
+    each part's first digit (:func:`mpieval.kernels.exact.window_to_floats`), and whether
+    two rows of one key collide. Sums once in ``WINDOW``, again with every digit when
+    some value falls outside it (the same exact sums either way)."""
+    parts, collision, outside = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
+                                                compare, weight, WINDOW)
+    window = WINDOW
+    if outside:
+        window = (0, exact.DIGITS)
+        parts, collision, _ = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
+                                              compare, weight, window)
+    # the paired differences (compare) are summed with every digit
+    firsts = [window[0]] * len(parts)
+    if compare is not None:
+        firsts[3] = 0
+    return parts, firsts, collision
+
+
+def _user_auc_parts(
+    keys: np.ndarray,
+    checks: np.ndarray | None,
+    pred: np.ndarray,
+    label: np.ndarray,
+    tag: np.ndarray | None,
+    n_tags: int,
+    compare: np.ndarray | None,
+    weight: np.ndarray | None,
+    window: tuple[int, int],
+) -> tuple[list[np.ndarray], bool, bool]:
     """``(parts, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
     (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (two parts of shape
@@ -193,11 +253,17 @@ def user_auc_parts(
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
-    sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
+    first, digits = window
+
+    def accumulator(*shape: int) -> np.ndarray:
+        return np.zeros((*shape, digits), dtype=np.float64)
+
+    sums = [accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
     n_moments = len(MOMENT_FIELDS) + (0 if compare is None else len(COMPARE_MOMENT_FIELDS))
-    moments = exact.accumulator(1 + n_tags, n_moments)
+    moments = accumulator(1 + n_tags, n_moments)
     groups = [np.empty((0, 3)) for _ in models]
     collision = False
+    outside = False
     if n:
         row_bits = max(n - 1, 1).bit_length()
         part_bits = PART_BITS if n >= PART_ROWS else 0
@@ -220,17 +286,28 @@ def user_auc_parts(
         # the parts a thread took; memory: a set of per-tag sums a thread, not a part)
         sums_of_threads: list[tuple[list[np.ndarray], np.ndarray]] = []
         lock = threading.Lock()
+        outside_parts: list[int] = []  # parts with a value outside the window
 
         def one_part(part: int) -> tuple[list[np.ndarray], bool]:
             """The part's valid groups (with ``compare``), per model, and whether it has a
             key collision; its sums added to its thread's."""
             if not hasattr(kept, "work"):
                 kept.work, kept.packed = _core.wuauc.Workspace(), np.empty(0, np.uint64)
-                kept.sums = [exact.accumulator(1 + n_tags, len(USER_SUM_FIELDS))
-                             for _ in models]
-                kept.moments = exact.accumulator(1 + n_tags, n_moments)
+                kept.sums = [accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
+                kept.moments = accumulator(1 + n_tags, n_moments)
                 with lock:
                     sums_of_threads.append((kept.sums, kept.moments))
+            _core.exact.set_window(first, digits)  # this thread's window (reset below)
+            try:
+                return _one_part(part)
+            finally:
+                found_outside = _core.exact.take_outside()
+                _core.exact.set_window(0, exact.DIGITS)
+                if found_outside:
+                    with lock:
+                        outside_parts.append(part)
+
+        def _one_part(part: int) -> tuple[list[np.ndarray], bool]:
             if compare is None and weight is None:  # the rows themselves grouped, once
                 found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
                                                models[0], label, tags, n_tags, kept.work)
@@ -268,12 +345,13 @@ def user_auc_parts(
             groups[k] = np.concatenate([part_groups[k] for part_groups, _ in done])
         moments = _added([thread_moments for _, thread_moments in sums_of_threads], moments)
         collision = any(found for _, found in done)
+        outside = bool(outside_parts)
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
-        return [sums[0], mine], collision
+        return [sums[0], mine], collision, outside
     diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
     paired_diff_sums(groups[0], groups[1], diff)
-    return [sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision
+    return [sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision, outside
 
 
 def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
-from mpieval.kinds.wuauc.kernels import row_sums, user_auc_parts
+from mpieval.kinds.wuauc.kernels import row_sums, user_auc_windows
 from mpieval.kinds.wuauc.result import (
     DIFFS,
     N_ROW_SUMS,
@@ -229,10 +229,12 @@ class WuaucMetric(UserRowsMetric):
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        user_parts = comm.agreed(lambda: _user_sums(owned, layout), catch=UidCollisionError)
+        user_parts, user_firsts = comm.agreed(lambda: _user_sums(owned, layout),
+                                              catch=UidCollisionError)
         names = ("users", "moments") + (() if self.compare is None
                                         else ("users_b", "diffs", "moments_b"))
         blocks.update(zip(names, user_parts, strict=True))
+        firsts = dict(zip(names, user_firsts, strict=True))
         del by_row, user_parts
         if self.compare is not None:
             blocks["rows_b"] = by_row_b
@@ -240,7 +242,7 @@ class WuaucMetric(UserRowsMetric):
         # each block's fields are these parts' side by side (block_from_sums), joined as
         # floats in finish(): the exact sums are not copied once more (many tags), and are
         # sent as the window of digits some rank uses
-        narrowed, self._first_digit = narrowed_sums(blocks, comm)
+        narrowed, self._first_digit = narrowed_sums(blocks, comm, firsts)
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
@@ -277,12 +279,12 @@ def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
 # -- per-user sums on the owner ----------------------------------------------------------
 
 
-def _user_sums(owned: OwnedRows, layout: UserLayout) -> list[np.ndarray]:
+def _user_sums(owned: OwnedRows, layout: UserLayout) -> tuple[list[np.ndarray], list[int]]:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
     then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
     of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
     pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
-    sums, collision = user_auc_parts(
+    sums, firsts, collision = user_auc_windows(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
         weight=owned.columns.get("weight"),
@@ -292,4 +294,4 @@ def _user_sums(owned: OwnedRows, layout: UserLayout) -> list[np.ndarray]:
             "uid: two different uids share a 64-bit key (a hash collision); "
             "rename one of them"
         )
-    return sums
+    return sums, firsts

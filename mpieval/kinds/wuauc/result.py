@@ -42,7 +42,7 @@ from mpieval.kinds.wuauc.kernels import (
     MOMENT_FIELDS,
     USER_SUM_FIELDS,
 )
-from mpieval.tags import TagBlocks, block_of, held_reasons
+from mpieval.tags import TagBlocks, block_of, gc_paused, held_reasons
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
@@ -333,18 +333,19 @@ def blocks_from_sums(tags: list[str], sums: np.ndarray
     ]
     stderr_rows = zip(*(stderr[name].tolist() for name in INTERVAL_FIELDS), strict=True)
     effective_rows = zip(*(array.tolist() for array in effective.values()), strict=True)
-    blocks = [
-        _block((tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, int(n_users),
-                _count(n_rows), int(n_valid), _count(n_valid_rows), click_wuauc,
-                _count(n_valid_clicks), dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)),
-                None, dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
-        for (tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, click_wuauc,
-             n_users, n_rows, n_valid, n_valid_rows, n_valid_clicks, stderr_row,
-             effective_row) in zip(
-            tags, *(column.tolist() for column in columns), users.tolist(), rows.tolist(),
-            valid.tolist(), valid_rows.tolist(), s["valid_clicks"].tolist(), stderr_rows,
-            effective_rows, strict=True)
-    ]
+    with gc_paused():  # many tags: a block's dicts are no cycles to look for
+        blocks = [
+            _block((tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, n_users,
+                    n_rows, n_valid, n_valid_rows, click_wuauc, n_valid_clicks,
+                    dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)), None,
+                    dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
+            for (tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, click_wuauc,
+                 n_users, n_rows, n_valid, n_valid_rows, n_valid_clicks, stderr_row,
+                 effective_row) in zip(
+                tags, *(column.tolist() for column in columns), _ints(users), _counts(rows),
+                _ints(valid), _counts(valid_rows), _counts(s["valid_clicks"]), stderr_rows,
+                effective_rows, strict=True)
+        ]
     # the reasons, each with its rank among a block's reasons (block_from_sums' order)
     minimum = stats.MIN_CLUSTERS
     reasons: list[tuple[int, str, np.ndarray]] = [
@@ -577,6 +578,22 @@ def _weights(s: dict[str, float], name: str) -> tuple[float, float, float]:
 def _count(x: float) -> int | float:
     """A count: whole (an int), or with weights a sum of weights, kept as it is."""
     return int(x) if x.is_integer() and abs(x) < 2.0**53 else x
+
+
+def _ints(x: np.ndarray) -> list[int]:
+    """``int`` of each element (whole numbers)."""
+    if len(x) and np.abs(x).max() < 2.0**63:
+        whole: list[int] = x.astype(np.int64).tolist()
+        return whole
+    return [int(v) for v in x.tolist()]
+
+
+def _counts(x: np.ndarray) -> list[int | float]:
+    """:func:`_count` of each element: ints at once when every one is whole."""
+    if len(x) and bool(np.all((x == np.floor(x)) & (np.abs(x) < 2.0**53))):
+        whole: list[int | float] = x.astype(np.int64).tolist()
+        return whole
+    return [_count(v) for v in x.tolist()]
 
 
 def _ratio(a: float, b: float) -> float:
