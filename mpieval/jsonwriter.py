@@ -4,19 +4,23 @@ allow_nan=False)``, made faster.
 ``json.dumps`` with an indent runs the standard library's pure-Python encoder, one
 generator step per value: the JSON of a sliced run (each slice's curves, a few
 thousand numbers each) spends most of its time there. This writer walks dicts and
-lists itself and formats a list of plain numbers (``float`` and ``int``, no ``bool``)
-in one join of their ``repr`` (what ``json`` writes for them); anything else
+lists itself and formats a list of plain numbers (``float`` and ``int``, no ``bool``),
+or a list of such lists of one length (a curve), in one call of ``_core.text.numbers``
+(C++: the text of their ``repr``, which ``json`` writes for them); anything else
 (strings, other types, a non-finite float, a non-string key) goes to ``json.dumps``
 (its text re-indented for its depth: a JSON text holds no raw newline but those of
 its indent), so errors and the text of odd values are the standard library's.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Any
+
+from mpieval import _core
 
 INDENT = "  "
 PIECE = 1 << 20  # bytes of text handed to the file at a time
@@ -43,17 +47,13 @@ def pieces(obj: Any, size: int = PIECE) -> Iterator[bytes]:
     yield "".join(held).encode("ascii")
 
 
-def _numbers(items: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether every item is a plain finite float or a plain int."""
-    kinds = set(map(type, items))
-    if not kinds <= {float, int}:
-        return False
-    if float in kinds:
-        try:
-            return all(map(math.isfinite, items))
-        except OverflowError:  # an int too large for a float: json.dumps writes it
-            return False
-    return True
+def _rows(items: list[Any] | tuple[Any, ...]) -> int:
+    """The length of every item when each is a non-empty list (or tuple) of one length,
+    else 0."""
+    if not set(map(type, items)) <= {list, tuple}:
+        return 0
+    lengths = set(map(len, items))
+    return 0 if len(lengths) != 1 or 0 in lengths else lengths.pop()
 
 
 def _fallback(obj: Any, level: int) -> str:
@@ -105,9 +105,19 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
             yield "[]"
             return
         inner = "\n" + INDENT * (level + 1)
-        if _numbers(obj):
-            yield "[" + inner + ("," + inner).join(map(repr, obj)) + "\n" + INDENT * level + "]"
+        outer = "\n" + INDENT * level + "]"
+        text = _core.text.numbers(obj, ["," + inner]) if kind is list else None
+        if isinstance(text, str):
+            yield "[" + inner + text + outer
             return
+        rows = _rows(obj)
+        if rows:  # a curve: rows of ``rows`` numbers each, formatted as one list
+            deeper = "\n" + INDENT * (level + 2)
+            separators = ["," + deeper] * (rows - 1) + [inner + "]," + inner + "[" + deeper]
+            text = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
+            if isinstance(text, str):
+                yield "[" + inner + "[" + deeper + text + inner + "]" + outer
+                return
         first = True
         for value in obj:
             head = "[" + inner if first else "," + inner

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpieval import jsonwriter, locations
+from mpieval import _core, jsonwriter, locations
 
 
 def expected(obj: object) -> str:
@@ -60,3 +60,15 @@ def test_write_json_in_pieces(tmp_path) -> None:
     locations.write_json(str(path), data)
     assert path.read_text() == expected(data) + "\n"
     assert locations.json_text(data) == expected(data) + "\n"
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                | st.integers(min_value=-2**63, max_value=2**63 - 1), max_size=30))
+def test_numbers_text_is_repr(values: list[float | int]) -> None:
+    assert _core.text.numbers(values, [",", ";"]) == "".join(
+        repr(v) + (",;"[i % 2] if i + 1 < len(values) else "") for i, v in enumerate(values))
+
+
+def test_numbers_declines_what_it_cannot_write() -> None:
+    for values in ([1.0, math.nan], [math.inf], [True], [2**64], [1, "a"], [[1.0]]):
+        assert _core.text.numbers(values, [","]) is None
