@@ -106,17 +106,17 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
             return
         inner = "\n" + INDENT * (level + 1)
         outer = "\n" + INDENT * level + "]"
-        text = _core.text.numbers(obj, ["," + inner]) if kind is list else None
-        if isinstance(text, str):
-            yield "[" + inner + text + outer
+        listed = _core.text.numbers(obj, ["," + inner])  # None for a tuple
+        if isinstance(listed, str):
+            yield "[" + inner + listed + outer
             return
         rows = _rows(obj)
         if rows:  # a curve: rows of ``rows`` numbers each, formatted as one list
             deeper = "\n" + INDENT * (level + 2)
             separators = ["," + deeper] * (rows - 1) + [inner + "]," + inner + "[" + deeper]
-            text = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
-            if isinstance(text, str):
-                yield "[" + inner + "[" + deeper + text + inner + "]" + outer
+            listed = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
+            if isinstance(listed, str):
+                yield "[" + inner + "[" + deeper + listed + inner + "]" + outer
                 return
         first = True
         for value in obj:
