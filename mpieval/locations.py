@@ -28,7 +28,6 @@ import contextlib
 import errno
 import fnmatch
 import glob
-import json
 import os
 import re
 import stat
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 
+from mpieval import jsonwriter
 from mpieval.errors import DataError, InputError, OutputError, StoreError
 
 S3_ATTEMPTS = 5  # pyarrow's standard AWS retry strategy: exponential backoff, capped
@@ -593,10 +593,14 @@ def read_bytes(text: str) -> bytes:
 def write_json(path: str, data: dict[str, Any], flag: str = "--json") -> None:
     """Write ``data`` as JSON to ``path`` (a local path or a URI) atomically
     (:func:`write_atomically`); NaN is refused (results write undefined values as null)."""
-    write_atomically(path, json_text(data).encode(), flag=flag)
+    def put(out: BinaryIO) -> None:
+        for piece in jsonwriter.pieces(data):
+            out.write(piece)
+
+    write_atomically(path, put, flag=flag)
 
 
 def json_text(data: dict[str, Any]) -> str:
     """The text of a JSON output (``--json``, ``mpieval.spark``'s ``to_json``): indented,
     NaN refused (results write undefined values as null)."""
-    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return jsonwriter.dumps(data) + "\n"

@@ -12,5 +12,7 @@ from mpieval._core import (
     moves as moves,
     pn as pn,
     sort as sort,
+    stats as stats,
+    text as text,
     wuauc as wuauc
 )

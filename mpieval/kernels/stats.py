@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mpieval import _core
 from mpieval.kernels import exact
 
 if TYPE_CHECKING:
@@ -151,34 +152,6 @@ NORMAL_DF = 100_000
 """From this many degrees of freedom on, Student's t is taken as the normal."""
 
 
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of the regularized incomplete beta function (modified Lentz,
-    as in Numerical Recipes' ``betacf``); converges fast for ``x < (a + 1) / (a + b + 2)``."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        step = d * c
-        h *= step
-        if abs(step - 1.0) < 1e-15:
-            break
-    return h
-
-
 def incomplete_beta(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function ``I_x(a, b)`` for ``a, b > 0``."""
     if x <= 0:
@@ -188,8 +161,8 @@ def incomplete_beta(a: float, b: float, x: float) -> float:
     log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
                  + a * math.log(x) + b * math.log1p(-x))
     if x < (a + 1) / (a + b + 2):
-        return math.exp(log_front) * _beta_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+        return math.exp(log_front) * _core.stats.beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _core.stats.beta_fraction(b, a, 1.0 - x) / b
 
 
 def t_two_sided_p(t: float, df: float) -> float:

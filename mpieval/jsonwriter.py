@@ -1,0 +1,134 @@
+"""The text of a JSON output, the same bytes as ``json.dumps(obj, indent=2,
+allow_nan=False)``, made faster.
+
+``json.dumps`` with an indent runs the standard library's pure-Python encoder, one
+generator step per value: the JSON of a sliced run (each slice's curves, a few
+thousand numbers each) spends most of its time there. This writer walks dicts and
+lists itself and formats a list of plain numbers (``float`` and ``int``, no ``bool``),
+or a list of such lists of one length (a curve), in one call of ``_core.text.numbers``
+(C++: the text of their ``repr``, which ``json`` writes for them); anything else
+(strings, other types, a non-finite float, a non-string key) goes to ``json.dumps``
+(its text re-indented for its depth: a JSON text holds no raw newline but those of
+its indent), so errors and the text of odd values are the standard library's.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+from mpieval import _core
+
+INDENT = "  "
+PIECE = 1 << 20  # bytes of text handed to the file at a time
+
+
+def dumps(obj: Any) -> str:
+    """``json.dumps(obj, indent=2, allow_nan=False)``, byte for byte."""
+    return "".join(_encode(obj, 0))
+
+
+def pieces(obj: Any, size: int = PIECE) -> Iterator[bytes]:
+    """The text of ``dumps(obj) + "\\n"`` as ASCII bytes, in pieces of about ``size``
+    bytes (a large output written as it is made, never held whole twice)."""
+    held: list[str] = []
+    count = 0
+    for part in _encode(obj, 0):
+        held.append(part)
+        count += len(part)
+        if count >= size:
+            yield "".join(held).encode("ascii")
+            held.clear()
+            count = 0
+    held.append("\n")
+    yield "".join(held).encode("ascii")
+
+
+def _rows(items: list[Any] | tuple[Any, ...]) -> int:
+    """The length of every item when each is a non-empty list (or tuple) of one length,
+    else 0."""
+    if not set(map(type, items)) <= {list, tuple}:
+        return 0
+    lengths = set(map(len, items))
+    return 0 if len(lengths) != 1 or 0 in lengths else lengths.pop()
+
+
+def _fallback(obj: Any, level: int) -> str:
+    text = json.dumps(obj, indent=2, allow_nan=False)
+    return text.replace("\n", "\n" + INDENT * level) if level else text
+
+
+def _scalar(obj: Any) -> str | None:
+    kind = type(obj)
+    if kind is str:
+        return encode_basestring_ascii(obj)
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if kind is int:
+        return repr(obj)
+    if kind is float and math.isfinite(obj):
+        return repr(obj)
+    return None
+
+
+def _encode(obj: Any, level: int) -> Iterator[str]:
+    kind = type(obj)
+    if kind is dict:
+        if not obj:
+            yield "{}"
+            return
+        if not all(type(key) is str for key in obj):
+            yield _fallback(obj, level)
+            return
+        inner = "\n" + INDENT * (level + 1)
+        first = True
+        for key, value in obj.items():
+            head = ("{" if first else ",") + inner + encode_basestring_ascii(key) + ": "
+            first = False
+            text = _scalar(value)
+            if text is not None:
+                yield head + text
+            else:
+                yield head
+                yield from _encode(value, level + 1)
+        yield "\n" + INDENT * level + "}"
+        return
+    if kind is list or kind is tuple:
+        if not obj:
+            yield "[]"
+            return
+        inner = "\n" + INDENT * (level + 1)
+        outer = "\n" + INDENT * level + "]"
+        listed = _core.text.numbers(obj, ["," + inner])  # None for a tuple
+        if isinstance(listed, str):
+            yield "[" + inner + listed + outer
+            return
+        rows = _rows(obj)
+        if rows:  # a curve: rows of ``rows`` numbers each, formatted as one list
+            deeper = "\n" + INDENT * (level + 2)
+            separators = ["," + deeper] * (rows - 1) + [inner + "]," + inner + "[" + deeper]
+            listed = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
+            if isinstance(listed, str):
+                yield "[" + inner + "[" + deeper + listed + inner + "]" + outer
+                return
+        first = True
+        for value in obj:
+            head = "[" + inner if first else "," + inner
+            first = False
+            text = _scalar(value)
+            if text is not None:
+                yield head + text
+            else:
+                yield head
+                yield from _encode(value, level + 1)
+        yield "\n" + INDENT * level + "]"
+        return
+    text = _scalar(obj)
+    yield text if text is not None else _fallback(obj, level)

@@ -1,0 +1,74 @@
+"""The JSON writer: the same bytes as ``json.dumps(obj, indent=2, allow_nan=False)``."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mpieval import _core, jsonwriter, locations
+
+
+def expected(obj: object) -> str:
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+scalars = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
+           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+numbers = st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                   | st.integers(min_value=-2**80, max_value=2**80), max_size=20)
+values = st.recursive(
+    scalars | numbers,
+    lambda inner: (st.lists(inner, max_size=5) | st.tuples(inner, inner)
+                   | st.dictionaries(st.text(max_size=6), inner, max_size=5)),
+    max_leaves=40)
+
+
+@given(values)
+def test_same_bytes_as_json_dumps(obj: object) -> None:
+    assert jsonwriter.dumps(obj) == expected(obj)
+    assert b"".join(jsonwriter.pieces(obj, size=7)).decode() == expected(obj) + "\n"
+
+
+@pytest.mark.parametrize("obj", [
+    {"curve": [0.1, 1e-300, 5e+300, -0.0, 1, 2**64, True], "n": [1, 2, 3]},
+    {"a": {"b": [[1.5, 2.5], [3.5]], "c": []}, "d": {}, "é": "ü\n\"", "e": [None]},
+    {1: [1.0], "x": {2.5: "y", None: 3}},  # keys json converts
+    [float(2**53), 1e16, 123456789.125, 0.1 + 0.2],
+])
+def test_cases(obj: object) -> None:
+    assert jsonwriter.dumps(obj) == expected(obj)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_refused(bad: float) -> None:
+    for obj in ({"curve": [0.5, bad, 1.0]}, {"v": bad}, [[bad]], [1, 2, bad]):
+        with pytest.raises(ValueError, match="Out of range float values"):
+            jsonwriter.dumps(obj)
+
+
+def test_other_types_raise_as_json_does() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        jsonwriter.dumps({"a": [object()]})
+
+
+def test_write_json_in_pieces(tmp_path) -> None:
+    data = {"curve": [i / 7 for i in range(1000)], "name": "x"}
+    path = tmp_path / "out.json"
+    locations.write_json(str(path), data)
+    assert path.read_text() == expected(data) + "\n"
+    assert locations.json_text(data) == expected(data) + "\n"
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                | st.integers(min_value=-2**63, max_value=2**63 - 1), max_size=30))
+def test_numbers_text_is_repr(values: list[float | int]) -> None:
+    assert _core.text.numbers(values, [",", ";"]) == "".join(
+        repr(v) + (",;"[i % 2] if i + 1 < len(values) else "") for i, v in enumerate(values))
+
+
+def test_numbers_declines_what_it_cannot_write() -> None:
+    for values in ([1.0, math.nan], [math.inf], [True], [2**64], [1, "a"], [[1.0]]):
+        assert _core.text.numbers(values, [","]) is None
