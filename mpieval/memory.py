@@ -15,8 +15,9 @@ MMAP_THRESHOLD = 32 << 20
 
 def map_large_blocks() -> None:
     """Have glibc map every block of :data:`MMAP_THRESHOLD` or more on its own
-    (``M_MMAP_THRESHOLD``), so that a large array, freed, leaves the process at once. By default glibc raises that
-    threshold after the first large frees and serves such arrays from heaps that stay
+    (``M_MMAP_THRESHOLD``), so that such an array, freed, leaves the process at once, and
+    serve smaller ones from its heap. By default glibc starts with a threshold of 128 KiB,
+    raised after the first large frees, and serves large arrays from heaps that stay
     resident (one per thread), which a per-user run, whose rows are kept as batch-sized
     chunks then joined, pays in peak memory. Not for a run that keeps no rows: mapping
     each batch's arrays anew costs it time (the benchmarks page has both figures). For
