@@ -7,17 +7,22 @@ from __future__ import annotations
 import contextlib
 
 _M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+# The blocks glibc maps on their own (map_large_blocks): a per-user run's batch-sized
+# arrays and larger; smaller ones (a batch's columns and pieces) reused from the heap, not
+# mapped and zeroed anew each time (the benchmarks page has the figures).
+MMAP_THRESHOLD = 32 << 20
 
 
 def map_large_blocks() -> None:
-    """Have glibc map every block of 1 MiB or more on its own (``M_MMAP_THRESHOLD``), so
-    that a large array, freed, leaves the process at once. By default glibc raises that
-    threshold after the first large frees and serves such arrays from heaps that stay
+    """Have glibc map every block of :data:`MMAP_THRESHOLD` or more on its own
+    (``M_MMAP_THRESHOLD``), so that such an array, freed, leaves the process at once, and
+    serve smaller ones from its heap. By default glibc starts with a threshold of 128 KiB,
+    raised after the first large frees, and serves large arrays from heaps that stay
     resident (one per thread), which a per-user run, whose rows are kept as batch-sized
     chunks then joined, pays in peak memory. Not for a run that keeps no rows: mapping
     each batch's arrays anew costs it time (the benchmarks page has both figures). For
     the command's own process (:func:`mpieval.cli.main`)."""
-    _glibc("mallopt", _M_MMAP_THRESHOLD, 1 << 20)
+    _glibc("mallopt", _M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def trim_heap() -> None:

@@ -281,28 +281,39 @@ def test_user_auc_sums_of_long_users_and_near_ties(rng: np.random.Generator) -> 
     np.testing.assert_allclose(untagged, got[:1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("avx2", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_tags", [0, 3, 300])
 def test_moments_in_the_auc_pass_have_the_bits_of_the_weighted_pass(
-        rng: np.random.Generator, dtype: type, n_tags: int) -> None:
+        rng: np.random.Generator, dtype: type, n_tags: int, avx2: bool) -> None:
     """Without weights the AUC pass sums the moments from the grouped rows (one key a
     row, sorted within each tag); with weights of one a pass of their own sums the same
     rows as structs (every weight 1, so every product as without): the same bits. Users of
-    1 row to more than a chunk, ties, 0.0 and -0.0, rows without a tag, 1,000 parts' worth
-    of rows (the pass in parts on threads)."""
+    1 row to more than a chunk, ties, 0.0 and -0.0, preds clipped and near 1, rows without a
+    tag, 1,000 parts' worth of rows (the pass in parts on threads). The AVX2 copies of the
+    loops (the logloss terms of a long user's rows among them) and the baseline's alike
+    (use_avx2; the weighted pass's terms are computed a row at a time)."""
     counts = np.r_[rng.integers(1, 4, 3000), rng.integers(4, 60, 300), [CHUNK + 500, 4000]]
     keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
     n = len(keys)
     pred = np.round(rng.random(n), 3)
     pred[rng.random(n) < 0.05] = 0.0
     pred[rng.random(n) < 0.05] = -0.0
+    edges = rng.random(n) < 0.05
+    pred[edges] = rng.choice([1e-300, 1e-16, 1e-15, 1 - 1e-15, 1 - 2.0**-30, 1.0, 1e-7],
+                             int(edges.sum()))
     pred = pred.astype(dtype)
     label = (rng.random(n) < 0.3).astype(np.uint8)
     tag = rng.integers(0, n_tags + 1, n).astype(np.uint16)  # n_tags: untagged
     order = rng.permutation(n)
     keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
     fields, moments = len(USER_SUM_FIELDS), len(MOMENT_FIELDS)
-    alone, _ = exact_user_auc_sums(keys, None, pred, label, tag if n_tags else None, n_tags)
+    was = _core.logloss.use_avx2(avx2)
+    try:
+        alone, _ = exact_user_auc_sums(keys, None, pred, label, tag if n_tags else None,
+                                       n_tags)
+    finally:
+        _core.logloss.use_avx2(was)
     weighted, _ = exact_user_auc_sums(keys, None, pred, label, tag if n_tags else None,
                                       n_tags, weight=np.ones(n))
     got, expected = (exact.to_floats(sums[:, fields:fields + moments])

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "exact.hpp"
 #include "keys.hpp"
 #include "logloss.hpp"
@@ -44,14 +48,33 @@ inline void parts(const uint64_t* keys, int64_t n, uint8_t* parts, int part_bits
 }
 
 // Calls batch(rows, count) with the rows i of `part` (parts[i] == part; every row when
-// parts is null), in row order, up to ROWS_AT_ONCE at a time. The part bytes are read 8 at
-// a time, a word's bytes equal to part found at once, and kept without a branch a row.
+// parts is null), in row order, up to ROWS_AT_ONCE at a time. x86-64: the part bytes are
+// compared 16 at a time (SSE2, x86-64's baseline), the rows of a match taken from its bit
+// mask; elsewhere 8 at a time in a word, a word's bytes equal to part found at once and
+// kept without a branch a row.
 constexpr int64_t ROWS_AT_ONCE = 256;
 template <class F>
 void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
-    int64_t rows[ROWS_AT_ONCE + 8];
+    int64_t rows[ROWS_AT_ONCE + 16];
     int64_t count = 0;
     int64_t i = 0;
+#if defined(__SSE2__)
+    if (parts != nullptr) {
+        const __m128i pattern = _mm_set1_epi8(char(part));
+        for (; i + 16 <= n; i += 16) {
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(parts + i));
+            unsigned mask = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, pattern)));
+            while (mask != 0) {  // the part's rows of the 16, in order
+                rows[count++] = i + __builtin_ctz(mask);
+                mask &= mask - 1;
+            }
+            if (count >= ROWS_AT_ONCE) {
+                batch(static_cast<const int64_t*>(rows), count);
+                count = 0;
+            }
+        }
+    }
+#else
     if (parts != nullptr && keys::is_little_endian()) {
         const uint64_t low7 = UINT64_C(0x7F7F7F7F7F7F7F7F);
         const uint64_t pattern = UINT64_C(0x0101010101010101) * part;
@@ -70,6 +93,7 @@ void rows_of_part(const uint8_t* parts, int64_t n, uint8_t part, F&& batch) {
             }
         }
     }
+#endif
     for (; i < n; ++i) {
         if (parts == nullptr || parts[i] == part) rows[count++] = i;
         if (count == ROWS_AT_ONCE) {
@@ -212,8 +236,8 @@ inline bool number_users(const uint64_t* keys, const uint32_t* checks, int64_t n
                          uint32_t* user_of, uint32_t* rows_out, const char* what) {
     bool collision = false;
     int64_t k = 0;
-    uint64_t key[ROWS_AT_ONCE + 8];
-    uint32_t check[ROWS_AT_ONCE + 8];
+    uint64_t key[ROWS_AT_ONCE + 16];
+    uint32_t check[ROWS_AT_ONCE + 16];
     rows_of_part(parts, n, uint8_t(part), [&](const int64_t* rows, int64_t count) {
         if (k + count > m)
             throw std::length_error(std::string(what) + ": the part has more rows than packed");
@@ -868,6 +892,30 @@ inline int64_t add_user_moments(const std::vector<MomentRow>& rows, double* sums
     return groups;
 }
 
+// loss[i] = binary_logloss of keys[i] (a pred's float64 bits above its label), i < n: a
+// loop of fixed work a row, which the compiler vectorises. x86-64: also compiled for AVX2
+// (four float64 at once, not two), run where the processor has it (has_avx2, as
+// logloss_terms): the same operations, so the same bits (no FMA).
+MPIEVAL_INLINE void key_losses_loop(const uint64_t* __restrict keys, int64_t n,
+                                    double* __restrict loss) {
+    for (int64_t i = 0; i < n; ++i)
+        loss[i] = binary_logloss(double_of(keys[i] >> 1), int64_t(keys[i] & 1));
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline void key_losses_avx2(const uint64_t* __restrict keys, int64_t n,
+                                                    double* __restrict loss) {
+    key_losses_loop(keys, n, loss);
+}
+#endif
+
+inline void key_losses(const uint64_t* __restrict keys, int64_t n, double* __restrict loss) {
+#ifdef MPIEVAL_AVX2
+    if (n > SHORT && has_avx2()) return key_losses_avx2(keys, n, loss);
+#endif
+    key_losses_loop(keys, n, loss);
+}
+
 // Ask for the memory of the row at packed[k] (when k < n): the rows lie anywhere.
 template <class P>
 inline void prefetch_row(const uint64_t* packed, int64_t k, int64_t n, uint64_t row_mask,
@@ -1197,9 +1245,7 @@ struct KeyMoments {
                 sort::radix_sort(keys.data() + lo, static_cast<sort::NoPayload*>(nullptr),
                                  tmp.data() + lo, static_cast<sort::NoPayload*>(nullptr),
                                  hi - lo);
-            for (int64_t i = lo; i < hi; ++i)  // a loop of fixed work a row: vectorised
-                loss[size_t(i)] = binary_logloss(double_of(keys[size_t(i)] >> 1),
-                                                 int64_t(keys[size_t(i)] & 1));
+            key_losses(keys.data() + lo, hi - lo, loss.data() + lo);
             GroupSums group{0, 0, 0, 0, 0, 0};
             for (int64_t i = lo; i < hi; ++i) {  // as add_user_moments with a weight of 1
                 const uint64_t key = keys[size_t(i)];
