@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -45,6 +45,24 @@ def pieces(obj: Any, size: int = PIECE) -> Iterator[bytes]:
             count = 0
     held.append("\n")
     yield "".join(held).encode("ascii")
+
+
+def _members(opening: str, labelled: Iterable[tuple[str, Any]], level: int,
+             closing: str) -> Iterator[str]:
+    """A dict's or a list's text from ``opening`` to ``closing``: each value on a line of
+    its own at ``level + 1``, after its label (a dict's key and ``": "``, or nothing)."""
+    inner = "\n" + INDENT * (level + 1)
+    first = True
+    for label, value in labelled:
+        head = (opening if first else ",") + inner + label
+        first = False
+        text = _scalar(value)
+        if text is not None:
+            yield head + text
+        else:
+            yield head
+            yield from _encode(value, level + 1)
+    yield "\n" + INDENT * level + closing
 
 
 def _rows(items: list[Any] | tuple[Any, ...]) -> int:
@@ -87,18 +105,8 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
         if not all(type(key) is str for key in obj):
             yield _fallback(obj, level)
             return
-        inner = "\n" + INDENT * (level + 1)
-        first = True
-        for key, value in obj.items():
-            head = ("{" if first else ",") + inner + encode_basestring_ascii(key) + ": "
-            first = False
-            text = _scalar(value)
-            if text is not None:
-                yield head + text
-            else:
-                yield head
-                yield from _encode(value, level + 1)
-        yield "\n" + INDENT * level + "}"
+        labelled = ((encode_basestring_ascii(key) + ": ", value) for key, value in obj.items())
+        yield from _members("{", labelled, level, "}")
         return
     if kind is list or kind is tuple:
         if not obj:
@@ -118,17 +126,7 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
             if isinstance(listed, str):
                 yield "[" + inner + "[" + deeper + listed + inner + "]" + outer
                 return
-        first = True
-        for value in obj:
-            head = "[" + inner if first else "," + inner
-            first = False
-            text = _scalar(value)
-            if text is not None:
-                yield head + text
-            else:
-                yield head
-                yield from _encode(value, level + 1)
-        yield "\n" + INDENT * level + "]"
+        yield from _members("[", (("", value) for value in obj), level, "]")
         return
     text = _scalar(obj)
     yield text if text is not None else _fallback(obj, level)
