@@ -1198,3 +1198,24 @@ def test_a_model_that_only_over_predicts_is_named_worse_calibrated(tmp_path):
     assert f"B {MINUS} A: B is worse calibrated (over-predicts:" in text, text
     assert "has a higher loss" in text
     assert "no evidence of a difference in ranking" in text
+
+
+def test_hashed_svg_ids_are_numbered_by_their_order():
+    """A clip path's id is matplotlib's hash of its rectangle's floats to the last bit: two
+    machines whose layouts differ in the last bit wrote different ids for the same drawing.
+    Numbered by order instead, the same drawing has the same bytes; distinct ids stay
+    distinct and every reference follows its id."""
+    from mpieval.report.figures import _numbered_ids
+
+    def drawing(first: str, second: str) -> str:
+        return (f'<path clip-path="url(#{first})"/><use xlink:href="#m0123456789"/>'
+                f'<path clip-path="url(#{second})"/><path clip-path="url(#{first})"/>'
+                f'<clipPath id="{first}"/><clipPath id="{second}"/>'
+                f'<path id="m0123456789"/><text>p0123456789ab</text>')
+
+    one = _numbered_ids(drawing("p98874c7b56", "p42d82cf33c"))
+    assert one == _numbered_ids(drawing("p7fb7665de0", "p42d82cf33c"))
+    assert one == ('<path clip-path="url(#p0)"/><use xlink:href="#m1"/>'
+                   '<path clip-path="url(#p2)"/><path clip-path="url(#p0)"/>'
+                   '<clipPath id="p0"/><clipPath id="p2"/>'
+                   '<path id="m1"/><text>p0123456789ab</text>')

@@ -433,6 +433,24 @@ def _legend(figure: Figure, series: Sequence[Series]) -> None:
                   frameon=False)
 
 
+_HASHED_ID = re.compile(r'(id="|url\(#|href="#)([pmh])([0-9a-f]{10})(?=[")])')
+
+
+def _numbered_ids(text: str) -> str:
+    """matplotlib's hashed ids (``p`` clip paths, ``m`` markers, ``h`` hatches) renamed
+    by their order in the figure: a clip path's hash is taken of its rectangle's floats
+    to the last bit, which a layout solver's last-bit differences between machines change
+    while every drawn coordinate (6 decimals) stays the same."""
+    numbers: dict[str, str] = {}
+
+    def numbered(match: re.Match[str]) -> str:
+        kind, digest = match.group(2), match.group(3)
+        name = numbers.setdefault(kind + digest, f"{kind}{len(numbers)}")
+        return match.group(1) + name
+
+    return _HASHED_ID.sub(numbered, text)
+
+
 def svg(figure: Figure, key: str, title: str, desc: str) -> str:
     """The figure as an ``<svg>`` element for inline use: no XML prolog, comments or
     metadata, no fixed size (the page's CSS sizes it; the viewBox keeps the proportions),
@@ -446,6 +464,7 @@ def svg(figure: Figure, key: str, title: str, desc: str) -> str:
     text = out.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r"<!--.*?-->\n?", "", text, flags=re.S)
+    text = _numbered_ids(text)
     prefix = re.sub(r"[^A-Za-z0-9_-]", "-", key)
     text = re.sub(r'id="([^"]+)"', rf'id="{prefix}-\1"', text)
     text = re.sub(r'(href|xlink:href)="#([^"]+)"', rf'\1="#{prefix}-\2"', text)
