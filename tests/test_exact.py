@@ -185,6 +185,49 @@ def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, av
     assert np.array_equal(table, want_table)
 
 
+@pytest.mark.parametrize("avx2", [True, False])
+@pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
+def test_the_binary_moments_are_exact_at_the_edges_of_their_float_sums(rng, avx2, pred_dtype):
+    """The compiled moments of unweighted 0/1 rows sum a block's ce^2, ce y, (p - y)^4 and
+    p^3 in float64 where they split exactly (ce^2 in [2**-68, 2**11), ce y in [2**-73, 64),
+    the powers in [2**-78, 2)) and add the others one by one: rows on both sides of every
+    edge, in blocks of which some have none and a short last block, give the exact sums of
+    the rows' own float64 terms (ce the kernels' binary_logloss), with the AVX2 copy of the
+    loop and with the baseline's."""
+    from mpieval import _core
+    from mpieval.kinds.auc import kernels as auc
+    from mpieval.kinds.auc import moments
+
+    edges = [0.0, 1.0, 2.0**-26, 2.0**-26 * (1 - 2.0**-52), 2.0**-19.5, 1 - 2.0**-19.5,
+             1 - 2.0**-20, 1 - 2.0**-18, 1e-15, 2e-15, 1e-9, 1 - 1e-9, 5e-324, 2.0**-1022,
+             0.5, 0.2, 1e-6, 2.0**-34]
+    n = 5 * 1024 + 301
+    pred = rng.beta(2, 8, n)
+    pred[2048:3072] = rng.choice(edges, 1024)  # the third block: edges only
+    pred[4096:] = np.ldexp(rng.random(n - 4096), rng.integers(-1074, 1, n - 4096))
+    pred = pred.astype(pred_dtype)
+    label = (rng.random(n) < 0.5).astype(np.int8)
+    label[2048:2560] = (pred[2048:2560] > 0.5).astype(np.int8)  # preds near their label
+    was = _core.logloss.use_avx2(avx2)
+    try:
+        sums = exact.accumulator(len(moments.FIELDS))
+        moments.accumulate(sums, pred[:3000], label[:3000], None, binary=True)
+        moments.accumulate(sums, pred[3000:], label[3000:], None, binary=True)
+    finally:
+        _core.logloss.use_avx2(was)
+    p = pred.astype(np.float64)
+    y = label.astype(np.float64)
+    ce = np.array([auc.binary_logloss(float(v), int(t)) for v, t in zip(p, label,
+                                                                         strict=True)])
+    e = p - y
+    terms = {moments.CECE: ce * ce, moments.CEY: ce * y, moments.FOURTH: (e * e) * (e * e),
+             moments.UPPP: p * p * p}
+    for field, values in terms.items():
+        want = sum((Fraction(float(v)) for v in values), Fraction(0))
+        assert Fraction(exact.to_int(sums[field]), 2**1074) == want, moments.FIELDS[field]
+    assert exact.to_float(sums[moments.V]) == n
+
+
 # -- to_floats (compiled) against to_float and the rational oracle, many sums at once ----
 
 def _bits(values) -> np.ndarray:

@@ -410,15 +410,96 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
     return bins;
 }
 
+// The splits of the moments' terms: ce^2 in [2**-68, 2**11), (p - y)^4 and p^3 in
+// [2**-78, 2), each in three parts; ce y is the logloss of a positive row (LossSplit).
+using SquareLossSplit = exact::Split<11, 32, 3>;
+using PowerSplit = exact::Split<1, 42, 3>;
+
+// v's three parts (Split's hi, mid and lo) added to the lanes sum[0 .. 2].
+template <class Split, int BYTES>
+MPIEVAL_INLINE void add_three(Lanes<BYTES>* sum, const Lanes<BYTES>& v) {
+    const Lanes<BYTES> hi = (v + Split::C) - Split::C;
+    const Lanes<BYTES> rest = v - hi;
+    const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
+    sum[0] += hi;
+    sum[1] += mid;
+    sum[2] += rest - mid;
+}
+
+// The moments' terms of a row, in moments_binary's order, each a float64 product of the
+// row's own values (the same operations in the lanes and one row at a time).
+enum { MOMENT_CECE, MOMENT_CEY, MOMENT_FOURTH, MOMENT_UPPP, MOMENT_TERMS };
+
+// The sums of a block's split terms (BLOCK rows: pred, label and ce as float64; a padded
+// row's ce 0, so that its terms are 0) into `block` (three parts a term), those out of
+// their splits' ranges as 0; whether some were.
+template <int BYTES>
+MPIEVAL_INLINE bool moment_sums_loop(const double* __restrict pred,
+                                     const double* __restrict label,
+                                     const double* __restrict ce,
+                                     double (&block)[3 * MOMENT_TERMS]) {
+    using V = Lanes<BYTES>;
+    constexpr int64_t LANES = BYTES / 8;
+    V lanes[3 * MOMENT_TERMS] = {};
+    Mask<BYTES> ok = Mask<BYTES>{} - 1;
+    for (int64_t i = 0; i < BLOCK; i += LANES) {
+        V p, y, l;
+        std::memcpy(&p, pred + i, sizeof p);
+        std::memcpy(&y, label + i, sizeof y);
+        std::memcpy(&l, ce + i, sizeof l);
+        const V e = p - y, e2 = e * e;
+        V cece = l * l, cey = l * y, fourth = e2 * e2, uppp = p * p * p;
+        keep_in_range<SquareLossSplit, BYTES>(cece, ok);
+        keep_in_range<LossSplit, BYTES>(cey, ok);
+        keep_in_range<PowerSplit, BYTES>(fourth, ok);
+        keep_in_range<PowerSplit, BYTES>(uppp, ok);
+        add_three<SquareLossSplit, BYTES>(lanes + 3 * MOMENT_CECE, cece);
+        add_three<LossSplit, BYTES>(lanes + 3 * MOMENT_CEY, cey);
+        add_three<PowerSplit, BYTES>(lanes + 3 * MOMENT_FOURTH, fourth);
+        add_three<PowerSplit, BYTES>(lanes + 3 * MOMENT_UPPP, uppp);
+    }
+    int64_t oks[LANES];
+    std::memcpy(oks, &ok, sizeof oks);
+    bool out = false;
+    for (int64_t j = 0; j < LANES; ++j) out |= oks[j] == 0;
+    for (int k = 0; k < 3 * MOMENT_TERMS; ++k) {
+        double values[LANES];
+        std::memcpy(values, &lanes[k], sizeof values);
+        block[k] = 0.0;
+        for (int64_t j = 0; j < LANES; ++j) block[k] += values[j];  // exact
+    }
+    return out;
+}
+
+#ifdef MPIEVAL_AVX2
+[[gnu::target("avx2")]] inline bool moment_sums_avx2(const double* __restrict pred,
+                                                     const double* __restrict label,
+                                                     const double* __restrict ce,
+                                                     double (&block)[3 * MOMENT_TERMS]) {
+    return moment_sums_loop<32>(pred, label, ce, block);
+}
+#endif
+
+inline bool moment_sums(const double* __restrict pred, const double* __restrict label,
+                        const double* __restrict ce, double (&block)[3 * MOMENT_TERMS]) {
+#ifdef MPIEVAL_AVX2
+    if (has_avx2()) return moment_sums_avx2(pred, label, ce, block);
+#endif
+    return moment_sums_loop<16>(pred, label, ce, block);
+}
+
 // The moments of unweighted rows with 0/1 labels (mpieval/kinds/auc/moments.py): into
 // the accumulators moments + fields[k] * DIGITS (k = 0..3) the exact sums of ce^2, ce y,
 // (p - y)^4 and p^3, ce the row's binary_logloss (logloss_block: the kernels' own log, the
-// same bits on every machine), each a float64 product of the row's own values, computed a
-// block at a time in loops the compiler vectorises.
+// same bits on every machine), each a float64 product of the row's own values. A block's
+// terms are split and summed in vector lanes (moment_sums: each part's sum exact), then
+// added to a fixed-point Wide as three values a term; a term out of its split's range is
+// added on its own. The same exact sums as adding every term to the Wide, so the same
+// bits, without a dependent 128-bit addition a term.
 struct MomentScratch {
-    exact::Wide wide[4];
+    exact::Wide wide[MOMENT_TERMS];
     LoglossScratch block;
-    double ce[BLOCK], terms[4][BLOCK];
+    double ce[BLOCK];
 };
 
 template <class P, class L>
@@ -434,19 +515,26 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
         const L* y_block = label + start;
         padded(p_block, y_block, m, pad_p, pad_y);  // their terms are not added
         logloss_block(p_block, y_block, s->block, s->ce);
+        std::fill(s->ce + m, s->ce + BLOCK, 0.0);  // a padded row's terms: all 0
         const double* p = s->block.p;
         const double* y = s->block.y;
-        for (int64_t i = 0; i < BLOCK; ++i) {
-            const double ce = s->ce[i], e = p[i] - y[i], e2 = e * e;
-            s->terms[0][i] = ce * ce;
-            s->terms[1][i] = ce * y[i];
-            s->terms[2][i] = e2 * e2;
-            s->terms[3][i] = p[i] * p[i] * p[i];
+        double block[3 * MOMENT_TERMS];
+        if (moment_sums(p, y, s->ce, block)) {
+            for (int64_t i = 0; i < m; ++i) {  // the terms out of range, one by one
+                const double ce = s->ce[i], e = p[i] - y[i], e2 = e * e;
+                const double cece = ce * ce, cey = ce * y[i], fourth = e2 * e2,
+                             uppp = p[i] * p[i] * p[i];
+                if (!SquareLossSplit::ok(cece)) s->wide[MOMENT_CECE].add(cece);
+                if (!LossSplit::ok(cey)) s->wide[MOMENT_CEY].add(cey);
+                if (!PowerSplit::ok(fourth)) s->wide[MOMENT_FOURTH].add(fourth);
+                if (!PowerSplit::ok(uppp)) s->wide[MOMENT_UPPP].add(uppp);
+            }
         }
-        for (int k = 0; k < 4; ++k)
-            for (int64_t i = 0; i < m; ++i) s->wide[k].add(s->terms[k][i]);
+        for (int k = 0; k < MOMENT_TERMS; ++k)
+            for (int part = 0; part < 3; ++part) s->wide[k].add(block[3 * k + part]);
     }
-    for (int k = 0; k < 4; ++k) s->wide[k].fold(moments + fields[k] * exact::DIGITS);
+    for (int k = 0; k < MOMENT_TERMS; ++k)
+        s->wide[k].fold(moments + fields[k] * exact::DIGITS);
 }
 
 // -- slices: every slice's table and sums in one walk over a batch's rows ---------------
@@ -465,10 +553,6 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
 // (a pred below 2**-34, a logloss below 2**-73, ...) is added to the accumulators on its
 // own.
 
-// The splits of the moments' terms: ce^2 in [2**-68, 2**11), (p - y)^4 and p^3 in
-// [2**-78, 2), each in three parts; ce y is the logloss of a positive row (LossSplit).
-using SquareLossSplit = exact::Split<11, 32, 3>;
-using PowerSplit = exact::Split<1, 42, 3>;
 
 // A row's split values, what it adds to its slice's partial sums (zero where a value is
 // out of its split's range), in this order: pred's two parts for a negative row, for a
