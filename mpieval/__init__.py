@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mpieval._command_process  # noqa: F401  # first: before numpy loads
 from mpieval.comm import Comm
 from mpieval.errors import InputError, RemoteError, StateFormatError, UndefinedMetricWarning
 from mpieval.kinds import KINDS

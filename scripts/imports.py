@@ -32,7 +32,8 @@ PACKAGE = "mpieval"
 # docs/design.md's layers, first to last, as regular expressions of module names (the first
 # layer with a match is the module's). "base": what every layer may use.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", (r"mpieval\.(errors|logline|validation|jsonwriter)", r"mpieval\._core(\..*)?")),
+    ("base", (r"mpieval\.(errors|logline|validation|jsonwriter|_command_process)",
+              r"mpieval\._core(\..*)?")),
     ("kernels", (r"mpieval\.kernels(\..*)?",
                  r"mpieval\.kinds\.\w+\.(kernels|delong|importance|buckets|moments|influence)",)),
     ("state", (r"mpieval\.(state|rows|window|keys|tags|memory)",)),

@@ -99,3 +99,44 @@ def test_the_json_has_the_same_bits_at_one_and_two_blas_threads(tmp_path, args):
     one = _eval(common, 1, tmp_path / "one.json")
     two = _eval(common, 2, tmp_path / "two.json")
     assert json.dumps(one) == json.dumps(two)
+
+
+def test_the_command_s_process_gives_the_blas_one_thread_and_a_trainer_s_keeps_its_own():
+    """The ``mpieval`` command (its console script, ``python -m mpieval``) sets
+    ``OPENBLAS_NUM_THREADS=1`` before numpy loads (OpenBLAS's threads spin at load, and no
+    value calls the BLAS), unless it is set; any other program importing mpieval keeps
+    its BLAS as it is."""
+    from mpieval._command_process import one_blas_thread
+
+    python = ["/usr/bin/python3"]
+    cases = [(["/venv/bin/mpieval", "eval", "a.tsv"], python, {}, "1"),
+             (["/x/mpieval/__main__.py", "eval"], [*python, "-m", "mpieval", "eval"], {}, "1"),
+             (["/venv/bin/mpieval"], python, {"OPENBLAS_NUM_THREADS": "8"}, "8"),
+             (["train.py"], [*python, "train.py"], {}, None),
+             (["-c"], [*python, "-c", "import mpieval"], {}, None)]
+    for argv, orig_argv, environ, want in cases:
+        names = dict(environ)
+        one_blas_thread(names, argv, orig_argv)
+        assert names.get("OPENBLAS_NUM_THREADS") == want, (argv, orig_argv)
+
+
+@pytest.mark.parametrize("program", ["mpieval", "trainer.py"])
+def test_the_blas_threads_a_process_sees(tmp_path, program):
+    """Run as a program named ``mpieval`` (as the console script is), the package's import
+    leaves numpy's OpenBLAS one thread (threadpoolctl reads the loaded library); as a
+    trainer's program, the variable is not set."""
+    pytest.importorskip("threadpoolctl")
+    script = tmp_path / program
+    script.write_text("import json, os\nimport mpieval\nimport threadpoolctl\n"
+                      "pools = [p for p in threadpoolctl.threadpool_info()"
+                      " if p['user_api'] == 'blas']\n"
+                      "print(json.dumps([os.environ.get('OPENBLAS_NUM_THREADS'),"
+                      " [p['num_threads'] for p in pools]]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, check=True, timeout=120).stdout
+    variable, threads = json.loads(out)
+    if program == "mpieval":
+        assert variable == "1" and threads and all(n == 1 for n in threads), out
+    else:
+        assert variable is None, out
