@@ -140,6 +140,17 @@ def test_the_weighted_update_sums_are_exact(rng):
     assert exact.to_float(sums[auc.SUM_ROWS]) == n
 
 
+def _rows_at_edges(rng, edges, pred_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """5 blocks of 1,024 rows and a short one: beta preds, the third block only ``edges``,
+    the last rows' preds of every binary exponent down to subnormals; random 0/1 labels."""
+    n = 5 * 1024 + 301
+    pred = rng.beta(2, 8, n)
+    pred[2048:3072] = rng.choice(edges, 1024)  # the third block: edges only
+    pred[4096:] = np.ldexp(rng.random(n - 4096), rng.integers(-1074, 1, n - 4096))
+    label = (rng.random(n) < 0.5).astype(np.int8)
+    return pred.astype(pred_dtype), label
+
+
 @pytest.mark.parametrize("avx2", [True, False])
 @pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [1000, 1 << 18])  # a table cached or fetched ahead
@@ -158,12 +169,7 @@ def test_the_binary_update_sums_are_exact_at_the_edges_of_its_float_sums(rng, av
              2.0**-34, 2.0**-17 * (1 - 2.0**-52),
              1e-15, 2e-15, 1 - 2.0**-29, 1 - 2.0**-30, 1 - 1e-9, 1e-9, 5e-324, 2.0**-1022,
              0.5, 0.2, 1e-6]
-    n = 5 * 1024 + 301
-    pred = rng.beta(2, 8, n)
-    pred[2048:3072] = rng.choice(edges, 1024)  # the third block: edges only
-    pred[4096:] = np.ldexp(rng.random(n - 4096), rng.integers(-1074, 1, n - 4096))
-    pred = pred.astype(pred_dtype)
-    label = (rng.random(n) < 0.5).astype(np.int8)
+    pred, label = _rows_at_edges(rng, edges, pred_dtype)
     label[pred >= 1 - 2.0**-20] = 1  # near 1 and labelled 1: logloss terms below 2**-29
     was = _core.logloss.use_avx2(avx2)
     try:
@@ -201,12 +207,8 @@ def test_the_binary_moments_are_exact_at_the_edges_of_their_float_sums(rng, avx2
     edges = [0.0, 1.0, 2.0**-26, 2.0**-26 * (1 - 2.0**-52), 2.0**-19.5, 1 - 2.0**-19.5,
              1 - 2.0**-20, 1 - 2.0**-18, 1e-15, 2e-15, 1e-9, 1 - 1e-9, 5e-324, 2.0**-1022,
              0.5, 0.2, 1e-6, 2.0**-34]
-    n = 5 * 1024 + 301
-    pred = rng.beta(2, 8, n)
-    pred[2048:3072] = rng.choice(edges, 1024)  # the third block: edges only
-    pred[4096:] = np.ldexp(rng.random(n - 4096), rng.integers(-1074, 1, n - 4096))
-    pred = pred.astype(pred_dtype)
-    label = (rng.random(n) < 0.5).astype(np.int8)
+    pred, label = _rows_at_edges(rng, edges, pred_dtype)
+    n = len(pred)
     label[2048:2560] = (pred[2048:2560] > 0.5).astype(np.int8)  # preds near their label
     was = _core.logloss.use_avx2(avx2)
     try:

@@ -64,6 +64,26 @@ MPIEVAL_INLINE void keep_in_range(Lanes<BYTES>& v, Mask<BYTES>& ok) {
     v = here ? v : Lanes<BYTES>{};
 }
 
+// Each of `count` vectors of partial sums added across its lanes into block[k] (exact: the
+// lanes hold parts of one split, whole multiples of its grid); whether a lane of `ok` was
+// cleared (a value out of its split's range).
+template <int BYTES>
+MPIEVAL_INLINE bool lane_totals(const Lanes<BYTES>* lanes, int count, const Mask<BYTES>& ok,
+                                double* block) {
+    constexpr int64_t LANES = BYTES / 8;
+    int64_t oks[LANES];
+    std::memcpy(oks, &ok, sizeof oks);
+    bool out = false;
+    for (int64_t j = 0; j < LANES; ++j) out |= oks[j] == 0;
+    for (int k = 0; k < count; ++k) {
+        double values[LANES];
+        std::memcpy(values, &lanes[k], sizeof values);
+        block[k] = 0.0;
+        for (int64_t j = 0; j < LANES; ++j) block[k] += values[j];  // exact
+    }
+    return out;
+}
+
 // The sums of a block's split values (BLOCK rows: pred, label and logloss as float64) into
 // `block` (BLOCK_SUMS), those out of their splits' ranges as 0; whether some were.
 template <int BYTES>
@@ -100,17 +120,7 @@ MPIEVAL_INLINE bool block_sums_loop(const double* __restrict pred,
         lanes[BLOCK_LOGLOSS + 1] += l_mid;
         lanes[BLOCK_LOGLOSS + 2] += l_rest - l_mid;
     }
-    int64_t oks[LANES];
-    std::memcpy(oks, &ok, sizeof oks);
-    bool out = false;
-    for (int64_t j = 0; j < LANES; ++j) out |= oks[j] == 0;
-    for (int k = 0; k < BLOCK_SUMS; ++k) {
-        double values[LANES];
-        std::memcpy(values, &lanes[k], sizeof values);
-        block[k] = 0.0;
-        for (int64_t j = 0; j < LANES; ++j) block[k] += values[j];  // exact
-    }
-    return out;
+    return lane_totals<BYTES>(lanes, BLOCK_SUMS, ok, block);
 }
 
 #ifdef MPIEVAL_AVX2
@@ -458,17 +468,7 @@ MPIEVAL_INLINE bool moment_sums_loop(const double* __restrict pred,
         add_three<PowerSplit, BYTES>(lanes + 3 * MOMENT_FOURTH, fourth);
         add_three<PowerSplit, BYTES>(lanes + 3 * MOMENT_UPPP, uppp);
     }
-    int64_t oks[LANES];
-    std::memcpy(oks, &ok, sizeof oks);
-    bool out = false;
-    for (int64_t j = 0; j < LANES; ++j) out |= oks[j] == 0;
-    for (int k = 0; k < 3 * MOMENT_TERMS; ++k) {
-        double values[LANES];
-        std::memcpy(values, &lanes[k], sizeof values);
-        block[k] = 0.0;
-        for (int64_t j = 0; j < LANES; ++j) block[k] += values[j];  // exact
-    }
-    return out;
+    return lane_totals<BYTES>(lanes, 3 * MOMENT_TERMS, ok, block);
 }
 
 #ifdef MPIEVAL_AVX2
