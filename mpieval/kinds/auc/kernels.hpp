@@ -442,12 +442,14 @@ enum { MOMENT_CECE, MOMENT_CEY, MOMENT_FOURTH, MOMENT_UPPP, MOMENT_TERMS };
 
 // The sums of a block's split terms (BLOCK rows: pred, label and ce as float64; a padded
 // row's ce 0, so that its terms are 0) into `block` (three parts a term), those out of
-// their splits' ranges as 0; whether some were.
+// their splits' ranges as 0, and bad[i] nonzero where one of row i's terms is; whether
+// some were.
 template <int BYTES>
 MPIEVAL_INLINE bool moment_sums_loop(const double* __restrict pred,
                                      const double* __restrict label,
                                      const double* __restrict ce,
-                                     double (&block)[3 * MOMENT_TERMS]) {
+                                     double (&block)[3 * MOMENT_TERMS],
+                                     double* __restrict bad) {
     using V = Lanes<BYTES>;
     constexpr int64_t LANES = BYTES / 8;
     V lanes[3 * MOMENT_TERMS] = {};
@@ -459,10 +461,14 @@ MPIEVAL_INLINE bool moment_sums_loop(const double* __restrict pred,
         std::memcpy(&l, ce + i, sizeof l);
         const V e = p - y, e2 = e * e;
         V cece = l * l, cey = l * y, fourth = e2 * e2, uppp = p * p * p;
-        keep_in_range<SquareLossSplit, BYTES>(cece, ok);
-        keep_in_range<LossSplit, BYTES>(cey, ok);
-        keep_in_range<PowerSplit, BYTES>(fourth, ok);
-        keep_in_range<PowerSplit, BYTES>(uppp, ok);
+        Mask<BYTES> row_ok = Mask<BYTES>{} - 1;
+        keep_in_range<SquareLossSplit, BYTES>(cece, row_ok);
+        keep_in_range<LossSplit, BYTES>(cey, row_ok);
+        keep_in_range<PowerSplit, BYTES>(fourth, row_ok);
+        keep_in_range<PowerSplit, BYTES>(uppp, row_ok);
+        ok &= row_ok;
+        const V none = row_ok ? V{} : V{} + 1.0;
+        std::memcpy(bad + i, &none, sizeof none);
         add_three<SquareLossSplit, BYTES>(lanes + 3 * MOMENT_CECE, cece);
         add_three<LossSplit, BYTES>(lanes + 3 * MOMENT_CEY, cey);
         add_three<PowerSplit, BYTES>(lanes + 3 * MOMENT_FOURTH, fourth);
@@ -475,17 +481,19 @@ MPIEVAL_INLINE bool moment_sums_loop(const double* __restrict pred,
 [[gnu::target("avx2")]] inline bool moment_sums_avx2(const double* __restrict pred,
                                                      const double* __restrict label,
                                                      const double* __restrict ce,
-                                                     double (&block)[3 * MOMENT_TERMS]) {
-    return moment_sums_loop<32>(pred, label, ce, block);
+                                                     double (&block)[3 * MOMENT_TERMS],
+                                                     double* __restrict bad) {
+    return moment_sums_loop<32>(pred, label, ce, block, bad);
 }
 #endif
 
 inline bool moment_sums(const double* __restrict pred, const double* __restrict label,
-                        const double* __restrict ce, double (&block)[3 * MOMENT_TERMS]) {
+                        const double* __restrict ce, double (&block)[3 * MOMENT_TERMS],
+                        double* __restrict bad) {
 #ifdef MPIEVAL_AVX2
-    if (has_avx2()) return moment_sums_avx2(pred, label, ce, block);
+    if (has_avx2()) return moment_sums_avx2(pred, label, ce, block, bad);
 #endif
-    return moment_sums_loop<16>(pred, label, ce, block);
+    return moment_sums_loop<16>(pred, label, ce, block, bad);
 }
 
 // The moments of unweighted rows with 0/1 labels (mpieval/kinds/auc/moments.py): into
@@ -499,7 +507,7 @@ inline bool moment_sums(const double* __restrict pred, const double* __restrict 
 struct MomentScratch {
     exact::Wide wide[MOMENT_TERMS];
     LoglossScratch block;
-    double ce[BLOCK];
+    double ce[BLOCK], bad[BLOCK];
 };
 
 template <class P, class L>
@@ -519,8 +527,9 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
         const double* p = s->block.p;
         const double* y = s->block.y;
         double block[3 * MOMENT_TERMS];
-        if (moment_sums(p, y, s->ce, block)) {
+        if (moment_sums(p, y, s->ce, block, s->bad)) {
             for (int64_t i = 0; i < m; ++i) {  // the terms out of range, one by one
+                if (s->bad[i] == 0.0) continue;
                 const double ce = s->ce[i], e = p[i] - y[i], e2 = e * e;
                 const double cece = ce * ce, cey = ce * y[i], fourth = e2 * e2,
                              uppp = p[i] * p[i] * p[i];
