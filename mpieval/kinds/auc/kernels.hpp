@@ -64,6 +64,23 @@ MPIEVAL_INLINE void keep_in_range(Lanes<BYTES>& v, Mask<BYTES>& ok) {
     v = here ? v : Lanes<BYTES>{};
 }
 
+// v in Split's three parts, hi, mid and lo (exactly v's sum: exact::Split).
+template <class Split, int BYTES>
+MPIEVAL_INLINE void three_parts(const Lanes<BYTES>& v, Lanes<BYTES> (&part)[3]) {
+    part[0] = (v + Split::C) - Split::C;
+    const Lanes<BYTES> rest = v - part[0];
+    part[1] = (rest + Split::C2) - Split::C2;
+    part[2] = rest - part[1];
+}
+
+// v's three parts (three_parts) added to the lanes sum[0 .. 2].
+template <class Split, int BYTES>
+MPIEVAL_INLINE void add_three(Lanes<BYTES>* sum, const Lanes<BYTES>& v) {
+    Lanes<BYTES> part[3];
+    three_parts<Split, BYTES>(v, part);
+    for (int k = 0; k < 3; ++k) sum[k] += part[k];
+}
+
 // Each of `count` vectors of partial sums added across its lanes into block[k] (exact: the
 // lanes hold parts of one split, whole multiples of its grid); whether a lane of `ok` was
 // cleared (a value out of its split's range).
@@ -107,18 +124,13 @@ MPIEVAL_INLINE bool block_sums_loop(const double* __restrict pred,
         const V p_hi = (p + PredSplit::C) - PredSplit::C;
         const V p_rest = p - p_hi;
         const V q_hi = (q + PredSplit::C) - PredSplit::C;
-        const V l_hi = (l + LossSplit::C) - LossSplit::C;
-        const V l_rest = l - l_hi;
-        const V l_mid = (l_rest + LossSplit::C2) - LossSplit::C2;
         lanes[BLOCK_PRED] += p_hi;
         lanes[BLOCK_PRED + 1] += p_rest;
         lanes[BLOCK_LABEL_PRED] += p_hi * y;
         lanes[BLOCK_LABEL_PRED + 1] += p_rest * y;
         lanes[BLOCK_PRED_SQ] += q_hi;
         lanes[BLOCK_PRED_SQ + 1] += q - q_hi;
-        lanes[BLOCK_LOGLOSS] += l_hi;
-        lanes[BLOCK_LOGLOSS + 1] += l_mid;
-        lanes[BLOCK_LOGLOSS + 2] += l_rest - l_mid;
+        add_three<LossSplit, BYTES>(lanes + BLOCK_LOGLOSS, l);
     }
     return lane_totals<BYTES>(lanes, BLOCK_SUMS, ok, block);
 }
@@ -425,17 +437,6 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
 using SquareLossSplit = exact::Split<11, 32, 3>;
 using PowerSplit = exact::Split<1, 42, 3>;
 
-// v's three parts (Split's hi, mid and lo) added to the lanes sum[0 .. 2].
-template <class Split, int BYTES>
-MPIEVAL_INLINE void add_three(Lanes<BYTES>* sum, const Lanes<BYTES>& v) {
-    const Lanes<BYTES> hi = (v + Split::C) - Split::C;
-    const Lanes<BYTES> rest = v - hi;
-    const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
-    sum[0] += hi;
-    sum[1] += mid;
-    sum[2] += rest - mid;
-}
-
 // The moments' terms of a row, in moments_binary's order, each a float64 product of the
 // row's own values (the same operations in the lanes and one row at a time).
 enum { MOMENT_CECE, MOMENT_CEY, MOMENT_FOURTH, MOMENT_UPPP, MOMENT_TERMS };
@@ -562,7 +563,6 @@ void moments_binary(const P* pred, const L* label, int64_t n, double* moments,
 // (a pred below 2**-34, a logloss below 2**-73, ...) is added to the accumulators on its
 // own.
 
-
 // A row's split values, what it adds to its slice's partial sums (zero where a value is
 // out of its split's range), in this order: pred's two parts for a negative row, for a
 // positive one (the other label's 0), pred^2's two parts, logloss's three parts for a
@@ -654,15 +654,12 @@ MPIEVAL_INLINE void store_column(double* __restrict split, int column, const Lan
     for (int j = 0; j < BYTES / 8; ++j) split[j * SPLIT_WIDTH + column] = lanes[j];
 }
 
-// v in three parts (Split's hi, mid and lo) into columns column .. column + 2.
+// v's three parts (three_parts) into columns column .. column + 2.
 template <class Split, int BYTES>
 MPIEVAL_INLINE void store_three(double* __restrict split, int column, const Lanes<BYTES>& v) {
-    const Lanes<BYTES> hi = (v + Split::C) - Split::C;
-    const Lanes<BYTES> rest = v - hi;
-    const Lanes<BYTES> mid = (rest + Split::C2) - Split::C2;
-    store_column<BYTES>(split, column, hi);
-    store_column<BYTES>(split, column + 1, mid);
-    store_column<BYTES>(split, column + 2, rest - mid);
+    Lanes<BYTES> part[3];
+    three_parts<Split, BYTES>(v, part);
+    for (int k = 0; k < 3; ++k) store_column<BYTES>(split, column + k, part[k]);
 }
 
 // The split values of a block's rows (from p, y and their logloss ce, as float64) into
