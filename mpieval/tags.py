@@ -110,6 +110,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def whole_ints(x: np.ndarray) -> list[int]:
+    """``int`` of each element of ``x`` (whole numbers: a per-tag block's counts), in one
+    conversion when they fit int64 (many tags: no Python call a tag)."""
+    if len(x) and np.abs(x).max() < 2.0**63:
+        whole: list[int] = x.astype(np.int64).tolist()
+        return whole
+    return [int(v) for v in x.tolist()]
+
+
 def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
     """Of ``(rank, text, mask)``, a reason and the blocks it holds for (a mask over the
     blocks), those that hold for some block: ``(text, blocks)``, by their first block,

@@ -63,6 +63,7 @@ from mpieval.tags import (
     grouped_reasons_text,
     held_reasons,
     reasons_text,
+    whole_ints,
 )
 from mpieval.user_rows import UserRowsMetric
 from mpieval.validation import as_vector, check_finite, check_lengths
@@ -332,15 +333,15 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
                 total, valid, s[f"{name}_sq_sum"], total, valid), valid)
     mean_rows = zip(*(means[name].tolist() for name in names), strict=True)
     stderr_rows = zip(*(stderr[name].tolist() for name in names), strict=True)
-    le_rows = zip(*(_ints(s[f"users_le_{cutoff}"]) for cutoff in k), strict=True)
+    le_rows = zip(*(whole_ints(s[f"users_le_{cutoff}"]) for cutoff in k), strict=True)
     with gc_paused():  # many tags: a block's dicts are no cycles to look for
         blocks = [
             _block((tag, k, dict(zip(names, mean_row, strict=True)), n_valid, n_users,
                     n_rows, dict(zip(names, stderr_row, strict=True)), None,
                     dict(zip(k, le_row, strict=True))))
             for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
-                tags, mean_rows, _ints(valid), _ints(s["users"]), _ints(rows), stderr_rows,
-                le_rows, strict=True)
+                tags, mean_rows, whole_ints(valid), whole_ints(s["users"]), whole_ints(rows),
+                stderr_rows, le_rows, strict=True)
         ]
     some = (rows != 0) & (valid != 0)
     reasons: list[tuple[int, str, np.ndarray]] = [
@@ -357,14 +358,6 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
-
-
-def _ints(x: np.ndarray) -> list[int]:
-    """``int`` of each element (whole numbers), at once."""
-    if len(x) and np.abs(x).max() < 2.0**63:
-        whole: list[int] = x.astype(np.int64).tolist()
-        return whole
-    return [int(v) for v in x.tolist()]
 
 
 def _block(values: tuple[Any, ...]) -> RankingBlock:

@@ -42,7 +42,7 @@ from mpieval.kinds.wuauc.kernels import (
     MOMENT_FIELDS,
     USER_SUM_FIELDS,
 )
-from mpieval.tags import TagBlocks, block_of, gc_paused, held_reasons
+from mpieval.tags import TagBlocks, block_of, gc_paused, held_reasons, whole_ints
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
@@ -342,8 +342,8 @@ def blocks_from_sums(tags: list[str], sums: np.ndarray
             for (tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, click_wuauc,
                  n_users, n_rows, n_valid, n_valid_rows, n_valid_clicks, stderr_row,
                  effective_row) in zip(
-                tags, *(column.tolist() for column in columns), _ints(users), _counts(rows),
-                _ints(valid), _counts(valid_rows), _counts(s["valid_clicks"]), stderr_rows,
+                tags, *(column.tolist() for column in columns), whole_ints(users), _counts(rows),
+                whole_ints(valid), _counts(valid_rows), _counts(s["valid_clicks"]), stderr_rows,
                 effective_rows, strict=True)
         ]
     # the reasons, each with its rank among a block's reasons (block_from_sums' order)
@@ -578,14 +578,6 @@ def _weights(s: dict[str, float], name: str) -> tuple[float, float, float]:
 def _count(x: float) -> int | float:
     """A count: whole (an int), or with weights a sum of weights, kept as it is."""
     return int(x) if x.is_integer() and abs(x) < 2.0**53 else x
-
-
-def _ints(x: np.ndarray) -> list[int]:
-    """``int`` of each element (whole numbers)."""
-    if len(x) and np.abs(x).max() < 2.0**63:
-        whole: list[int] = x.astype(np.int64).tolist()
-        return whole
-    return [int(v) for v in x.tolist()]
 
 
 def _counts(x: np.ndarray) -> list[int | float]:
