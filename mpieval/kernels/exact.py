@@ -56,6 +56,17 @@ def accumulator(*shape: int) -> np.ndarray:
     return np.zeros((*shape, DIGITS), dtype=np.float64)
 
 
+def widened(window: np.ndarray, first: int) -> np.ndarray:
+    """Accumulators with every digit from ``window``, the digits ``first ..`` of each
+    (sums made in a window of digits: many tags), normalized: a window's top digit holds
+    its sign, which normalizing carries to the same digits as a sum made with all of
+    them."""
+    whole = accumulator(*window.shape[:-1])
+    whole[..., first: first + window.shape[-1]] = window
+    normalize(whole)
+    return whole
+
+
 def exact_sum(values: np.ndarray) -> np.ndarray:
     """A new accumulator holding the exact sum of ``values`` (any float dtype)."""
     acc = accumulator()

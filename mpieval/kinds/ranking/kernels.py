@@ -112,11 +112,8 @@ def user_sums(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
     ``keys``: uint64 user keys, every row of a user present; ``pred`` and ``label`` floats
     (labels finite and >= 0); ``tag``: each row's tag index, ``n_tags`` (or more) for a row
     without a tag, or None (no tags); ``compare``: model B's preds of the rows, or None."""
-    sums, first = user_sums_window(keys, pred, label, tag, n_tags, cutoffs, gain, compare)
-    whole = exact.accumulator(*sums.shape[:-1])
-    whole[..., first: first + sums.shape[-1]] = sums
-    exact.normalize(whole)  # a window's top digit holds its sign: the same digits as 68
-    return whole
+    return exact.widened(*user_sums_window(keys, pred, label, tag, n_tags, cutoffs, gain,
+                                           compare))
 
 
 WINDOW = (28, 11)

@@ -162,12 +162,7 @@ def user_auc_parts(
     """:func:`user_auc_windows`' parts with every digit (``DIGITS``)."""
     parts, firsts, collision = user_auc_windows(keys, checks, pred, label, tag, n_tags,
                                                 compare=compare, weight=weight)
-    full = []
-    for part, first in zip(parts, firsts, strict=True):
-        whole = exact.accumulator(*part.shape[:-1])
-        whole[..., first: first + part.shape[-1]] = part
-        exact.normalize(whole)  # a window's top digit holds its sign: the same digits
-        full.append(whole)
+    full = [exact.widened(part, first) for part, first in zip(parts, firsts, strict=True)]
     return full, collision
 
 
