@@ -1,6 +1,8 @@
-// The continued fraction of the regularized incomplete beta function (mpieval/kernels/
-// stats.py's _beta_fraction, whose every operation this repeats in the same order: the
-// same bits; the build contracts no a * b + c into a fused multiply-add).
+// The continued fraction of the regularized incomplete beta function (modified Lentz, as
+// Numerical Recipes' betacf), for mpieval/kernels/stats.py's incomplete_beta: every
+// operation of the Python it replaced, in the same order, so the same bits (that Python
+// is tests/test_beta_fraction.py's reference; the build contracts no a * b + c into a
+// fused multiply-add).
 #pragma once
 
 #include <cmath>
