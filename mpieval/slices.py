@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError
+from mpieval.kernels.codes import lookup_counted
 from mpieval.kernels.stats import bh_q_values
 from mpieval.logline import json_number
 from mpieval.metric import (
@@ -326,14 +327,13 @@ class SlicedMetric(Metric):
     def _update_stacked(self, coded: list[tuple[list[Key], np.ndarray]],
                         batch: dict[str, np.ndarray | None], rows: int) -> None:
         """Count the base's validated rows into the stacked slices: each row's slice of
-        every dimension as a row of the stacked states (new slices get a row of zeros),
-        then the kind's pass over every slice at once, or, where it has none for these
-        rows, its count of each slice's rows."""
+        every dimension as a row of the stacked states (new slices get a row of zeros:
+        every slice of ``coded`` has rows, :meth:`_codes`), then the kind's pass over
+        every slice at once, or, where it has none for these rows, its count of each
+        slice's rows."""
         assert self._stacked is not None and self._finisher is not None
-        seen = [np.bincount(local, minlength=len(keys)).tolist() for keys, local in coded]
-        new = [[key for key, count in zip(keys, rows_of, strict=True)
-                if count and key not in index]
-               for (keys, _), rows_of, index in zip(coded, seen, self._row_of, strict=True)]
+        new = [[key for key in keys if key not in index]
+               for (keys, _), index in zip(coded, self._row_of, strict=True)]
         first = self._stacked.append(sum(len(keys) for keys in new))  # grown once a batch
         for keys, index in zip(new, self._row_of, strict=True):
             index.update(zip(keys, range(first, first + len(keys)), strict=True))
@@ -341,12 +341,12 @@ class SlicedMetric(Metric):
         codes = np.empty((len(self.dimensions), rows), dtype=np.int32)
         for dimension, (keys, local) in enumerate(coded):
             index, counts = self._row_of[dimension], self._rows[dimension]
-            stacked = np.zeros(len(keys), dtype=np.int32)
-            for number, (key, count) in enumerate(zip(keys, seen[dimension], strict=True)):
+            seen = np.zeros(len(keys), dtype=np.int64)
+            lookup_counted(local, np.array([index[key] for key in keys], dtype=np.int32),
+                           codes[dimension], seen)
+            for key, count in zip(keys, seen.tolist(), strict=True):
                 if count:
-                    stacked[number] = index[key]
                     counts[key] = counts.get(key, 0) + count
-            np.take(stacked, local, out=codes[dimension])
         if self._finisher._accumulate_slices(self._stacked, codes, **batch):
             return
         for dimension in range(len(self.dimensions)):
@@ -377,8 +377,8 @@ class SlicedMetric(Metric):
 
     def _codes(self, dimension: tuple[str, ...], slices: Mapping[str, Any], rows: int
                ) -> tuple[list[Key], np.ndarray]:
-        """The slices of a batch in one dimension: their values and each row's slice
-        among them (an index, int64)."""
+        """The slices of a batch in one dimension: their values, each of which some row
+        has, and each row's slice among them (an index: an array of integers)."""
         distinct, inverse = [], []
         for column in dimension:
             if column not in slices:
@@ -386,9 +386,10 @@ class SlicedMetric(Metric):
             values, codes = _slice_values(column, slices[column], rows,
                                           self._checked.setdefault(column, set()))
             distinct.append(values)
-            inverse.append(codes.astype(np.int64, copy=False))
+            inverse.append(codes)
         if len(dimension) == 1:
             return [(value,) for value in distinct[0]], inverse[0]
+        inverse = [codes.astype(np.int64, copy=False) for codes in inverse]
         width = len(distinct[1])
         pair = inverse[0] * width + inverse[1]
         if len(distinct[0]) * width <= _DENSE_PAIRS:  # the pairs seen, without a sort

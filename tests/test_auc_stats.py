@@ -712,6 +712,34 @@ def test_new_standard_errors_equal_the_row_oracle(rng, weights):
         oracle_stats.average_precision_without_self(score, label, weight), rel=1e-12)
 
 
+@pytest.mark.parametrize("rows", [2, 3, 5, 8, 40, 400])
+def test_the_auprc_stderr_is_computed_when_read_and_its_null_rule_holds(rng, rows):
+    """A small table's AUPRC standard error waits to be read (a run that writes only
+    log lines, a slice's, skips it); the warnings' rule that does not read it (under
+    frequency weights, null exactly where the classes are too small or AP is 0 or 1) gives
+    what reading it gives."""
+    seen_lazy = 0
+    for _ in range(40):
+        pred = rng.choice([0.05, 0.3, 0.3, 0.7, 0.95], rows)
+        label = (rng.random(rows) < rng.random()).astype(np.int8)
+        metric = AucMetric(table_size=20, comm=Comm.local())
+        metric.update(pred, label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            result = metric.compute()
+        assert result.auprc_terms is not None
+        enough = min(result.class_sizes) >= stats.MIN_CLASS
+        ruled_null = not enough or not 0 < result.auprc < 1
+        if not ruled_null:  # (a null one's warning may read it)
+            assert result.auprc_terms._computed is None
+            seen_lazy += 1
+        stderr = result.stderr["auprc"]
+        assert result.auprc_terms._computed is not None
+        assert ruled_null == (not enough or not stderr > 0 or not 0 < result.auprc < 1)
+        assert math.isnan(stderr) == math.isnan(result.auprc)
+    assert seen_lazy > 0 or rows < 2 * stats.MIN_CLASS
+
+
 def test_new_intervals_from_their_standard_errors(rng):
     """``logloss``, ``ne``, ``mae``: Wald, cut at 0; ``rmse``: the root of the MSE's Wald
     interval; ``auprc``: logit scale, Student's t of min(P, N) - 1; ``bucket_error``:

@@ -130,3 +130,25 @@ def test_remap_is_numpys_lookup(lookup, picks) -> None:
 def test_a_code_past_the_lookup_is_an_error() -> None:
     with pytest.raises(IndexError):
         kernels.remap(np.array([0, 3], np.uint16), np.array([1, 2, 3], np.uint16))
+
+
+@given(st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=40),
+       st.lists(st.integers(0, 10**6), max_size=300),
+       st.sampled_from([np.uint16, np.int64, np.int32, np.uint8]))
+def test_lookup_counted_is_numpys_lookup_and_bincount(lookup, picks, dtype) -> None:
+    size = min(len(lookup), int(np.iinfo(dtype).max) + 1)
+    table = np.array(lookup[:size], dtype=np.int32)
+    codes = np.array([p % size for p in picks], dtype=dtype)
+    out = np.full(len(codes), -1, dtype=np.int32)
+    counts = np.arange(size, dtype=np.int64)  # added to
+    kernels.lookup_counted(codes, table, out, counts)
+    assert out.tolist() == [lookup[c] for c in codes.tolist()]
+    assert counts.tolist() == (np.arange(size) + np.bincount(codes.astype(np.int64),
+                                                             minlength=size)).tolist()
+
+
+@pytest.mark.parametrize("codes", [[0, 3], [2, -1]])
+def test_lookup_counted_refuses_a_code_outside_the_lookup(codes) -> None:
+    with pytest.raises(IndexError, match=f"code {codes[1]} \\(row 1\\)"):
+        kernels.lookup_counted(np.array(codes, np.int64), np.array([1, 2, 3], np.int32),
+                               np.empty(2, np.int32), np.zeros(3, np.int64))

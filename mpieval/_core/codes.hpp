@@ -1,6 +1,7 @@
 // Coding of a column of a few distinct byte strings (a tag column; see
 // mpieval/kernels/codes.py): each row's code in order of first appearance, in one pass
-// over an Arrow string array's buffers, and the remap of small codes through a lookup.
+// over an Arrow string array's buffers, the remap of small codes through a lookup, and
+// codes looked up and counted in one pass (a batch's slices: mpieval/slices.py).
 #pragma once
 
 #include <cstdint>
@@ -130,6 +131,21 @@ inline int64_t remap(const uint16_t* codes, int64_t n, const uint16_t* lookup, i
     for (int64_t i = 0; i < n; ++i) {
         if (codes[i] >= size) return i;
         out[i] = lookup[codes[i]];
+    }
+    return -1;
+}
+
+// out[i] = lookup[codes[i]] and counts[codes[i]] += 1 (lookup and counts hold `size`
+// entries; codes of any integer type). Returns the first i whose code is outside [0, size)
+// (out and counts then hold only part of the answer), or -1.
+template <class C>
+int64_t lookup_counted(const C* codes, int64_t n, const int32_t* lookup, int64_t size,
+                       int32_t* out, int64_t* counts) {
+    for (int64_t i = 0; i < n; ++i) {
+        const C code = codes[i];
+        if (!(code >= 0 && int64_t(code) < size)) return i;  // (unsigned: >= 0 always)
+        out[i] = lookup[int64_t(code)];
+        ++counts[int64_t(code)];
     }
     return -1;
 }

@@ -282,6 +282,22 @@ void bind_codes(nb::module_ m) {
         Release r;
         return codes::remap(c, n, l, size, o);
     }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert());
+    m.def("lookup_counted", [](In codes_, In lookup, Out out, Out counts) {
+        const int32_t* l = as<int32_t>(lookup, "lookup");
+        int32_t* o = as<int32_t>(out, "out");
+        int64_t* k = as<int64_t>(counts, "counts");
+        const int64_t n = length(codes_), size = length(lookup);
+        if (length(out) != n || length(counts) != size)
+            throw nb::value_error("mpieval._core: lookup_counted's out must be as long as "
+                                  "codes, counts as lookup");
+        int64_t bad = -1;
+        dispatch(codes_, [&](auto* c) {
+            Release r;
+            bad = codes::lookup_counted(c, n, l, size, o, k);
+        }, Indexes{});
+        return bad;
+    }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert(),
+       nb::arg("counts").noconvert());
 }
 
 void bind_moves(nb::module_ m) {

@@ -1,5 +1,6 @@
-"""Kernels of columns of a few distinct values (tags): codes in order of first appearance,
-and the remap of small codes, compiled (``mpieval/_core/codes.hpp``).
+"""Kernels of columns of a few distinct values (tags, slices): codes in order of first
+appearance, the remap of small codes, and codes looked up and counted, compiled
+(``mpieval/_core/codes.hpp``).
 
 Pure: arrays in, arrays out, no MPI, no I/O.
 """
@@ -50,3 +51,17 @@ def remap(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray | None = None
         raise IndexError(f"code {int(codes[bad])} (row {bad}) is past the {len(lookup)} "
                          "entries of the lookup")
     return out
+
+
+def lookup_counted(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray,
+                   counts: np.ndarray) -> None:
+    """``out[:] = lookup[codes]`` (int32) and ``counts`` (int64, as long as ``lookup``)
+    increased by ``np.bincount(codes)``, in one pass over integer ``codes`` of any
+    dtype (numpy's would first copy them as intp, then pass over them twice). A code
+    outside ``lookup`` is an IndexError, as numpy's."""
+    codes = np.ascontiguousarray(codes)
+    lookup = np.ascontiguousarray(lookup, dtype=np.int32)
+    bad = _core.codes.lookup_counted(codes, lookup, out, counts)
+    if bad >= 0:
+        raise IndexError(f"code {int(codes[bad])} (row {bad}) is outside the {len(lookup)} "
+                         "entries of the lookup")

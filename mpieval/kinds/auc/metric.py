@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -261,7 +261,8 @@ class AucResult:
     the log line's ``num=%d`` rounds a fractional weight sum, JSON keeps it whole);
     NaN marks an undefined value.
 
-    ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined);
+    ``stderr`` holds the standard errors of ``INTERVAL_FIELDS`` (NaN where undefined; a
+    :class:`Stderrs` in a computed result, whose ``auprc`` is computed when first read);
     :meth:`ci` turns them into intervals at any level, ``to_dict`` writes the 95% ones
     as ``ci95``. ``weights``: how the intervals read the weights (``"frequency"`` or
     ``"importance"``); under importance, ``effective`` holds the classes' effective
@@ -290,7 +291,7 @@ class AucResult:
     ne: float = math.nan
     auprc: float = math.nan
     auc_tie_bound: float = math.nan
-    stderr: dict[str, float] = field(default_factory=dict)
+    stderr: Mapping[str, float] = field(default_factory=dict)
     ece_spread: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     effective: importance.Effective | None = None
     compare: AucComparison | None = None
@@ -582,8 +583,9 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         # studentized ratio's skew is not the preds' (Wald covered 94-95% there)
         stderr["predicted_ctr_skewness"] = (_skewness(moment_sums, predicted)
                                             if squares is None else 0.0)
-        stderr.update(_auprc_stderr(filled, auprc, factors))
         auprc_terms = AuprcTerms(filled, auprc, factors)
+        if squares is not None:  # computed now: _null_interval_reasons reads it
+            auprc_terms.stderr()
         ece_spread = _ece_spread(filled, factors)
     return AucResult(
         auc=auc,
@@ -602,7 +604,7 @@ def values_from_table(table: np.ndarray, sums: np.ndarray, reasons: list[str],
         ne=ne,
         auprc=auprc,
         auc_tie_bound=tie_bound,
-        stderr=stderr,
+        stderr=Stderrs(stderr, auprc_terms),
         ece_spread=ece_spread,
         effective=effective,
         figures=AucFigures(filled),
@@ -670,49 +672,80 @@ def _spread(*terms: float) -> float:
     return math.sqrt(total)
 
 
-def _auprc_stderr(filled: kernels.FilledBuckets, auprc: float,
-                  factors: tuple[float, float]) -> dict[str, float]:
-    """``auprc``: the AUPRC's delta-method standard error
-    (:func:`mpieval.kinds.auc.influence.auprc`), at least the binomial one (what its
-    interval reads beside it: :class:`AuprcTerms`). NaN without positives."""
-    spread = None if math.isnan(auprc) else influence.auprc(filled, auprc)
-    if spread is None:
-        return {"auprc": math.nan}
-    positives = float(filled.positives.sum())
-    floor = auprc * (1 - auprc) / (positives * (positives / (factors[0] * positives)))
-    return {"auprc": math.sqrt(max(spread.variance(filled, factors), floor))}
-
-
 class AuprcTerms:
-    """What the AUPRC's interval reads beside its standard error, computed once, when
+    """The AUPRC's standard error and what its interval reads beside it, computed once, when
     first read (by :meth:`AucResult.ci`: a run that writes only log lines, a slice's, skips
-    them), from the filled buckets: ``terms``, the effective number of rows behind the
-    spread (:meth:`mpieval.kinds.auc.influence.Influence.terms`: the t's degrees of
-    freedom), and ``without_self``, the AP with each positive's own weight left out of
-    its precision (:func:`mpieval.kinds.auc.influence.auprc_without_self`: the
-    estimate's upward bias at few positives); NaN without positives. A table of more than
-    :data:`LAZY_FIGURES_BUCKETS` filled buckets has them computed at once."""
+    them), from the filled buckets:
+
+    - ``stderr``: the delta-method standard error
+      (:func:`mpieval.kinds.auc.influence.auprc`), at least the binomial one,
+      ``sqrt(AP (1 - AP) / P)`` (``P`` the positives, or under importance weights their
+      effective number);
+    - ``terms``: the effective number of rows behind the spread
+      (:meth:`mpieval.kinds.auc.influence.Influence.terms`: the t's degrees of freedom);
+    - ``without_self``: the AP with each positive's own weight left out of its precision
+      (:func:`mpieval.kinds.auc.influence.auprc_without_self`: the estimate's upward bias
+      at few positives).
+
+    NaN without positives. A table of more than :data:`LAZY_FIGURES_BUCKETS` filled
+    buckets has them computed at once."""
 
     def __init__(self, filled: kernels.FilledBuckets, auprc: float,
                  factors: tuple[float, float]) -> None:
         self._filled: kernels.FilledBuckets | None = filled
         self._auprc = auprc
         self._factors = factors
-        self._computed: tuple[float, float] | None = None
+        self._computed: tuple[float, float, float] | None = None
         if len(filled.index) > LAZY_FIGURES_BUCKETS:
-            self.values()
+            self.stderr()
+
+    def stderr(self) -> float:
+        return self._values()[0]
 
     def values(self) -> tuple[float, float]:
         """``(terms, without_self)``."""
+        return self._values()[1:]
+
+    def _values(self) -> tuple[float, float, float]:
         if self._computed is None:
-            filled, factors = self._filled, self._factors
+            filled, factors, auprc = self._filled, self._factors, self._auprc
             assert filled is not None  # kept until computed
-            spread = None if math.isnan(self._auprc) else influence.auprc(filled, self._auprc)
-            self._computed = ((math.nan, math.nan) if spread is None else (
-                spread.terms(filled, factors),
-                influence.auprc_without_self(filled, factors[0])))
+            spread = None if math.isnan(auprc) else influence.auprc(filled, auprc)
+            if spread is None:
+                self._computed = (math.nan, math.nan, math.nan)
+            else:
+                positives = float(filled.positives.sum())
+                floor = auprc * (1 - auprc) / (positives * (positives
+                                                            / (factors[0] * positives)))
+                variance, terms = spread.variance_and_terms(filled, factors)
+                self._computed = (math.sqrt(max(variance, floor)), terms,
+                                  influence.auprc_without_self(filled, factors[0]))
             self._filled = None
         return self._computed
+
+
+class Stderrs(Mapping[str, float]):
+    """:attr:`AucResult.stderr`: the standard errors from the sums (``known``) and the
+    AUPRC's (``auprc``), read from ``terms`` (:class:`AuprcTerms`) when first asked for."""
+
+    def __init__(self, known: dict[str, float], terms: AuprcTerms | None) -> None:
+        self._known = known
+        self._terms = terms
+
+    def __getitem__(self, name: str) -> float:
+        if name == "auprc":
+            return math.nan if self._terms is None else self._terms.stderr()
+        return self._known[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._known
+        yield "auprc"
+
+    def __len__(self) -> int:
+        return len(self._known) + 1
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
@@ -748,8 +781,11 @@ def _null_interval_reasons(result: AucResult, reasons: list[str]) -> None:
     null = {name: not result.stderr.get(name, math.nan) > 0 for name in ("logloss", "ne",
                                                                          "mae")}
     null["rmse"] = not result.stderr.get("mse", math.nan) > 0
-    null["auprc"] = (not enough or not result.stderr.get("auprc", math.nan) > 0
-                     or not 0 < result.auprc < 1)
+    # under frequency weights the AUPRC's standard error is at least sqrt(AP (1 - AP) / P)
+    # (AuprcTerms), more than 0 inside (0, 1): not computed here (nor in a run without JSON)
+    null["auprc"] = (not enough or not 0 < result.auprc < 1
+                     or (result.weights != "frequency"
+                         and not result.stderr.get("auprc", math.nan) > 0))
     null["ece"] = not any(s > 0 for part in result.ece_spread for s in part)
     for name in _NEW_INTERVALS:
         defined = result.num > 0 if name == "ece" else not math.isnan(getattr(result, name))
