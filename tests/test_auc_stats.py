@@ -20,7 +20,7 @@ from sklearn.metrics import (
 
 from mpieval import AucMetric, Comm, UndefinedMetricWarning
 from mpieval.kernels import stats
-from mpieval.kinds.auc import delong, kernels
+from mpieval.kinds.auc import delong, influence, kernels
 
 
 def compute(pred, label, table_size=1000, weight=None, soft=False):
@@ -950,3 +950,59 @@ def test_new_intervals_and_paired_tests_by_simulation(monkeypatch, ctr):
     for keep in (None, 0.1):
         for name, share in sim.paired_null_rejection(rng, 300, 1000, ctr, keep=keep).items():
             assert share <= 0.085, (keep, name, share)
+
+
+def _calibration_spread_numpy(filled, factors):
+    """The ECE groups' gaps and standard errors as numpy computes them (the form the
+    compiled kernels.calibration_spread follows operation by operation)."""
+    pos, neg = filled.positives, filled.negatives
+    rows = pos + neg
+    total = float(rows.sum())
+    points, count = kernels.CURVE_POINTS, kernels.CALIBRATION_GROUPS
+    below = np.concatenate([[0.0], np.cumsum(rows)[:-1]])
+    bins = np.minimum((below * float(points) / total).astype(np.int64), points - 1)
+    bin_rows = np.bincount(bins, weights=rows, minlength=points)
+    used = np.flatnonzero(bin_rows > 0)
+    bin_group = np.zeros(points, dtype=np.int64)
+    running = np.zeros(len(used))
+    np.cumsum(bin_rows[used][:-1], out=running[1:])
+    index = np.minimum((running * float(count) / total).astype(np.int64), count - 1)
+    new_group = np.ones(len(used), dtype=np.int64)
+    new_group[1:] = index[1:] != index[:-1]
+    bin_group[used] = np.cumsum(new_group) - 1
+    groups = int(new_group.sum())
+    of_bucket = bin_group[bins]
+    mid = (filled.index + 0.5) / filled.table_size
+    f1, f0 = factors
+    gap_sum = np.bincount(of_bucket, weights=rows * mid - pos, minlength=groups)
+    gaps = gap_sum / total
+    v_sq = np.bincount(of_bucket, weights=f0 * neg * mid**2 + f1 * pos * (1 - mid) ** 2,
+                       minlength=groups)
+    v_lin = np.bincount(of_bucket, weights=f0 * neg * mid - f1 * pos * (1 - mid),
+                        minlength=groups)
+    v_all = f1 * float(pos.sum()) + f0 * float(neg.sum())
+    spread = np.maximum(v_sq - 2 * gaps * v_lin + gaps**2 * v_all, 0.0)
+    return of_bucket, gaps, np.sqrt(spread) / total
+
+
+@pytest.mark.parametrize("size", [1, 7, 50, 3000, 200_000])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_compiled_ece_spread_is_its_numpy_form_bit_for_bit(rng, size, weighted):
+    for _ in range(5):
+        rows = int(rng.integers(1, 5 * size + 2))
+        bucket = np.minimum((rng.beta(2, 6, rows) * size).astype(np.int64), size - 1)
+        label = rng.random(rows) < rng.random()
+        weight = rng.lognormal(0, 1.5, rows) if weighted else np.ones(rows)
+        table = np.zeros((2, size))
+        np.add.at(table, (label.astype(np.int64), bucket), weight)
+        filled = kernels.FilledBuckets.of(table[0], table[1])
+        factors = (float(rng.uniform(0.5, 3)), float(rng.uniform(0.5, 3))) if weighted \
+            else (1.0, 1.0)
+        got = influence.calibration_spread(filled, factors)
+        assert got is not None
+        want = _calibration_spread_numpy(filled, factors)
+        for got_part, want_part in zip((got.group, got.gaps, got.stderrs), want, strict=True):
+            assert got_part.dtype == want_part.dtype
+            assert got_part.tobytes() == want_part.tobytes()
+    empty = kernels.FilledBuckets.of(np.zeros(size), np.zeros(size))
+    assert influence.calibration_spread(empty, (1.0, 1.0)) is None

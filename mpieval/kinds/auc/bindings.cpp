@@ -148,6 +148,30 @@ void bind_auc(nb::module_ m) {
        nb::arg("positives").noconvert(), nb::arg("size"), nb::arg("points"),
        nb::arg("bins").noconvert());
 
+    m.def("calibration_spread", [](In filled, In negatives, In positives, int64_t size,
+                                   int64_t points, int64_t count, double total, double v_all,
+                                   double f1, double f0, Out group, Out gap_sum,
+                                   Out stderrs) {
+        const int64_t* f = as<int64_t>(filled, "filled");
+        const double* neg = as<double>(negatives, "negatives");
+        const double* pos = as<double>(positives, "positives");
+        int64_t* g = as<int64_t>(group, "group");
+        double* gaps = as<double>(gap_sum, "gap_sum");
+        double* se = as<double>(stderrs, "stderrs");
+        const int64_t n = length(filled);
+        if (length(negatives) != n || length(positives) != n || length(group) != n ||
+            points < 1 || count < 1 || length(gap_sum) < count || length(stderrs) < count)
+            throw nb::value_error("mpieval._core: calibration_spread takes a weight and a group "
+                                  "a filled bucket, and room for count groups");
+        Release r;
+        return auc::calibration_spread(f, neg, pos, n, size, points, count, total, v_all, f1,
+                                       f0, g, gaps, se);
+    }, nb::arg("filled").noconvert(), nb::arg("negatives").noconvert(),
+       nb::arg("positives").noconvert(), nb::arg("size"), nb::arg("points"), nb::arg("count"),
+       nb::arg("total"), nb::arg("v_all"), nb::arg("f1"), nb::arg("f0"),
+       nb::arg("group").noconvert(), nb::arg("gap_sum").noconvert(),
+       nb::arg("stderrs").noconvert());
+
     m.def("delong", [](In negatives, In positives, double pos_units, double neg_units) {
         const double* neg = as<double>(negatives, "negatives");
         const double* pos = as<double>(positives, "positives");

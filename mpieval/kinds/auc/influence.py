@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -168,44 +169,39 @@ def calibration_gaps(filled: FilledBuckets, factors: tuple[float, float]
     """The ECE's groups and spreads (module docstring) from the filled buckets, in the
     groups of :func:`mpieval.kinds.auc.kernels.merge_calibration` over the bins of
     :func:`mpieval.kinds.auc.kernels.calibration`; None without rows."""
+    spread = calibration_spread(filled, factors)
+    if spread is None:
+        return None
+    ece = float(np.abs(spread.gap_sums).sum()) / spread.total
+    mid = (filled.index + 0.5) / filled.table_size
+    sign = np.sign(spread.gaps)[spread.group]
+    influence = Influence(filled.index, sign * (mid - 1) - ece, sign * mid - ece)
+    return CalibrationGaps(spread.group, spread.gaps, spread.stderrs, influence)
+
+
+class CalibrationSpread(NamedTuple):
+    """:class:`CalibrationGaps` without the influence, and the gaps' sums ``G_k`` and
+    their total weight ``W``."""
+
+    group: np.ndarray
+    gap_sums: np.ndarray
+    gaps: np.ndarray
+    stderrs: np.ndarray
+    total: float
+
+
+def calibration_spread(filled: FilledBuckets, factors: tuple[float, float]
+                       ) -> CalibrationSpread | None:
+    """:func:`calibration_gaps` without the influence (compiled:
+    :func:`mpieval.kinds.auc.kernels.calibration_spread`); None without rows."""
     pos, neg = filled.positives, filled.negatives
-    rows = pos + neg
-    total = float(rows.sum())
+    total = float((pos + neg).sum())
     if not total > 0:
         return None
-    points = kernels.CURVE_POINTS
-    below = np.concatenate([[0.0], np.cumsum(rows)[:-1]])
-    bins = np.minimum((below * float(points) / total).astype(np.int64), points - 1)
-    bin_rows = np.bincount(bins, weights=rows, minlength=points)
-    used = np.flatnonzero(bin_rows > 0)
-    bin_group = np.zeros(points, dtype=np.int64)
-    count = kernels.CALIBRATION_GROUPS
-    # merge_calibration's loop over the bins that hold rows, as arrays: each bin's rows
-    # before it (a cumulative sum adds in order: the loop's running sum), its group index
-    # min(int(running * count / total), count - 1), a new group where that index changes
-    running = np.zeros(len(used))
-    np.cumsum(bin_rows[used][:-1], out=running[1:])
-    index = np.minimum((running * float(count) / total).astype(np.int64), count - 1)
-    new_group = np.ones(len(used), dtype=np.int64)
-    new_group[1:] = index[1:] != index[:-1]
-    bin_group[used] = np.cumsum(new_group) - 1
-    groups = int(new_group.sum())
-    of_bucket = bin_group[bins]
-    mid = (filled.index + 0.5) / filled.table_size
     f1, f0 = factors
-    gap_sum = np.bincount(of_bucket, weights=rows * mid - pos, minlength=groups)
-    gaps = gap_sum / total
-    v_sq = np.bincount(of_bucket, weights=f0 * neg * mid**2 + f1 * pos * (1 - mid) ** 2,
-                       minlength=groups)
-    v_lin = np.bincount(of_bucket, weights=f0 * neg * mid - f1 * pos * (1 - mid),
-                        minlength=groups)
     v_all = f1 * float(pos.sum()) + f0 * float(neg.sum())
-    spread = np.maximum(v_sq - 2 * gaps * v_lin + gaps**2 * v_all, 0.0)
-    stderrs = np.sqrt(spread) / total
-    ece = float(np.abs(gap_sum).sum()) / total
-    sign = np.sign(gaps)[of_bucket]
-    influence = Influence(filled.index, sign * (mid - 1) - ece, sign * mid - ece)
-    return CalibrationGaps(of_bucket, gaps, stderrs, influence)
+    group, gap_sums, stderrs = kernels.calibration_spread(filled, factors, total, v_all)
+    return CalibrationSpread(group, gap_sums, gap_sums / total, stderrs, total)
 
 
 def paired_spread(bucket_a: np.ndarray, bucket_b: np.ndarray, positive: np.ndarray,

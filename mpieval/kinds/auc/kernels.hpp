@@ -432,6 +432,62 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
     return bins;
 }
 
+// The ECE's calibration groups and the spreads of their gaps (influence.calibration_gaps:
+// the same float64 operations in the same order, so the same bits as its numpy form):
+// the filled buckets (index `filled`, weights `negatives`, `positives`; `total` their
+// sum) go to `points` bins of about equal weight as `calibration` puts them, and the
+// bins that hold weight to at most `count` groups (merge_calibration). Writes each
+// bucket's group (`group`), each group's gap sum `sum w (m_b - y)` (`gap_sum`) and its
+// gap's standard error `sqrt(sum v (a - g)^2) / total` (`stderrs`, from f1 and f0, each
+// class's `sum v / sum w`, and `v_all`, `f1 P + f0 N`); returns the number of groups.
+inline int64_t calibration_spread(const int64_t* filled, const double* negatives,
+                                  const double* positives, int64_t n, int64_t size,
+                                  int64_t points, int64_t count, double total, double v_all,
+                                  double f1, double f0, int64_t* group, double* gap_sum,
+                                  double* stderrs) {
+    // each bucket's bin (in `group` for now) and the bins' weights
+    std::vector<double> bin_rows(size_t(points), 0.0);
+    double below = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double rows = positives[i] + negatives[i];
+        const int64_t bin = std::min(int64_t(below * double(points) / total), points - 1);
+        group[i] = bin;
+        bin_rows[size_t(bin)] += rows;
+        below += rows;
+    }
+    // each bin that holds weight: a new group where min(int(running * count / total),
+    // count - 1) changes, running the weight of the bins before it
+    std::vector<int64_t> bin_group(size_t(points), 0);
+    int64_t groups = 0, last = -1;
+    double running = 0.0;
+    for (int64_t k = 0; k < points; ++k) {
+        if (!(bin_rows[size_t(k)] > 0)) continue;
+        const int64_t index = std::min(int64_t(running * double(count) / total), count - 1);
+        if (groups == 0 || index != last) ++groups;
+        last = index;
+        bin_group[size_t(k)] = groups - 1;
+        running += bin_rows[size_t(k)];
+    }
+    std::vector<double> v_sq(size_t(groups), 0.0), v_lin(size_t(groups), 0.0);
+    std::fill(gap_sum, gap_sum + groups, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t g = bin_group[size_t(group[i])];
+        group[i] = g;
+        const double mid = (double(filled[i]) + 0.5) / double(size);
+        const double pos = positives[i], neg = negatives[i], rows = pos + neg;
+        const double rest = 1 - mid;
+        gap_sum[g] += rows * mid - pos;
+        v_sq[size_t(g)] += f0 * neg * (mid * mid) + f1 * pos * (rest * rest);
+        v_lin[size_t(g)] += f0 * neg * mid - f1 * pos * rest;
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+        const double gap = gap_sum[g] / total;
+        const double spread = v_sq[size_t(g)] - 2 * gap * v_lin[size_t(g)] + gap * gap * v_all;
+        stderrs[g] = std::sqrt(std::max(spread, 0.0)) / total;
+    }
+    return groups;
+}
+
 // The splits of the moments' terms: ce^2 in [2**-68, 2**11), (p - y)^4 and p^3 in
 // [2**-78, 2), each in three parts; ce y is the logloss of a positive row (LossSplit).
 using SquareLossSplit = exact::Split<11, 32, 3>;

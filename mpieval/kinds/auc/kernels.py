@@ -289,6 +289,23 @@ def calibration(filled: FilledBuckets, points: int = CURVE_POINTS) -> np.ndarray
     return bins[:count]
 
 
+def calibration_spread(filled: FilledBuckets, factors: tuple[float, float], total: float,
+                       v_all: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ECE's calibration groups (the bins of :func:`calibration` merged as
+    :func:`merge_calibration` merges them) in one compiled pass: each filled bucket's group
+    (int64), each group's gap sum ``sum w (m_b - y)`` and its gap's standard error
+    (:func:`mpieval.kinds.auc.influence.calibration_gaps`, whose numpy form it computes
+    with the same bits). ``total``: the buckets' weight (more than 0); ``factors``:
+    each class's ``sum v / sum w``; ``v_all``: ``f1 P + f0 N``."""
+    group = np.empty(len(filled.index), dtype=np.int64)
+    gap_sum = np.empty(CALIBRATION_GROUPS)
+    stderrs = np.empty(CALIBRATION_GROUPS)
+    groups = _core.auc.calibration_spread(
+        filled.index, filled.negatives, filled.positives, filled.table_size, CURVE_POINTS,
+        CALIBRATION_GROUPS, total, v_all, factors[0], factors[1], group, gap_sum, stderrs)
+    return group, gap_sum[:groups], stderrs[:groups]
+
+
 def pr_from_table(negatives: np.ndarray, positives: np.ndarray,
                   points: int = CURVE_POINTS) -> np.ndarray:
     """Precision-recall points, an array of rows ``[recall, precision]``, recall ascending:

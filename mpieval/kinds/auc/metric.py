@@ -752,7 +752,7 @@ def _ece_spread(filled: kernels.FilledBuckets, factors: tuple[float, float],
                 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The standard errors of the ECE's group gaps, split into those whose sign is known
     (:data:`mpieval.kernels.stats.SURE_GAP`) and the others."""
-    gaps = influence.calibration_gaps(filled, factors)
+    gaps = influence.calibration_spread(filled, factors)
     if gaps is None:
         return (), ()
     sure = np.abs(gaps.gaps) >= stats.SURE_GAP * gaps.stderrs
