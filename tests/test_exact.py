@@ -230,6 +230,51 @@ def test_the_binary_moments_are_exact_at_the_edges_of_their_float_sums(rng, avx2
     assert exact.to_float(sums[moments.V]) == n
 
 
+@pytest.mark.parametrize("avx2", [True, False])
+@pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [100, 1 << 16])  # tables cached or fetched ahead
+def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dtype, size):
+    """The compiled pass over every slice at once (accumulate_slices: each row's split
+    values made once, in the lanes of a vector and written row by row, then added to the
+    partial sums of its slice in each column) gives each slice the table, sums and moments
+    that the plain passes (accumulate, moments) give over its rows alone, bit for bit:
+    rows at every edge of the splits, two slice columns (one of 3 slices, one of 40), with
+    the AVX2 copy of the loops and with the baseline's."""
+    from mpieval import _core
+    from mpieval.kinds.auc import kernels as auc
+    from mpieval.kinds.auc import moments
+
+    edges = [0.0, 1.0, 2.0**-78, 2.0**-39, 2.0**-34, 2.0**-17 * (1 - 2.0**-52), 2.0**-26,
+             1e-15, 2e-15, 1 - 2.0**-29, 1 - 2.0**-20, 1e-9, 1 - 1e-9, 5e-324, 0.5, 0.2]
+    pred, label = _rows_at_edges(rng, edges, pred_dtype)
+    n = len(pred)
+    codes = np.stack([rng.integers(0, 3, n), 3 + rng.zipf(1.5, n) % 40]).astype(np.int32)
+    slices = 43
+    fields = (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP)
+    was = _core.logloss.use_avx2(avx2)
+    try:
+        tables = np.zeros((slices, 2, size))
+        sums = np.zeros((slices, auc.N_SUMS, exact.DIGITS))
+        moment_sums = np.zeros((slices, len(moments.FIELDS), exact.DIGITS))
+        for part in (slice(0, 3000), slice(3000, n)):
+            auc.accumulate_slices(tables, sums, moment_sums, fields, pred[part], label[part],
+                                  np.ascontiguousarray(codes[:, part]))
+    finally:
+        _core.logloss.use_avx2(was)
+    for s in range(slices):
+        rows = np.flatnonzero((codes == s).any(axis=0))
+        table, own = np.zeros((2, size)), exact.accumulator(auc.N_SUMS)
+        own_moments = exact.accumulator(len(moments.FIELDS))
+        auc.accumulate(table, own, pred[rows], label[rows])
+        moments.accumulate(own_moments, pred[rows], label[rows], None, binary=True)
+        assert np.array_equal(tables[s], table), s
+        for field in range(auc.N_SUMS):
+            assert exact.to_int(sums[s, field]) == exact.to_int(own[field]), (s, field)
+        for field in fields:
+            assert (exact.to_int(moment_sums[s, field])
+                    == exact.to_int(own_moments[field])), (s, moments.FIELDS[field])
+
+
 # -- to_floats (compiled) against to_float and the rational oracle, many sums at once ----
 
 def _bits(values) -> np.ndarray:

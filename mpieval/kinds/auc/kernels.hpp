@@ -64,9 +64,10 @@ MPIEVAL_INLINE void keep_in_range(Lanes<BYTES>& v, Mask<BYTES>& ok) {
     v = here ? v : Lanes<BYTES>{};
 }
 
-// v in Split's three parts, hi, mid and lo (exactly v's sum: exact::Split).
+// v in Split's three parts, hi, mid and lo, into part[0 .. 2] (exactly v's sum:
+// exact::Split).
 template <class Split, int BYTES>
-MPIEVAL_INLINE void three_parts(const Lanes<BYTES>& v, Lanes<BYTES> (&part)[3]) {
+MPIEVAL_INLINE void three_parts(const Lanes<BYTES>& v, Lanes<BYTES>* part) {
     part[0] = (v + Split::C) - Split::C;
     const Lanes<BYTES> rest = v - part[0];
     part[1] = (rest + Split::C2) - Split::C2;
@@ -701,22 +702,31 @@ inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
     }
 }
 
-// Store the lanes v (a column's values of LANES rows from row i) into the rows' split
-// values, row by row.
+// The rows of LANES columns' lanes: out[j] holds lane j of v[0], v[1], ... (a transpose
+// in registers: GCC's and Clang's shuffles of vector extensions).
+#if defined(__clang__)
+#define MPIEVAL_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define MPIEVAL_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, Mask<BYTES>{__VA_ARGS__})
+#endif
 template <int BYTES>
-MPIEVAL_INLINE void store_column(double* __restrict split, int column, const Lanes<BYTES>& v) {
-    double lanes[BYTES / 8];
-    std::memcpy(lanes, &v, sizeof lanes);
-    for (int j = 0; j < BYTES / 8; ++j) split[j * SPLIT_WIDTH + column] = lanes[j];
+MPIEVAL_INLINE void transpose(const Lanes<BYTES>* v, Lanes<BYTES>* out) {
+    if constexpr (BYTES == 16) {
+        out[0] = MPIEVAL_SHUFFLE(v[0], v[1], 0, 2);
+        out[1] = MPIEVAL_SHUFFLE(v[0], v[1], 1, 3);
+    } else {
+        static_assert(BYTES == 32, "vectors of two or four float64");
+        const Lanes<BYTES> even_ab = MPIEVAL_SHUFFLE(v[0], v[1], 0, 4, 2, 6);
+        const Lanes<BYTES> odd_ab = MPIEVAL_SHUFFLE(v[0], v[1], 1, 5, 3, 7);
+        const Lanes<BYTES> even_cd = MPIEVAL_SHUFFLE(v[2], v[3], 0, 4, 2, 6);
+        const Lanes<BYTES> odd_cd = MPIEVAL_SHUFFLE(v[2], v[3], 1, 5, 3, 7);
+        out[0] = MPIEVAL_SHUFFLE(even_ab, even_cd, 0, 1, 4, 5);
+        out[1] = MPIEVAL_SHUFFLE(odd_ab, odd_cd, 0, 1, 4, 5);
+        out[2] = MPIEVAL_SHUFFLE(even_ab, even_cd, 2, 3, 6, 7);
+        out[3] = MPIEVAL_SHUFFLE(odd_ab, odd_cd, 2, 3, 6, 7);
+    }
 }
-
-// v's three parts (three_parts) into columns column .. column + 2.
-template <class Split, int BYTES>
-MPIEVAL_INLINE void store_three(double* __restrict split, int column, const Lanes<BYTES>& v) {
-    Lanes<BYTES> part[3];
-    three_parts<Split, BYTES>(v, part);
-    for (int k = 0; k < 3; ++k) store_column<BYTES>(split, column + k, part[k]);
-}
+#undef MPIEVAL_SHUFFLE
 
 // The split values of a block's rows (from p, y and their logloss ce, as float64) into
 // split[i * SPLIT_WIDTH ...], and bad[i] nonzero where one of row i's values is out of its
@@ -743,24 +753,33 @@ MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
         keep_in_range<SquareLossSplit, BYTES>(cece, ok);
         keep_in_range<PowerSplit, BYTES>(fourth, ok);
         keep_in_range<PowerSplit, BYTES>(uppp, ok);
-        double* out = split + i * SPLIT_WIDTH;
+        // the rows' split values as columns, then written row by row, LANES columns at a
+        // time
+        V column[SPLIT_WIDTH];
         const V negative = 1.0 - y;  // a product by 0 or 1: exact
         const V p_hi = (pv + PredSplit::C) - PredSplit::C, p_rest = pv - p_hi;
         const V q_hi = (q + PredSplit::C) - PredSplit::C;
-        store_column<BYTES>(out, SPLIT_P0, p_hi * negative);
-        store_column<BYTES>(out, SPLIT_P0 + 1, p_rest * negative);
-        store_column<BYTES>(out, SPLIT_P1, p_hi * y);
-        store_column<BYTES>(out, SPLIT_P1 + 1, p_rest * y);
-        store_column<BYTES>(out, SPLIT_Q, q_hi);
-        store_column<BYTES>(out, SPLIT_Q + 1, q - q_hi);
-        store_three<LossSplit, BYTES>(out, SPLIT_L0, l * negative);
-        store_three<LossSplit, BYTES>(out, SPLIT_L1, l * y);
-        store_three<SquareLossSplit, BYTES>(out, SPLIT_CECE, cece);
-        store_three<PowerSplit, BYTES>(out, SPLIT_FOURTH, fourth);
-        store_three<PowerSplit, BYTES>(out, SPLIT_UPPP, uppp);
-        store_column<BYTES>(out, SPLIT_POSITIVES, y);
-        store_column<BYTES>(out, SPLIT_ROWS, V{} + 1.0);
-        store_column<BYTES>(out, SPLIT_WIDTH - 1, V{});
+        column[SPLIT_P0] = p_hi * negative;
+        column[SPLIT_P0 + 1] = p_rest * negative;
+        column[SPLIT_P1] = p_hi * y;
+        column[SPLIT_P1 + 1] = p_rest * y;
+        column[SPLIT_Q] = q_hi;
+        column[SPLIT_Q + 1] = q - q_hi;
+        three_parts<LossSplit, BYTES>(l * negative, column + SPLIT_L0);
+        three_parts<LossSplit, BYTES>(l * y, column + SPLIT_L1);
+        three_parts<SquareLossSplit, BYTES>(cece, column + SPLIT_CECE);
+        three_parts<PowerSplit, BYTES>(fourth, column + SPLIT_FOURTH);
+        three_parts<PowerSplit, BYTES>(uppp, column + SPLIT_UPPP);
+        column[SPLIT_POSITIVES] = y;
+        column[SPLIT_ROWS] = V{} + 1.0;
+        column[SPLIT_WIDTH - 1] = V{};
+        double* out = split + i * SPLIT_WIDTH;
+        for (int c = 0; c < SPLIT_WIDTH; c += LANES) {
+            V rows[LANES];
+            transpose<BYTES>(column + c, rows);
+            for (int64_t j = 0; j < LANES; ++j)
+                std::memcpy(out + j * SPLIT_WIDTH + c, &rows[j], sizeof rows[j]);
+        }
         const V none = ok ? V{} : V{} + 1.0;
         std::memcpy(bad + i, &none, sizeof none);
     }
