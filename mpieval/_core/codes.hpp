@@ -52,13 +52,14 @@ struct Seen {
         }
     }
 
-    // A new value in its (empty) slot, code size(); the slots doubled once half full.
+    // A new value in its (empty) slot, code size(); the slots doubled once a quarter full
+    // (few collisions: most values found in their first slot).
     void add(Slot* slot, uint64_t h, uint64_t word, int64_t length, int64_t row, int64_t start) {
         *slot = Slot{word, length, size()};
         hashes.push_back(h);
         first_rows.push_back(row);
         starts.push_back(start);
-        if (2 * size() > int64_t(slots.size())) grow();
+        if (4 * size() > int64_t(slots.size())) grow();
     }
 
     // Twice the slots (every value is told apart already: each goes to the first empty
@@ -101,24 +102,41 @@ bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t 
                       int64_t limit, uint16_t* codes, std::vector<int64_t>& first_rows) {
     Seen seen(limit < 64 ? limit : 64);  // room for a few values (the vectors grow)
     bool fits = true;
+    // the table's slots, mask and shift in locals (changed only when a value is added)
+    const Slot* slots = seen.slots.data();
+    uint64_t mask = seen.slots.size() - 1;
+    int shift = seen.shift;
     for (int64_t i = 0; i < n; ++i) {
         const int64_t start = int64_t(offsets[i]), stop = int64_t(offsets[i + 1]);
         const int64_t length = stop - start;
         const uint64_t word = length ? keys::word_at(data, size, start, length < 8 ? length : 8)
                                      : 0;
-        const uint64_t h = text_hash(word, length, data, size, start, stop);
-        Slot* slot = seen.find(h, word, data, start, length);
-        if (slot->code < 0) {
-            if (seen.size() >= limit) {
-                fits = false;
-                break;
-            }
-            const int64_t code = seen.size();
-            seen.add(slot, h, word, length, i, start);  // (slot is stale after this)
-            codes[i] = uint16_t(code);
-        } else {
-            codes[i] = uint16_t(slot->code);
+        const uint64_t h = length <= 8 ? (word ^ uint64_t(length)) * UINT64_C(0x9E3779B97F4A7C15)
+                                       : text_hash(word, length, data, size, start, stop);
+        // a value seen before: found in its first slot mostly, the compares before the
+        // test for an empty slot (whose word and length match an empty value's)
+        uint64_t at = h >> shift;
+        const Slot* slot = slots + at;
+        while (!(slot->word == word && slot->length == length && slot->code >= 0 &&
+                 (length <= 8 || std::memcmp(data + seen.starts[size_t(slot->code)] + 8,
+                                             data + start + 8, size_t(length - 8)) == 0))) {
+            if (slot->code < 0) break;
+            at = (at + 1) & mask;
+            slot = slots + at;
         }
+        if (slot->code >= 0) {
+            codes[i] = uint16_t(slot->code);
+            continue;
+        }
+        if (seen.size() >= limit) {
+            fits = false;
+            break;
+        }
+        codes[i] = uint16_t(seen.size());
+        seen.add(&seen.slots[at], h, word, length, i, start);
+        slots = seen.slots.data();
+        mask = seen.slots.size() - 1;
+        shift = seen.shift;
     }
     first_rows.swap(seen.first_rows);
     return fits;

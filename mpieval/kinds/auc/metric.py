@@ -700,13 +700,13 @@ class AuprcTerms:
             self.stderr()
 
     def stderr(self) -> float:
-        return self._values()[0]
+        return self._read()[0]
 
     def values(self) -> tuple[float, float]:
         """``(terms, without_self)``."""
-        return self._values()[1:]
+        return self._read()[1:]
 
-    def _values(self) -> tuple[float, float, float]:
+    def _read(self) -> tuple[float, float, float]:
         if self._computed is None:
             filled, factors, auprc = self._filled, self._factors, self._auprc
             assert filled is not None  # kept until computed
