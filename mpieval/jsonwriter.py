@@ -9,7 +9,9 @@ or a list of such lists of one length (a curve), in one call of ``_core.text.num
 (C++: the text of their ``repr``, which ``json`` writes for them); anything else
 (strings, other types, a non-finite float, a non-string key) goes to ``json.dumps``
 (its text re-indented for its depth: a JSON text holds no raw newline but those of
-its indent), so errors and the text of odd values are the standard library's.
+its indent), so errors and the text of odd values are the standard library's. The
+top levels are handed on in pieces as they are made; from :data:`WHOLE_FROM` down
+(a tag's or a slice's block) each value's text is made whole by plain calls.
 """
 from __future__ import annotations
 
@@ -96,8 +98,17 @@ def _scalar(obj: Any) -> str | None:
     return None
 
 
+WHOLE_FROM = 3
+"""The depth from which a value's text is made whole (:func:`_text`), not handed on in
+pieces: a tag's or a slice's block (``{kind: {"tags": {tag: block}}}``), small each, many
+of them in a run of many tags (a generator a value cost more than the text)."""
+
+
 def _encode(obj: Any, level: int) -> Iterator[str]:
     kind = type(obj)
+    if level >= WHOLE_FROM and (kind is dict or kind is list or kind is tuple):
+        yield _text(obj, level)
+        return
     if kind is dict:
         if not obj:
             yield "{}"
@@ -109,24 +120,56 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
         yield from _members("{", labelled, level, "}")
         return
     if kind is list or kind is tuple:
-        if not obj:
-            yield "[]"
+        text = _numbers(obj, level)
+        if text is not None:
+            yield text
             return
-        inner = "\n" + INDENT * (level + 1)
-        outer = "\n" + INDENT * level + "]"
-        listed = _core.text.numbers(obj, ["," + inner])  # None for a tuple
-        if isinstance(listed, str):
-            yield "[" + inner + listed + outer
-            return
-        rows = _rows(obj)
-        if rows:  # a curve: rows of ``rows`` numbers each, formatted as one list
-            deeper = "\n" + INDENT * (level + 2)
-            separators = ["," + deeper] * (rows - 1) + [inner + "]," + inner + "[" + deeper]
-            listed = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
-            if isinstance(listed, str):
-                yield "[" + inner + "[" + deeper + listed + inner + "]" + outer
-                return
         yield from _members("[", (("", value) for value in obj), level, "]")
         return
     text = _scalar(obj)
     yield text if text is not None else _fallback(obj, level)
+
+
+def _numbers(obj: list[Any] | tuple[Any, ...], level: int) -> str | None:
+    """The text of an empty list, of a list of plain numbers or of a curve (rows of plain
+    numbers of one length), each in one compiled call; None for any other list."""
+    if not obj:
+        return "[]"
+    inner = "\n" + INDENT * (level + 1)
+    outer = "\n" + INDENT * level + "]"
+    listed = _core.text.numbers(obj, ["," + inner])  # None for a tuple
+    if isinstance(listed, str):
+        return "[" + inner + listed + outer
+    rows = _rows(obj)
+    if rows:  # a curve: rows of ``rows`` numbers each, formatted as one list
+        deeper = "\n" + INDENT * (level + 2)
+        separators = ["," + deeper] * (rows - 1) + [inner + "]," + inner + "[" + deeper]
+        listed = _core.text.numbers(list(itertools.chain.from_iterable(obj)), separators)
+        if isinstance(listed, str):
+            return "[" + inner + "[" + deeper + listed + inner + "]" + outer
+    return None
+
+
+def _text(obj: Any, level: int) -> str:
+    """``"".join(_encode(obj, level))`` made with calls rather than generators."""
+    text = _scalar(obj)
+    if text is not None:
+        return text
+    kind = type(obj)
+    if kind is dict:
+        if not obj:
+            return "{}"
+        if not all(type(key) is str for key in obj):
+            return _fallback(obj, level)
+        inner = ",\n" + INDENT * (level + 1)
+        return "{" + inner[1:] + inner.join(
+            encode_basestring_ascii(key) + ": " + _text(value, level + 1)
+            for key, value in obj.items()) + "\n" + INDENT * level + "}"
+    if kind is list or kind is tuple:
+        text = _numbers(obj, level)
+        if text is not None:
+            return text
+        inner = ",\n" + INDENT * (level + 1)
+        return "[" + inner[1:] + inner.join(_text(value, level + 1) for value in obj) + \
+            "\n" + INDENT * level + "]"
+    return _fallback(obj, level)

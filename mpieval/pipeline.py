@@ -546,8 +546,9 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
     """The Abacus log lines, one per metric (per tag for wuauc), on stdout."""
     out = stream or sys.stdout
     for spec in specs:
-        for line in results[spec.name].to_log_line(spec.log_prefix).splitlines():
-            print(line, file=out)
+        lines = results[spec.name].to_log_line(spec.log_prefix).splitlines()
+        if lines:  # one write (many tags: a line a tag)
+            out.write("\n".join(lines) + "\n")
     out.flush()
 
 

@@ -237,12 +237,14 @@ class TagCodes:
             raise InputError("tag", "the tag 'all' is reserved for the block of every row",
                              count=len(rows), first_index=int(rows[0]))
         kind = str if distinct_values and isinstance(distinct_values[0], str) else int
-        if kind is str:  # a tag is a word of the space-separated log line
-            for value in distinct_values:
-                check_log_word("tag", value)
         if distinct_values and self._type is not None and kind is not self._type:
             raise InputError("tag", "integer tags in one batch and strings in another")
-        new = sum(value not in self._index for value in distinct_values)
+        index = self._index
+        unseen = [value for value in distinct_values if value not in index]
+        if kind is str:  # a tag is a word of the space-separated log line (seen: checked)
+            for value in unseen:
+                check_log_word("tag", value)
+        new = len(unseen)
         if len(self._values) + new > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
         return distinct_values, inverse

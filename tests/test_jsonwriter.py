@@ -36,6 +36,8 @@ def test_same_bytes_as_json_dumps(obj: object) -> None:
     {"curve": [0.1, 1e-300, 5e+300, -0.0, 1, 2**64, True], "n": [1, 2, 3]},
     {"a": {"b": [[1.5, 2.5], [3.5]], "c": []}, "d": {}, "é": "ü\n\"", "e": [None]},
     {1: [1.0], "x": {2.5: "y", None: 3}},  # keys json converts
+    {"k": {"t": {"a": {"b": [[1.5, 2.5], [3.5]], "c": [], "d": {}, "e": (1, [True]),
+                       "f": {1: None}, "g": [None, "x", [0.5]]}}}},  # deep: made whole
     [float(2**53), 1e16, 123456789.125, 0.1 + 0.2],
 ])
 def test_cases(obj: object) -> None:
@@ -44,14 +46,17 @@ def test_cases(obj: object) -> None:
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_refused(bad: float) -> None:
-    for obj in ({"curve": [0.5, bad, 1.0]}, {"v": bad}, [[bad]], [1, 2, bad]):
+    deep = {"a": {"b": {"c": {"d": bad}}}}  # below WHOLE_FROM: made whole
+    for obj in ({"curve": [0.5, bad, 1.0]}, {"v": bad}, [[bad]], [1, 2, bad], deep,
+                [[[[1.0, bad]]]], {"a": {"b": {"c": [{"d": bad}]}}}):
         with pytest.raises(ValueError, match="Out of range float values"):
             jsonwriter.dumps(obj)
 
 
 def test_other_types_raise_as_json_does() -> None:
-    with pytest.raises(TypeError, match="not JSON serializable"):
-        jsonwriter.dumps({"a": [object()]})
+    for obj in ({"a": [object()]}, {"a": {"b": {"c": {"d": object()}}}}):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            jsonwriter.dumps(obj)
 
 
 def test_write_json_in_pieces(tmp_path) -> None:

@@ -172,22 +172,36 @@ def names_coded(text: pa.Array | pa.ChunkedArray) -> FirstAppearance | None:
         if found is None:
             return None
         local, local_first = found
-        # each value from its first row (Array.take would import pyarrow.compute: start-up)
-        values = [chunk[row].as_py() for row in local_first.tolist()]
-        lookup = np.empty(len(values), dtype=np.uint16)
-        for index, value in enumerate(values):
-            code = code_of.setdefault(value, len(code_of))
-            if code == len(first_rows):  # new
-                if code >= CODE_SPACE:
-                    return None
-                first_rows.append(start + int(local_first[index]))
-            lookup[index] = code
+        values = _texts_at(offsets, data, local_first)
+        if not code_of:  # the first chunk: its values are new, in their order
+            code_of = dict(zip(values, range(len(values)), strict=True))
+            first_rows = (start + local_first).tolist()
+            lookup = np.arange(len(values), dtype=np.uint16)
+        else:
+            lookup = np.empty(len(values), dtype=np.uint16)
+            for index, value in enumerate(values):
+                code = code_of.setdefault(value, len(code_of))
+                if code == len(first_rows):  # new
+                    if code >= CODE_SPACE:
+                        return None
+                    first_rows.append(start + int(local_first[index]))
+                lookup[index] = code
         if len(chunks) == 1:  # its codes are the column's
             codes = local
         elif lookup.tolist() != list(range(len(lookup))):
             remap(local, lookup, out=local)  # local: codes[start:...], in place
         start += len(chunk)
     return codes, np.array(first_rows, dtype=np.int64), list(code_of)
+
+
+def _texts_at(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray) -> list[str]:
+    """The values at ``rows`` of a string array without nulls whose buffers are
+    ``offsets`` and ``data`` (valid UTF-8: Arrow checked it), as Python strs decoded from
+    the bytes (not a pyarrow scalar a value; ``Array.take`` would import pyarrow.compute:
+    start-up)."""
+    text = memoryview(data)
+    return [str(text[a:b], "utf-8") for a, b in zip(offsets[rows].tolist(),
+                                                    offsets[rows + 1].tolist(), strict=True)]
 
 
 def as_text(values: pa.Array) -> pa.Array:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,14 +222,7 @@ class WuaucBlock:
         }
 
     def to_log_line(self, name: str) -> str:
-        v, n = logline.value, logline.count
-        return (
-            f"{name}: Tag={self.tag} WUAUC={v(self.wuauc)} UAUC={v(self.uauc)} "
-            f"LogLoss={v(self.logloss)} ActualCTR={v(self.actual_ctr)} "
-            f"PredictedCTR={v(self.predicted_ctr)} COPC={v(self.copc)} "
-            f"RealUserCount={n(self.real_user_count)} RealInsNum={n(self.real_ins_num)} "
-            f"ValidUserCount={n(self.valid_user_count)} ValidInsNum={n(self.valid_ins_num)}"
-        )
+        return _log_lines(name, (self,))[0]
 
 
 @dataclass(frozen=True)
@@ -251,10 +245,31 @@ class WuaucResult(TagBlocks[WuaucBlock]):
     def to_log_line(self, name: str) -> str:
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
         then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
-        lines = [block.to_log_line(name) for block in self.blocks]
+        lines = _log_lines(name, self.blocks)
         lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
                   if block.compare is not None]
         return "\n".join(lines)
+
+
+def _log_lines(name: str, blocks: Sequence[WuaucBlock]) -> list[str]:
+    """The Abacus line of each block, formatted a column at a time (many tags: a line a
+    tag)."""
+    v, n = logline.values, logline.counts
+    columns = zip(
+        [block.tag for block in blocks], v([block.wuauc for block in blocks]),
+        v([block.uauc for block in blocks]), v([block.logloss for block in blocks]),
+        v([block.actual_ctr for block in blocks]),
+        v([block.predicted_ctr for block in blocks]), v([block.copc for block in blocks]),
+        n([block.real_user_count for block in blocks]),
+        n([block.real_ins_num for block in blocks]),
+        n([block.valid_user_count for block in blocks]),
+        n([block.valid_ins_num for block in blocks]), strict=True)
+    return [f"{name}: Tag={tag} WUAUC={wuauc} UAUC={uauc} LogLoss={logloss} "
+            f"ActualCTR={actual} PredictedCTR={predicted} COPC={copc} "
+            f"RealUserCount={users} RealInsNum={rows} ValidUserCount={valid_users} "
+            f"ValidInsNum={valid_rows}"
+            for (tag, wuauc, uauc, logloss, actual, predicted, copc, users, rows,
+                 valid_users, valid_rows) in columns]
 
 
 def block_from_sums(tag: str, sums: np.ndarray,

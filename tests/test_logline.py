@@ -1,0 +1,30 @@
+"""The log lines' number formats: the column formatters (many tags) give what the one-value
+ones give."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mpieval import logline
+
+_NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                     st.integers(-(2**62), 2**62), st.sampled_from([0.5, 12.5, -0.0, 1e16,
+                                                                   1e16 + 2, 2.0**53, 1e300]))
+
+
+@given(st.lists(_NUMBERS, max_size=30))
+def test_values_is_value_of_each(xs) -> None:
+    assert logline.values(xs) == [logline.value(x) for x in xs]
+    as_numpy = list(np.array([float(x) for x in xs], dtype=np.float64))
+    assert logline.values(as_numpy) == [logline.value(x) for x in as_numpy]
+
+
+@given(st.lists(_NUMBERS.filter(lambda x: not (isinstance(x, float) and math.isinf(x))),
+                max_size=30))
+def test_counts_is_count_of_each(xs) -> None:
+    xs = [x for x in xs if x == x]  # (a count is never NaN)
+    assert logline.counts(xs) == [logline.count(x) for x in xs]
