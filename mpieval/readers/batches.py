@@ -199,7 +199,7 @@ def _texts_at(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray) -> list[s
     ``offsets`` and ``data`` (valid UTF-8: Arrow checked it), as Python strs decoded from
     the bytes (not a pyarrow scalar a value; ``Array.take`` would import pyarrow.compute:
     start-up)."""
-    text = memoryview(data)
+    text = data.data  # (a memoryview of the bytes)
     return [str(text[a:b], "utf-8") for a, b in zip(offsets[rows].tolist(),
                                                     offsets[rows + 1].tolist(), strict=True)]
 
