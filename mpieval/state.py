@@ -137,7 +137,11 @@ class Stacked:
     :mod:`mpieval.slices`): each part one float64 array whose first axis is the state,
     ``stacked.array(name)[k]`` state ``k``'s part ``name``, so that the states are a few
     large arrays (counted into, summed over ranks and saved whole), not an object each.
-    States are added at the end (:meth:`append`), zero; the arrays grow by doubling."""
+    States are added at the end (:meth:`append`), zero; the arrays grow by doubling.
+
+    A part of whole counts may be counted into a uint32 array beside it (:meth:`counts`:
+    half the bytes, so that the tables of many slices stay nearer the processor), added to
+    the part before the part is next read (by any method but :meth:`counts`)."""
 
     def __init__(self, layout: Mapping[str, Part]) -> None:
         if not all(isinstance(part, Summed) for part in layout.values()):
@@ -145,6 +149,9 @@ class Stacked:
         self.layout = dict(layout)
         self.count = 0
         self._arrays = {name: np.zeros((0, *part.shape)) for name, part in self._summed()}
+        # per part: the uint32 counts not yet added, and a bound on any one of them
+        self._counts: dict[str, np.ndarray] = {}
+        self._counted: dict[str, int] = {}
 
     def _summed(self) -> Iterator[tuple[str, Summed]]:
         for name, part in self.layout.items():
@@ -157,10 +164,33 @@ class Stacked:
     def array(self, name: str) -> np.ndarray:
         """Part ``name`` of every state room is made for: ``(capacity, *shape)``, C-order,
         the rows from :attr:`count` on zero (kernels write into it in place)."""
+        self._add_counts(name)
         return self._arrays[name]
+
+    def counts(self, name: str, most: int) -> np.ndarray:
+        """A uint32 array shaped as :meth:`array` ``(name)``, into which a kernel adds
+        whole counts, at most ``most`` to any one element this time; they are added to
+        part ``name`` before it is next read (and now, first, should the counts since then
+        reach 2**32)."""
+        if self._counted.get(name, 0) + most > np.iinfo(np.uint32).max:
+            self._add_counts(name)
+        if name not in self._counts:
+            self._counts[name] = np.zeros(self._arrays[name].shape, dtype=np.uint32)
+            self._counted[name] = 0
+        self._counted[name] += most
+        return self._counts[name]
+
+    def _add_counts(self, name: str | None = None) -> None:
+        """The uint32 counts of part ``name`` (None: of every part) added to it."""
+        for part in [name] if name is not None else list(self._counts):
+            counted = self._counts.pop(part, None)
+            if counted is not None:
+                self._arrays[part] += counted  # whole numbers: exact in float64
+                del self._counted[part]
 
     def __getitem__(self, name: str) -> np.ndarray:
         """Part ``name`` of the states, ``(count, *shape)`` (a view)."""
+        self._add_counts(name)
         return self._arrays[name][: self.count]
 
     def append(self, count: int = 1) -> int:
@@ -169,6 +199,7 @@ class Stacked:
         self.count += count
         capacity = len(next(iter(self._arrays.values()), ()))
         if self.count > capacity:
+            self._add_counts()
             capacity = max(self.count, 2 * capacity, 4)
             for name, part in self._summed():
                 grown = np.zeros((capacity, *part.shape))  # untouched pages cost nothing
@@ -178,12 +209,14 @@ class Stacked:
 
     def state(self, index: int) -> State:
         """State ``index`` as a :class:`State` of views into the arrays."""
+        self._add_counts()
         return State.viewing(self.layout, {name: array[index]
                                            for name, array in self._arrays.items()})
 
     def add(self, index: np.ndarray, parts: Mapping[str, np.ndarray]) -> None:
         """Add ``parts[name][j]`` to state ``index[j]`` of each part (``index`` without
         repeats)."""
+        self._add_counts()
         for name in self.layout:
             self._arrays[name][index] += parts[name]
 

@@ -233,13 +233,16 @@ def test_the_binary_moments_are_exact_at_the_edges_of_their_float_sums(rng, avx2
 @pytest.mark.parametrize("avx2", [True, False])
 @pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [100, 1 << 16])  # tables cached or fetched ahead
-def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dtype, size):
+@pytest.mark.parametrize("table_dtype", [np.float64, np.uint32])
+def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dtype, size,
+                                                              table_dtype):
     """The compiled pass over every slice at once (accumulate_slices: each row's split
     values made once, in the lanes of a vector and written row by row, then added to the
     partial sums of its slice in each column) gives each slice the table, sums and moments
     that the plain passes (accumulate, moments) give over its rows alone, bit for bit:
     rows at every edge of the splits, two slice columns (one of 3 slices, one of 40), with
-    the AVX2 copy of the loops and with the baseline's."""
+    the AVX2 copy of the loops and with the baseline's; tables of float64 counts or of
+    uint32 ones."""
     from mpieval import _core
     from mpieval.kinds.auc import kernels as auc
     from mpieval.kinds.auc import moments
@@ -253,7 +256,7 @@ def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dt
     fields = (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP)
     was = _core.logloss.use_avx2(avx2)
     try:
-        tables = np.zeros((slices, 2, size))
+        tables = np.zeros((slices, 2, size), dtype=table_dtype)
         sums = np.zeros((slices, auc.N_SUMS, exact.DIGITS))
         moment_sums = np.zeros((slices, len(moments.FIELDS), exact.DIGITS))
         for part in (slice(0, 3000), slice(3000, n)):

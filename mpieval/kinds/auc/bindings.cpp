@@ -65,7 +65,6 @@ void bind_auc(nb::module_ m) {
     m.def("accumulate_slices", [](Out tables, In pred, In label, In codes, Out sums,
                                   Out moments, int64_t v, int64_t cece, int64_t cey,
                                   int64_t fourth, int64_t uppp) {
-        double* t = as<double>(tables, "tables");
         if (tables.ndim() != 3 || tables.shape(1) != 2)
             throw std::invalid_argument("accumulate_slices: tables of shape (slices, 2, size)");
         const int64_t slices = int64_t(tables.shape(0)), size = int64_t(tables.shape(2));
@@ -88,12 +87,14 @@ void bind_auc(nb::module_ m) {
         for (int64_t i = 0; i < dims * n; ++i)
             if (c[i] < 0 || c[i] >= slices)
                 throw std::out_of_range("accumulate_slices: a code out of the slices");
-        dispatch(pred, [&](auto* p) {
-            dispatch(label, [&](auto* y) {
-                Release r;
-                auc::accumulate_slices(t, size, slices, p, y, n, c, dims, to);
-            }, Labels{});
-        }, Floats{});
+        dispatch(tables, [&](auto* t) {
+            dispatch(pred, [&](auto* p) {
+                dispatch(label, [&](auto* y) {
+                    Release r;
+                    auc::accumulate_slices(t, size, slices, p, y, n, c, dims, to);
+                }, Labels{});
+            }, Floats{});
+        }, Types<double, uint32_t>{});
     }, nb::arg("tables").noconvert(), nb::arg("pred").noconvert(),
        nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
        nb::arg("sums").noconvert(), nb::arg("moments").noconvert(), nb::arg("v"),

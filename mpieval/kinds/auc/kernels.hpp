@@ -901,10 +901,12 @@ void add_block(const double* __restrict split, const C* __restrict code, int64_t
     add_block_loop<16>(split, code, m, parts, p, ce, bad, any_bad, to);
 }
 
-// tables (slices, 2, size); sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`;
-// codes (dims, n), each in [0, slices).
-template <class P, class L, class C>
-void accumulate_slices(double* tables, int64_t size, int64_t slices, const P* pred,
+// tables (slices, 2, size): float64 counts, or uint32 ones (half the bytes: the tables of
+// many slices stay nearer the processor) that the caller adds to its float64 tables later;
+// sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`; codes (dims, n), each in
+// [0, slices).
+template <class P, class L, class C, class T>
+void accumulate_slices(T* tables, int64_t size, int64_t slices, const P* pred,
                        const L* label, int64_t n, const C* codes, int64_t dims,
                        const SliceTargets& to) {
     auto scratch = std::make_unique<SliceScratch<P, L>>();

@@ -154,7 +154,8 @@ def accumulate_slices(tables: np.ndarray, sums: np.ndarray, moments: np.ndarray,
     """Add validated unweighted rows with 0/1 labels to the tables and sums of many slices
     at once, in place, in one compiled pass: row ``i`` goes to slice ``codes[d, i]`` of
     each slice column ``d`` (``codes`` int32, ``(columns, rows)``). ``tables`` is ``(S, 2,
-    T)``, ``sums`` ``(S, N_SUMS, exact.DIGITS)``, ``moments`` ``(S, F, exact.DIGITS)`` with
+    T)``, float64 or uint32 (counts to be added to float64 tables later: half the bytes),
+    ``sums`` ``(S, N_SUMS, exact.DIGITS)``, ``moments`` ``(S, F, exact.DIGITS)`` with
     ``moment_fields`` the rows of ``v``, ``ce^2``, ``ce y``, ``(p - y)^4`` and ``p^3``
     (:mod:`mpieval.kinds.auc.moments`).
 

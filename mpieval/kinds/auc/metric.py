@@ -1111,12 +1111,14 @@ class AucMetric(Metric):
                            compare: np.ndarray | None = None) -> bool:
         """Unweighted rows with 0/1 labels (frequency weights): every slice's table, sums
         and moments in one compiled pass (:func:`mpieval.kinds.auc.kernels.accumulate_slices`,
-        the same bits as :meth:`_accumulate` of each slice's rows); False for other rows."""
+        the same bits as :meth:`_accumulate` of each slice's rows; the tables counted in
+        uint32, :meth:`mpieval.state.Stacked.counts`); False for other rows."""
         if (weight is not None or compare is not None or self.soft_labels
                 or self.weights != "frequency"):
             return False
         kernels.accumulate_slices(
-            stacked.array("table"), stacked.array("sums"), stacked.array("moments"),
+            stacked.counts("table", len(pred)), stacked.array("sums"),
+            stacked.array("moments"),
             (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP),
             pred, label, codes)
         return True
