@@ -171,7 +171,8 @@ class Stacked:
         """A uint32 array shaped as :meth:`array` ``(name)``, into which a kernel adds
         whole counts, at most ``most`` to any one element this time; they are added to
         part ``name`` before it is next read (and now, first, should the counts since then
-        reach 2**32)."""
+        reach 2**32). The array is the one to count into until then only: ask again
+        after any other call."""
         if self._counted.get(name, 0) + most > np.iinfo(np.uint32).max:
             self._add_counts(name)
         if name not in self._counts:

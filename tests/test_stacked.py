@@ -21,7 +21,7 @@ def _stacked(states: int = 3) -> Stacked:
 
 def _counted(stacked: Stacked) -> np.ndarray:
     counts = stacked.counts("table", 5)
-    assert counts.dtype == np.uint32 and counts.shape == stacked.array("sums").shape[:1] + (2, 4)
+    assert counts.dtype == np.uint32 and counts.shape == (len(stacked.array("sums")), 2, 4)
     counts[1, 0, 2] += 5
     counts[2, 1, 3] += 1
     want = np.zeros((3, 2, 4))
