@@ -344,9 +344,9 @@ class SlicedMetric(Metric):
             seen = np.zeros(len(keys), dtype=np.int64)
             lookup_counted(local, np.array([index[key] for key in keys], dtype=np.int32),
                            codes[dimension], seen)
+            assert seen.all(), "a slice of the batch without rows (_codes gives none)"
             for key, count in zip(keys, seen.tolist(), strict=True):
-                if count:
-                    counts[key] = counts.get(key, 0) + count
+                counts[key] = counts.get(key, 0) + count
         if self._finisher._accumulate_slices(self._stacked, codes, **batch):
             return
         for dimension in range(len(self.dimensions)):

@@ -932,10 +932,10 @@ void accumulate_slices(T* tables, int64_t size, int64_t slices, const P* pred,
             if (far) {
                 for (int64_t i = 0; i < m; ++i) {
                     if (i + AHEAD < m) __builtin_prefetch(tables + cell[i + AHEAD], 1);
-                    tables[cell[i]] += 1.0;
+                    tables[cell[i]] += T(1);
                 }
             } else {
-                for (int64_t i = 0; i < m; ++i) tables[cell[i]] += 1.0;
+                for (int64_t i = 0; i < m; ++i) tables[cell[i]] += T(1);
             }
             add_block(scratch->split, code, m, parts.data(), scratch->block.p, scratch->ce,
                       scratch->bad, any_bad, to);
