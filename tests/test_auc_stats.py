@@ -1006,3 +1006,26 @@ def test_the_compiled_ece_spread_is_its_numpy_form_bit_for_bit(rng, size, weight
             assert got_part.tobytes() == want_part.tobytes()
     empty = kernels.FilledBuckets.of(np.zeros(size), np.zeros(size))
     assert influence.calibration_spread(empty, (1.0, 1.0)) is None
+
+
+def _ece_by_the_loops(points):
+    """expected_calibration_error's Python form (merge_calibration's loop, then the sums)."""
+    bins = kernels.merge_calibration(points)
+    if not bins:
+        return math.nan
+    return sum(r * abs(a - p) for p, a, r in bins) / sum(r for _, _, r in bins)
+
+
+@pytest.mark.parametrize("bins", [0, 1, 3, 19, 20, 21, 250, 1000])
+def test_the_compiled_ece_is_its_loops_bit_for_bit(rng, bins):
+    for _ in range(10):
+        rows = rng.choice([0.0, 1.0, 2.0, 0.5, 37.0, 1e6, 1e-3], bins) \
+            * rng.lognormal(0, 1, bins) ** rng.integers(0, 2)
+        points = np.stack([np.sort(rng.random(bins)), rng.random(bins), rows], axis=1)
+        listed = points.tolist()
+        got = kernels.expected_calibration_error(listed)
+        want = _ece_by_the_loops(listed)
+        assert (math.isnan(got) and math.isnan(want)) or got.hex() == want.hex()
+    # a report's JSON may hold null (None): the loops read those
+    with_none = [[0.2, None, 5.0], [0.3, 0.25, 10.0], [0.6, 0.5, 2.0]]
+    assert kernels.expected_calibration_error(with_none) == _ece_by_the_loops(with_none)

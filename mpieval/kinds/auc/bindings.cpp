@@ -149,6 +149,15 @@ void bind_auc(nb::module_ m) {
        nb::arg("positives").noconvert(), nb::arg("size"), nb::arg("points"),
        nb::arg("bins").noconvert());
 
+    m.def("calibration_error", [](In bins, int64_t count) {
+        const double* b = as<double>(bins, "bins");
+        if (bins.ndim() != 2 || bins.shape(1) != 3 || count < 1)
+            throw nb::value_error("mpieval._core: calibration_error takes bins of shape "
+                                  "(n, 3) and a count of groups");
+        const int64_t n = int64_t(bins.shape(0));
+        Release r;
+        return auc::calibration_error(b, n, count);
+    }, nb::arg("bins").noconvert(), nb::arg("count"));
     m.def("calibration_spread", [](In filled, In negatives, In positives, int64_t size,
                                    int64_t points, int64_t count, double total, double v_all,
                                    double f1, double f0, Out group, Out gap_sum,

@@ -433,6 +433,42 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
     return bins;
 }
 
+// The expected calibration error of calibration bins (n rows of [mean_pred, actual_ctr,
+// rows], as `calibration` gives them): the bins with rows merged into at most `count`
+// groups of about equal rows, then sum rows |actual - pred| / sum rows over the groups;
+// NaN without rows. kernels.merge_calibration and expected_calibration_error: the same
+// float64 operations in the same order, so the same bits as their Python loops.
+inline double calibration_error(const double* bins, int64_t n, int64_t count) {
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+        if (bins[3 * i + 2] > 0) total += bins[3 * i + 2];
+    if (!(total > 0)) return std::nan("");
+    std::vector<double> groups;  // [pred * rows, clicks, rows] a group
+    double below = 0.0;
+    int64_t last = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        const double pred = bins[3 * i], actual = bins[3 * i + 1], rows = bins[3 * i + 2];
+        if (!(rows > 0)) continue;
+        const int64_t index = std::min(int64_t(below * double(count) / total), count - 1);
+        if (index != last) {
+            groups.insert(groups.end(), {0.0, 0.0, 0.0});
+            last = index;
+        }
+        double* group = groups.data() + groups.size() - 3;
+        group[0] += pred * rows;
+        group[1] += actual * rows;
+        group[2] += rows;
+        below += rows;
+    }
+    double error = 0.0, weight = 0.0;
+    for (size_t g = 0; g < groups.size(); g += 3) {
+        const double rows = groups[g + 2];
+        error += rows * std::fabs(groups[g + 1] / rows - groups[g] / rows);
+        weight += rows;
+    }
+    return error / weight;
+}
+
 // The ECE's calibration groups and the spreads of their gaps (influence.calibration_gaps:
 // the same float64 operations in the same order, so the same bits as its numpy form):
 // the filled buckets (index `filled`, weights `negatives`, `positives`; `total` their

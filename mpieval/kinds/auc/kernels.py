@@ -408,12 +408,28 @@ def merge_calibration(points: Sequence[Sequence[float]], count: int = CALIBRATIO
     return [(p / r, c / r, r) for p, c, r in groups]
 
 
+def calibration_error(bins: np.ndarray) -> float:
+    """:func:`expected_calibration_error` of the bins of :func:`calibration` as an array
+    ``(n, 3)`` of numbers (no NaN), in one compiled pass (``_core.auc.calibration_error``:
+    the same operations as :func:`merge_calibration`'s loop and the sums, in their
+    order)."""
+    return float(_core.auc.calibration_error(np.ascontiguousarray(bins, np.float64),
+                                             CALIBRATION_GROUPS))
+
+
 def expected_calibration_error(points: Sequence[Sequence[float]]) -> float:
     """``sum rows |actual_ctr - mean_pred| / sum rows`` over the calibration bins merged
     into :data:`CALIBRATION_GROUPS` of about equal rows (:func:`merge_calibration`); NaN
     without rows. Merged, because the table's up to 1,000 bins hold few rows each on a
     small run, and their sampling noise alone would read as miscalibration (about 0.02
     for a calibrated model at a CTR of 0.06 with 90 rows a bin)."""
+    try:  # numbers: one compiled pass, the same operations as the loops below
+        table = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        table = None
+    if (table is not None and table.ndim == 2 and table.shape[1] == 3
+            and not np.isnan(table).any()):  # (numpy reads a None as NaN)
+        return calibration_error(table)
     bins = merge_calibration(points)
     if not bins:
         return math.nan

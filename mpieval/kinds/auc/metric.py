@@ -175,6 +175,7 @@ class AucFigures:
     def __init__(self, buckets: kernels.FilledBuckets) -> None:
         self.buckets: kernels.FilledBuckets | None = buckets
         self._drawn: dict[str, Any] = {}
+        self._bins: np.ndarray | None = None  # the calibration curve's, until ece is drawn
         if len(buckets.index) > LAZY_FIGURES_BUCKETS:
             for name in FIGURES:
                 self.drawn(name)
@@ -182,9 +183,19 @@ class AucFigures:
     def drawn(self, name: str) -> Any:
         """The figure ``name`` (one of :data:`FIGURES`), drawn now if it was not."""
         if name not in self._drawn:
-            if name == "ece":
-                figure: Any = kernels.expected_calibration_error(
-                    self.drawn("calibration_curve"))
+            if name == "ece":  # from the calibration bins as an array (not its list)
+                bins = self._bins
+                if bins is None:
+                    assert self.buckets is not None
+                    bins = kernels.calibration(self.buckets)
+                figure: Any = kernels.calibration_error(bins)
+                self._bins = None
+            elif name == "calibration_curve":
+                assert self.buckets is not None
+                bins = kernels.calibration(self.buckets)
+                if "ece" not in self._drawn:
+                    self._bins = bins
+                figure = bins.tolist()
             else:
                 assert self.buckets is not None  # kept until every figure is drawn
                 figure = getattr(kernels, _DRAWN_BY[name])(self.buckets).tolist()
