@@ -39,16 +39,18 @@ struct Seen {
     int64_t size() const { return int64_t(hashes.size()); }
 
     // The slot of the value data[start:start + length] (hash h, first word `word`): its
-    // own, or the empty one where it goes.
+    // own, or the empty one where it goes. A seen value is found in its first slot
+    // mostly: the compares come before the test for an empty slot (whose word and length
+    // match an empty value's).
     Slot* find(uint64_t h, uint64_t word, const uint8_t* data, int64_t start, int64_t length) {
         const uint64_t mask = slots.size() - 1;
         for (uint64_t i = h >> shift;; i = (i + 1) & mask) {
             Slot* slot = &slots[i];
-            if (slot->code < 0) return slot;
-            if (slot->word == word && slot->length == length &&
+            if (slot->word == word && slot->length == length && slot->code >= 0 &&
                 (length <= 8 || std::memcmp(data + starts[size_t(slot->code)] + 8,
                                             data + start + 8, size_t(length - 8)) == 0))
                 return slot;
+            if (slot->code < 0) return slot;
         }
     }
 
@@ -102,41 +104,24 @@ bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t 
                       int64_t limit, uint16_t* codes, std::vector<int64_t>& first_rows) {
     Seen seen(limit < 64 ? limit : 64);  // room for a few values (the vectors grow)
     bool fits = true;
-    // the table's slots, mask and shift in locals (changed only when a value is added)
-    const Slot* slots = seen.slots.data();
-    uint64_t mask = seen.slots.size() - 1;
-    int shift = seen.shift;
     for (int64_t i = 0; i < n; ++i) {
         const int64_t start = int64_t(offsets[i]), stop = int64_t(offsets[i + 1]);
         const int64_t length = stop - start;
         const uint64_t word = length ? keys::word_at(data, size, start, length < 8 ? length : 8)
                                      : 0;
-        const uint64_t h = length <= 8 ? (word ^ uint64_t(length)) * UINT64_C(0x9E3779B97F4A7C15)
-                                       : text_hash(word, length, data, size, start, stop);
-        // a value seen before: found in its first slot mostly, the compares before the
-        // test for an empty slot (whose word and length match an empty value's)
-        uint64_t at = h >> shift;
-        const Slot* slot = slots + at;
-        while (!(slot->word == word && slot->length == length && slot->code >= 0 &&
-                 (length <= 8 || std::memcmp(data + seen.starts[size_t(slot->code)] + 8,
-                                             data + start + 8, size_t(length - 8)) == 0))) {
-            if (slot->code < 0) break;
-            at = (at + 1) & mask;
-            slot = slots + at;
-        }
-        if (slot->code >= 0) {
+        const uint64_t h = text_hash(word, length, data, size, start, stop);
+        Slot* slot = seen.find(h, word, data, start, length);
+        if (slot->code < 0) {
+            if (seen.size() >= limit) {
+                fits = false;
+                break;
+            }
+            const int64_t code = seen.size();
+            seen.add(slot, h, word, length, i, start);  // (slot is stale after this)
+            codes[i] = uint16_t(code);
+        } else {
             codes[i] = uint16_t(slot->code);
-            continue;
         }
-        if (seen.size() >= limit) {
-            fits = false;
-            break;
-        }
-        codes[i] = uint16_t(seen.size());
-        seen.add(&seen.slots[at], h, word, length, i, start);
-        slots = seen.slots.data();
-        mask = seen.slots.size() - 1;
-        shift = seen.shift;
     }
     first_rows.swap(seen.first_rows);
     return fits;

@@ -433,6 +433,25 @@ inline std::vector<double> calibration(const int64_t* filled, const double* nega
     return bins;
 }
 
+// merge_calibration's grouping: bins with rows, from the lowest pred up, into at most
+// `count` groups of about equal rows. A bin starts a new group where min(int(rows before it
+// * count / total), count - 1) changes (`total` the rows of every bin).
+struct CalibrationGroups {
+    int64_t count;
+    double total;
+    double below = 0.0;
+    int64_t last = -1;
+
+    // Whether the next bin, of `rows` (more than 0), starts a new group.
+    bool starts(double rows) {
+        const int64_t index = std::min(int64_t(below * double(count) / total), count - 1);
+        below += rows;
+        const bool fresh = index != last;
+        last = index;
+        return fresh;
+    }
+};
+
 // The expected calibration error of calibration bins (n rows of [mean_pred, actual_ctr,
 // rows], as `calibration` gives them): the bins with rows merged into at most `count`
 // groups of about equal rows, then sum rows |actual - pred| / sum rows over the groups;
@@ -444,21 +463,15 @@ inline double calibration_error(const double* bins, int64_t n, int64_t count) {
         if (bins[3 * i + 2] > 0) total += bins[3 * i + 2];
     if (!(total > 0)) return std::nan("");
     std::vector<double> groups;  // [pred * rows, clicks, rows] a group
-    double below = 0.0;
-    int64_t last = -1;
+    CalibrationGroups grouping{count, total};
     for (int64_t i = 0; i < n; ++i) {
         const double pred = bins[3 * i], actual = bins[3 * i + 1], rows = bins[3 * i + 2];
         if (!(rows > 0)) continue;
-        const int64_t index = std::min(int64_t(below * double(count) / total), count - 1);
-        if (index != last) {
-            groups.insert(groups.end(), {0.0, 0.0, 0.0});
-            last = index;
-        }
+        if (grouping.starts(rows)) groups.insert(groups.end(), {0.0, 0.0, 0.0});
         double* group = groups.data() + groups.size() - 3;
         group[0] += pred * rows;
         group[1] += actual * rows;
         group[2] += rows;
-        below += rows;
     }
     double error = 0.0, weight = 0.0;
     for (size_t g = 0; g < groups.size(); g += 3) {
@@ -492,18 +505,14 @@ inline int64_t calibration_spread(const int64_t* filled, const double* negatives
         bin_rows[size_t(bin)] += rows;
         below += rows;
     }
-    // each bin that holds weight: a new group where min(int(running * count / total),
-    // count - 1) changes, running the weight of the bins before it
+    // each bin that holds weight to its group (CalibrationGroups)
     std::vector<int64_t> bin_group(size_t(points), 0);
-    int64_t groups = 0, last = -1;
-    double running = 0.0;
+    int64_t groups = 0;
+    CalibrationGroups grouping{count, total};
     for (int64_t k = 0; k < points; ++k) {
         if (!(bin_rows[size_t(k)] > 0)) continue;
-        const int64_t index = std::min(int64_t(running * double(count) / total), count - 1);
-        if (groups == 0 || index != last) ++groups;
-        last = index;
+        if (grouping.starts(bin_rows[size_t(k)])) ++groups;
         bin_group[size_t(k)] = groups - 1;
-        running += bin_rows[size_t(k)];
     }
     std::vector<double> v_sq(size_t(groups), 0.0), v_lin(size_t(groups), 0.0);
     std::fill(gap_sum, gap_sum + groups, 0.0);
