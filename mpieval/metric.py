@@ -221,25 +221,31 @@ class Metric(OnComm, ABC):
     def _add(self, **columns: np.ndarray | None) -> None:
         """Count a validated batch into the state and, with a window, keep its rows as
         the window's newest (the last step of ``update()`` of a kind with a window)."""
-        self._accumulate(self.state, **columns)
+        if not self._deferred:
+            self._accumulate(self.state, **columns)
         if self._recent is not None:
             self._recent.keep(columns)
         if self._validated is not None:
             self._validated.append(columns)
 
     _validated: list[dict[str, np.ndarray | None]] | None = None
+    _deferred = False
 
     @contextmanager
-    def _keeping_validated(self) -> Iterator[list[dict[str, np.ndarray | None]]]:
+    def _keeping_validated(self, *, defer: bool = False,
+                           ) -> Iterator[list[dict[str, np.ndarray | None]]]:
         """Within: each batch :meth:`_add` counts is also appended, as validated, to the
         list given (a sliced metric's slices count the base's validated rows, not checked
-        again); a kind whose ``update()`` does not end in :meth:`_add` appends nothing."""
+        again); a kind whose ``update()`` does not end in :meth:`_add` appends nothing.
+        ``defer``: :meth:`_add` appends the batch without counting it into the state; the
+        caller counts it (:meth:`_accumulate_slices` with ``whole``, or
+        :meth:`_accumulate`)."""
         kept: list[dict[str, np.ndarray | None]] = []
-        self._validated = kept
+        self._validated, self._deferred = kept, defer
         try:
             yield kept
         finally:
-            self._validated = None
+            self._validated, self._deferred = None, False
 
     def _accumulate(self, state: State, *args: Any, **kwargs: Any) -> None:
         """Count validated rows (the columns :meth:`_add` was given) into ``state``; a
@@ -259,9 +265,11 @@ class Metric(OnComm, ABC):
                            **kwargs: Any) -> bool:
         """Count validated rows (the columns :meth:`_add` was given) into the stacked
         states of many slices at once, row ``i`` into state ``codes[d, i]`` for each slice
-        column ``d``, as :meth:`_accumulate` of each slice's rows would; False when the
-        kind has no such pass for these rows (the caller then counts each slice's rows
-        with :meth:`_accumulate`). None here."""
+        column ``d``, as :meth:`_accumulate` of each slice's rows would, and every row into
+        keyword ``whole`` (a State: the sliced metric's own, as its :meth:`_accumulate` of
+        these rows would) in the same pass; False when the kind has no such pass for these rows (counting
+        nothing: the caller then counts ``whole`` and each slice's rows with
+        :meth:`_accumulate`). None here."""
         return False
 
     def recent(self) -> Metric | None:

@@ -291,7 +291,8 @@ class SlicedMetric(Metric):
         rows = self._length(args, columns)
         with self._validating():
             coded = [self._codes(dimension, slices, rows) for dimension in self.dimensions]
-        with self.base._keeping_validated() as validated:
+        # stacked: the base's rows are counted with its slices' (_update_stacked)
+        with self.base._keeping_validated(defer=self._stacked is not None) as validated:
             self.base.update(*args, **columns)
         batch = validated[0] if len(validated) == 1 else None
         if batch is not None and not all(value is None or (isinstance(value, np.ndarray)
@@ -347,8 +348,10 @@ class SlicedMetric(Metric):
             assert seen.all(), "a slice of the batch without rows (_codes gives none)"
             for key, count in zip(keys, seen.tolist(), strict=True):
                 counts[key] = counts.get(key, 0) + count
-        if self._finisher._accumulate_slices(self._stacked, codes, **batch):
+        if self._finisher._accumulate_slices(self._stacked, codes, **batch,
+                                             whole=self.base.state):
             return
+        self.base._accumulate(self.base.state, **batch)
         for dimension in range(len(self.dimensions)):
             keys, local = coded[dimension]
             _, order, bounds = _grouped(keys, local)

@@ -234,15 +234,17 @@ def test_the_binary_moments_are_exact_at_the_edges_of_their_float_sums(rng, avx2
 @pytest.mark.parametrize("pred_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [100, 1 << 16])  # tables cached or fetched ahead
 @pytest.mark.parametrize("table_dtype", [np.float64, np.uint32])
+@pytest.mark.parametrize("whole", [False, True])
 def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dtype, size,
-                                                              table_dtype):
+                                                              table_dtype, whole):
     """The compiled pass over every slice at once (accumulate_slices: each row's split
     values made once, in the lanes of a vector and written row by row, then added to the
     partial sums of its slice in each column) gives each slice the table, sums and moments
     that the plain passes (accumulate, moments) give over its rows alone, bit for bit:
     rows at every edge of the splits, two slice columns (one of 3 slices, one of 40), with
     the AVX2 copy of the loops and with the baseline's; tables of float64 counts or of
-    uint32 ones."""
+    uint32 ones. With ``whole``, the same pass also gives the metric's own table (of
+    another size) and sums what the plain passes give over every row."""
     from mpieval import _core
     from mpieval.kinds.auc import kernels as auc
     from mpieval.kinds.auc import moments
@@ -259,11 +261,24 @@ def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dt
         tables = np.zeros((slices, 2, size), dtype=table_dtype)
         sums = np.zeros((slices, auc.N_SUMS, exact.DIGITS))
         moment_sums = np.zeros((slices, len(moments.FIELDS), exact.DIGITS))
+        all_rows = (np.zeros((2, 3 * size)), exact.accumulator(auc.N_SUMS),
+                    exact.accumulator(len(moments.FIELDS)))
         for part in (slice(0, 3000), slice(3000, n)):
             auc.accumulate_slices(tables, sums, moment_sums, fields, pred[part], label[part],
-                                  np.ascontiguousarray(codes[:, part]))
+                                  np.ascontiguousarray(codes[:, part]),
+                                  whole=all_rows if whole else None)
     finally:
         _core.logloss.use_avx2(was)
+    if whole:
+        table, own = np.zeros((2, 3 * size)), exact.accumulator(auc.N_SUMS)
+        own_moments = exact.accumulator(len(moments.FIELDS))
+        auc.accumulate(table, own, pred, label)
+        moments.accumulate(own_moments, pred, label, None, binary=True)
+        assert np.array_equal(all_rows[0], table)
+        assert np.array_equal(all_rows[1], own)  # normalized: one value, one form
+        assert np.array_equal(all_rows[2], own_moments)
+    else:
+        assert not all_rows[0].any() and not all_rows[1].any()
     for s in range(slices):
         rows = np.flatnonzero((codes == s).any(axis=0))
         table, own = np.zeros((2, size)), exact.accumulator(auc.N_SUMS)
@@ -276,6 +291,27 @@ def test_the_slices_pass_gives_each_slice_its_own_passes_bits(rng, avx2, pred_dt
         for field in fields:
             assert (exact.to_int(moment_sums[s, field])
                     == exact.to_int(own_moments[field])), (s, moments.FIELDS[field])
+
+
+def test_the_slices_pass_takes_the_whole_s_three_parts_or_none() -> None:
+    from mpieval import _core
+    from mpieval.kinds.auc import kernels as auc
+    from mpieval.kinds.auc import moments
+
+    fields = (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP)
+    tables = np.zeros((2, 2, 10), dtype=np.uint32)
+    sums = np.zeros((2, auc.N_SUMS, exact.DIGITS))
+    moment_sums = np.zeros((2, len(moments.FIELDS), exact.DIGITS))
+    args = (tables, np.array([0.5]), np.array([1], dtype=np.int8),
+            np.zeros((1, 1), dtype=np.int32), sums, moment_sums, *fields)
+    whole = (np.zeros((2, 7)), exact.accumulator(auc.N_SUMS),
+             exact.accumulator(len(moments.FIELDS)))
+    with pytest.raises(ValueError, match="the whole's table, sums and moments"):
+        _core.auc.accumulate_slices(*args, whole_table=whole[0], whole_sums=whole[1])
+    with pytest.raises(ValueError, match="as a slice's"):
+        _core.auc.accumulate_slices(*args, whole[0], whole[1], whole[2][:3])
+    _core.auc.accumulate_slices(*args, *whole)
+    assert whole[0][1, 3] == 1 and exact.to_float(whole[1][auc.SUM_ROWS]) == 1
 
 
 # -- to_floats (compiled) against to_float and the rational oracle, many sums at once ----

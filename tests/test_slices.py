@@ -605,13 +605,22 @@ def test_auc_slices_in_one_pass_have_the_bits_of_their_rows_alone(pred_dtype: An
                         quiet(want), name, bits=True)
             checked += 1
     assert checked == len(result["slices"]) and checked > 200
+    # the metric's own table and sums, counted in the same pass, as a run without slices
+    whole = KINDS["auc"].load()(comm=Comm.local(), table_size=1000)
+    for batch in batches:
+        whole.update(batch["pred"], batch["label"])
+    for part in ("table", "sums", "moments"):
+        assert (metric.base.state.summed(part).tobytes()
+                == whole.state.summed(part).tobytes()), part
+    assert_same({k: v for k, v in result.items() if k != "slices"}, quiet(whole), bits=True)
 
 
 @pytest.mark.parametrize("opts", [{"soft_labels": True}, {"weights": "importance"}])
 def test_auc_stacked_slices_of_other_rows_count_each_slice(opts: dict[str, Any]) -> None:
     """Rows the compiled pass does not take (soft labels, importance weights; weights:
     the test above over every kind) are counted slice by slice into the stacked states,
-    still each slice's block of a run over its rows alone."""
+    still each slice's block of a run over its rows alone, and the metric's own block
+    that of a run without slices."""
     rng = np.random.default_rng(342)
     rows = auc_rows(rng, 3000)
     if opts.get("soft_labels"):
@@ -619,7 +628,12 @@ def test_auc_stacked_slices_of_other_rows_count_each_slice(opts: dict[str, Any])
     else:
         rows["weight"] = rng.integers(1, 4, 3000).astype(np.float64)
     batches = batches_of(rows, [1000])
-    result = quiet(auc_sliced(batches, ("country",), **opts))
+    metric = auc_sliced(batches, ("country",), **opts)
+    result = quiet(metric)
+    whole = KINDS["auc"].load()(comm=Comm.local(), table_size=1000, **opts)
+    for batch in batches:
+        whole.update(**{k: v for k, v in batch.items() if k not in ("country", "site", "big")})
+    assert_same({k: v for k, v in result.items() if k != "slices"}, quiet(whole), bits=True)
     for country in ("DE", "FR", "US", "all"):
         want = KINDS["auc"].load()(comm=Comm.local(), table_size=SLICE_TABLE, **opts)
         for batch in batches:

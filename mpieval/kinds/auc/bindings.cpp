@@ -3,11 +3,13 @@
 // The conventions are module.cpp's (mpieval/_core/).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -64,7 +66,9 @@ void bind_auc(nb::module_ m) {
        nb::arg("uppp"));
     m.def("accumulate_slices", [](Out tables, In pred, In label, In codes, Out sums,
                                   Out moments, int64_t v, int64_t cece, int64_t cey,
-                                  int64_t fourth, int64_t uppp) {
+                                  int64_t fourth, int64_t uppp, std::optional<Out> whole_table,
+                                  std::optional<Out> whole_sums,
+                                  std::optional<Out> whole_moments) {
         if (tables.ndim() != 3 || tables.shape(1) != 2)
             throw std::invalid_argument("accumulate_slices: tables of shape (slices, 2, size)");
         const int64_t slices = int64_t(tables.shape(0)), size = int64_t(tables.shape(2));
@@ -87,18 +91,44 @@ void bind_auc(nb::module_ m) {
         for (int64_t i = 0; i < dims * n; ++i)
             if (c[i] < 0 || c[i] >= slices)
                 throw std::out_of_range("accumulate_slices: a code out of the slices");
+        // the metric's own table, sums and moments: all three or none
+        std::optional<auc::WholeTargets> whole;
+        if (whole_table || whole_sums || whole_moments) {
+            if (!(whole_table && whole_sums && whole_moments) || dims < 1)
+                throw std::invalid_argument(
+                    "accumulate_slices: the whole's table, sums and moments, and a slice "
+                    "column");
+            if (whole_table->ndim() != 2 || whole_table->shape(0) != 2 ||
+                whole_sums->ndim() != 2 || int64_t(whole_sums->shape(0)) != auc::N_SUMS ||
+                int64_t(whole_sums->shape(1)) != exact::DIGITS || whole_moments->ndim() != 2 ||
+                int64_t(whole_moments->shape(0)) != rows ||
+                int64_t(whole_moments->shape(1)) != exact::DIGITS)
+                throw std::invalid_argument(
+                    "accumulate_slices: the whole's table (2, size), sums and moments as a "
+                    "slice's");
+            whole = auc::WholeTargets{
+                as<double>(*whole_table, "whole_table"), int64_t(whole_table->shape(1)),
+                auc::SliceTargets{as<double>(*whole_sums, "whole_sums"),
+                                  as<double>(*whole_moments, "whole_moments"), 0, 0, v, cece,
+                                  cey, fourth, uppp},
+                0};
+        }
+        auc::WholeTargets* w = whole ? &*whole : nullptr;
         dispatch(tables, [&](auto* t) {
             dispatch(pred, [&](auto* p) {
                 dispatch(label, [&](auto* y) {
                     Release r;
-                    auc::accumulate_slices(t, size, slices, p, y, n, c, dims, to);
+                    auc::accumulate_slices(t, size, slices, p, y, n, c, dims, to, w);
                 }, Labels{});
             }, Floats{});
         }, Types<double, uint32_t>{});
     }, nb::arg("tables").noconvert(), nb::arg("pred").noconvert(),
        nb::arg("label").noconvert(), nb::arg("codes").noconvert(),
        nb::arg("sums").noconvert(), nb::arg("moments").noconvert(), nb::arg("v"),
-       nb::arg("cece"), nb::arg("cey"), nb::arg("fourth"), nb::arg("uppp"));
+       nb::arg("cece"), nb::arg("cey"), nb::arg("fourth"), nb::arg("uppp"),
+       nb::arg("whole_table").noconvert() = nb::none(),
+       nb::arg("whole_sums").noconvert() = nb::none(),
+       nb::arg("whole_moments").noconvert() = nb::none());
     m.def("bucket_pairs", [](In pred_a, In pred_b, int64_t size, Out bucket_a, Out bucket_b) {
         const int64_t n = length(pred_a);
         dispatch(pred_a, [&](auto* a) {

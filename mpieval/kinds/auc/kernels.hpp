@@ -678,11 +678,11 @@ enum { SPLIT_P0, SPLIT_P1 = 2, SPLIT_Q = 4, SPLIT_L0 = 6, SPLIT_L1 = 9, SPLIT_CE
 // A slice's partial sums since its last flush (SPLIT_WIDTH: each a sum of at most 2**10
 // values of one column of the rows' split values, exact), how many rows they hold,
 // additions to its accumulators since they were last normalized, and whether the batch
-// touched it.
+// touched it (1; 2: a slice of the first column, whose sums the whole's are).
 struct alignas(64) SlicePartial {
     double sum[SPLIT_WIDTH];
     int32_t count, adds;
-    bool touched;
+    int8_t touched;
 };
 
 constexpr int32_t SLICE_FLUSH = 1 << 10;                             // rows of a partial sum
@@ -706,13 +706,22 @@ struct SliceTargets {
     }
 };
 
-// Add a slice's partial sums to its accumulators (each part on its own: the parts of a
-// split do not add exactly in float64) and clear them: abserr = S0 - S1 + N1 and sqrerr
-// = sum p^2 - 2 S1 + N1 (S0, S1 pred's sums over negatives and positives, N1 the
-// positives) as accumulate_binary, exactly.
-inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
+// Count `n` additions to slice s's accumulators since they were last normalized, and
+// normalize them before they could lose a digit.
+inline void count_adds(int32_t& adds, int32_t n, int64_t s, const SliceTargets& to) {
+    adds += n;
+    if (adds >= SLICE_NORMALIZE) {
+        to.normalize(s);
+        adds = 0;
+    }
+}
+
+// Add partial sums v (SPLIT_WIDTH) to slice s's accumulators, each part on its own (the
+// parts of a split do not add exactly in float64): abserr = S0 - S1 + N1 and sqrerr =
+// sum p^2 - 2 S1 + N1 (S0, S1 pred's sums over negatives and positives, N1 the positives)
+// as accumulate_binary, exactly. At most 6 additions to one accumulator.
+inline void add_partial(const double* v, int64_t s, const SliceTargets& to) {
     double* sums = to.sums_of(s);
-    const double* v = part.sum;
     for (int k = 0; k < 2; ++k) {
         const double p0 = v[SPLIT_P0 + k], p1 = v[SPLIT_P1 + k], q = v[SPLIT_Q + k];
         exact::add(row(sums, SUM_ABSERR), p0);
@@ -738,13 +747,31 @@ inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to) {
         exact::add(to.moment(s, to.fourth), v[SPLIT_FOURTH + k]);
         exact::add(to.moment(s, to.uppp), v[SPLIT_UPPP + k]);
     }
+}
+
+// The whole metric's table and sums, counted in the same walk as its slices (optional):
+// its table row by row, its sums those of the first slice column's partial sums as they
+// are flushed (each row is in exactly one slice of a column, and exact sums add in any
+// order), so the same bits as accumulate_binary and moments_binary over every row.
+struct WholeTargets {
+    double* table;  // (2, size) float64
+    int64_t size;
+    SliceTargets to;  // its sums and moments: "slice" 0
+    int32_t adds;     // additions to its accumulators since they were last normalized
+};
+
+// Add a slice's partial sums to its accumulators (and the whole's, when given) and clear
+// them.
+inline void flush_slice(SlicePartial& part, int64_t s, const SliceTargets& to,
+                        WholeTargets* whole) {
+    add_partial(part.sum, s, to);
+    if (whole != nullptr) {
+        add_partial(part.sum, 0, whole->to);
+        count_adds(whole->adds, 6, 0, whole->to);
+    }
     std::fill(part.sum, part.sum + SPLIT_WIDTH, 0.0);
     part.count = 0;
-    part.adds += 6;  // at most 6 additions to one accumulator above
-    if (part.adds >= SLICE_NORMALIZE) {
-        to.normalize(s);
-        part.adds = 0;
-    }
+    count_adds(part.adds, 6, s, to);
 }
 
 // The rows of LANES columns' lanes: out[j] holds lane j of v[0], v[1], ... (a transpose
@@ -833,7 +860,7 @@ MPIEVAL_INLINE void split_block_loop(const double* __restrict p_in,
 // A row's values that split_block left out (out of their splits' ranges), each added to
 // slice s's accumulators on its own, with the same float64 operations.
 inline void add_unsplit(double p, int64_t y, double ce, int64_t s, const SliceTargets& to,
-                        SlicePartial& part) {
+                        int32_t& adds) {
     double* sums = to.sums_of(s);
     const double q = p * p;
     const double e = p - double(y), e2 = e * e;
@@ -858,10 +885,7 @@ inline void add_unsplit(double p, int64_t y, double ce, int64_t s, const SliceTa
     if (!SquareLossSplit::ok(ce * ce)) exact::add(to.moment(s, to.cece), ce * ce);
     if (!PowerSplit::ok(e2 * e2)) exact::add(to.moment(s, to.fourth), e2 * e2);
     if (!PowerSplit::ok(p * p * p)) exact::add(to.moment(s, to.uppp), p * p * p);
-    if (++part.adds >= SLICE_NORMALIZE) {
-        to.normalize(s);
-        part.adds = 0;
-    }
+    count_adds(adds, 1, s, to);
 }
 
 // The scratch of accumulate_slices.
@@ -877,16 +901,18 @@ struct SliceScratch {
 
 // The m rows of a block (their split values `split`, labels y as float64) into the
 // partial sums of their slices `code` (each slice's SPLIT_WIDTH sums added in vectors);
-// a slice's partial sums that reach SLICE_FLUSH rows flushed; rows marked `bad` (when
-// any_bad) add their out-of-range values on their own.
+// a slice's partial sums that reach SLICE_FLUSH rows flushed (to the whole's too, when
+// given: the first slice column); rows marked `bad` (when any_bad) add their out-of-range
+// values on their own.
 template <int BYTES, class C>
 MPIEVAL_INLINE void add_block_loop(const double* __restrict split, const C* __restrict code,
                                    int64_t m, SlicePartial* __restrict parts,
                                    const double* __restrict p, const double* __restrict ce,
                                    const double* __restrict bad, bool any_bad,
-                                   const SliceTargets& to) {
+                                   const SliceTargets& to, WholeTargets* whole) {
     using V = Lanes<BYTES>;
     constexpr int64_t LANES = BYTES / 8;
+    const int8_t mark = whole != nullptr ? 2 : 1;
     for (int64_t i = 0; i < m; ++i) {
         const int64_t s = int64_t(code[i]);
         SlicePartial& part = parts[s];
@@ -898,10 +924,13 @@ MPIEVAL_INLINE void add_block_loop(const double* __restrict split, const C* __re
             sum += add;
             std::memcpy(part.sum + k, &sum, sizeof sum);
         }
-        part.touched = true;
-        if (any_bad && bad[i] != 0.0)
-            add_unsplit(p[i], int64_t(v[SPLIT_POSITIVES]), ce[i], s, to, part);
-        if (++part.count == SLICE_FLUSH) flush_slice(part, s, to);
+        part.touched = mark;
+        if (any_bad && bad[i] != 0.0) {
+            const int64_t y = int64_t(v[SPLIT_POSITIVES]);
+            add_unsplit(p[i], y, ce[i], s, to, part.adds);
+            if (whole != nullptr) add_unsplit(p[i], y, ce[i], 0, whole->to, whole->adds);
+        }
+        if (++part.count == SLICE_FLUSH) flush_slice(part, s, to, whole);
     }
 }
 
@@ -921,8 +950,8 @@ template <class C>
                                             const double* __restrict p,
                                             const double* __restrict ce,
                                             const double* __restrict bad, bool any_bad,
-                                            const SliceTargets& to) {
-    add_block_loop<32>(split, code, m, parts, p, ce, bad, any_bad, to);
+                                            const SliceTargets& to, WholeTargets* whole) {
+    add_block_loop<32>(split, code, m, parts, p, ce, bad, any_bad, to, whole);
 }
 #endif
 
@@ -939,21 +968,23 @@ template <class C>
 void add_block(const double* __restrict split, const C* __restrict code, int64_t m,
                SlicePartial* __restrict parts, const double* __restrict p,
                const double* __restrict ce, const double* __restrict bad, bool any_bad,
-               const SliceTargets& to) {
+               const SliceTargets& to, WholeTargets* whole) {
 #ifdef MPIEVAL_AVX2
-    if (has_avx2()) return add_block_avx2(split, code, m, parts, p, ce, bad, any_bad, to);
+    if (has_avx2())
+        return add_block_avx2(split, code, m, parts, p, ce, bad, any_bad, to, whole);
 #endif
-    add_block_loop<16>(split, code, m, parts, p, ce, bad, any_bad, to);
+    add_block_loop<16>(split, code, m, parts, p, ce, bad, any_bad, to, whole);
 }
 
 // tables (slices, 2, size): float64 counts, or uint32 ones (half the bytes: the tables of
 // many slices stay nearer the processor) that the caller adds to its float64 tables later;
 // sums (slices, N_SUMS, DIGITS) and the moments' rows of `to`; codes (dims, n), each in
-// [0, slices).
+// [0, slices); whole (or null): the metric's own table and sums, counted in the same walk
+// (WholeTargets; dims >= 1).
 template <class P, class L, class C, class T>
 void accumulate_slices(T* tables, int64_t size, int64_t slices, const P* pred,
                        const L* label, int64_t n, const C* codes, int64_t dims,
-                       const SliceTargets& to) {
+                       const SliceTargets& to, WholeTargets* whole) {
     auto scratch = std::make_unique<SliceScratch<P, L>>();
     std::vector<SlicePartial> parts(static_cast<size_t>(slices));
     const bool far = 2 * size * slices > FETCH_AHEAD_FROM;
@@ -967,10 +998,24 @@ void accumulate_slices(T* tables, int64_t size, int64_t slices, const P* pred,
                     scratch->bad);
         bool any_bad = false;
         for (int64_t i = 0; i < m; ++i) any_bad |= scratch->bad[i] != 0.0;
+        int64_t* cell = scratch->cell;
+        if (whole != nullptr) {  // the whole's table, as accumulate_binary's
+            double* table = whole->table;
+            const int64_t wsize = whole->size;
+            for (int64_t i = 0; i < m; ++i)
+                cell[i] = int64_t(y_block[i]) * wsize + bucket(double(p_block[i]), wsize);
+            if (2 * wsize > FETCH_AHEAD_FROM) {
+                for (int64_t i = 0; i < m; ++i) {
+                    if (i + AHEAD < m) __builtin_prefetch(table + cell[i + AHEAD], 1);
+                    table[cell[i]] += 1.0;
+                }
+            } else {
+                for (int64_t i = 0; i < m; ++i) table[cell[i]] += 1.0;
+            }
+        }
         for (int64_t d = 0; d < dims; ++d) {
             const C* code = codes + d * n + start;
             // the tables, in a loop of their own (as accumulate_binary's)
-            int64_t* cell = scratch->cell;
             for (int64_t i = 0; i < m; ++i)
                 cell[i] = (int64_t(code[i]) * 2 + int64_t(y_block[i])) * size +
                           bucket(double(p_block[i]), size);
@@ -983,15 +1028,16 @@ void accumulate_slices(T* tables, int64_t size, int64_t slices, const P* pred,
                 for (int64_t i = 0; i < m; ++i) tables[cell[i]] += T(1);
             }
             add_block(scratch->split, code, m, parts.data(), scratch->block.p, scratch->ce,
-                      scratch->bad, any_bad, to);
+                      scratch->bad, any_bad, to, d == 0 ? whole : nullptr);
         }
     }
     for (int64_t s = 0; s < slices; ++s) {
         SlicePartial& part = parts[size_t(s)];
         if (!part.touched) continue;
-        flush_slice(part, s, to);
+        flush_slice(part, s, to, part.touched == 2 ? whole : nullptr);
         to.normalize(s);
     }
+    if (whole != nullptr) whole->to.normalize(0);
 }
 
 }  // namespace mpieval::auc

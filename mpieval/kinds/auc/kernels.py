@@ -150,7 +150,8 @@ def accumulate(
 
 def accumulate_slices(tables: np.ndarray, sums: np.ndarray, moments: np.ndarray,
                       moment_fields: tuple[int, int, int, int, int], pred: np.ndarray,
-                      label: np.ndarray, codes: np.ndarray) -> None:
+                      label: np.ndarray, codes: np.ndarray, *,
+                      whole: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
     """Add validated unweighted rows with 0/1 labels to the tables and sums of many slices
     at once, in place, in one compiled pass: row ``i`` goes to slice ``codes[d, i]`` of
     each slice column ``d`` (``codes`` int32, ``(columns, rows)``). ``tables`` is ``(S, 2,
@@ -161,11 +162,16 @@ def accumulate_slices(tables: np.ndarray, sums: np.ndarray, moments: np.ndarray,
 
     Each slice gets what :func:`accumulate` (``binary``) and the moments' compiled pass
     would add over its rows alone, the same bits: the tables count rows, and every sum is
-    exact (a row's logloss and terms are computed once, the same float64 operations)."""
+    exact (a row's logloss and terms are computed once, the same float64 operations).
+
+    ``whole``: the metric's own ``(table (2, T'), sums, moments)``, float64, counted in
+    the same pass as :func:`accumulate` and the moments' compiled pass would count every
+    row: its table row by row, its sums the first slice column's (each row is in one
+    slice of it; exact sums add in any order), the same bits."""
     p = _as_kernel_input(pred, PRED_DTYPES)
     y = _as_kernel_input(label, LABEL_DTYPES)
     _core.auc.accumulate_slices(tables, p, y, np.ascontiguousarray(codes, np.int32), sums,
-                                moments, *moment_fields)
+                                moments, *moment_fields, *(whole or ()))
 
 
 def auc_from_table(table: np.ndarray) -> float:

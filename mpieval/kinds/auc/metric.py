@@ -1119,19 +1119,25 @@ class AucMetric(Metric):
 
     def _accumulate_slices(self, stacked: Stacked, codes: np.ndarray, pred: np.ndarray,
                            label: np.ndarray, weight: np.ndarray | None = None,
-                           compare: np.ndarray | None = None) -> bool:
+                           compare: np.ndarray | None = None, *, whole: State | None = None,
+                           ) -> bool:
         """Unweighted rows with 0/1 labels (frequency weights): every slice's table, sums
         and moments in one compiled pass (:func:`mpieval.kinds.auc.kernels.accumulate_slices`,
         the same bits as :meth:`_accumulate` of each slice's rows; the tables counted in
-        uint32, :meth:`mpieval.state.Stacked.counts`); False for other rows."""
+        uint32, :meth:`mpieval.state.Stacked.counts`), and ``whole``'s table, sums and
+        moments in the same pass; False for other rows or another ``whole``."""
         if (weight is not None or compare is not None or self.soft_labels
                 or self.weights != "frequency"):
+            return False
+        if whole is not None and set(whole.layout) != {"table", "sums", "moments"}:
             return False
         kernels.accumulate_slices(
             stacked.counts("table", len(pred)), stacked.array("sums"),
             stacked.array("moments"),
             (moments.V, moments.CECE, moments.CEY, moments.FOURTH, moments.UPPP),
-            pred, label, codes)
+            pred, label, codes,
+            whole=None if whole is None else (whole.summed("table"), whole.summed("sums"),
+                                              whole.summed("moments")))
         return True
 
     def _keep_pairs(self, state: State, pred: np.ndarray, compare: np.ndarray,
