@@ -267,8 +267,8 @@ class Metric(OnComm, ABC):
         states of many slices at once, row ``i`` into state ``codes[d, i]`` for each slice
         column ``d``, as :meth:`_accumulate` of each slice's rows would, and every row into
         keyword ``whole`` (a State: the sliced metric's own, as its :meth:`_accumulate` of
-        these rows would) in the same pass; False when the kind has no such pass for these rows (counting
-        nothing: the caller then counts ``whole`` and each slice's rows with
+        these rows would) in the same pass; False when the kind has no such pass for these
+        rows (counting nothing: the caller then counts ``whole`` and each slice's rows with
         :meth:`_accumulate`). None here."""
         return False
 

@@ -393,6 +393,21 @@ def test_to_floats_of_digits_not_normalized_is_to_float(rng) -> None:
         assert np.array_equal(_bits(exact.to_floats(digits)), _bits(_one_by_one(digits)))
 
 
+def test_to_floats_of_few_digits_at_every_place_is_to_float() -> None:
+    """Sums held in one or two digits, at every digit, of either sign (the compiled pass
+    skips the zero digits below them: a value with all its bits kept far above the
+    lowest digits, or rounded there)."""
+    rows = []
+    for k in range(exact.DIGITS - 2):
+        for digits in ([1.0], [3.0], [2.0**32 - 1], [2.0**31 + 1], [5.0, 2.0**32 - 1],
+                       [2.0**32 - 1, 1.0], [0.0, 7.0], [-1.0], [-(2.0**32 - 1), 3.0]):
+            acc = np.zeros(exact.DIGITS)
+            acc[k : k + len(digits)] = digits
+            rows.append(acc)
+    acc = np.array(rows)
+    assert np.array_equal(_bits(exact.to_floats(acc)), _bits(_one_by_one(acc)))
+
+
 def test_add_at_adds_each_row_to_its_block_as_add_values(rng) -> None:
     blocks, fields, n = 50, 6, 3000
     index = rng.integers(0, blocks, n)

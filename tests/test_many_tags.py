@@ -22,7 +22,8 @@ from mpieval.kernels import exact
 from mpieval.kinds.auc.kernels import binary_logloss
 from mpieval.kinds.ranking import kernels as ranking_kernels
 from mpieval.kinds.ranking.metric import RankingMetric
-from mpieval.kinds.wuauc.kernels import row_sums
+from mpieval.kinds.wuauc import kernels as wuauc_kernels
+from mpieval.kinds.wuauc.kernels import row_sums, row_sums_windowed
 
 
 def _rows(rng: np.random.Generator, n: int, users: int, tags: int) -> dict[str, np.ndarray]:
@@ -157,6 +158,36 @@ def test_wuauc_row_sums_of_many_tags_are_those_of_few_and_each_tags_exact_sums(r
         assert np.array_equal(many[1 + t, 2], exact.exact_sum(pred[rows].astype(np.float64)))
         assert np.array_equal(many[1 + t, 3], exact.exact_sum(logloss))
         assert exact.to_float(many[1 + t, 0]) == rows.sum()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n_tags", [3, 400])  # a Wide pair a tag; each tag's digits
+@pytest.mark.parametrize("weighted", [False, True])
+def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch, threads,
+                                                                n_tags, weighted) -> None:
+    """Row sums made in ``WINDOW``'s digits hold the digits of the sums made with every
+    digit (the others 0), on one thread or in slices on several; a pred whose bits fall
+    below the window has them all made again with every digit, the same digits."""
+    from mpieval.kernels import parallel
+
+    monkeypatch.setattr(parallel, "_threads", threads)
+    monkeypatch.setattr(wuauc_kernels, "ROW_SLICE", 3000)
+    n = 10_000
+    pred = rng.beta(2, 8, n)
+    label = (rng.random(n) < pred).astype(np.uint8)
+    codes = rng.integers(0, n_tags + 1, n).astype(np.uint16)  # code n_tags: no tag
+    tag_of_code = np.arange(n_tags + 1, dtype=np.uint16)
+    weight = rng.integers(1, 5, n).astype(np.float64) if weighted else None
+    for tiny in (False, True):
+        if tiny:
+            pred[17] = 1e-300  # its bits below 2**-178: outside the window
+            codes[17] = n_tags  # a row without a tag: in block 0's Wide only
+        full = exact.accumulator(1 + n_tags, 4)
+        assert row_sums(pred, label, codes, tag_of_code, full, weight)
+        got, first = row_sums_windowed(pred, label, codes, tag_of_code, 1 + n_tags, 4, weight)
+        assert first == (0 if tiny else wuauc_kernels.WINDOW[0])
+        assert np.array_equal(exact.widened(got, first), full)
+        assert np.array_equal(exact.window_to_floats(got, first), exact.to_floats(full))
 
 
 def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:

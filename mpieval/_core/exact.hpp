@@ -97,14 +97,17 @@ inline double to_double(const double* acc) {
     int high = DIGITS - 1;  // the highest nonzero digit (most sums are 0 or few digits)
     while (high >= 0 && acc[high] == 0.0) --high;
     if (high < 0) return 0.0;
+    int lo = 0;  // the lowest nonzero digit: the digits below stay 0 (carries go up)
+    while (acc[lo] == 0.0) ++lo;
     // carried in int64 (as normalize): digits 0 .. DIGITS - 2 in [0, 2**32), the top one
     // the sign and the rest; a carry goes at most two digits above the highest nonzero one
-    int64_t a[DIGITS] = {};
+    int64_t a[DIGITS];
     const int used = std::min(high + 3, DIGITS);
-    for (int k = 0; k <= high; ++k) a[k] = int64_t(acc[k]);
-    auto carry_up = [&a, used]() {
+    for (int k = lo; k <= high; ++k) a[k] = int64_t(acc[k]);
+    for (int k = high + 1; k < used; ++k) a[k] = 0;
+    auto carry_up = [&a, lo, used]() {
         int64_t carry = 0;
-        for (int k = 0; k < used - 1; ++k) {
+        for (int k = lo; k < used - 1; ++k) {
             const int64_t digit = a[k] + carry;
             carry = digit >> BITS;
             a[k] = digit & LOW;
@@ -114,30 +117,31 @@ inline double to_double(const double* acc) {
     carry_up();
     double sign = 1.0;
     if (a[used - 1] < 0) {  // negative: the magnitude's digits, carried again
-        for (int k = 0; k < used; ++k) a[k] = -a[k];
+        for (int k = lo; k < used; ++k) a[k] = -a[k];
         carry_up();
         sign = -1.0;
     }
     if (used == DIGITS && a[DIGITS - 1] != 0) return sign * HUGE_VAL;  // >= 2**(32 * 67 - 1074)
     high = used - 1;
-    while (high >= 0 && a[high] == 0) --high;
-    if (high < 0) return 0.0;
+    while (high >= lo && a[high] == 0) --high;
+    if (high < lo) return 0.0;
     // the top three digits (or fewer) as one integer m: the value is m * 2**base (in units of
     // 2**-1074) plus a rest below 2**base, nonzero when `sticky`
-    const int low = high >= 2 ? high - 2 : 0;
+    const int low = std::max(high >= 2 ? high - 2 : 0, lo);
     unsigned __int128 m = 0;
     for (int k = high; k >= low; --k) m = (m << BITS) | static_cast<unsigned __int128>(uint64_t(a[k]));
     bool sticky = false;
-    for (int k = 0; k < low; ++k) sticky = sticky || a[k] != 0;
+    for (int k = lo; k < low; ++k) sticky = sticky || a[k] != 0;
     const int base = BITS * low;
-    int length = 0;  // bits of m
-    for (unsigned __int128 rest = m; rest != 0; rest >>= 1) ++length;
+    // bits of m (m > 0: its top digit a[high] is nonzero)
+    const uint64_t m_high = uint64_t(m >> 64);
+    const int length = m_high ? 128 - __builtin_clzll(m_high) : 64 - __builtin_clzll(uint64_t(m));
     // the last bit kept, as a power of 2**-1074: 53 significant bits, none below 2**-1074
     const int last = std::max(base + length - 53, 0);
-    const int shift = last - base;  // > 0 when low > 0 (then length > 64)
+    const int shift = last - base;
     uint64_t kept;
-    if (shift <= 0) {
-        kept = uint64_t(m);  // exact: m < 2**53 here
+    if (shift <= 0) {  // every bit of m kept: m * 2**-shift < 2**53 (base - last bits more)
+        kept = uint64_t(m) << -shift;
     } else {
         kept = uint64_t(m >> shift);
         const unsigned __int128 rest = m & ((static_cast<unsigned __int128>(1) << shift) - 1);
@@ -224,6 +228,29 @@ struct Wide {
         normalize(acc, 1);
     }
 };
+
+// wide.fold(acc) for an accumulator of the thread's window of digits (set_window): the sum
+// folded into every digit of scratch, then its digits added to the window's, normalized; a
+// sum with a digit outside the window (or in its top one, kept for carries and the sign),
+// or an infinite or NaN value, is not added and sets window_outside, as add() does.
+inline void fold_into_window(const Wide& wide, double* acc) {
+    if (window_digits == DIGITS) {
+        wide.fold(acc);
+        return;
+    }
+    double full[DIGITS] = {};
+    wide.fold(full);
+    for (int k = 0; k < DIGITS; ++k) {
+        if (full[k] == 0.0) continue;
+        const int j = k - window_first;
+        if (j < 0 || j > window_digits - 2) {
+            window_outside = true;
+            return;
+        }
+    }
+    for (int j = 0; j < window_digits - 1; ++j) acc[j] += full[window_first + j];
+    normalize(acc, 1);
+}
 
 // Add every value and normalize: many values by exponent in a Wide (one 128-bit addition
 // a value), folded once; a few digit by digit. The same exact sum either way.

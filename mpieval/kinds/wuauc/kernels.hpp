@@ -1633,8 +1633,8 @@ void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* t
             adds[t] = 0;
         }
     });
-    all[0].fold(sums + 2 * D);
-    all[1].fold(sums + 3 * D);
+    exact::fold_into_window(all[0], sums + 2 * D);  // (D: the thread's window of digits)
+    exact::fold_into_window(all[1], sums + 3 * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
         for (const int64_t b : {int64_t(0), 1 + t}) {
             if (b > n_tags) continue;
@@ -1671,7 +1671,8 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
         wide[2 * t + 1].add(logloss);
     });
     std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
-    for (int64_t k = 0; k < 2 * (n_tags + 1); ++k) wide[k].fold(part.data() + k * D);
+    for (int64_t k = 0; k < 2 * (n_tags + 1); ++k)
+        exact::fold_into_window(wide[k], part.data() + k * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
         for (const int64_t block : {int64_t(0), 1 + t}) {
             if (block > n_tags) continue;

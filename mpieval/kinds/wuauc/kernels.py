@@ -89,35 +89,69 @@ ROW_SLICE = 1 << 20
 
 
 def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray,
-             sums: np.ndarray, weight: np.ndarray | None = None) -> None:
+             sums: np.ndarray, weight: np.ndarray | None = None,
+             window: tuple[int, int] = (0, exact.DIGITS)) -> bool:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
-    ``sums`` (shape ``(1 + n_tags, 4, DIGITS)``): block 0 over every row, block ``1 + t``
+    ``sums`` (shape ``(1 + n_tags, 4, digits)``): block 0 over every row, block ``1 + t``
     over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
     ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
     1 - 1e-15]``). With ``weight`` (float64), each a weighted sum (``sum w``, ``sum w y``,
     ``sum w pred``, ``sum w logloss``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
-    digit by digit (exact: the same bits)."""
+    digit by digit (exact: the same bits).
+
+    ``window``: ``(first, digits)``, the accumulators' digits (``sums``' last axis holds
+    ``digits`` of them, from digit ``first`` on); returns False when some value falls
+    outside them (``sums`` then incomplete: sum again with every digit), else True."""
+    first, digits = window
+    if sums.shape[-1] != digits:
+        raise ValueError(f"row_sums: sums of {digits} digits, got {sums.shape[-1]}")
     n = len(pred)
     slices = [(start, min(start + ROW_SLICE, n)) for start in range(0, n, ROW_SLICE)]
     pred = pred if pred.dtype in (np.float32, np.float64) else pred.astype(np.float64)
     pred, label, codes, tag_of_code = (np.ascontiguousarray(a, dtype) for a, dtype in (
         (pred, None), (_labels(label), None), (codes, np.uint16), (tag_of_code, np.uint16)))
     weights = np.zeros(0) if weight is None else np.ascontiguousarray(weight, np.float64)
+
+    def windowed(lo: int, hi: int, into: np.ndarray) -> bool:
+        """Rows ``lo:hi`` into ``into`` in this thread's window; True when none fell
+        outside it."""
+        _core.exact.set_window(first, digits)
+        try:
+            _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, into,
+                                 weights if weight is None else weights[lo:hi])
+        finally:
+            outside = _core.exact.take_outside()
+            _core.exact.set_window(0, exact.DIGITS)
+        return not outside
+
     if threads() == 1 or len(slices) < 2:
-        _core.wuauc.row_sums(pred, label, codes, tag_of_code, sums, weights)
-        return
+        return windowed(0, n, sums)
 
-    def one_slice(rows: tuple[int, int]) -> np.ndarray:
-        lo, hi = rows
+    def one_slice(rows: tuple[int, int]) -> tuple[np.ndarray, bool]:
         part = np.zeros_like(sums)
-        _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, part,
-                             weights if weight is None else weights[lo:hi])
-        return part
+        return part, windowed(*rows, part)
 
-    for part in on_threads(one_slice, slices):
+    inside = True
+    for part, ok in on_threads(one_slice, slices):
         sums += part
+        inside &= ok
     exact.normalize(sums)
+    return inside
+
+
+def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray,
+                      tag_of_code: np.ndarray, blocks: int, fields: int,
+                      weight: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """:func:`row_sums` into new accumulators (``(blocks, fields, digits)``) of
+    ``WINDOW``'s digits (many tags: a sixth of the bytes and of the time of 68 digits),
+    again with every digit when some value falls outside them (the same exact sums either
+    way); ``(sums, first digit)``."""
+    for first, digits in (WINDOW, (0, exact.DIGITS)):
+        sums = np.zeros((blocks, fields, digits))
+        if row_sums(pred, label, codes, tag_of_code, sums, weight, (first, digits)):
+            return sums, first
+    raise AssertionError("row_sums with every digit takes every value")
 
 
 def _labels(label: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
 from mpieval.kinds.wuauc import KIND
-from mpieval.kinds.wuauc.kernels import row_sums, user_auc_windows
+from mpieval.kinds.wuauc.kernels import row_sums_windowed, user_auc_windows
 from mpieval.kinds.wuauc.result import (
     DIFFS,
     N_ROW_SUMS,
@@ -217,13 +217,14 @@ class WuaucMetric(UserRowsMetric):
         if weighted:
             weight = (self._weights.columns()["weight"] if len(self._weights)
                       else np.ones(len(self._stored)))
-        by_row = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
-        row_sums(rows["pred"], rows["label"], rows["tag"], local_to_global, by_row, weight)
+        blocks_n = 1 + len(layout.tags)
+        by_row, row_first = row_sums_windowed(rows["pred"], rows["label"], rows["tag"],
+                                              local_to_global, blocks_n, N_ROW_SUMS, weight)
         blocks = {"rows": by_row}
         if self.compare is not None:  # B's row sums: its pred and logloss sums
-            by_row_b = exact.accumulator(1 + len(layout.tags), N_ROW_SUMS)
-            row_sums(rows["compare"], rows["label"], rows["tag"], local_to_global, by_row_b,
-                     weight)
+            by_row_b, row_first_b = row_sums_windowed(
+                rows["compare"], rows["label"], rows["tag"], local_to_global, blocks_n,
+                N_ROW_SUMS, weight)
         keys, columns, checks = self._outgoing(layout, local_to_global)
         if weight is not None:
             columns["weight"] = weight
@@ -235,9 +236,10 @@ class WuaucMetric(UserRowsMetric):
                                         else ("users_b", "diffs", "moments_b"))
         blocks.update(zip(names, user_parts, strict=True))
         firsts = dict(zip(names, user_firsts, strict=True))
+        firsts["rows"] = row_first
         del by_row, user_parts
         if self.compare is not None:
-            blocks["rows_b"] = by_row_b
+            blocks["rows_b"], firsts["rows_b"] = by_row_b, row_first_b
             del by_row_b
         # each block's fields are these parts' side by side (block_from_sums), joined as
         # floats in finish(): the exact sums are not copied once more (many tags), and are
