@@ -59,6 +59,7 @@ def main() -> None:
     own, argv = parser.parse_known_args()
     from mpieval import pipeline
     from mpieval.cli import main as mpieval_main
+    from mpieval.kinds.pn import metric as pn_metric
     from mpieval.kinds.wuauc import kernels
     from mpieval.kinds.wuauc import metric as wuauc_metric
     from mpieval.transport import mpi as mpi_transport
@@ -69,6 +70,7 @@ def main() -> None:
     pipeline._batches = timed_iterator("read", pipeline._batches)
     pipeline.Task.feed = timed("update", pipeline.Task.feed)
     UserRowsMetric.move_rows = timed("move", UserRowsMetric.move_rows)
+    pn_metric.PnMetric.move_rows = timed("move", pn_metric.PnMetric.move_rows)
     pipeline.Evaluator.compute = timed("compute", pipeline.Evaluator.compute)
     mpi_transport._arrive = timed("waiting", mpi_transport._arrive)
     core = kernels._core.wuauc
