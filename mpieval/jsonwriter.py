@@ -11,7 +11,8 @@ or a list of such lists of one length (a curve), in one call of ``_core.text.num
 (its text re-indented for its depth: a JSON text holds no raw newline but those of
 its indent), so errors and the text of odd values are the standard library's. The
 top levels are handed on in pieces as they are made; from :data:`WHOLE_FROM` down
-(a tag's or a slice's block) each value's text is made whole by plain calls.
+(a tag's or a slice's block) each value's text is made whole in one compiled call
+(``_core.text.json``: plain dicts, lists, ASCII texts and numbers; the rest as above).
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def _scalar(obj: Any) -> str | None:
 WHOLE_FROM = 3
 """The depth from which a value's text is made whole (:func:`_text`), not handed on in
 pieces: a tag's or a slice's block (``{kind: {"tags": {tag: block}}}``), small each, many
-of them in a run of many tags (a generator a value cost more than the text)."""
+of them in a run of many tags (a Python call a value cost more than the text)."""
 
 
 def _encode(obj: Any, level: int) -> Iterator[str]:
@@ -151,25 +152,7 @@ def _numbers(obj: list[Any] | tuple[Any, ...], level: int) -> str | None:
 
 
 def _text(obj: Any, level: int) -> str:
-    """``"".join(_encode(obj, level))`` made with calls rather than generators."""
-    text = _scalar(obj)
-    if text is not None:
-        return text
-    kind = type(obj)
-    if kind is dict:
-        if not obj:
-            return "{}"
-        if not all(type(key) is str for key in obj):
-            return _fallback(obj, level)
-        inner = ",\n" + INDENT * (level + 1)
-        return "{" + inner[1:] + inner.join(
-            encode_basestring_ascii(key) + ": " + _text(value, level + 1)
-            for key, value in obj.items()) + "\n" + INDENT * level + "}"
-    if kind is list or kind is tuple:
-        text = _numbers(obj, level)
-        if text is not None:
-            return text
-        inner = ",\n" + INDENT * (level + 1)
-        return "[" + inner[1:] + inner.join(_text(value, level + 1) for value in obj) + \
-            "\n" + INDENT * level + "]"
-    return _fallback(obj, level)
+    """``"".join(_encode(obj, level))`` made whole in one compiled call
+    (``_core.text.json``), which hands what it does not write itself (a non-finite
+    float, a non-ASCII text, a dict with another key, another type) to :func:`_fallback`."""
+    return _core.text.json(obj, level, _fallback)

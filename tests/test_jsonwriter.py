@@ -5,7 +5,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mpieval import _core, jsonwriter, locations
@@ -77,3 +77,44 @@ def test_numbers_text_is_repr(values: list[float | int]) -> None:
 def test_numbers_declines_what_it_cannot_write() -> None:
     for values in ([1.0, math.nan], [math.inf], [True], [2**64], [1, "a"], [[1.0]]):
         assert _core.text.numbers(values, [","]) is None
+
+
+texts = st.text(alphabet=st.characters(max_codepoint=0x7F) | st.sampled_from(
+    ["\x7f", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", '"', "\\", "é", "\U0001F600"]),
+    max_size=8)
+whole_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | texts,
+    lambda inner: (st.lists(inner, max_size=5) | st.tuples(inner, inner)
+                   | st.dictionaries(texts, inner, max_size=5)
+                   | st.dictionaries(st.integers(0, 9), inner, max_size=3)),
+    max_leaves=40)
+
+
+@example({"a\x7fb": ["\x00\x1f\b\f\n\r\t\"\\~ ", "\x7f"], "c": {"ü": 2**64}}, 3)
+@given(whole_values, st.integers(0, 4))
+def test_a_value_made_whole_is_json_s_text_at_its_level(obj: object, level: int) -> None:
+    """The compiled writer of a tag's or a slice's block (and what it hands back to
+    json.dumps: texts past ASCII, DEL and control characters, ints past 64 bits, keys
+    that are not texts) gives json's bytes at any depth."""
+    assert jsonwriter._text(obj, level) == expected(obj).replace("\n", "\n" + "  " * level)
+
+
+def test_a_value_made_whole_nested_past_its_depth_or_in_a_cycle() -> None:
+    deep: object = [1.5]
+    for depth in range(150):
+        deep = {"d": deep} if depth % 2 else [deep, depth]
+    assert jsonwriter._text(deep, 3) == expected(deep).replace("\n", "\n" + "      ")
+    cycle: list[object] = [1]
+    cycle.append({"again": cycle})
+    with pytest.raises(ValueError, match="Circular reference"):
+        jsonwriter.dumps({"a": {"b": {"c": cycle}}})
+
+
+def test_the_compiled_writer_s_fallback_must_give_text() -> None:
+    assert _core.text.json([1, {"a": object()}], 0, lambda obj, level: "X") == \
+        '[\n  1,\n  {\n    "a": X\n  }\n]'
+    with pytest.raises(TypeError, match="must return a str"):
+        _core.text.json([object()], 0, lambda obj, level: 5)
+    with pytest.raises(KeyError):
+        _core.text.json({"a": [object()]}, 0, lambda obj, level: {}[obj])

@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <cstdint>
 #include <optional>
@@ -355,8 +356,162 @@ void bind_stats(nb::module_ m) {
     m.def("beta_fraction", &stats::beta_fraction, nb::arg("a"), nb::arg("b"), nb::arg("x"));
 }
 
+// The text of a JSON value as json.dumps(obj, indent=2, allow_nan=False) writes it at
+// nesting level `level` (its inner lines indented by 2 * (level + 1) spaces): exact dicts of
+// ASCII str keys, exact lists and tuples, ASCII str, int, finite float, bool and None are
+// written here; any other value (a non-finite float, a non-ASCII text, a dict with another
+// key, another type, a value nested deeper than `deepest`) is written by `fallback(value,
+// level)`, a Python function (json.dumps re-indented: its text and its errors).
+class JsonText {
+public:
+    explicit JsonText(PyObject* fallback) : fallback_(fallback) {}
+
+    std::string out;
+
+    // false: a Python error is set (the fallback raised)
+    bool value(PyObject* obj, int level) {
+        if (obj == Py_None) {
+            out.append("null");
+        } else if (obj == Py_True) {
+            out.append("true");
+        } else if (obj == Py_False) {
+            out.append("false");
+        } else if (PyFloat_CheckExact(obj) && std::isfinite(PyFloat_AS_DOUBLE(obj))) {
+            text::append_float(out, PyFloat_AS_DOUBLE(obj));
+        } else if (PyLong_CheckExact(obj)) {
+            int overflow = 0;
+            long long number = PyLong_AsLongLongAndOverflow(obj, &overflow);
+            if (overflow)
+                return other(obj, level);
+            text::append_int(out, number);
+        } else if (PyUnicode_CheckExact(obj) && PyUnicode_IS_ASCII(obj)) {
+            ascii(obj);
+        } else if (level < deepest && PyDict_CheckExact(obj)) {
+            return dict(obj, level);
+        } else if (level < deepest && (PyList_CheckExact(obj) || PyTuple_CheckExact(obj))) {
+            return sequence(obj, level);
+        } else {
+            return other(obj, level);
+        }
+        return true;
+    }
+
+private:
+    static constexpr int deepest = 100;  // deeper (or a cycle): json.dumps's own walk
+    PyObject* fallback_;
+
+    bool other(PyObject* obj, int level) {
+        PyObject* written = PyObject_CallFunction(fallback_, "Oi", obj, level);
+        if (written == nullptr)
+            return false;
+        Py_ssize_t size = 0;
+        const char* chars = PyUnicode_Check(written) ? PyUnicode_AsUTF8AndSize(written, &size)
+                                                      : nullptr;
+        if (chars == nullptr) {
+            Py_DECREF(written);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "the JSON fallback must return a str");
+            return false;
+        }
+        out.append(chars, static_cast<size_t>(size));
+        Py_DECREF(written);
+        return true;
+    }
+
+    void line(int level) {
+        out.push_back('\n');
+        out.append(static_cast<size_t>(2 * level), ' ');
+    }
+
+    // json's encode_basestring_ascii of an ASCII text
+    void ascii(PyObject* obj) {
+        const auto* chars = static_cast<const unsigned char*>(PyUnicode_DATA(obj));
+        Py_ssize_t size = PyUnicode_GET_LENGTH(obj);
+        out.push_back('"');
+        for (Py_ssize_t i = 0; i < size; ++i) {
+            unsigned char c = chars[i];
+            if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+                out.push_back(static_cast<char>(c));
+                continue;
+            }
+            out.push_back('\\');
+            switch (c) {
+                case '\\': out.push_back('\\'); break;
+                case '"': out.push_back('"'); break;
+                case '\b': out.push_back('b'); break;
+                case '\f': out.push_back('f'); break;
+                case '\n': out.push_back('n'); break;
+                case '\r': out.push_back('r'); break;
+                case '\t': out.push_back('t'); break;
+                default: {
+                    static const char hex[] = "0123456789abcdef";
+                    out.append("u00");
+                    out.push_back(hex[c >> 4]);
+                    out.push_back(hex[c & 15]);
+                }
+            }
+        }
+        out.push_back('"');
+    }
+
+    bool dict(PyObject* obj, int level) {
+        if (PyDict_GET_SIZE(obj) == 0) {
+            out.append("{}");
+            return true;
+        }
+        Py_ssize_t at = 0;
+        PyObject* key = nullptr;
+        PyObject* item = nullptr;
+        while (PyDict_Next(obj, &at, &key, &item))
+            if (!PyUnicode_CheckExact(key) || !PyUnicode_IS_ASCII(key))
+                return other(obj, level);
+        out.push_back('{');
+        at = 0;
+        bool first = true;
+        while (PyDict_Next(obj, &at, &key, &item)) {
+            if (!first)
+                out.push_back(',');
+            first = false;
+            line(level + 1);
+            ascii(key);
+            out.append(": ");
+            if (!value(item, level + 1))
+                return false;
+        }
+        line(level);
+        out.push_back('}');
+        return true;
+    }
+
+    bool sequence(PyObject* obj, int level) {
+        Py_ssize_t size = PySequence_Fast_GET_SIZE(obj);
+        if (size == 0) {
+            out.append("[]");
+            return true;
+        }
+        PyObject** items = PySequence_Fast_ITEMS(obj);
+        out.push_back('[');
+        for (Py_ssize_t i = 0; i < size; ++i) {
+            if (i > 0)
+                out.push_back(',');
+            line(level + 1);
+            if (!value(items[i], level + 1))
+                return false;
+        }
+        line(level);
+        out.push_back(']');
+        return true;
+    }
+};
+
 void bind_text(nb::module_ m) {
-    m.doc() = "Numbers as Python's repr writes them (text.hpp).";
+    m.doc() = "Numbers as Python's repr writes them (text.hpp), and JSON values (JsonText).";
+    m.def("json", [](nb::handle obj, int level, nb::handle fallback) -> nb::str {
+        JsonText writer(fallback.ptr());
+        if (!writer.value(obj.ptr(), level))
+            throw nb::python_error();
+        return nb::str(writer.out.data(), writer.out.size());
+    }, nb::arg("obj").none(), nb::arg("level"), nb::arg("fallback"));
     m.def("numbers", [](nb::handle items, std::vector<std::string> separators) -> nb::object {
         // items: a list; None unless every item is an exact float (finite) or int (that fits
         // 64 bits); the text: the items' reprs, item i followed by separators[i % k]
