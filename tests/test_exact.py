@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mpieval import _core
 from mpieval.kernels import exact
 
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True,
@@ -445,15 +446,28 @@ def test_a_window_of_digits_gives_the_floats_of_the_whole_accumulators(rng, sign
     total = ranks[0] + ranks[1]
     window = ranks[0][..., first:stop] + ranks[1][..., first:stop]
     assert not total[..., :first].any() and not total[..., stop:].any()
-    chunk = exact.FSUM_ROWS
+    assert exact.to_floats(total).tobytes() == exact.window_to_floats(window, first).tobytes()
+
+
+@pytest.mark.parametrize("width", [0, 1, 3, 40])
+def test_row_fsums_is_math_fsum_of_each_row(rng, width) -> None:
+    """Rows of terms over 40 orders of magnitude, rows that cancel to 0 or to a last bit,
+    subnormals and the largest floats, each summed as math.fsum does; a thread's window of
+    digits (set by the many tags' pass) does not narrow them."""
+    terms = rng.normal(0, 1, (500, width)) * 10.0 ** rng.integers(-20, 20, (500, width))
+    if width >= 3:
+        terms[1, :3] = [1e300, -1e300, 5e-324]
+        terms[2, :3] = [1.7976931348623157e308, 1.0, -1.7976931348623157e308]
+        terms[3, :3] = [0.1, 0.2, -0.30000000000000004]
+        terms[4, :3] = [2.0**-1074, 2.0**-1074, 2.0**-1022]
+    expected = [math.fsum(row) for row in terms.tolist()]
+    assert exact.row_fsums(terms).tolist() == expected
+    assert exact.row_fsums(terms[:0]).tolist() == []
+    _core.exact.set_window(30, 8)
     try:
-        for exact.FSUM_ROWS in (chunk, 64):  # one chunk, several
-            assert (exact.to_floats(total).tobytes()
-                    == exact.window_to_floats(window, first).tobytes())
-        terms = rng.normal(0, 1, (500, 3)) * 10.0 ** rng.integers(-20, 20, (500, 3))
-        assert exact.row_fsums(terms).tolist() == [math.fsum(row) for row in terms.tolist()]
+        assert exact.row_fsums(terms).tolist() == expected
     finally:
-        exact.FSUM_ROWS = chunk
+        _core.exact.set_window(0, exact.DIGITS)
 
 
 def test_add_at_in_a_window_is_the_same_sum_or_says_a_value_is_outside() -> None:

@@ -68,6 +68,30 @@ void bind_exact(nb::module_ m) {
         Release r;
         for (int64_t row = 0; row < rows; ++row) o[row] = exact::to_double(a + row * digits);
     }, nb::arg("acc").noconvert(), nb::arg("out").noconvert());
+    m.def("row_fsums", [](In terms, Out out) {
+        // each row of terms (n, k), finite, summed exactly and rounded once (math.fsum):
+        // one accumulator on the stack, its touched digits zeroed again after each row
+        const double* t = as<double>(terms, "terms");
+        double* o = as<double>(out, "out");
+        if (terms.ndim() != 2 || int64_t(out.size()) != int64_t(terms.shape(0)))
+            throw nb::value_error("mpieval._core: row_fsums takes terms (n, k) and out (n)");
+        const int64_t rows = int64_t(terms.shape(0)), width = int64_t(terms.shape(1));
+        if (width >= exact::SAFE_ADDS)
+            throw nb::value_error("mpieval._core: row_fsums takes fewer than SAFE_ADDS terms a row");
+        Release r;
+        const int saved_first = exact::window_first, saved_digits = exact::window_digits;
+        exact::window_first = 0;  // every digit, whatever this thread's window
+        exact::window_digits = exact::DIGITS;
+        double a[exact::DIGITS] = {};
+        for (int64_t row = 0; row < rows; ++row) {
+            const double* v = t + row * width;
+            for (int64_t j = 0; j < width; ++j) exact::add(a, v[j]);
+            o[row] = exact::to_double(a);
+            std::fill(a, a + exact::DIGITS, 0.0);
+        }
+        exact::window_first = saved_first;
+        exact::window_digits = saved_digits;
+    }, nb::arg("terms").noconvert(), nb::arg("out").noconvert());
     m.def("window_to_floats", [](In window, int64_t first, Out out) {
         const double* w = as<double>(window, "window");
         double* o = as<double>(out, "out");

@@ -132,23 +132,14 @@ def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 
                               -1 if window_first is None else window_first)
 
 
-FSUM_ROWS = 1 << 16
-"""Rows of :func:`row_fsums` summed at a time (its scratch: one accumulator a row)."""
-
-
 def row_fsums(terms: np.ndarray) -> np.ndarray:
-    """Each row's sum of ``terms`` (shape ``(n, k)``, finite float64) rounded once to the
-    nearest float64, ties to even: ``math.fsum`` of the row (many rows in one compiled pass,
-    :func:`add_at` then :func:`to_floats`; scratch ``DIGITS`` digits a row of a chunk of
-    ``FSUM_ROWS``)."""
+    """Each row's sum of ``terms`` (shape ``(n, k)``, finite float64, ``k <``
+    :data:`SAFE_ADDS`) rounded once to the nearest float64, ties to even: ``math.fsum`` of
+    the row (many rows in one compiled pass: the row's terms added to one accumulator,
+    rounded by ``to_double`` as :func:`to_floats`, its digits cleared for the next row)."""
     terms = np.ascontiguousarray(terms, dtype=np.float64)
-    n, width = terms.shape
-    out = np.empty(n, dtype=np.float64)
-    for start in range(0, n, FSUM_ROWS):
-        stop = min(start + FSUM_ROWS, n)
-        acc = accumulator(stop - start, 1)
-        add_at(acc, np.repeat(np.arange(stop - start), width), terms[start:stop].ravel())
-        out[start:stop] = to_floats(acc)[:, 0]
+    out = np.empty(len(terms), dtype=np.float64)
+    _core.exact.row_fsums(terms, out)
     return out
 
 
