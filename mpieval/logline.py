@@ -45,6 +45,8 @@ def rounded_count(x: float) -> str:
 
 def json_count(x: float) -> int | float:
     """A count for JSON: an int when whole and exact (below 2**53), else a float."""
+    if type(x) is int and -EXACT_COUNT < x < EXACT_COUNT:  # most counts (many tags)
+        return x
     x = float(x)
     return int(x) if x.is_integer() and abs(x) < EXACT_COUNT else x
 
@@ -52,6 +54,8 @@ def json_count(x: float) -> int | float:
 def json_number(x: float) -> float | int | None:
     """A float for JSON: NaN becomes None (``null``), whole counts stay ints elsewhere; a
     numpy scalar becomes the Python number it holds (``to_dict()`` gives plain values)."""
+    if type(x) is float:  # most values (many tags)
+        return None if x != x else x
     if isinstance(x, np.generic):
         x = x.item()
     return None if isinstance(x, float) and math.isnan(x) else x

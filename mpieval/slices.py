@@ -54,7 +54,7 @@ from mpieval.metric import (
     warnings_named,
 )
 from mpieval.state import Part, Stacked
-from mpieval.tags import distinct
+from mpieval.tags import distinct, gc_paused
 from mpieval.validation import Coded, check_log_word
 
 DEFAULT_MIN_ROWS = 100
@@ -146,11 +146,12 @@ class SlicedResult:
     def to_dict(self) -> dict[str, Any]:
         block = self.base.to_dict()
         blocks: dict[str, dict[str, Any]] = {}
-        for one in self.slices:
-            if one.result is None:
-                blocks[one.name] = {"rows": one.rows, "too_small": True}
-            else:
-                blocks[one.name] = {**one.result.to_dict(), "rows": one.rows}
+        with gc_paused():  # many slices (tags.gc_paused)
+            for one in self.slices:
+                if one.result is None:
+                    blocks[one.name] = {"rows": one.rows, "too_small": True}
+                else:
+                    blocks[one.name] = {**one.result.to_dict(), "rows": one.rows}
         for columns in dict.fromkeys(one.columns for one in self.slices):
             _add_q_values([blocks[one.name] for one in self.slices if one.columns == columns])
         block["slices"] = blocks

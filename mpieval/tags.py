@@ -56,6 +56,8 @@ class _Block(Protocol):
     @property
     def tag(self) -> str: ...
 
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 class Comparison(Protocol):
     """A block's paired A/B comparison (a frozen dataclass): each value's two-sided
@@ -137,6 +139,12 @@ class TagBlocks(Generic[B]):
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     blocks: tuple[B, ...]
+
+    def tags_dict(self) -> dict[str, dict[str, Any]]:
+        """Each block's ``to_dict()`` by tag (the JSON's ``tags``), made with the cyclic
+        garbage collector paused (many tags: :func:`gc_paused`)."""
+        with gc_paused():
+            return {block.tag: block.to_dict() for block in self.blocks}
 
     def with_q_values(self: Blocks, names: Sequence[str]) -> Blocks:
         """The result (a frozen dataclass of :class:`ComparedBlock`) whose comparisons in

@@ -28,3 +28,18 @@ def test_values_is_value_of_each(xs) -> None:
 def test_counts_is_count_of_each(xs) -> None:
     xs = [x for x in xs if x == x]  # (a count is never NaN)
     assert logline.counts(xs) == [logline.count(x) for x in xs]
+
+
+def test_json_count_and_number_give_plain_values() -> None:
+    """Counts: an int when whole and below 2**53 (ints, floats and numpy scalars alike),
+    else a float; numbers: NaN (Python's or numpy's) as None, numpy scalars as Python's."""
+    big = 2**53
+    for x, want in [(3, 3), (-3, -3), (big - 1, big - 1), (big, float(big)), (-big, -float(big)),
+                    (2**70, float(2**70)), (3.0, 3), (2.5, 2.5), (np.int64(7), 7),
+                    (np.float64(7.0), 7), (np.float32(0.5), 0.5), (True, 1)]:
+        got = logline.json_count(x)
+        assert got == want and type(got) is type(want), (x, got)
+    for x, want in [(0.25, 0.25), (math.nan, None), (np.float64(math.nan), None),
+                    (np.float32(0.5), 0.5), (np.int64(4), 4), (7, 7), (None, None)]:
+        got = logline.json_number(x)
+        assert got == want and type(got) is type(want), (x, got)

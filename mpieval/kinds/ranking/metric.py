@@ -258,7 +258,7 @@ class RankingResult(TagBlocks[RankingBlock]):
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "k": list(self.k),
-                "tags": {block.tag: block.to_dict() for block in self.blocks}}
+                "tags": self.tags_dict()}
 
     def to_log_line(self, name: str) -> str:
         """One line per tag, ``all`` first, joined with newlines."""

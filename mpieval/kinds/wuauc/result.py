@@ -217,7 +217,8 @@ class WuaucBlock:
             "click_wuauc": logline.json_number(self.click_wuauc),
             "valid_click_num": logline.json_count(self.valid_click_num),
             "ci95": {name: None if pair is None else list(pair)
-                     for name, pair in self.ci(0.95).items()},
+                     for name, pair in self.ci(0.95).items()}
+            if self.real_user_count >= stats.MIN_CLUSTERS else dict.fromkeys(INTERVAL_FIELDS),
             **({} if self.compare is None else {"compare": self.compare.to_dict()}),
         }
 
@@ -234,7 +235,7 @@ class WuaucResult(TagBlocks[WuaucBlock]):
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "weights": self.weights,
-                "tags": {block.tag: block.to_dict() for block in self.blocks}}
+                "tags": self.tags_dict()}
 
     @property
     def weight_sum(self) -> int | float:
