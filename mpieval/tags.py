@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import Field
@@ -20,7 +21,7 @@ import numpy as np
 from mpieval.errors import InputError
 from mpieval.kernels import stats
 from mpieval.kernels.codes import remap
-from mpieval.validation import Coded, check_log_word, from_tensor, unmasked
+from mpieval.validation import Coded, all_log_words, check_log_word, from_tensor, unmasked
 
 ALL = "all"
 
@@ -247,9 +248,9 @@ class TagCodes:
         kind = str if distinct_values and isinstance(distinct_values[0], str) else int
         if distinct_values and self._type is not None and kind is not self._type:
             raise InputError("tag", "integer tags in one batch and strings in another")
-        index = self._index
-        unseen = [value for value in distinct_values if value not in index]
-        if kind is str:  # a tag is a word of the space-separated log line (seen: checked)
+        unseen = list(itertools.filterfalse(self._index.__contains__, distinct_values))
+        # a tag is a word of the space-separated log line (seen: checked)
+        if kind is str and not all_log_words(unseen):
             for value in unseen:
                 check_log_word("tag", value)
         new = len(unseen)
@@ -262,13 +263,15 @@ class TagCodes:
         """Local uint16 codes of checked tags (new values get the next codes); a new
         array, or ``out`` (uint16, one a row) for a uint16 ``inverse`` (a column the file
         reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        lookup = np.empty(len(distinct), dtype=np.uint16)
-        for i, value in enumerate(distinct):
-            if value not in self._index:
-                self._index[value] = len(self._values)
-                self._values.append(value)
-                self._type = type(value)
-            lookup[i] = self._index[value]
+        found = list(map(self._index.get, distinct))  # many tags: no Python call a value
+        if None in found:  # new values get the next codes
+            for i, code in enumerate(found):
+                if code is None:
+                    value = distinct[i]
+                    found[i] = self._index[value] = len(self._values)
+                    self._values.append(value)
+                    self._type = type(value)
+        lookup = np.array(found, dtype=np.uint16)
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != np.uint16):
                 out = None

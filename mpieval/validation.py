@@ -293,6 +293,17 @@ def check_log_word(field: str, value: str, *, empty: bool = False) -> str:
     return value
 
 
+def all_log_words(values: list[str], *, empty: bool = False) -> bool:
+    """Whether :func:`check_log_word` passes every one of ``values`` (strs), in one look at
+    them all (many tags: no call a value); False for a value that is not a str too (the
+    caller checks each then, for the error of the first that fails)."""
+    try:
+        joined = "a".join(values)
+    except TypeError:
+        return False
+    return _BREAKS_LOG_WORD.search(joined) is None and (empty or all(values))
+
+
 def check_metric_mapping(metrics: object) -> None:
     """``metrics`` maps names (strings) to metrics (objects with ``update``, ``local_sums``
     and ``finish``, as :class:`mpieval.metric.Metric`): a TypeError naming the entry

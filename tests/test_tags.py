@@ -7,9 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mpieval
+from mpieval.errors import InputError
 from mpieval.tags import NO_TAG, TagCodes
+from mpieval.validation import all_log_words, check_log_word
 
 
 def test_add_maps_the_other_codes_to_these_and_appends_the_new_values():
@@ -82,3 +86,20 @@ def test_with_q_values_sets_benjamini_hochberg_over_the_tag_blocks_only():
     assert got["a"]["x"] == pytest.approx(0.03) and got["c"]["x"] == pytest.approx(0.04)
     assert got["b"]["x"] == pytest.approx(0.04)
     assert Result(blocks[:1]).with_q_values(["x"]) == Result(blocks[:1])
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab= \t\n\x0b\x1c\u2028\u00a0\u3000é"),
+                        max_size=4), max_size=6), st.booleans())
+def test_all_log_words_is_check_log_word_of_each(values: list[str], empty: bool) -> None:
+    """The one look at a batch's new tags says what checking each says: whitespace (every
+    character str.isspace() holds, the Unicode ones too), '=', and an empty tag where one
+    is not allowed."""
+    def passes(value: str) -> bool:
+        try:
+            check_log_word("tag", value, empty=empty)
+        except InputError:
+            return False
+        return True
+
+    assert all_log_words(values, empty=empty) == all(map(passes, values))
+    assert not all_log_words(["a", 5], empty=empty)  # type: ignore[list-item]

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from mpieval.errors import DataError, InputError
 from mpieval.keys import text_buffers
-from mpieval.validation import Coded, check_log_word
+from mpieval.validation import Coded, all_log_words, check_log_word
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
 # (a filter on whole numbers); "string": UTF-8 text (ids, text filters); "name": UTF-8
@@ -98,7 +98,8 @@ class Batch:
                            else as_text(array).dictionary_encode())
                 codes = as_numpy(encoded.indices)
                 values = encoded.dictionary.to_pylist()
-            for index, value in enumerate(values):
+            for index, value in enumerate(
+                    () if all_log_words(values, empty=True) else values):
                 try:
                     check_log_word(column, value, empty=True)
                 except InputError as error:
