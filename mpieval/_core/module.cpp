@@ -70,7 +70,7 @@ void bind_exact(nb::module_ m) {
     }, nb::arg("acc").noconvert(), nb::arg("out").noconvert());
     m.def("row_fsums", [](In terms, Out out) {
         // each row of terms (n, k), finite, summed exactly and rounded once (math.fsum):
-        // one accumulator on the stack, its touched digits zeroed again after each row
+        // one accumulator on the stack, its digits zeroed again after each row
         const double* t = as<double>(terms, "terms");
         double* o = as<double>(out, "out");
         if (terms.ndim() != 2 || int64_t(out.size()) != int64_t(terms.shape(0)))
