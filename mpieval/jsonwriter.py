@@ -55,11 +55,14 @@ def _members(opening: str, labelled: Iterable[tuple[str, Any]], level: int,
     """A dict's or a list's text from ``opening`` to ``closing``: each value on a line of
     its own at ``level + 1``, after its label (a dict's key and ``": "``, or nothing)."""
     inner = "\n" + INDENT * (level + 1)
+    whole = level + 1 >= WHOLE_FROM  # a value made whole: its text at once, not a generator
     first = True
     for label, value in labelled:
         head = (opening if first else ",") + inner + label
         first = False
         text = _scalar(value)
+        if text is None and whole and type(value) in (dict, list, tuple):
+            text = _text(value, level + 1)
         if text is not None:
             yield head + text
         else:
