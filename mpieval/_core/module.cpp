@@ -442,6 +442,14 @@ private:
         return true;
     }
 
+    // value() of an item of a dict or list, a reference held while the fallback may run
+    bool held_value(PyObject* item, int level) {
+        Py_INCREF(item);
+        const bool done = value(item, level);
+        Py_DECREF(item);
+        return done;
+    }
+
     void line(int level) {
         out.push_back('\n');
         out.append(static_cast<size_t>(2 * level), ' ');
@@ -499,7 +507,7 @@ private:
             line(level + 1);
             ascii(key);
             out.append(": ");
-            if (!value(item, level + 1))
+            if (!held_value(item, level + 1))
                 return false;
         }
         line(level);
@@ -513,13 +521,12 @@ private:
             out.append("[]");
             return true;
         }
-        PyObject** items = PySequence_Fast_ITEMS(obj);
         out.push_back('[');
-        for (Py_ssize_t i = 0; i < size; ++i) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); ++i) {
             if (i > 0)
                 out.push_back(',');
             line(level + 1);
-            if (!value(items[i], level + 1))
+            if (!held_value(PySequence_Fast_GET_ITEM(obj, i), level + 1))
                 return false;
         }
         line(level);
