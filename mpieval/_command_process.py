@@ -9,10 +9,10 @@ every rank of a node starts one per core of the node. No value of a run calls th
 glibc's malloc gives freed memory at the top of its heap back to the system once more than
 128 KB of it is free (or twice its moving mmap threshold), and takes it again, zeroed page
 by page, at the next allocations: a rank whose per-user rows move in rounds frees and takes
-its round's memory over and over (a 2-rank ``pn`` run of 2 x 20M rows: 1.24x two one-rank
-runs, 1.04x with 1 GB kept). The command's process keeps up to :data:`KEPT_FREE` bytes
-(``mallopt(M_TRIM_THRESHOLD)``, unless ``MALLOC_TRIM_THRESHOLD_`` is set: a user's choice
-stays); its peak is the same, it only keeps what it freed for its own next allocations.
+its round's memory over and over (``docs/benchmarks.md``: weak scaling of ``pn``). The
+command's process keeps up to :data:`KEPT_FREE` bytes (``mallopt(M_TRIM_THRESHOLD)``,
+unless ``MALLOC_TRIM_THRESHOLD_`` is set: a user's choice stays): it keeps what it freed
+for its own next allocations, and its peak barely moves.
 
 Only the command's process: a trainer that imports mpieval keeps its BLAS and its malloc
 as they are.

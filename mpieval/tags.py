@@ -263,7 +263,7 @@ class TagCodes:
         """Local uint16 codes of checked tags (new values get the next codes); a new
         array, or ``out`` (uint16, one a row) for a uint16 ``inverse`` (a column the file
         reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        found = list(map(self._index.get, distinct))  # many tags: no Python call a value
+        found = list(map(self._index.get, distinct))  # many tags: no Python step a value
         if None in found:  # new values get the next codes
             for i, code in enumerate(found):
                 if code is None:
