@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import io
 import os
 import signal
 import sys
@@ -270,6 +271,8 @@ _WHOLE_JOB_HINT = (
 
 
 def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
+    if own_process:
+        _tune_memory(argv)
     mpi_transport.lighter_start_on_one_node()
     comm = Comm.world_or_alone()
     _quiet_warnings()
@@ -302,7 +305,7 @@ def _main(argv: Sequence[str] | None, own_process: bool = False) -> int:
                         if comm.rank == 0 else None)
             status = 0
         else:
-            status = _eval_in(args, comm, own_process, invoked)
+            status = _eval_in(args, comm, invoked)
     except InputError as error:  # collective: every rank holds the same error
         if comm.rank == 0:
             print(f"mpieval: error: {error}", file=sys.stderr, flush=True)
@@ -407,10 +410,27 @@ def run_merge(args: argparse.Namespace, comm: Comm,
     return 0
 
 
-def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
+def _tune_memory(argv: Sequence[str] | None) -> None:
+    """In the command's own process, before MPI starts: an ``eval`` of a per-user kind (its
+    rows kept until compute) has glibc map large blocks and keep the smaller ones it frees
+    (:func:`mpieval.memory.map_large_blocks`). Before MPI's start, not after it: set after
+    it, the kept blocks left a 2-rank ``pn`` run nearly as slow as without them (the
+    benchmarks page). The command line is read quietly here; its errors are reported once
+    MPI has started, by rank 0."""
+    quiet = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            args = build_parser().parse_args(argv)
+    except SystemExit:
+        return
+    if args.command == "eval" and args.engine != "spark" and any(
+            KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
+        memory.map_large_blocks()  # a per-user kind keeps its rows until compute
+
+
+def _eval_in(args: argparse.Namespace, comm: Comm,
              invocation: pipeline.Invocation | None = None) -> int:
-    """``mpieval eval``, set up for the kinds it asks for. In the command's own process a
-    per-user kind has glibc map large blocks (:func:`mpieval.memory.map_large_blocks`)."""
+    """``mpieval eval``, set up for the kinds it asks for."""
     if args.engine == "spark":
         if args.gate is not None:
             raise InputError("--gate", "is for --engine mpi (check a Spark run's --json with "
@@ -424,8 +444,6 @@ def _eval_in(args: argparse.Namespace, comm: Comm, own_process: bool,
         return run_on_spark(args, comm, specs, invocation)
     if args.spark_master is not None:
         raise InputError("--spark-master", "is for --engine spark")
-    if own_process and any(KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
-        memory.map_large_blocks()  # a per-user kind keeps its rows until compute
     return run_eval(args, comm, invocation=invocation)
 
 

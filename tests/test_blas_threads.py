@@ -11,7 +11,6 @@ import ast
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -142,37 +141,3 @@ def test_the_blas_threads_a_process_sees(tmp_path, program):
     else:
         assert variable is None, out
 
-
-def test_the_command_s_process_keeps_its_freed_memory_and_a_trainer_s_malloc_is_its_own():
-    """The command's process asks glibc's malloc to keep up to KEPT_FREE bytes of freed
-    memory (``mallopt(M_TRIM_THRESHOLD)``), unless ``MALLOC_TRIM_THRESHOLD_`` is set; a
-    trainer's process, and a C library without ``mallopt``, are left alone."""
-    from mpieval._command_process import KEPT_FREE, M_TRIM_THRESHOLD, keep_freed_memory
-
-    calls: list[tuple[int, int]] = []
-
-    def mallopt(param: int, value: int) -> int:
-        calls.append((param, value))
-        return 1
-
-    python = ["/usr/bin/python3"]
-    command = (["/venv/bin/mpieval", "eval"], python)
-    assert keep_freed_memory({}, *command, mallopt=mallopt)
-    assert calls == [(M_TRIM_THRESHOLD, KEPT_FREE)] and KEPT_FREE == 1 << 30
-    assert not keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "0"}, *command, mallopt=mallopt)
-    assert not keep_freed_memory({}, ["train.py"], [*python, "train.py"], mallopt=mallopt)
-    assert len(calls) == 1
-    assert not keep_freed_memory({}, *command, mallopt=lambda param, value: 0)
-
-
-@pytest.mark.parametrize("program", ["mpieval", "trainer.py"])
-def test_the_freed_memory_a_process_keeps(tmp_path, program):
-    """Run as the command (a program named ``mpieval``), the package's import sets glibc's
-    trim threshold (where the C library is glibc); as a trainer's program, it does not."""
-    script = tmp_path / program
-    script.write_text("import mpieval._command_process as c\nprint(c.FREED_MEMORY_KEPT)\n")
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, check=True, timeout=120).stdout.strip()
-    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert out == str(program == "mpieval" and glibc)

@@ -42,6 +42,36 @@ memory.trim_heap()
 """
 
 
+# In a fresh process whose mmap threshold is fixed at T (as map_large_blocks fixes it): a
+# freed block of T / 2 from the heap's top stays in the heap (its arena) when
+# map_large_blocks() set the trim threshold, and is given back at once with glibc's default
+# one; trim_heap() gives it back either way. Prints the three answers.
+_KEPT_PROBE = """
+import ctypes, sys
+from mpieval import memory
+
+T = memory.MMAP_THRESHOLD
+
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallopt(-3, T)
+if sys.argv[1] == "tuned":
+    memory.map_large_blocks()
+block = libc.malloc(T // 2)
+libc.free(block)
+print(libc.mallinfo2().arena >= T // 2)
+memory.trim_heap()
+print(libc.mallinfo2().arena < T // 2)
+"""
+
+
 def _glibc_has_mallinfo2() -> bool:
     import ctypes
 
@@ -75,3 +105,33 @@ def test_only_the_memory_module_calls_into_c_libraries():
                 if "ctypes" in names:
                     callers.add(path.relative_to(package).as_posix())
     assert callers == {"memory.py"}  # glibc
+
+
+@pytest.mark.skipif(not _glibc_has_mallinfo2(), reason="glibc 2.33 or later only")
+def test_map_large_blocks_keeps_freed_heap_memory_until_trim_heap():
+    kept = {how: subprocess.run([sys.executable, "-c", _KEPT_PROBE, how], check=True,
+                                capture_output=True, text=True).stdout.split()
+            for how in ("default", "tuned")}
+    assert kept == {"default": ["False", "True"], "tuned": ["True", "True"]}
+    assert memory.KEPT_FREE >= 8 * memory.MMAP_THRESHOLD  # rounds of blocks below it
+
+
+def test_the_command_tunes_glibc_before_mpi_starts_for_a_per_user_eval_only(
+        monkeypatch, capsys):
+    """The command reads its line quietly before MPI starts: an eval of a per-user kind
+    tunes glibc; an eval of auc alone, another command, a line that does not parse (its
+    error is reported later, by rank 0) and --help do not, and nothing is printed."""
+    from mpieval import cli
+
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "map_large_blocks", lambda: calls.append(1))
+    for argv, tuned in [(["eval", "--metrics", "auc,pn", "--uid", "u", "f.tsv"], True),
+                        (["eval", "--metrics", "wuauc", "--uid", "u", "f.tsv"], True),
+                        (["eval", "--metrics", "auc", "f.tsv"], False),
+                        (["eval", "f.tsv"], False),
+                        (["gate", "run.json", "rules.toml"], False),
+                        (["eval", "--no-such-flag"], False), (["--help"], False)]:
+        calls.clear()
+        cli._tune_memory(argv)
+        assert calls == ([1] if tuned else []), argv
+    assert capsys.readouterr() == ("", "")
