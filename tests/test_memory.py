@@ -12,11 +12,8 @@ import pytest
 import mpieval
 from mpieval import memory
 
-# In a fresh process (glibc's mmap threshold at its start, 128 KiB): a block of 2 T
-# (T = memory.MMAP_THRESHOLD) is mapped on its own, and so is one of T / 2 unless
-# map_large_blocks() fixed the threshold at T. Prints how many mapped blocks each of the two
-# added (mallinfo2's hblks).
-_PROBE = """
+# Both probes' start: glibc's malloc, free and mallinfo2 (its counters) through ctypes.
+_MALLINFO = """
 import ctypes, sys
 from mpieval import memory
 
@@ -31,6 +28,13 @@ libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Info
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
+"""
+
+# In a fresh process (glibc's mmap threshold at its start, 128 KiB): a block of 2 T
+# (T = memory.MMAP_THRESHOLD) is mapped on its own, and so is one of T / 2 unless
+# map_large_blocks() fixed the threshold at T. Prints how many mapped blocks each of the two
+# added (mallinfo2's hblks).
+_PROBE = _MALLINFO + """
 if sys.argv[1] == "tuned":
     memory.map_large_blocks()
 for size in (2 * T, T // 2):
@@ -45,23 +49,9 @@ memory.trim_heap()
 # In a fresh process whose mmap threshold is fixed at T (as map_large_blocks fixes it): a
 # freed block of T / 2 from the heap's top stays in the heap (its arena) when
 # map_large_blocks() set the trim threshold, and is given back at once with glibc's default
-# one; trim_heap() gives it back either way. Prints the three answers.
-_KEPT_PROBE = """
-import ctypes, sys
-from mpieval import memory
-
-T = memory.MMAP_THRESHOLD
-
-class Info(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Info
-libc.malloc.restype = ctypes.c_void_p
-libc.free.argtypes = [ctypes.c_void_p]
-libc.mallopt(-3, T)
+# one; trim_heap() gives it back either way. Prints both answers.
+_KEPT_PROBE = _MALLINFO + """
+libc.mallopt(memory._M_MMAP_THRESHOLD, T)
 if sys.argv[1] == "tuned":
     memory.map_large_blocks()
 block = libc.malloc(T // 2)
