@@ -24,6 +24,8 @@ compute it, so those loops stay one pass.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -162,6 +164,21 @@ def joined_digits(ranges: list[tuple[int, int]]) -> tuple[int, int]:
     if not used:
         return 0, 1
     return min(first for first, _ in used), max(stop for _, stop in used)
+
+
+@contextmanager
+def thread_window(first: int, digits: int) -> Iterator[list[bool]]:
+    """Within: the compiled additions of this thread go to accumulators of the digits
+    ``first .. first + digits - 1`` (``_core.exact.set_window``: many tags, fewer bytes);
+    after, the list yielded holds whether some value fell outside them (then sum again
+    with every digit). The thread's window is reset to every digit, whatever happens."""
+    outside: list[bool] = []
+    _core.exact.set_window(first, digits)
+    try:
+        yield outside
+    finally:
+        outside.append(_core.exact.take_outside())
+        _core.exact.set_window(0, DIGITS)
 
 
 def window_to_floats(window: np.ndarray, first: int) -> np.ndarray:

@@ -116,14 +116,10 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     def windowed(lo: int, hi: int, into: np.ndarray) -> bool:
         """Rows ``lo:hi`` into ``into`` in this thread's window; True when none fell
         outside it."""
-        _core.exact.set_window(first, digits)
-        try:
+        with exact.thread_window(first, digits) as outside:
             _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, into,
                                  weights if weight is None else weights[lo:hi])
-        finally:
-            outside = _core.exact.take_outside()
-            _core.exact.set_window(0, exact.DIGITS)
-        return not outside
+        return not outside[0]
 
     if threads() == 1 or len(slices) < 2:
         return windowed(0, n, sums)
@@ -326,15 +322,12 @@ def _user_auc_parts(
                 kept.moments = accumulator(1 + n_tags, n_moments)
                 with lock:
                     sums_of_threads.append((kept.sums, kept.moments))
-            _core.exact.set_window(first, digits)  # this thread's window (reset below)
-            try:
-                return _one_part(part)
-            finally:
-                found_outside = _core.exact.take_outside()
-                _core.exact.set_window(0, exact.DIGITS)
-                if found_outside:
-                    with lock:
-                        outside_parts.append(part)
+            with exact.thread_window(first, digits) as outside:
+                found = _one_part(part)
+            if outside[0]:
+                with lock:
+                    outside_parts.append(part)
+            return found
 
         def _one_part(part: int) -> tuple[list[np.ndarray], bool]:
             if compare is None and weight is None:  # the rows themselves grouped, once
