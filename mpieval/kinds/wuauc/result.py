@@ -178,6 +178,12 @@ class WuaucBlock:
     compare: WuaucComparison | None = None
     effective: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def _too_few_users(self) -> bool:
+        """Below :data:`mpieval.kernels.stats.MIN_CLUSTERS` users (so fewer valid users
+        too): no interval of the block is defined."""
+        return self.real_user_count < stats.MIN_CLUSTERS
+
     def ci(self, level: float = 0.95) -> dict[str, tuple[float, float] | None]:
         """Intervals of ``INTERVAL_FIELDS`` at ``level``: ``value -/+ t se`` for ``uauc``
         and ``wuauc``, ``value exp(-/+ t se / value)`` (the log scale) for the row values
@@ -188,7 +194,7 @@ class WuaucBlock:
         ``wuauc``, every user of the block for the row values), below
         :data:`~mpieval.kernels.stats.MIN_EFFECTIVE` effective users or with a spread of
         0."""
-        if self.real_user_count < stats.MIN_CLUSTERS:  # so fewer valid users too
+        if self._too_few_users:
             return dict.fromkeys(INTERVAL_FIELDS)  # (many tags: most are such)
         intervals = {name: stats.cluster_interval(
             getattr(self, name), self.stderr.get(name, math.nan), self.valid_user_count,
@@ -218,7 +224,7 @@ class WuaucBlock:
             "valid_click_num": logline.json_count(self.valid_click_num),
             "ci95": {name: None if pair is None else list(pair)
                      for name, pair in self.ci(0.95).items()}
-            if self.real_user_count >= stats.MIN_CLUSTERS else dict.fromkeys(INTERVAL_FIELDS),
+            if not self._too_few_users else dict.fromkeys(INTERVAL_FIELDS),  # (as ci(): most)
             **({} if self.compare is None else {"compare": self.compare.to_dict()}),
         }
 
