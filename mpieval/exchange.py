@@ -165,7 +165,7 @@ class Moved:
 
 
 def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
-                   recode: Mapping[str, np.ndarray] | None = None,
+                   recode: Mapping[str, tuple[np.ndarray, int]] | None = None,
                    aligned: Sequence[RowBuffer] = ()) -> None:
     """Collective: every row of ``buffers`` from ``start`` on, moved to the rank that owns
     its key (the first buffer's ``key`` column), where it is appended; the rows before
@@ -175,9 +175,10 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     same columns of the same dtypes (the caller has agreed on them): every column a kind
     keeps travels, so a column added to a kind's rows travels too. What moves is taken
     out of the buffers first (:meth:`RowBuffer.split_off`), so a rank holds its kept rows
-    once, plus this move's rows in transit. ``recode``: uint16 code columns of the first
-    buffer mapped through a lookup (:func:`mpieval.kernels.codes.remap`) before they travel
-    (a kind's local tag codes to the codes every rank agreed on). ``aligned``: more
+    once, plus this move's rows in transit. ``recode``: code columns of the first buffer
+    mapped through a lookup before they travel (:func:`mpieval.kernels.codes.remap`; a
+    kind's local tag codes to the codes every rank agreed on), each with the code of no
+    value past the lookup's end, which stays as it is. ``aligned``: more
     buffers of the same rows (every rank passes the same number), moved alike.
 
     The rows arrive by source rank, then in their order (this rank's own where its rank
@@ -190,9 +191,10 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     """
     buffers = [*buffers, *aligned]
     tails = [buffer.split_off(start) for buffer in buffers]
-    for name, lookup in (recode or {}).items():
+    for name, (lookup, none) in (recode or {}).items():
         codes = tails[0][name]
-        tails[0][name] = remap(codes, lookup, out=codes if codes.flags.writeable else None)
+        tails[0][name] = remap(codes, lookup, out=codes if codes.flags.writeable else None,
+                               none=(none, none))
     if 1 < comm.size <= MAX_RANKS:
         _move_packed(comm, buffers, tails)
         return

@@ -20,7 +20,7 @@ import numpy as np
 
 from mpieval.errors import InputError
 from mpieval.kernels import stats
-from mpieval.kernels.codes import remap
+from mpieval.kernels.codes import TAG_DTYPE, remap
 from mpieval.validation import Coded, all_log_words, check_log_word, from_tensor, unmasked
 
 ALL = "all"
@@ -184,13 +184,15 @@ class TagBlocks(Generic[B]):
         return iter(self.blocks)
 
 
-NO_TAG = np.iinfo(np.uint16).max  # local tag code of a row given without a tag
-MAX_TAGS = int(NO_TAG) - 1
+NO_TAG = int(np.iinfo(TAG_DTYPE).max)  # local tag code of a row given without a tag
+MAX_TAGS = (1 << 31) - 1
+"""At most this many distinct tag values: the compiled passes keep a row's tag code beside
+its label in 32 bits (``code << 1 | label``), the code of no tag (``MAX_TAGS``) too."""
 
 
 class TagCodes:
     """The tag values this metric has seen, in order of arrival; a value's code is its
-    index (``uint16``; :data:`NO_TAG` for a row without a tag)."""
+    index (:data:`TAG_DTYPE`; :data:`NO_TAG` for a row without a tag)."""
 
     def __init__(self, values: Sequence[Any] = ()) -> None:
         self._values: list[Any] = list(values)
@@ -216,23 +218,17 @@ class TagCodes:
 
     def add(self, other: TagCodes) -> np.ndarray:
         """Take in ``other``'s values (the new ones get the next codes): the lookup from
-        ``other``'s codes to these (uint16, :data:`NO_TAG` + 1 long; :data:`NO_TAG` and
-        the codes ``other`` does not use map to themselves)."""
-        lookup = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
-        if other._values:
-            lookup[: len(other._values)] = self.codes(other._values,
-                                                      np.arange(len(other._values)))
-        return lookup
+        ``other``'s codes to these (one entry a code of ``other``; :func:`recoded` keeps
+        :data:`NO_TAG`)."""
+        return np.array(self.codes(other._values, np.arange(len(other._values))),
+                        dtype=TAG_DTYPE)
 
     def positions(self, tags: Sequence[Any]) -> np.ndarray:
-        """Each code's index among ``tags``, which hold every value (uint16,
-        :data:`NO_TAG` + 1 long; the codes of no value, :data:`NO_TAG` among them, map to
-        ``len(tags)``)."""
+        """Each code's index among ``tags``, which hold every value (one entry a code;
+        :func:`recoded` writes the code of no value as ``len(tags)``)."""
         position = {value: i for i, value in enumerate(tags)}
-        lookup = np.full(int(NO_TAG) + 1, len(tags), dtype=np.uint16)
-        for code, value in enumerate(self._values):
-            lookup[code] = position[value]
-        return lookup
+        return np.fromiter(map(position.__getitem__, self._values), dtype=TAG_DTYPE,
+                           count=len(self._values))
 
     def check(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
         """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
@@ -260,9 +256,9 @@ class TagCodes:
 
     def codes(self, distinct: list[Any], inverse: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
-        """Local uint16 codes of checked tags (new values get the next codes); a new
-        array, or ``out`` (uint16, one a row) for a uint16 ``inverse`` (a column the file
-        reader coded), remapped compiled, without numpy's intp copy of the indexes."""
+        """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
+        codes); a new array, or ``out`` (one a row) for a uint16 ``inverse`` (a column the
+        file reader coded), remapped compiled, without numpy's intp copy of the indexes."""
         found = list(map(self._index.get, distinct))  # many tags: no Python step a value
         if None in found:  # new values get the next codes
             for i, code in enumerate(found):
@@ -271,13 +267,20 @@ class TagCodes:
                     found[i] = self._index[value] = len(self._values)
                     self._values.append(value)
                     self._type = type(value)
-        lookup = np.array(found, dtype=np.uint16)
+        lookup = np.array(found, dtype=TAG_DTYPE)
         if inverse.dtype == np.uint16:
-            if out is not None and (len(out) != len(inverse) or out.dtype != np.uint16):
+            if out is not None and (len(out) != len(inverse) or out.dtype != TAG_DTYPE):
                 out = None
             return remap(inverse, lookup, out=out)
         coded: np.ndarray = lookup[inverse]
         return coded
+
+
+def recoded(codes: np.ndarray, lookup: np.ndarray, no_tag: int = NO_TAG) -> np.ndarray:
+    """Tag codes (:data:`TAG_DTYPE`) mapped through ``lookup`` (one entry a code) in
+    place, in one compiled pass; :data:`NO_TAG`, the code of a row without a tag, written
+    as ``no_tag``. The codes themselves, returned."""
+    return remap(codes, lookup, out=codes, none=(NO_TAG, no_tag))
 
 
 _FEW_TAGS = 8

@@ -15,8 +15,8 @@ above the mean rows (the owner of a heavy user) then hands whole light users to 
 below it (:meth:`UserRowsMetric._shed`). A kind says what its
 update checks and what its compute counts on the rows of whole users.
 
-Memory: a stored row costs 15 bytes (8 key, 4 pred while every pred is a float32 value,
-else 8, 1 label, 2 tag; a kind with float labels 8 for the label), 4 more for a string
+Memory: a stored row costs 17 bytes (8 key, 4 pred while every pred is a float32 value,
+else 8, 1 label, 4 tag; a kind with float labels 8 for the label), 4 more for a string
 uid or a several-column key (the low 32 bits of the second hash, which detects
 collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
 nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
@@ -30,17 +30,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.exchange import move_to_owners
-from mpieval.kernels.codes import remap
+from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.kernels.keys import mix64
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import MAX_TAGS, NO_TAG, TagCodes
+from mpieval.tags import MAX_TAGS, NO_TAG, TagCodes, recoded
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ class UserRowsMetric(Metric):
         super().__init__(comm, **options)
 
     def state_layout(self) -> dict[str, Part]:
-        columns = {"key": np.uint64, "pred": np.float32, "label": self.label_dtype,
-                   "tag": np.uint16}
+        columns: dict[str, DTypeLike] = {"key": np.uint64, "pred": np.float32,
+                                         "label": self.label_dtype, "tag": TAG_DTYPE}
         if self.compare is not None:
             columns["compare"] = np.float32
         return {"rows": Rows(columns), "checks": Rows({"check": CHECK_DTYPE})}
@@ -96,8 +97,7 @@ class UserRowsMetric(Metric):
         merged._tags = self._tags.copy()
         if other._tags.values:
             lookup = merged._tags.add(other._tags)
-            tags = merged._stored.columns()["tag"]
-            tags[len(self._stored) :] = lookup[tags[len(self._stored) :]]
+            recoded(merged._stored.columns()["tag"][len(self._stored) :], lookup)
         return merged
 
     def _options(self) -> dict[str, Any]:
@@ -113,6 +113,12 @@ class UserRowsMetric(Metric):
         if saved is not None and np.asarray(saved).dtype == np.uint64:
             # saved while checks were kept whole: their low 32 bits, as kept now
             state = {**state, "checks.check": _low_bits(np.asarray(saved))}
+        saved = state.get("rows.tag")
+        if saved is not None and np.asarray(saved).dtype == np.uint16:
+            # saved while tag codes were uint16, whose largest stood for no tag
+            codes = np.asarray(saved)
+            state = {**state, "rows.tag": np.where(codes == np.iinfo(np.uint16).max,
+                                                   TAG_DTYPE.type(NO_TAG), codes.astype(TAG_DTYPE))}
         super()._load_one(state)
 
     def _load_extra_state(self, state: Mapping[str, Any]) -> None:
@@ -187,7 +193,7 @@ class UserRowsMetric(Metric):
         :meth:`TagCodes.check` returned them (None: rows without a tag); the tag codes
         computed in ``into``'s (:meth:`_free_rows`) when given."""
         rows = self._stored
-        codes = (np.full(len(user), NO_TAG, dtype=np.uint16) if tags is None
+        codes = (np.full(len(user), NO_TAG, dtype=TAG_DTYPE) if tags is None
                  else self._tags.codes(*tags, out=(into or {}).get("tag")))
         columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label,
                    "tag": codes}
@@ -251,12 +257,11 @@ class UserRowsMetric(Metric):
             widest = np.result_type(*(np.dtype(view[2][name]) for view in views))
             if widest != rows.dtypes[name]:
                 rows.widen(name, widest)
-        recode = np.arange(int(NO_TAG) + 1, dtype=np.uint16)
-        for code in range(moved.tags, len(self._tags.values)):
-            recode[code] = index[self._tags.values[code]]
+        recode = np.fromiter(map(index.__getitem__, self._tags.values), dtype=TAG_DTYPE,
+                             count=len(self._tags.values))
         hashed = any(view[0] for view in views) or bool(self.extra_keys)
         move_to_owners(comm, [rows, checks] if hashed else [rows], moved.count,
-                       recode={"tag": recode} if len(tags) > moved.tags else None,
+                       recode={"tag": (recode, NO_TAG)} if len(tags) > moved.tags else None,
                        aligned=self._aligned(comm))
         self._tags = TagCodes(tags)
         moved.count, moved.tags = len(rows), len(tags)
@@ -362,17 +367,15 @@ class UserRowsMetric(Metric):
         """The rows' tag codes as indexes among ``layout.tags`` (``len(tags)``: no tag).
 
         The stored codes (``codes``, the stored column) are recoded in place, in one
-        compiled pass, and the metric's tag values become ``layout.tags``, so the codes
-        are those indexes from now on: the column itself is returned, not a copy (2
-        bytes a row), unless some row has no tag (:data:`NO_TAG` stays the code of
-        those)."""
-        recode = local_to_global.copy()
-        recode[NO_TAG] = NO_TAG
-        remap(codes, recode, out=codes)  # in place, compiled
+        compiled pass (:func:`~mpieval.tags.recoded`), and the metric's tag values become
+        ``layout.tags``, so the codes are those indexes from now on: the column itself is
+        returned, not a copy (4 bytes a row), unless some row has no tag (:data:`NO_TAG`
+        stays the code of those)."""
+        recoded(codes, local_to_global)
         self._tags = TagCodes(layout.tags)
-        if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest uint16
+        if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest code
             return codes
-        return np.where(codes == NO_TAG, np.uint16(len(layout.tags)), codes)
+        return np.where(codes == NO_TAG, TAG_DTYPE.type(len(layout.tags)), codes)
 
 
 def _disagreement(views: Sequence[tuple[Any, ...]], tags: int) -> InputError | None:

@@ -130,6 +130,33 @@ def test_remap_is_numpys_lookup(lookup, picks) -> None:
 def test_a_code_past_the_lookup_is_an_error() -> None:
     with pytest.raises(IndexError):
         kernels.remap(np.array([0, 3], np.uint16), np.array([1, 2, 3], np.uint16))
+    with pytest.raises(IndexError):  # past the lookup and not the code of no value
+        kernels.remap(np.array([0, 3], np.uint32), np.array([1, 2, 3], np.uint32),
+                      none=(4, 0))
+    with pytest.raises(TypeError):
+        kernels.remap(np.array([0, 1], np.int64), np.array([1, 2, 3], np.uint32))
+
+
+@settings(max_examples=100, deadline=None)
+@given(lookup=st.lists(st.integers(0, 2**32 - 2), min_size=1, max_size=300),
+       picks=st.lists(st.integers(0, 10**6), max_size=300),
+       wide_codes=st.booleans(), none_every=st.integers(2, 7))
+def test_remap_to_uint32_writes_the_code_of_no_value_as_told(
+        lookup, picks, wide_codes, none_every) -> None:
+    """uint16 or uint32 codes into a uint32 lookup (a metric's tag codes), every
+    ``none_every``-th code the code of no value, written as given."""
+    none = 2**32 - 1 if wide_codes else 2**16 - 1
+    table = np.array(lookup, dtype=np.uint32)
+    codes = np.array([none if k % none_every == 0 else p % len(lookup)
+                      for k, p in enumerate(picks)], dtype=np.uint32 if wide_codes else np.uint16)
+    want = [7 if c == none else lookup[c] for c in codes.tolist()]
+    got = kernels.remap(codes, table, none=(none, 7))
+    assert got.dtype == np.uint32 and got.tolist() == want
+    if wide_codes:
+        in_place = kernels.remap(codes, table, out=codes, none=(none, none))
+        assert in_place is codes
+        assert codes.tolist() == [none if w == 7 and k % none_every == 0 else w
+                                  for k, w in enumerate(want)]
 
 
 @given(st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=40),

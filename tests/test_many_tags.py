@@ -61,6 +61,48 @@ def test_each_tag_block_of_many_tags_is_the_all_block_of_its_rows_alone(rng, kin
             '"tag": "all"', f'"tag": "{tag}"'), tag
 
 
+@pytest.mark.parametrize("kind", ["wuauc", "ranking"])
+def test_more_tags_than_uint16_codes_each_block_is_its_rows_alone(rng, kind) -> None:
+    """70,000 tags (past the 65,535 a uint16 code holds), in two batches with a batch of
+    rows without a tag between: the tags first seen last (codes past 65,535) each give,
+    to the last bit, the ``all`` block of a run over their rows alone; the untagged rows
+    count in ``all`` only."""
+    n_tags = 70_000
+    tags = np.concatenate([rng.permutation(n_tags), rng.integers(0, n_tags, 20_000)])
+    rows = _rows(rng, len(tags), 20_000, 1)
+    rows["tag"] = tags.astype(np.int64)
+    untagged = _rows(rng, 5000, 20_000, 1)
+    make = WuaucMetric if kind == "wuauc" else RankingMetric
+
+    def update(metric: object, part: dict[str, np.ndarray], tagged: bool = True) -> None:
+        label = part["label"] if kind == "wuauc" else part["label"].astype(np.float64)
+        metric.update(uid=part["uid"], pred=part["pred"], label=label,  # type: ignore[attr-defined]
+                      tag=part["tag"] if tagged else None)
+
+    metric = make()
+    half = len(tags) // 2
+    update(metric, {k: v[:half] for k, v in rows.items()})
+    update(metric, untagged, tagged=False)
+    update(metric, {k: v[half:] for k, v in rows.items()})
+    with _no_check():
+        many = metric.compute()
+    assert len(many.tags) == 1 + n_tags  # type: ignore[attr-defined]
+    late = tags[65_536:n_tags]  # first seen after 65,536 others: local codes past uint16
+    for tag in rng.choice(late, 10, replace=False).tolist():
+        keep = rows["tag"] == tag
+        alone = make()
+        update(alone, {k: v[keep] for k, v in rows.items()})
+        with _no_check():
+            block = alone.compute().all  # type: ignore[attr-defined]
+        assert _block_json(many[tag]) == _block_json(block).replace(  # type: ignore[index]
+            '"tag": "all"', f'"tag": "{tag}"'), tag
+    both = make()
+    update(both, rows, tagged=False)
+    update(both, untagged, tagged=False)
+    with _no_check():
+        assert _block_json(many.all) == _block_json(both.compute().all)  # type: ignore[attr-defined]
+
+
 class _no_check:
     """A context that lets warnings through unchecked."""
 
@@ -142,8 +184,8 @@ def test_wuauc_row_sums_of_many_tags_are_those_of_few_and_each_tags_exact_sums(r
     n, used = 200_000, 40
     pred = rng.random(n).astype(dtype)
     label = (rng.random(n) < 0.3).astype(np.uint8)
-    codes = rng.integers(0, used + 1, n).astype(np.uint16)  # code `used`: no tag
-    tag_of_code = np.arange(used + 1, dtype=np.uint16)  # code `used` -> n_tags: no tag
+    codes = rng.integers(0, used + 1, n).astype(np.uint32)  # code `used`: no tag
+    tag_of_code = np.arange(used + 1, dtype=np.uint32)  # code `used` -> n_tags: no tag
     few = exact.accumulator(1 + used, 4)
     row_sums(pred, label, codes, tag_of_code, few)
     many = exact.accumulator(1 + 400, 4)
@@ -175,8 +217,8 @@ def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch
     n = 10_000
     pred = rng.beta(2, 8, n)
     label = (rng.random(n) < pred).astype(np.uint8)
-    codes = rng.integers(0, n_tags + 1, n).astype(np.uint16)  # code n_tags: no tag
-    tag_of_code = np.arange(n_tags + 1, dtype=np.uint16)
+    codes = rng.integers(0, n_tags + 1, n).astype(np.uint32)  # code n_tags: no tag
+    tag_of_code = np.arange(n_tags + 1, dtype=np.uint32)
     weight = rng.integers(1, 5, n).astype(np.float64) if weighted else None
     for tiny in (False, True):
         if tiny:

@@ -73,6 +73,16 @@ def test_split_columns_refuses_an_owner_past_the_ranks() -> None:
 
 # -- across ranks ----------------------------------------------------------------------
 
+NO_VALUE = 2**32 - 1  # a code past the lookup that stands for no value (a row without a tag)
+
+
+def tags_of(ids: np.ndarray) -> np.ndarray:
+    """The rows' codes: ``id % 6``, 5 standing for no value."""
+    tags = (ids % 6).astype(np.uint32)
+    tags[tags == 5] = NO_VALUE
+    return tags
+
+
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("reserved", [0, 50, 10_000])
@@ -82,7 +92,7 @@ def test_move_to_owners_moves_each_row_to_its_owner_in_order(
     with exactly the rows its users own, the ones it had first, then each move's by
     source rank and in each source's order; a rank without rows in a round too."""
     seed = np.random.default_rng(comm.allgather(int(rng.integers(1 << 30)))[0])
-    rows = RowBuffer({"key": np.uint64, "pred": np.float64, "tag": np.uint16})
+    rows = RowBuffer({"key": np.uint64, "pred": np.float64, "tag": np.uint32})
     checks = RowBuffer({"check": np.uint32})
     rows.reserve(reserved)
     checks.reserve(reserved)
@@ -95,21 +105,21 @@ def test_move_to_owners_moves_each_row_to_its_owner_in_order(
         count = int(sizes[comm.rank])
         ids = round_ * 10_000 + int(firsts[comm.rank]) + np.arange(count)
         keys = (ids % 97).astype(np.uint64)  # users with rows on several ranks
-        rows.append(key=keys, pred=ids.astype(np.float64), tag=(ids % 5).astype(np.uint16))
+        rows.append(key=keys, pred=ids.astype(np.float64), tag=tags_of(ids))
         checks.append(check=(ids * 3).astype(np.uint32))
         everything = np.concatenate([round_ * 10_000 + int(firsts[r]) + np.arange(int(sizes[r]))
                                      for r in range(comm.size)])
         mine = everything[owner_of((everything % 97).astype(np.uint64), comm.size) == comm.rank]
         expected += mine.tolist()  # by source rank, then in order
-        move_to_owners(comm, [rows, checks], moved, recode={"tag": np.array(
-            [4, 3, 2, 1, 0], dtype=np.uint16)} if round_ == 2 else None)
+        move_to_owners(comm, [rows, checks], moved, recode={"tag": (np.array(
+            [4, 3, 2, 1, 0], dtype=np.uint32), NO_VALUE)} if round_ == 2 else None)
         moved = len(rows)
         got = rows.columns()
         assert got["pred"].astype(np.int64).tolist() == expected
         ids_now = got["pred"].astype(np.int64)
         assert np.array_equal(got["key"], (ids_now % 97).astype(np.uint64))
-        tags = (ids_now % 5).astype(np.uint16)
-        recoded = (ids_now >= 20_000) & (ids_now < 30_000)
-        tags[recoded] = 4 - tags[recoded]
+        tags = tags_of(ids_now)
+        recoded = (ids_now >= 20_000) & (ids_now < 30_000) & (tags != NO_VALUE)
+        tags[recoded] = 4 - tags[recoded]  # the code of no value kept as it is
         assert np.array_equal(got["tag"], tags)
         assert np.array_equal(checks.columns()["check"], (ids_now * 3).astype(np.uint32))

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import mpieval
 from mpieval.errors import InputError
-from mpieval.tags import NO_TAG, TagCodes
+from mpieval.kernels.codes import TAG_DTYPE
+from mpieval.tags import NO_TAG, TagCodes, recoded
 from mpieval.validation import all_log_words, check_log_word
 
 
@@ -20,15 +21,51 @@ def test_add_maps_the_other_codes_to_these_and_appends_the_new_values():
     mine, theirs = TagCodes(["x", "y"]), TagCodes(["z", "y"])
     lookup = mine.add(theirs)
     assert list(mine.values) == ["x", "y", "z"] and list(theirs.values) == ["z", "y"]
-    assert lookup.dtype == np.uint16 and len(lookup) == int(NO_TAG) + 1
-    assert lookup[:2].tolist() == [2, 1] and lookup[NO_TAG] == NO_TAG
+    assert lookup.dtype == TAG_DTYPE and lookup.tolist() == [2, 1]
+    codes = np.array([1, NO_TAG, 0], dtype=TAG_DTYPE)
+    assert recoded(codes, lookup) is codes and codes.tolist() == [1, NO_TAG, 2]
 
 
 def test_positions_index_every_code_among_the_agreed_tags():
     codes = TagCodes([7, 3])
     lookup = codes.positions((1, 3, 7))
-    assert lookup[:2].tolist() == [2, 1]
-    assert lookup[2] == 3 and lookup[NO_TAG] == 3  # no value: len(tags)
+    assert lookup.tolist() == [2, 1]
+    rows = np.array([0, NO_TAG, 1, 0], dtype=TAG_DTYPE)
+    assert recoded(rows, lookup, no_tag=3).tolist() == [2, 3, 1, 2]  # no value: len(tags)
+
+
+def test_a_code_of_no_value_but_not_the_code_of_no_tag_is_an_error():
+    with pytest.raises(IndexError):
+        recoded(np.array([0, 2], dtype=TAG_DTYPE), np.array([5, 6], dtype=TAG_DTYPE))
+
+
+def test_tag_codes_past_the_uint16_range_keep_their_values():
+    """Codes past 65,535 (the reader's batch codes are uint16, a metric's are not): a
+    million values coded, recoded to their sorted order, each row's value kept."""
+    values = [f"t{k}" for k in range(1_000_000)]
+    rng = np.random.default_rng(3)
+    inverse = rng.integers(0, len(values), 200_000)
+    tags = TagCodes()
+    codes = tags.codes(values, inverse)
+    assert codes.dtype == TAG_DTYPE and int(codes.max()) > 1 << 16
+    assert [tags.values[c] for c in codes[:1000].tolist()] == [
+        values[i] for i in inverse[:1000].tolist()]
+    ordered = tuple(sorted(values))
+    global_codes = recoded(codes.copy(), tags.positions(ordered))
+    assert [ordered[c] for c in global_codes.tolist()] == [values[i] for i in inverse.tolist()]
+
+
+def test_more_tags_than_the_codes_hold_is_an_error(monkeypatch):
+    """The limit (MAX_TAGS, 2**31 - 1, the compiled passes' room) counted over every batch
+    a metric saw, shown with a smaller one."""
+    import mpieval.tags
+
+    monkeypatch.setattr(mpieval.tags, "MAX_TAGS", 5)
+    tags = TagCodes()
+    tags.codes(*tags.check(np.array(["a", "b", "c"]), 3))
+    tags.codes(*tags.check(np.array(["a", "d", "e"]), 3))  # 5 values: at the limit
+    with pytest.raises(InputError, match="more than 5 distinct tag values"):
+        tags.check(np.array(["f", "a"]), 2)
 
 
 def test_as_array_keeps_the_type_of_the_values():

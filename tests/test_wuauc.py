@@ -28,6 +28,7 @@ from mpieval.kinds.auc.metric import AucMetric
 from mpieval.kinds.wuauc.kernels import CHUNK, MOMENT_FIELDS, USER_SUM_FIELDS
 from mpieval.kinds.wuauc.kernels import user_auc_sums as exact_user_auc_sums
 from mpieval.kinds.wuauc.result import WuaucBlock
+from mpieval.tags import NO_TAG
 
 COUNTS = ("real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num",
           "valid_click_num")
@@ -259,7 +260,7 @@ def test_user_auc_sums_match_pair_counting(rows, dtype) -> None:
     keys = array[:, 0].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # spread bits
     pred = (array[:, 1] / 3).astype(dtype)
     label = array[:, 2].astype(np.uint8)
-    tag = array[:, 3].astype(np.uint16)
+    tag = array[:, 3].astype(np.uint32)
     got, collision = user_auc_sums(keys, None, pred, label, tag, 3)
     assert not collision
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 3), rtol=1e-12)
@@ -272,7 +273,7 @@ def test_user_auc_sums_of_long_users_and_near_ties(rng: np.random.Generator) -> 
     n = len(keys)
     pred = rng.integers(0, 20, n) / 20 + rng.integers(0, 3, n) * 2.0**-40
     label = (rng.random(n) < 0.4).astype(np.uint8)
-    tag = rng.integers(0, 6, n).astype(np.uint16)  # 5: untagged
+    tag = rng.integers(0, 6, n).astype(np.uint32)  # 5: untagged
     order = rng.permutation(n)
     keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
     got, _ = user_auc_sums(keys, None, pred, label, tag, 5)
@@ -304,7 +305,7 @@ def test_moments_in_the_auc_pass_have_the_bits_of_the_weighted_pass(
                              int(edges.sum()))
     pred = pred.astype(dtype)
     label = (rng.random(n) < 0.3).astype(np.uint8)
-    tag = rng.integers(0, n_tags + 1, n).astype(np.uint16)  # n_tags: untagged
+    tag = rng.integers(0, n_tags + 1, n).astype(np.uint32)  # n_tags: untagged
     order = rng.permutation(n)
     keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
     fields, moments = len(USER_SUM_FIELDS), len(MOMENT_FIELDS)
@@ -386,7 +387,7 @@ def test_user_auc_sums_with_more_tags_than_a_user_has_rows(rng: np.random.Genera
     n = len(keys)
     pred = (rng.integers(0, 8, n) / 8).astype(np.float32)
     label = (rng.random(n) < 0.5).astype(np.uint8)
-    tag = rng.integers(0, 160, n).astype(np.uint16)  # 150 and above: untagged
+    tag = rng.integers(0, 160, n).astype(np.uint32)  # 150 and above: untagged
     got, _ = user_auc_sums(keys, None, pred, label, tag, 150)
     np.testing.assert_allclose(got, oracle_user_sums(keys, pred, label, tag, 150), rtol=1e-12)
 
@@ -401,7 +402,7 @@ def test_users_longer_than_a_chunk_beside_short_ones(rng: np.random.Generator) -
     pred = rng.integers(0, 12, n) / 11
     pred[(pred == 0) & (rng.random(n) < 0.5)] = -0.0
     label = (rng.random(n) < 0.4).astype(np.uint8)
-    tag = rng.integers(0, 4, n).astype(np.uint16)  # 3: untagged
+    tag = rng.integers(0, 4, n).astype(np.uint32)  # 3: untagged
     order = rng.permutation(n)
     keys, pred, label, tag = keys[order], pred[order], label[order], tag[order]
     assert np.signbit(pred[pred == 0]).any()
@@ -429,7 +430,7 @@ def test_a_compared_user_longer_than_a_chunk_is_sorted_once_per_model(
     pred_a = (rng.integers(0, 900, n) / 899).astype(dtype)
     pred_b = (rng.integers(0, 700, n) / 699).astype(dtype)
     label = (rng.random(n) < 0.3).astype(np.uint8)
-    tag = rng.integers(0, 3, n).astype(np.uint16)
+    tag = rng.integers(0, 3, n).astype(np.uint32)
     both, _ = user_auc_sums(keys, None, pred_a, label, tag, 2, compare=pred_b)
     alone_a, _ = user_auc_sums(keys, None, pred_a, label, tag, 2)
     alone_b, _ = user_auc_sums(keys, None, pred_b, label, tag, 2)
@@ -445,7 +446,7 @@ def test_a_long_user_per_tag_equals_sklearn(rng: np.random.Generator) -> None:
     n = 30_000
     pred = rng.integers(0, 500, n) / 499
     label = (rng.random(n) < pred).astype(np.uint8)
-    tag = rng.integers(0, 3, n).astype(np.uint16)
+    tag = rng.integers(0, 3, n).astype(np.uint32)
     sums, _ = user_auc_sums(np.full(n, 5, np.uint64), None, pred, label, tag, 3)
     auc = USER_SUM_FIELDS.index("auc_sum")
     assert sums[0, auc] == pytest.approx(roc_auc_score(label, pred), abs=1e-13)
@@ -606,12 +607,12 @@ def test_uid_and_tag_kinds_must_not_change_between_batches() -> None:
 # -- state -----------------------------------------------------------------------------
 
 
-def test_row_cost_is_fifteen_bytes_for_integer_uids_and_float32_preds() -> None:
+def test_row_cost_is_seventeen_bytes_for_integer_uids_and_float32_preds() -> None:
     metric = WuaucMetric(comm=Comm.local())
     metric.update(np.arange(10), np.full(10, 0.5, dtype=np.float32), np.zeros(10, np.int8))
-    assert metric.state.rows("rows").row_nbytes == 15
+    assert metric.state.rows("rows").row_nbytes == 17  # 8 key, 4 pred, 1 label, 4 tag
     metric.update(np.arange(10), np.full(10, 0.1), np.zeros(10, np.int8))  # not a float32
-    assert metric.state.rows("rows").row_nbytes == 19
+    assert metric.state.rows("rows").row_nbytes == 21
     assert quiet(metric).all.predicted_ctr == pytest.approx((0.5 * 10 + 0.1 * 10) / 20)
 
 
@@ -906,10 +907,10 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     n = len(keys)
     pred, other = rng.integers(0, 50, n) / 49, rng.random(n)
     label = (rng.random(n) < pred).astype(np.uint8)
-    tag = rng.integers(0, 4, n).astype(np.uint16)
+    tag = rng.integers(0, 4, n).astype(np.uint32)
     whole = exact_user_auc_sums(keys, keys, pred, label, tag, 3, compare=other)
     rows = exact.accumulator(4, 4)
-    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), rows)
+    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint32), rows)
     monkeypatch.setattr(kernels, "PART_ROWS", 1000)
     monkeypatch.setattr(kernels, "ROW_SLICE", 1000)
     monkeypatch.setattr(parallel, "_threads", threads)
@@ -925,7 +926,7 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
         assert np.array_equal(split[0], one[0])
     assert exact.to_floats(parts[0])[0, 1] > 100  # valid users, paired
     sliced = exact.accumulator(4, 4)
-    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint16), sliced)
+    kernels.row_sums(pred, label, tag, np.arange(2**16, dtype=np.uint32), sliced)
     assert np.array_equal(sliced, rows)
 
 
@@ -958,11 +959,11 @@ def test_many_small_tags_warn_in_one_short_line() -> None:
 
 def test_a_string_uid_costs_four_bytes_more_its_check_the_low_half_of_the_hash() -> None:
     """A hashed uid keeps 4 bytes of its second hash, the low 32 bits (1 in 2**32 of the
-    key collisions goes unseen), beside the 15 bytes of a row."""
+    key collisions goes unseen), beside the 17 bytes of a row."""
     uid = np.array([f"user-{u}" for u in range(10)])
     metric = WuaucMetric(comm=Comm.local())
     metric.update(uid, np.full(10, 0.5, dtype=np.float32), np.zeros(10, np.int8))
-    assert metric.nbytes == 10 * (15 + 4)
+    assert metric.nbytes == 10 * (17 + 4)
     _, check = uid_keys_checked("uid", uid)
     assert check is not None
     assert metric.state.rows("checks").columns()["check"].tolist() == [
@@ -988,6 +989,32 @@ def test_a_state_saved_with_whole_checks_loads_and_goes_on(rng: np.random.Genera
     restored.update(**rest)
     once = WuaucMetric(comm=Comm.local())
     once.update(**rows)
+    assert quiet(restored).to_dict() == quiet(once).to_dict()
+
+
+def test_a_state_saved_with_uint16_tag_codes_loads_and_goes_on(rng: np.random.Generator) -> None:
+    """A state whose tag codes are uint16 (saved before they were widened to uint32),
+    65,535 standing for a row without a tag, loads with uint32 codes and that code moved
+    to the new one; later rows with new tags give the result of one metric fed every
+    row."""
+    first, second, third = (rows_for(rng, 1500, 100) for _ in range(3))
+    first["tag"] = rng.choice(np.array(["z", "m"]), 1500)
+    del second["tag"]  # rows without a tag
+    third["tag"] = rng.choice(np.array(["b", "m"]), 1500)
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(**first)
+    metric.update(**second)
+    state = dict(metric.state_dict())
+    codes = np.asarray(state["rows.tag"])
+    assert codes.dtype == np.uint32 and (codes == NO_TAG).sum() == 1500
+    state["rows.tag"] = np.where(codes == NO_TAG, 2**16 - 1, codes).astype(np.uint16)
+    restored = WuaucMetric(comm=Comm.local())
+    restored.load_state_dict(state)
+    assert np.array_equal(restored.state.rows("rows").columns()["tag"], codes)
+    restored.update(**third)
+    once = WuaucMetric(comm=Comm.local())
+    for rows in (first, second, third):
+        once.update(**rows)
     assert quiet(restored).to_dict() == quiet(once).to_dict()
 
 
@@ -1040,7 +1067,7 @@ def test_reserved_rows_computed_in_place_give_the_same_sums(expected: int, coded
         names = tag[rows]
         if coded:  # as the file reader passes tags: uint16 codes into the values
             values = ("b", "a") if start % 1000 else ("a", "b")
-            names = Coded(values, (names == values[1]).astype(np.uint16))
+            names = Coded(values, (names == values[1]).astype(np.uint32))
         metric.update(pa.array(uid[rows]), pred[rows], label[rows], names)
     assert metric.rows == n
     got, want = metric.compute(), whole.compute()

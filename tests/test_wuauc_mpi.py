@@ -239,3 +239,32 @@ def test_the_owner_of_a_heavy_user_hands_light_users_to_the_others(
     metric.update(mine["uid"][half:], mine["pred"][half:], mine["label"][half:],
                   mine["tag"][half:])
     assert quiet(metric).to_dict() == one_process(rows)
+
+
+def test_more_tags_than_uint16_codes_across_ranks(comm: Comm, rng: np.random.Generator) -> None:
+    """70,000 string tags (past the 65,535 a uint16 code holds) and a batch of rows
+    without a tag, scattered over the ranks and moved to their users' owners between
+    batches (the moves recode the tags new since the last one): the one-process result."""
+    n = 80_000
+    rows = rows_for(rng, n, 5000)
+    names = np.array([f"t{k}" for k in range(70_000)])
+    rows["tag"] = names[np.concatenate([rng.permutation(70_000),
+                                        rng.integers(0, 70_000, n - 70_000)])]
+    untagged = {name: values for name, values in rows_for(rng, 3000, 5000).items()
+                if name != "tag"}
+    metric = WuaucMetric(comm=Comm.local())
+    metric.update(**rows)
+    metric.update(**untagged)
+    want = quiet(metric).to_dict()
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    mine_untagged = my_rows(untagged, comm.rank, comm.size, rng, scatter=True)
+    metric = WuaucMetric(comm=comm)
+    for k, part in enumerate(np.array_split(np.arange(len(mine["uid"])), 3)):
+        metric.update(**{name: values[part] for name, values in mine.items()})
+        if k == 1:
+            metric.update(**mine_untagged)
+        metric.move_rows(comm)
+    got = quiet(metric).to_dict()
+    assert len(got["tags"]) == 70_001
+    assert_same(got["tags"], want["tags"])
+    same_on_every_rank(comm, got)

@@ -127,13 +127,22 @@ bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t 
     return fits;
 }
 
-// out[i] = lookup[codes[i]] (lookup holds `size` entries). Returns the first i whose code
-// is past the end of lookup (out then holds only part of the answer), or -1.
-inline int64_t remap(const uint16_t* codes, int64_t n, const uint16_t* lookup, int64_t size,
-                     uint16_t* out) {
+// out[i] = lookup[codes[i]] (lookup holds `size` entries), a code equal to `none` (when
+// has_none) written as `none_out` instead: the code of no value (a row without a tag).
+// Codes and lookup of uint16 or uint32 (C, O). Returns the first i whose code is past the
+// end of lookup and not `none` (out then holds only part of the answer), or -1.
+template <class C, class O>
+int64_t remap(const C* codes, int64_t n, const O* lookup, int64_t size, O* out, bool has_none,
+              C none, O none_out) {
     for (int64_t i = 0; i < n; ++i) {
-        if (codes[i] >= size) return i;
-        out[i] = lookup[codes[i]];
+        const C code = codes[i];
+        if (int64_t(code) < size) {
+            out[i] = lookup[code];
+        } else if (has_none && code == none) {
+            out[i] = none_out;
+        } else {
+            return i;
+        }
     }
     return -1;
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -297,16 +298,29 @@ void bind_codes(nb::module_ m) {
         return nb::ndarray<nb::numpy, int64_t>(first_rows->data(), 1, shape, owner);
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(), nb::arg("limit"),
        nb::arg("codes").noconvert());
-    m.def("remap", [](In codes_, In lookup, Out out) {
-        const uint16_t* c = as<uint16_t>(codes_, "codes");
-        const uint16_t* l = as<uint16_t>(lookup, "lookup");
-        uint16_t* o = as<uint16_t>(out, "out");
+    m.def("remap", [](In codes_, In lookup, Out out, std::optional<uint64_t> none,
+                      uint64_t none_out) {
         const int64_t n = length(codes_), size = length(lookup);
-        if (length(out) != n)
-            throw nb::value_error("mpieval._core: remap's out must be as long as codes");
-        Release r;
-        return codes::remap(c, n, l, size, o);
-    }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert());
+        if (length(out) != n || out.dtype() != lookup.dtype())
+            throw nb::value_error("mpieval._core: remap's out must be as long as codes, of "
+                                  "lookup's dtype");
+        int64_t bad = -1;
+        dispatch(codes_, [&](auto* c) {
+            using C = std::remove_pointer_t<decltype(c)>;
+            dispatch(lookup, [&](auto* l) {
+                using O = std::remove_pointer_t<decltype(l)>;
+                if ((none && *none > std::numeric_limits<C>::max()) ||
+                    none_out > std::numeric_limits<O>::max())
+                    throw nb::value_error("mpieval._core: remap's none codes out of range");
+                O* o = static_cast<O*>(out.data());
+                Release r;
+                bad = codes::remap(c, n, l, size, o, none.has_value(), C(none.value_or(0)),
+                                   O(none_out));
+            }, Types<uint16_t, uint32_t>{});
+        }, Types<uint16_t, uint32_t>{});
+        return bad;
+    }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert(),
+       nb::arg("none").none(), nb::arg("none_out"));
     m.def("lookup_counted", [](In codes_, In lookup, Out out, Out counts) {
         const int32_t* l = as<int32_t>(lookup, "lookup");
         int32_t* o = as<int32_t>(out, "out");

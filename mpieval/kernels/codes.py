@@ -14,6 +14,9 @@ from mpieval import _core
 CODE_SPACE = 1 << 16
 """The uint16 codes: at most this many distinct values."""
 
+TAG_DTYPE = np.dtype(np.uint32)
+"""A kept row's tag code (the compiled per-user passes read it so)."""
+
 
 def first_appearance(offsets: np.ndarray, data: np.ndarray, limit: int,
                      out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -38,15 +41,24 @@ def first_appearance(offsets: np.ndarray, data: np.ndarray, limit: int,
     return codes, first_rows
 
 
-def remap(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray | None = None
-          ) -> np.ndarray:
-    """``lookup[codes]`` of uint16 ``codes`` and a uint16 ``lookup``, into ``out`` if given
-    (may be ``codes``: in place), else a new uint16 array; without numpy's intp copy of
-    the indexes. A code past the end of ``lookup`` is an IndexError, as numpy's."""
-    codes = np.ascontiguousarray(codes, dtype=np.uint16)
-    lookup = np.ascontiguousarray(lookup, dtype=np.uint16)
-    out = np.empty(len(codes), dtype=np.uint16) if out is None else out
-    bad = _core.codes.remap(codes, lookup, out)
+_CODES = (np.dtype(np.uint16), np.dtype(np.uint32))
+
+
+def remap(codes: np.ndarray, lookup: np.ndarray, out: np.ndarray | None = None,
+          none: tuple[int, int] | None = None) -> np.ndarray:
+    """``lookup[codes]`` of uint16 or uint32 ``codes`` and a uint16 or uint32 ``lookup``,
+    into ``out`` (of ``lookup``'s dtype) if given (may be ``codes``: in place), else a new
+    array of ``lookup``'s dtype; without numpy's intp copy of the indexes. ``none``:
+    ``(code, written)``, a code past the end of ``lookup`` that stands for no value (a row
+    without a tag) and what is written for it. Another code past the end of ``lookup`` is
+    an IndexError, as numpy's."""
+    codes, lookup = np.ascontiguousarray(codes), np.ascontiguousarray(lookup)
+    if codes.dtype not in _CODES or lookup.dtype not in _CODES:
+        raise TypeError(f"remap takes uint16 or uint32 codes and lookup, got {codes.dtype} "
+                        f"and {lookup.dtype}")
+    out = np.empty(len(codes), dtype=lookup.dtype) if out is None else out
+    code, written = (None, 0) if none is None else none
+    bad = _core.codes.remap(codes, lookup, out, code, written)
     if bad >= 0:
         raise IndexError(f"code {int(codes[bad])} (row {bad}) is past the {len(lookup)} "
                          "entries of the lookup")

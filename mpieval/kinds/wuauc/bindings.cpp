@@ -6,12 +6,24 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "bindings.hpp"
 #include "kernels.hpp"
 
 namespace mpieval::bindings {
+
+namespace {
+
+// A pass's n_tags, checked against the codes' room (wuauc::MAX_TAGS).
+int64_t tags_checked(int64_t n_tags, const char* pass) {
+    if (n_tags < 0 || n_tags > wuauc::MAX_TAGS)
+        throw std::invalid_argument(std::string(pass) + ": n_tags must be in [0, 2**31 - 1]");
+    return n_tags;
+}
+
+}  // namespace
 
 void bind_wuauc(nb::module_ m) {
     m.doc() = "The wuauc kind's kernels: rows grouped by user, each user's sums, the "
@@ -51,13 +63,13 @@ void bind_wuauc(nb::module_ m) {
             part > 255 || rows < 0)
             throw std::invalid_argument("group_rows: parts of every row, rows of the part's");
         if (length(pred) != n || length(label) != n || (length(tag) && length(tag) != n) ||
-            n_tags < 0 || n_tags > 65535)
+            tags_checked(n_tags, "group_rows") != n_tags)
             throw std::invalid_argument("group_rows: a pred, label (and tag) a key");
         bool collision = false;
         dispatch(pred, [&](auto* values) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
-                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags};
+                                       length(tag) ? as<uint32_t>(tag, "tag") : nullptr, n_tags};
             Release r;
             collision = wuauc::group_rows(k, c, n, p, part, rows, in, work);
         }, Floats{});
@@ -92,6 +104,7 @@ void bind_wuauc(nb::module_ m) {
                           In weight, Out moments) {
         uint64_t* p = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
+        tags_checked(n_tags, "user_sums");
         wuauc::Output out{as<double>(sums, "sums"),
                           record.size() ? as<double>(record, "record") : nullptr, 0};
         if (moments.size()) {
@@ -106,7 +119,7 @@ void bind_wuauc(nb::module_ m) {
         dispatch(pred, [&](auto* values) {
             using P = std::remove_pointer_t<decltype(values)>;
             wuauc::Rows<P, uint8_t> in{values, as<uint8_t>(label, "label"),
-                                       length(tag) ? as<uint16_t>(tag, "tag") : nullptr, n_tags,
+                                       length(tag) ? as<uint32_t>(tag, "tag") : nullptr, n_tags,
                                        length(weight) ? as<double>(weight, "weight") : nullptr};
             Release r;
             wuauc::user_sums(p, overwrite, n, row_bits, in, work, out);
@@ -118,13 +131,14 @@ void bind_wuauc(nb::module_ m) {
        nb::arg("work"), nb::arg("weight").noconvert(), nb::arg("moments").noconvert());
     m.def("row_sums", [](In pred, In label, In codes, In tag_of_code, Out sums, In weight) {
         const uint8_t* y = as<uint8_t>(label, "label");
-        const uint16_t* c = as<uint16_t>(codes, "codes");
-        const uint16_t* t = as<uint16_t>(tag_of_code, "tag_of_code");
+        const uint32_t* c = length(codes) ? as<uint32_t>(codes, "codes") : nullptr;
+        const uint32_t* t = as<uint32_t>(tag_of_code, "tag_of_code");
         double* s = as<double>(sums, "sums");
         const double* w = length(weight) ? as<double>(weight, "weight") : nullptr;
-        const int64_t n = length(pred), n_tags = int64_t(sums.shape(0)) - 1;
-        if (w != nullptr && length(weight) != n)
-            throw std::invalid_argument("row_sums: a weight a row");
+        const int64_t n = length(pred),
+                      n_tags = tags_checked(int64_t(sums.shape(0)) - 1, "row_sums");
+        if ((w != nullptr && length(weight) != n) || (c != nullptr && length(codes) != n))
+            throw std::invalid_argument("row_sums: a weight (and a code) a row");
         dispatch(pred, [&](auto* p) {
             Release r;
             wuauc::row_sums(p, y, c, t, n, n_tags, s, w);
@@ -137,7 +151,8 @@ void bind_wuauc(nb::module_ m) {
         const uint64_t* k = as<uint64_t>(packed, "packed");
         const int64_t n = length(packed);
         const uint8_t* y = as<uint8_t>(label, "label");
-        const uint16_t* t = length(tag) ? as<uint16_t>(tag, "tag") : nullptr;
+        const uint32_t* t = length(tag) ? as<uint32_t>(tag, "tag") : nullptr;
+        tags_checked(n_tags, "moment_sums");
         const double* w = length(weight) ? as<double>(weight, "weight") : nullptr;
         double* s = as<double>(sums, "sums");
         const int64_t fields = wuauc::MOMENT_FIELDS +

@@ -29,6 +29,8 @@ constexpr int64_t AHEAD = 16;
 constexpr int64_t CHUNK = int64_t(1) << 14;
 constexpr int64_t USER_FIELDS = 12;
 constexpr int64_t DIFF_FIELDS = 5;
+// At most this many tags: a row's tag code (n_tags: none) sits above its label in 32 bits.
+constexpr int64_t MAX_TAGS = (int64_t(1) << 31) - 1;
 // The digits of an accumulator: the thread's window of them (exact::window_digits).
 #define D (::mpieval::exact::window_digits)
 
@@ -427,7 +429,7 @@ template <class P, class L>
 struct Scratch {
     std::vector<P> got_pred;
     std::vector<L> got_label;
-    std::vector<uint16_t> got_tag;
+    std::vector<uint32_t> got_tag;
     uint64_t* sort0;  // from the Workspace: a long user's keys and their sorting space
     uint64_t* sort1;
     uint32_t* payload0;  // their tag << 1 | label (float64 preds)
@@ -444,7 +446,7 @@ template <class P, class L>
 struct Rows {
     const P* pred;
     const L* label;
-    const uint16_t* tag;  // null: no tags
+    const uint32_t* tag;  // null: no tags
     int64_t n_tags;
     const double* weight = nullptr;  // null: a weight of 1 a row
 };
@@ -672,7 +674,7 @@ void add_short_rows(int64_t m, At at, bool has_tags, int64_t n_tags, Scratch<P, 
 
 // A user of at most SHORT rows, rows lo .. hi - 1 of the gathered columns (add_short_rows).
 template <class P, class L>
-void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t lo, int64_t hi,
+void add_short_user(const P* pred, const L* label, const uint32_t* tag, int64_t lo, int64_t hi,
                     int64_t n_tags, Scratch<P, L>& s, Output& out) {
     add_short_rows(
         hi - lo,
@@ -688,7 +690,7 @@ void add_short_user(const P* pred, const L* label, const uint16_t* tag, int64_t 
 // bits, whose rows lie anywhere in the columns: the pred, label and tag of the row AHEAD
 // further on are then asked of the memory now.
 template <class P, class L>
-inline int64_t gathered_row(const P* pred, const L* label, const uint16_t* tag,
+inline int64_t gathered_row(const P* pred, const L* label, const uint32_t* tag,
                             const uint64_t* rows, uint64_t row_mask, int64_t lo, int64_t k,
                             int64_t m) {
     if (rows == nullptr) return lo + k;
@@ -703,7 +705,7 @@ inline int64_t gathered_row(const P* pred, const L* label, const uint16_t* tag,
 
 // The sort keys of m rows (gathered_row).
 template <class P, class L>
-void sort_keys_of(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
+void sort_keys_of(const P* pred, const L* label, const uint32_t* tag, const uint64_t* rows,
                   uint64_t row_mask, int64_t lo, int64_t m, uint64_t* bits, uint32_t* payload) {
     for (int64_t k = 0; k < m; ++k) {
         const int64_t row = gathered_row(pred, label, tag, rows, row_mask, lo, k, m);
@@ -784,7 +786,7 @@ void add_sorted_user(const uint64_t* bits, int shift, const uint32_t* payload_or
 // tmp_keys: m rows of scratch for the sort, free once the rows are gathered (so possibly
 // the rows' own packed indexes).
 template <class P, class L>
-void add_long_user(const P* pred, const L* label, const uint16_t* tag, const uint64_t* rows,
+void add_long_user(const P* pred, const L* label, const uint32_t* tag, const uint64_t* rows,
                    uint64_t row_mask, int64_t lo, int64_t m, int64_t n_tags, uint64_t* tmp_keys,
                    Scratch<P, L>& s, Output& out) {
     if constexpr (sizeof(P) == 4) {
@@ -919,7 +921,7 @@ inline void key_losses(const uint64_t* __restrict keys, int64_t n, double* __res
 // Ask for the memory of the row at packed[k] (when k < n): the rows lie anywhere.
 template <class P>
 inline void prefetch_row(const uint64_t* packed, int64_t k, int64_t n, uint64_t row_mask,
-                         const P* pred, const uint8_t* label, const uint16_t* tag) {
+                         const P* pred, const uint8_t* label, const uint32_t* tag) {
     if (k >= n) return;
     const uint64_t ahead = packed[k] & row_mask;
     __builtin_prefetch(pred + ahead);
@@ -964,7 +966,7 @@ struct KeyMoments {
     // groups added.
     template <class P, class RowOf, class Ahead>
     int64_t add_user(int64_t rows, RowOf row_of, Ahead ahead, const P* pred,
-                     const uint8_t* label, const uint16_t* tag, int64_t n_tags, double* sums,
+                     const uint8_t* label, const uint32_t* tag, int64_t n_tags, double* sums,
                      int64_t fields) {
         return add_keys(
             rows,
@@ -1504,7 +1506,7 @@ void grouped_user_sums(Workspace& work, Output& out) {
 // compare, weight: null when absent (a weight of 1).
 template <class P>
 void moment_sums(const uint64_t* packed, int64_t n, int row_bits, const P* pred,
-                 const uint8_t* label, const uint16_t* tag, int64_t n_tags, const P* compare,
+                 const uint8_t* label, const uint32_t* tag, int64_t n_tags, const P* compare,
                  const double* weight, double* sums) {
     const int64_t fields = MOMENT_FIELDS + (compare ? COMPARE_MOMENT_FIELDS : 0);
     const int64_t blocks = 1 + n_tags;
@@ -1562,7 +1564,7 @@ template <class P, class L, class C, class T>
 void weighted_row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code,
                        int64_t n, int64_t n_tags, double* sums, const double* weight) {
     for (int64_t i = 0; i < n; ++i) {
-        const int64_t t = int64_t(tag_of_code[codes[i]]);
+        const int64_t t = codes != nullptr ? int64_t(tag_of_code[codes[i]]) : n_tags;
         const double w = weight[i];
         const double p = double(pred[i]);
         const int64_t y = label[i] ? 1 : 0;
@@ -1619,7 +1621,7 @@ void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* t
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
     std::vector<int32_t> adds(n_tags, 0);  // a tag's additions since its digits' last carry
     for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
-        const int64_t t = int64_t(tag_of_code[codes[row]]);
+        const int64_t t = codes != nullptr ? int64_t(tag_of_code[codes[row]]) : n_tags;
         rows[t] += 1;
         clicks[t] += int64_t(label_value);
         all[0].add(double(p));
@@ -1645,7 +1647,8 @@ void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* t
     exact::normalize(sums, (n_tags + 1) * 4);
 }
 
-// sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t.
+// sums (1 + n_tags, 4, DIGITS): rows, clicks, pred, logloss; block 0 every row, 1 + t tag t
+// (t = tag_of_code[codes[row]]; codes null: no row has a tag).
 // With weight (not null): rows, clicks, pred and logloss each weighted (sum w, sum w y,
 // sum w pred, sum w logloss), each in fixed point.
 template <class P, class L, class C, class T>
@@ -1664,7 +1667,7 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
     for (auto& w : wide) w.clear();
     std::vector<int64_t> rows(n_tags + 1, 0), clicks(n_tags + 1, 0);
     for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
-        const int64_t t = int64_t(tag_of_code[codes[row]]);
+        const int64_t t = codes != nullptr ? int64_t(tag_of_code[codes[row]]) : n_tags;
         rows[t] += 1;
         clicks[t] += int64_t(label_value);
         wide[2 * t].add(double(p));

@@ -47,6 +47,7 @@ import numpy as np
 
 from mpieval import _core
 from mpieval.kernels import exact
+from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.kernels.parallel import on_threads, threads
 
 # Per-block user sums, in this order (see :func:`_add_counts`).
@@ -88,13 +89,15 @@ ROW_SLICE = 1 << 20
 """Rows a thread sums at a time (:func:`row_sums`)."""
 
 
-def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code: np.ndarray,
+def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
+             tag_of_code: np.ndarray,
              sums: np.ndarray, weight: np.ndarray | None = None,
              window: tuple[int, int] = (0, exact.DIGITS)) -> bool:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, digits)``): block 0 over every row, block ``1 + t``
-    over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag).
-    ``logloss``: :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
+    over the rows of tag ``t = tag_of_code[code]`` (``n_tags``: a row without a tag;
+    ``codes`` None: no row has a tag). ``logloss``:
+    :func:`mpieval.kinds.auc.kernels.binary_logloss` (the pred clipped to ``[1e-15,
     1 - 1e-15]``). With ``weight`` (float64), each a weighted sum (``sum w``, ``sum w y``,
     ``sum w pred``, ``sum w logloss``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
@@ -109,8 +112,9 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     n = len(pred)
     slices = [(start, min(start + ROW_SLICE, n)) for start in range(0, n, ROW_SLICE)]
     pred = pred if pred.dtype in (np.float32, np.float64) else pred.astype(np.float64)
+    codes = np.zeros(0, TAG_DTYPE) if codes is None else codes  # empty: none has a tag
     pred, label, codes, tag_of_code = (np.ascontiguousarray(a, dtype) for a, dtype in (
-        (pred, None), (_labels(label), None), (codes, np.uint16), (tag_of_code, np.uint16)))
+        (pred, None), (_labels(label), None), (codes, TAG_DTYPE), (tag_of_code, TAG_DTYPE)))
     weights = np.zeros(0) if weight is None else np.ascontiguousarray(weight, np.float64)
 
     def windowed(lo: int, hi: int, into: np.ndarray) -> bool:
@@ -136,7 +140,7 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray, tag_of_code
     return inside
 
 
-def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray,
+def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
                       tag_of_code: np.ndarray, blocks: int, fields: int,
                       weight: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """:func:`row_sums` into new accumulators (``(blocks, fields, digits)``) of
@@ -269,7 +273,7 @@ def _user_auc_parts(
     user). ``weight``: float64 row weights (None: 1 a row).
 
     ``pred`` is float32 or float64 (compared as given), ``label`` 0/1 uint8, ``tag``
-    uint16 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
+    uint32 codes. Holds 1 byte a row (its part), and per thread, kept from one part to the
     next: 8 bytes a row of its largest part (the grouped rows, in which the pass sorts a
     long user; 12 for float64 preds without ``compare`` and ``weight``) and 8 bytes a row
     of its longest user (16 for float64 preds; 8 more with ``compare``); 8 bytes a row of
@@ -295,7 +299,8 @@ def _user_auc_parts(
         sizes = np.zeros(1 << part_bits, np.int64)
         keys = np.ascontiguousarray(keys, np.uint64)
         label = np.ascontiguousarray(_labels(label))
-        tags = np.zeros(0, np.uint16) if tag is None else np.ascontiguousarray(tag, np.uint16)
+        tags = (np.zeros(0, TAG_DTYPE) if tag is None
+                else np.ascontiguousarray(tag, TAG_DTYPE))
         # compared by their low 32 bits
         checks = (np.zeros(0, np.uint32) if checks is None
                   else np.ascontiguousarray(checks, np.uint32))

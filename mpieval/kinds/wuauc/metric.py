@@ -13,7 +13,7 @@ user and the tags: :mod:`mpieval.user_rows`.
 Every sum is exact (:mod:`mpieval.kernels.exact`) and rounded once, so the values have the
 same bits on any number of ranks and in any order of rows.
 
-Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (15 bytes a row, 4 more
+Memory: the rows of :class:`~mpieval.user_rows.UserRowsMetric` (17 bytes a row, 4 more
 for a string uid): after the moves, the rows of this rank's users. ``compute()`` holds
 for a moment, beside the rows: the rows not moved yet, in transit, their chunks joined
 one column at a time (nothing to join when the rows were reserved:
@@ -36,6 +36,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import OwnedRows
 from mpieval.kernels import exact
+from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums_windowed, user_auc_windows
 from mpieval.kinds.wuauc.result import (
@@ -217,15 +218,19 @@ class WuaucMetric(UserRowsMetric):
         if weighted:
             weight = (self._weights.columns()["weight"] if len(self._weights)
                       else np.ones(len(self._stored)))
+        keys, columns, checks = self._outgoing(layout, local_to_global)
         blocks_n = 1 + len(layout.tags)
-        by_row, row_first = row_sums_windowed(rows["pred"], rows["label"], rows["tag"],
-                                              local_to_global, blocks_n, N_ROW_SUMS, weight)
+        # the rows' tags as indexes among layout.tags (len(tags): none), each its block's
+        tags = columns.get("tag")  # None: no tags
+        block_of_tag = np.arange(blocks_n, dtype=TAG_DTYPE)
+        by_row, row_first = row_sums_windowed(rows["pred"], rows["label"], tags,
+                                              block_of_tag, blocks_n, N_ROW_SUMS, weight)
         blocks = {"rows": by_row}
         if self.compare is not None:  # B's row sums: its pred and logloss sums
             by_row_b, row_first_b = row_sums_windowed(
-                rows["compare"], rows["label"], rows["tag"], local_to_global, blocks_n,
-                N_ROW_SUMS, weight)
-        keys, columns, checks = self._outgoing(layout, local_to_global)
+                rows["compare"], rows["label"], tags, block_of_tag, blocks_n, N_ROW_SUMS,
+                weight)
+        del tags, block_of_tag
         if weight is not None:
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
