@@ -763,18 +763,23 @@ def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
     (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats, the
     digits outside the window being 0 on every rank, in a fraction of the bytes (a tag's
     sums use about 5 digits). One ``allgather`` of each rank's digits used; every digit on
-    a communicator whose sums alone are the job's (:attr:`Comm.sums_only`)."""
+    a communicator whose sums alone are the job's (:attr:`Comm.sums_only`).
+
+    Memory: each part is taken out of ``parts`` as it is cut (left empty), so that a
+    caller that holds no other reference frees it then (many tags: the parts and their
+    cut copies are not all held at once)."""
     firsts = {name: (firsts or {}).get(name, 0) for name in parts}
+    names = list(parts)
     if comm.sums_only:
-        return {name: _widened(part, firsts[name], 0, exact.DIGITS)
-                for name, part in parts.items()}, {name: 0 for name in parts}
+        return {name: _widened(parts.pop(name), firsts[name], 0, exact.DIGITS)
+                for name in names}, {name: 0 for name in names}
     ranges = comm.allgather({name: _shifted(exact.used_digits(part), firsts[name])
                              for name, part in parts.items()})
     narrowed, first_digit = {}, {}
-    for name, part in parts.items():
+    for name in names:
         first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
         first_digit[name] = first
-        narrowed[name] = _widened(part, firsts[name], first, stop)
+        narrowed[name] = _widened(parts.pop(name), firsts[name], first, stop)
     return narrowed, first_digit
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import Field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -130,6 +130,79 @@ def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, 
     held = sorted((entry for entry in held if len(entry[0])),
                   key=lambda entry: (int(entry[0][0]), entry[1]))
     return [(text, where) for where, _, text in held]
+class ColumnBlocks(Sequence[B]):
+    """A result's blocks kept as its columns (many tags: a few arrays, not objects a
+    block), each block made when read, by the kind's ``make(start, stop)`` (the blocks
+    ``start .. stop - 1``, a chunk at a time when iterated); read as the tuple of those
+    blocks (indexes, slices, iteration, ``==``). ``dicts(start, stop)``, if given, writes
+    those blocks' ``to_dict()`` without making them (:meth:`TagBlocks.tags_dict`)."""
+
+    CHUNK = 4096  # blocks made at a time when iterated
+
+    def __init__(self, tags: Sequence[str], make: Callable[[int, int], list[B]],
+                 dicts: Callable[[int, int], list[dict[str, Any]]] | None = None,
+                 source: object = None) -> None:
+        self._block_tags = tags
+        self._make_blocks = make
+        self._make_dicts = dicts
+        self.source = source
+        """What the kind made them from (its columns: its log lines read them)."""
+        self._positions: dict[str, int] | None = None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(self._block_tags)
+
+    def position(self, tag: str) -> int:
+        """The index of the block of ``tag`` (a KeyError if none)."""
+        if self._positions is None:
+            self._positions = {tag: i for i, tag in enumerate(self._block_tags)}
+        return self._positions[tag]
+
+    def __len__(self) -> int:
+        return len(self._block_tags)
+
+    @overload
+    def __getitem__(self, index: int) -> B: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[B, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> B | tuple[B, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                return tuple(self._make_blocks(start, max(start, stop)))
+            return tuple(self[i] for i in range(start, stop, step))
+        i = range(len(self))[index]  # an IndexError past the end, as a tuple's
+        return self._make_blocks(i, i + 1)[0]
+
+    def __iter__(self) -> Iterator[B]:
+        for start in range(0, len(self), self.CHUNK):
+            yield from self._make_blocks(start, min(start + self.CHUNK, len(self)))
+
+    def dicts(self) -> dict[str, dict[str, Any]]:
+        """Each block's ``to_dict()`` by tag, a chunk at a time."""
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(self), self.CHUNK):
+            stop = min(start + self.CHUNK, len(self))
+            made = (self._make_dicts(start, stop) if self._make_dicts is not None
+                    else [block.to_dict() for block in self._make_blocks(start, stop)])
+            out.update(zip(self._block_tags[start:stop], made, strict=True))
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, ColumnBlocks)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"ColumnBlocks({len(self)} blocks: {', '.join(self._block_tags[:3])}, ...)"
+
+
 Blocks = TypeVar("Blocks", bound="TagBlocks[Any]")
 
 
@@ -139,12 +212,14 @@ class TagBlocks(Generic[B]):
     frozen dataclasses."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
-    blocks: tuple[B, ...]
+    blocks: Sequence[B]  # a tuple, or ColumnBlocks
 
     def tags_dict(self) -> dict[str, dict[str, Any]]:
         """Each block's ``to_dict()`` by tag (the JSON's ``tags``), made with the cyclic
         garbage collector paused (many tags: :func:`gc_paused`)."""
         with gc_paused():
+            if isinstance(self.blocks, ColumnBlocks):
+                return self.blocks.dicts()
             return {block.tag: block.to_dict() for block in self.blocks}
 
     def with_q_values(self: Blocks, names: Sequence[str]) -> Blocks:
@@ -152,7 +227,7 @@ class TagBlocks(Generic[B]):
         the tag blocks (not ``all``) carry the Benjamini-Hochberg q-values over those tags
         of each of ``names``' p-values (:func:`mpieval.kernels.stats.bh_q_values`; NaN
         where the p-value is); itself when no tag block has a comparison."""
-        blocks: tuple[ComparedBlock, ...] = self.blocks
+        blocks: Sequence[ComparedBlock] = self.blocks
         tagged = [(i, block.compare) for i, block in enumerate(blocks) if i > 0
                   and block.compare is not None]
         if not tagged:
@@ -172,9 +247,17 @@ class TagBlocks(Generic[B]):
 
     @property
     def tags(self) -> tuple[str, ...]:
+        if isinstance(self.blocks, ColumnBlocks):
+            return self.blocks.tags
         return tuple(block.tag for block in self.blocks)
 
     def __getitem__(self, tag: object) -> B:
+        if isinstance(self.blocks, ColumnBlocks):
+            try:
+                block: B = self.blocks[self.blocks.position(str(tag))]
+            except KeyError:
+                raise KeyError(tag) from None
+            return block
         for block in self.blocks:
             if block.tag == str(tag):
                 return block

@@ -279,6 +279,35 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
     assert len(held) >= 6  # the sums above reach most reasons
+    _columns_read_as_their_blocks(at_once, tags)
+
+
+def _columns_read_as_their_blocks(columns: object, tags: list[str]) -> None:
+    """A result whose blocks are kept as columns (``ColumnBlocks``) reads as the tuple of
+    its blocks: indexes, slices, lookups by tag, ``==``, and the JSON and log lines it
+    writes from its columns are those of the blocks made one by one (chunks of 7 blocks:
+    chunk edges everywhere)."""
+    from mpieval.kinds.wuauc.result import WuaucResult
+    from mpieval.tags import ColumnBlocks
+
+    assert isinstance(columns, ColumnBlocks)
+    made = tuple(columns)
+    plain, kept = WuaucResult(made), WuaucResult(columns)
+    same = repr  # (a NaN is not equal to itself: blocks compared by their floats' reprs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ColumnBlocks, "CHUNK", 7)
+        assert same(tuple(columns)) == same(made)
+        assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
+        assert kept.to_log_line("m") == plain.to_log_line("m")
+    assert len(columns) == len(tags) and kept.tags == tuple(tags)
+    assert same(columns[-1]) == same(made[-1]) and same(columns[3:40:5]) == same(made[3:40:5])
+    assert same(columns[10:20]) == same(made[10:20]) and columns[20:10] == ()
+    assert same(kept[tags[123]]) == same(made[123]) and same(kept.all) == same(made[0])
+    assert columns != made[:-1] and columns != list(made)  # compared as a tuple of blocks
+    with pytest.raises(KeyError):
+        kept["none such"]
+    with pytest.raises(IndexError):
+        columns[len(tags)]
 
 
 def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:

@@ -486,8 +486,11 @@ class RankingMetric(UserRowsMetric):
             users.keys, users.columns["pred"], users.columns["label"],
             users.columns.get("tag"), len(layout.tags), self.k, self.gain,
             users.columns.get("compare"))
+        del users
         # summed in a window of digits, sent as the window some rank uses (many tags)
-        narrowed, self._first_digit = narrowed_sums({"blocks": sums}, comm, {"blocks": first})
+        parts = {"blocks": sums}
+        del sums  # (narrowed_sums takes the parts out of their dict as it cuts them)
+        narrowed, self._first_digit = narrowed_sums(parts, comm, {"blocks": first})
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:

@@ -28,6 +28,7 @@ row of its heaviest user (24 for float64 preds)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -235,8 +236,9 @@ class WuaucMetric(UserRowsMetric):
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        user_parts, user_firsts = comm.agreed(lambda: _user_sums(owned, layout),
+        user_parts, user_firsts = comm.agreed(partial(_user_sums, owned, layout),
                                               catch=UidCollisionError)
+        del owned  # (the rows: compute()'s peak comes later, with the sums)
         names = ("users", "moments") + (() if self.compare is None
                                         else ("users_b", "diffs", "moments_b"))
         blocks.update(zip(names, user_parts, strict=True))
@@ -263,15 +265,15 @@ class WuaucMetric(UserRowsMetric):
                 warn_undefined(comm, "wuauc: " + grouped_reasons_text(
                     [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
                      for reason, where in held]))
-            return WuaucResult(tuple(blocks), weights=self.weights)
-        blocks, reasons = [], []  # reasons: (tag, why)
+            return WuaucResult(blocks, weights=self.weights)
+        compared, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)
-            blocks.append(block)
+            compared.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "wuauc: " + reasons_text(reasons))
-        return WuaucResult(tuple(blocks), weights=self.weights).with_q_values(DIFFS)
+        return WuaucResult(tuple(compared), weights=self.weights).with_q_values(DIFFS)
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:

@@ -43,7 +43,14 @@ from mpieval.kinds.wuauc.kernels import (
     MOMENT_FIELDS,
     USER_SUM_FIELDS,
 )
-from mpieval.tags import TagBlocks, block_of, gc_paused, held_reasons, whole_ints
+from mpieval.tags import (
+    ColumnBlocks,
+    TagBlocks,
+    block_of,
+    gc_paused,
+    held_reasons,
+    whole_ints,
+)
 
 # Fields of one block of the summable buffer, each an exact accumulator
 # (mpieval.kernels.exact): row sums, then user sums.
@@ -236,7 +243,7 @@ class WuaucBlock:
 class WuaucResult(TagBlocks[WuaucBlock]):
     """Result of the ``wuauc`` kind: one block per tag, ``all`` first, then tags sorted."""
 
-    blocks: tuple[WuaucBlock, ...]
+    blocks: Sequence[WuaucBlock]  # a tuple, or many tags' ColumnBlocks
     weights: str = "frequency"
 
     def to_dict(self) -> dict[str, Any]:
@@ -260,17 +267,29 @@ class WuaucResult(TagBlocks[WuaucBlock]):
 
 def _log_lines(name: str, blocks: Sequence[WuaucBlock]) -> list[str]:
     """The Abacus line of each block, formatted a column at a time (many tags: a line a
-    tag)."""
+    tag), from the blocks' columns when they are kept so (:class:`_BlockColumns`, a chunk
+    of blocks at a time: no block made)."""
+    table = getattr(blocks, "source", None)
+    if isinstance(table, _BlockColumns):
+        chunk = ColumnBlocks.CHUNK
+        return [line for start in range(0, len(table.tags), chunk)
+                for line in _lines_of(name, table.tags[start : start + chunk],
+                                      table.line_fields(start, start + chunk))]
+    return _lines_of(name, [block.tag for block in blocks], [
+        [getattr(block, field) for block in blocks] for field in _LINE_FIELDS])
+
+
+_LINE_FIELDS = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
+                "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num")
+"""The block's fields on its log line, in order: six values, then four counts."""
+
+
+def _lines_of(name: str, tags: Sequence[str], fields: list[list[Any]]) -> list[str]:
+    """The log lines of the blocks of ``tags`` whose ``_LINE_FIELDS`` are ``fields`` (a
+    list a field, Python numbers)."""
     v, n = logline.values, logline.counts
-    columns = zip(
-        [block.tag for block in blocks], v([block.wuauc for block in blocks]),
-        v([block.uauc for block in blocks]), v([block.logloss for block in blocks]),
-        v([block.actual_ctr for block in blocks]),
-        v([block.predicted_ctr for block in blocks]), v([block.copc for block in blocks]),
-        n([block.real_user_count for block in blocks]),
-        n([block.real_ins_num for block in blocks]),
-        n([block.valid_user_count for block in blocks]),
-        n([block.valid_ins_num for block in blocks]), strict=True)
+    columns = zip(tags, *(v(values) for values in fields[:6]),
+                  *(n(counts) for counts in fields[6:]), strict=True)
     return [f"{name}: Tag={tag} WUAUC={wuauc} UAUC={uauc} LogLoss={logloss} "
             f"ActualCTR={actual} PredictedCTR={predicted} COPC={copc} "
             f"RealUserCount={users} RealInsNum={rows} ValidUserCount={valid_users} "
@@ -335,39 +354,26 @@ def block_from_sums(tag: str, sums: np.ndarray,
 
 
 def blocks_from_sums(tags: list[str], sums: np.ndarray
-                     ) -> tuple[list[WuaucBlock], list[tuple[str, np.ndarray]]]:
+                     ) -> tuple[ColumnBlocks[WuaucBlock], list[tuple[str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: one row of ``FIELDS`` a
     block, no ``compare``), each value computed for all blocks as arrays
     (:func:`mpieval.kernels.stats.ratio_stderrs` and its kin), the same floats; the
-    blocks, and each reason a value is NaN with the indexes of the blocks it holds for,
-    in order of the first block it holds for (the order of :func:`block_from_sums`'
-    reasons tag after tag)."""
+    blocks, kept as those arrays (:class:`_BlockColumns`: a block made when read), and
+    each reason a value is NaN with the indexes of the blocks it holds for, in order of
+    the first block it holds for (the order of :func:`block_from_sums`' reasons tag after
+    tag)."""
     s = {name: np.ascontiguousarray(sums[:, i]) for name, i in FIELD_INDEX.items()}
     rows, valid_rows, users, valid = s["rows"], s["valid_rows"], s["users"], s["valid_users"]
     actual = _ratios(s["clicks"], rows)
     predicted = _ratios(s["pred_sum"], rows)
     stderr = _stderrs_of(s)
     effective = _effective_of(s)
-    columns = [
-        _ratios(s["auc_rows_sum"], valid_rows), _ratios(s["auc_sum"], valid),
-        _ratios(s["logloss_sum"], rows), actual, predicted, _ratios(actual, predicted),
+    table = _BlockColumns(
+        tags, [_ratios(s["auc_rows_sum"], valid_rows), _ratios(s["auc_sum"], valid),
+               _ratios(s["logloss_sum"], rows), actual, predicted, _ratios(actual, predicted)],
         _ratios(s["auc_clicks_sum"], s["valid_clicks"]),
-    ]
-    stderr_rows = zip(*(stderr[name].tolist() for name in INTERVAL_FIELDS), strict=True)
-    effective_rows = zip(*(array.tolist() for array in effective.values()), strict=True)
-    with gc_paused():  # many tags: a block's dicts are no cycles to look for
-        blocks = [
-            _block((tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, n_users,
-                    n_rows, n_valid, n_valid_rows, click_wuauc, n_valid_clicks,
-                    dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)), None,
-                    dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
-            for (tag, wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc, click_wuauc,
-                 n_users, n_rows, n_valid, n_valid_rows, n_valid_clicks, stderr_row,
-                 effective_row) in zip(
-                tags, *(column.tolist() for column in columns), whole_ints(users), _counts(rows),
-                whole_ints(valid), _counts(valid_rows), _counts(s["valid_clicks"]), stderr_rows,
-                effective_rows, strict=True)
-        ]
+        [users, rows, valid, valid_rows, s["valid_clicks"]], stderr, effective)
+    blocks = ColumnBlocks(tags, table.blocks, table.dicts, source=table)
     # the reasons, each with its rank among a block's reasons (block_from_sums' order)
     minimum = stats.MIN_CLUSTERS
     reasons: list[tuple[int, str, np.ndarray]] = [
@@ -395,6 +401,71 @@ def blocks_from_sums(tags: list[str], sums: np.ndarray
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(WuaucBlock))
+
+
+class _BlockColumns:
+    """The values of a result's blocks (no ``compare``) as arrays, one element a block
+    (:func:`blocks_from_sums`): the blocks ``start .. stop - 1`` made from them
+    (:meth:`blocks`), or their ``to_dict()`` written from them (:meth:`dicts`)."""
+
+    def __init__(self, tags: list[str], values: list[np.ndarray], click_wuauc: np.ndarray,
+                 counts: list[np.ndarray], stderr: dict[str, np.ndarray],
+                 effective: dict[str, np.ndarray]) -> None:
+        self.tags = tags
+        self.values = values  # wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc
+        self.click_wuauc = click_wuauc
+        self.counts = counts  # users, rows, valid users, valid rows, valid clicks
+        self.stderr = stderr
+        self.effective = effective
+
+    def _columns(self, start: int, stop: int) -> list[list[Any]]:
+        """The blocks' fields but their dicts, each as a list (Python numbers)."""
+        users, rows, valid, valid_rows, valid_clicks = (c[start:stop] for c in self.counts)
+        return [*(v[start:stop].tolist() for v in self.values), whole_ints(users),
+                _counts(rows), whole_ints(valid), _counts(valid_rows),
+                self.click_wuauc[start:stop].tolist(), _counts(valid_clicks)]
+
+    def line_fields(self, start: int, stop: int) -> list[list[Any]]:
+        """The ``_LINE_FIELDS`` of the blocks ``start .. stop - 1``, a list a field."""
+        return self._columns(start, stop)[:10]
+
+    def blocks(self, start: int, stop: int) -> list[WuaucBlock]:
+        stderr_rows = zip(*(self.stderr[name][start:stop].tolist()
+                            for name in INTERVAL_FIELDS), strict=True)
+        effective_rows = zip(*(array[start:stop].tolist()
+                               for array in self.effective.values()), strict=True)
+        with gc_paused():  # many tags: a block's dicts are no cycles to look for
+            return [
+                _block((tag, *fields, dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)),
+                        None, dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
+                for tag, *fields, stderr_row, effective_row in zip(
+                    self.tags[start:stop], *self._columns(start, stop), stderr_rows,
+                    effective_rows, strict=True)
+            ]
+
+    def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """:meth:`WuaucBlock.to_dict` of the blocks ``start .. stop - 1``: a block below
+        :data:`~mpieval.kernels.stats.MIN_CLUSTERS` users (many tags: most) written from
+        the columns, its intervals null (``WuaucBlock._too_few_users``); the others made
+        and asked."""
+        number, count = logline.json_number, logline.json_count
+        too_few = (self.counts[0][start:stop] < stats.MIN_CLUSTERS).tolist()
+        out = []
+        for i, (few, wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid,
+                valid_rows, click_wuauc, valid_clicks) in enumerate(
+                zip(too_few, *self._columns(start, stop), strict=True)):
+            if not few:
+                out.append(self.blocks(start + i, start + i + 1)[0].to_dict())
+                continue
+            out.append({
+                "wuauc": number(wuauc), "uauc": number(uauc), "logloss": number(logloss),
+                "actual_ctr": number(actual), "predicted_ctr": number(predicted),
+                "copc": number(copc), "real_user_count": users,
+                "real_ins_num": count(rows), "valid_user_count": valid,
+                "valid_ins_num": count(valid_rows), "click_wuauc": number(click_wuauc),
+                "valid_click_num": count(valid_clicks),
+                "ci95": dict.fromkeys(INTERVAL_FIELDS)})
+        return out
 
 
 def _block(values: tuple[Any, ...]) -> WuaucBlock:
