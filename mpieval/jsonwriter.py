@@ -120,6 +120,9 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
         if not all(type(key) is str for key in obj):
             yield _fallback(obj, level)
             return
+        if level + 1 >= WHOLE_FROM:  # its members made whole: many in one call
+            yield from _whole_members(obj, level)
+            return
         labelled = ((encode_basestring_ascii(key) + ": ", value) for key, value in obj.items())
         yield from _members("{", labelled, level, "}")
         return
@@ -132,6 +135,23 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
         return
     text = _scalar(obj)
     yield text if text is not None else _fallback(obj, level)
+
+
+MEMBERS_AT_ONCE = 1024
+"""A dict's members made whole in one compiled call (:func:`_whole_members`)."""
+
+
+def _whole_members(obj: dict[str, Any], level: int) -> Iterator[str]:
+    """The text of a non-empty dict of string keys whose members are made whole (a run's
+    ``tags``: many tags' blocks), :data:`MEMBERS_AT_ONCE` of them at a time in one
+    compiled call: the text of a dict of those members, its braces cut off (no Python
+    step a member; the whole text is never held at once)."""
+    items = list(obj.items())
+    closing = len("\n" + INDENT * level + "}")
+    for start in range(0, len(items), MEMBERS_AT_ONCE):
+        text = _text(dict(items[start : start + MEMBERS_AT_ONCE]), level)
+        yield ("{" if start == 0 else ",") + text[1:-closing]
+    yield "\n" + INDENT * level + "}"
 
 
 def _numbers(obj: list[Any] | tuple[Any, ...], level: int) -> str | None:

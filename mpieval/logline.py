@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -22,13 +23,13 @@ def count(x: float) -> str:
     return repr(float(x)) if abs(x) < 1e16 else "%.1f" % x
 
 
-def values(xs: list[float]) -> list[str]:
+def values(xs: Sequence[float]) -> list[str]:
     """:func:`value` of each (many tags: a column of values at once, without a call
     each)."""
     return ["nan" if x != x else "%g" % x for x in xs]
 
 
-def counts(xs: list[float]) -> list[str]:
+def counts(xs: Sequence[float]) -> list[str]:
     """:func:`count` of each (many tags: a column of counts at once)."""
     return ["%d" % x if float(x).is_integer() else count(x) for x in xs]
 

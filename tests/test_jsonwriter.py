@@ -32,6 +32,28 @@ def test_same_bytes_as_json_dumps(obj: object) -> None:
     assert b"".join(jsonwriter.pieces(obj, size=7)).decode() == expected(obj) + "\n"
 
 
+@given(values)
+def test_members_made_whole_a_few_at_a_time(obj: object) -> None:
+    """The members of a dict deep enough to make them whole (a run's tags), two at a time
+    in one compiled call: the same bytes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonwriter, "MEMBERS_AT_ONCE", 2)
+        for deep in ({"a": {"b": obj}}, {"a": {"b": {"c": obj, "d": [obj], "e": 1}}}, obj):
+            assert jsonwriter.dumps(deep) == expected(deep)
+
+
+def test_many_tags_blocks_in_several_calls() -> None:
+    """3,000 tag blocks (past ``MEMBERS_AT_ONCE``), with a non-ASCII tag and a block that
+    the standard library writes (a non-string key): the same bytes, in pieces too."""
+    tags = {f"t{i}": {"uauc": i / 7, "n": i, "ci95": {"uauc": None if i % 2 else [0.1, i]}}
+            for i in range(3000)}
+    tags["é"] = {"x": 1}
+    tags["t5"] = {1: "int key"}
+    obj = {"m": {"kind": "wuauc", "tags": tags}}
+    assert jsonwriter.dumps(obj) == expected(obj)
+    assert b"".join(jsonwriter.pieces(obj, size=1000)).decode() == expected(obj) + "\n"
+
+
 @pytest.mark.parametrize("obj", [
     {"curve": [0.1, 1e-300, 5e+300, -0.0, 1, 2**64, True], "n": [1, 2, 3]},
     {"a": {"b": [[1.5, 2.5], [3.5]], "c": []}, "d": {}, "é": "ü\n\"", "e": [None]},

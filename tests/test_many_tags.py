@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from mpieval import WuaucMetric
 from mpieval.kernels import exact
 from mpieval.kinds.auc.kernels import binary_logloss
 from mpieval.kinds.ranking import kernels as ranking_kernels
-from mpieval.kinds.ranking.metric import RankingMetric
+from mpieval.kinds.ranking.metric import RankingMetric, RankingResult
 from mpieval.kinds.wuauc import kernels as wuauc_kernels
 from mpieval.kinds.wuauc.kernels import row_sums, row_sums_windowed
 
@@ -279,20 +281,22 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
     assert len(held) >= 6  # the sums above reach most reasons
-    _columns_read_as_their_blocks(at_once, tags)
+    from mpieval.kinds.wuauc.result import WuaucResult
+
+    _columns_read_as_their_blocks(at_once, tags, WuaucResult)
 
 
-def _columns_read_as_their_blocks(columns: object, tags: list[str]) -> None:
+def _columns_read_as_their_blocks(columns: object, tags: list[str],
+                                  result_of: Any) -> None:
     """A result whose blocks are kept as columns (``ColumnBlocks``) reads as the tuple of
     its blocks: indexes, slices, lookups by tag, ``==``, and the JSON and log lines it
     writes from its columns are those of the blocks made one by one (chunks of 7 blocks:
-    chunk edges everywhere)."""
-    from mpieval.kinds.wuauc.result import WuaucResult
+    chunk edges everywhere). ``result_of``: the kind's result of blocks."""
     from mpieval.tags import ColumnBlocks
 
     assert isinstance(columns, ColumnBlocks)
     made = tuple(columns)
-    plain, kept = WuaucResult(made), WuaucResult(columns)
+    plain, kept = result_of(made), result_of(columns)
     same = repr  # (a NaN is not equal to itself: blocks compared by their floats' reprs)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ColumnBlocks, "CHUNK", 7)
@@ -342,3 +346,4 @@ def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
     assert len(held) >= 4
+    _columns_read_as_their_blocks(at_once, tags, partial(RankingResult, k))

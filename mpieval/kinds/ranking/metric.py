@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -57,6 +58,7 @@ from mpieval.metric import narrowed_sums, warn_undefined
 from mpieval.tags import (
     ALL,
     SHOWN_TAGS,
+    ColumnBlocks,
     TagBlocks,
     block_of,
     gc_paused,
@@ -254,14 +256,18 @@ class RankingResult(TagBlocks[RankingBlock]):
     """Result of the ``ranking`` kind: one block per tag, ``all`` first, then tags sorted."""
 
     k: tuple[int, ...]
-    blocks: tuple[RankingBlock, ...]
+    blocks: Sequence[RankingBlock]  # a tuple, or many tags' ColumnBlocks
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND.name, "k": list(self.k),
                 "tags": self.tags_dict()}
 
     def to_log_line(self, name: str) -> str:
-        """One line per tag, ``all`` first, joined with newlines."""
+        """One line per tag, ``all`` first, joined with newlines (from the blocks' columns
+        when they are kept so: no block made)."""
+        table = getattr(self.blocks, "source", None)
+        if isinstance(table, _BlockColumns):
+            return "\n".join(table.lines(name))
         return "\n".join(block.to_log_line(name) for block in self.blocks)
 
 
@@ -313,11 +319,12 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
 
 
 def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
-                     ) -> tuple[list[RankingBlock], list[tuple[str, np.ndarray]]]:
+                     ) -> tuple[ColumnBlocks[RankingBlock], list[tuple[str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: one row of
     :func:`sum_fields` a block, no ``compare``), each value computed for all blocks as
-    arrays (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats; the blocks, and
-    each reason a value is NaN with the indexes of the blocks it holds for, in order of the
+    arrays (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats; the blocks,
+    kept as those arrays (:class:`_BlockColumns`: a block made when read), and each
+    reason a value is NaN with the indexes of the blocks it holds for, in order of the
     first block it holds for (the order of :func:`block_from_sums`' reasons tag after
     tag)."""
     s = {name: np.ascontiguousarray(sums[:, i])
@@ -331,18 +338,9 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
             means[name] = np.where(valid != 0, total / valid, math.nan)
             stderr[name] = stats.cluster_stderrs(stats.ratio_stderrs(
                 total, valid, s[f"{name}_sq_sum"], total, valid), valid)
-    mean_rows = zip(*(means[name].tolist() for name in names), strict=True)
-    stderr_rows = zip(*(stderr[name].tolist() for name in names), strict=True)
-    le_rows = zip(*(whole_ints(s[f"users_le_{cutoff}"]) for cutoff in k), strict=True)
-    with gc_paused():  # many tags: a block's dicts are no cycles to look for
-        blocks = [
-            _block((tag, k, dict(zip(names, mean_row, strict=True)), n_valid, n_users,
-                    n_rows, dict(zip(names, stderr_row, strict=True)), None,
-                    dict(zip(k, le_row, strict=True))))
-            for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
-                tags, mean_rows, whole_ints(valid), whole_ints(s["users"]), whole_ints(rows),
-                stderr_rows, le_rows, strict=True)
-        ]
+    table = _BlockColumns(tags, k, means, stderr, [valid, s["users"], rows],
+                          [s[f"users_le_{cutoff}"] for cutoff in k])
+    blocks = ColumnBlocks(tags, table.blocks, table.dicts, source=table)
     some = (rows != 0) & (valid != 0)
     reasons: list[tuple[int, str, np.ndarray]] = [
         (0, "no rows", rows == 0),
@@ -358,6 +356,84 @@ def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
+
+
+class _BlockColumns:
+    """The values of a result's blocks (no ``compare``) as arrays, one element a block
+    (:func:`blocks_from_sums`): the blocks ``start .. stop - 1`` made from them
+    (:meth:`blocks`), their ``to_dict()`` (:meth:`dicts`) or log lines (:meth:`lines`)
+    written from them."""
+
+    def __init__(self, tags: list[str], k: tuple[int, ...], means: dict[str, np.ndarray],
+                 stderr: dict[str, np.ndarray], counts: list[np.ndarray],
+                 users_le_k: list[np.ndarray]) -> None:
+        self.tags, self.k = tags, k
+        self.means, self.stderr = means, stderr
+        self.counts = counts  # valid users, users, rows
+        self.users_le_k = users_le_k  # one array a cutoff
+
+    def _counts(self, start: int, stop: int) -> list[list[int]]:
+        return [whole_ints(c[start:stop]) for c in self.counts]
+
+    def blocks(self, start: int, stop: int) -> list[RankingBlock]:
+        names, k = tuple(self.means), self.k
+        mean_rows = zip(*(m[start:stop].tolist() for m in self.means.values()), strict=True)
+        stderr_rows = zip(*(self.stderr[name][start:stop].tolist() for name in names),
+                          strict=True)
+        le_rows = zip(*(whole_ints(le[start:stop]) for le in self.users_le_k), strict=True)
+        with gc_paused():  # many tags: a block's dicts are no cycles to look for
+            return [
+                _block((tag, k, dict(zip(names, mean_row, strict=True)), n_valid, n_users,
+                        n_rows, dict(zip(names, stderr_row, strict=True)), None,
+                        dict(zip(k, le_row, strict=True))))
+                for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
+                    self.tags[start:stop], mean_rows, *self._counts(start, stop),
+                    stderr_rows, le_rows, strict=True)
+            ]
+
+    def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """:meth:`RankingBlock.to_dict` of the blocks ``start .. stop - 1``: a block below
+        :data:`~mpieval.kernels.stats.MIN_CLUSTERS` valid users (many tags: most) written
+        from the columns, its intervals null (as :meth:`RankingBlock.ci`); the others
+        made and asked."""
+        number = logline.json_number
+        names = tuple(self.means)
+        mean_rows = zip(*(m[start:stop].tolist() for m in self.means.values()), strict=True)
+        le_rows = zip(*(whole_ints(le[start:stop]) for le in self.users_le_k), strict=True)
+        cutoffs = [str(cutoff) for cutoff in self.k]
+        out = []
+        for i, (mean_row, valid, users, rows, le_row) in enumerate(zip(
+                mean_rows, *self._counts(start, stop), le_rows, strict=True)):
+            if valid >= stats.MIN_CLUSTERS:
+                out.append(self.blocks(start + i, start + i + 1)[0].to_dict())
+                continue
+            fields: dict[str, Any] = dict(zip(names, map(number, mean_row), strict=True))
+            fields["valid_user_count"] = valid
+            fields["real_user_count"] = users
+            fields["real_ins_num"] = rows
+            if cutoffs:
+                fields["users_le_k"] = dict(zip(cutoffs, le_row, strict=True))
+            fields["ci95"] = dict.fromkeys(names)
+            out.append(fields)
+        return out
+
+    def lines(self, name: str) -> list[str]:
+        """:meth:`RankingBlock.to_log_line` of every block, a column at a time."""
+        logged = _logged(tuple(self.means))
+        lines = []
+        for start in range(0, len(self.tags), ColumnBlocks.CHUNK):
+            stop = start + ColumnBlocks.CHUNK
+            values = [logline.values(self.means[key][start:stop].tolist())
+                      for key, _ in logged]
+            valid, users, rows = (logline.counts(c) for c in self._counts(start, stop))
+            lines += [f"{name}: Tag={tag} "
+                      + " ".join(f"{label}={v}" for (_, label), v in zip(logged, row,
+                                                                          strict=True))
+                      + f" ValidUserCount={n_valid} RealUserCount={n_users} "
+                        f"RealInsNum={n_rows}"
+                      for tag, n_valid, n_users, n_rows, *row in zip(
+                          self.tags[start:stop], valid, users, rows, *values, strict=True)]
+        return lines
 
 
 def _block(values: tuple[Any, ...]) -> RankingBlock:
@@ -503,15 +579,15 @@ class RankingMetric(UserRowsMetric):
                 warn_undefined(comm, "ranking: " + grouped_reasons_text(
                     [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
                      for reason, where in held]))
-            return RankingResult(self.k, tuple(blocks))
-        blocks, reasons = [], []  # reasons: (tag, why)
+            return RankingResult(self.k, blocks)
+        compared, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, self.k, block_sums, self.compare)
-            blocks.append(block)
+            compared.append(block)
             reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
         if reasons:
             warn_undefined(comm, "ranking: " + reasons_text(reasons))
-        return RankingResult(self.k, tuple(blocks)).with_q_values(value_names(self.k))
+        return RankingResult(self.k, tuple(compared)).with_q_values(value_names(self.k))
 
 
 def check_relevance(field: str, values: np.ndarray, largest: float = math.inf) -> None:

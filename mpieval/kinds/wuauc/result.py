@@ -260,8 +260,9 @@ class WuaucResult(TagBlocks[WuaucBlock]):
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
         then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
         lines = _log_lines(name, self.blocks)
-        lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
-                  if block.compare is not None]
+        if not isinstance(self.blocks, ColumnBlocks):  # (blocks kept as columns: no compare)
+            lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
+                      if block.compare is not None]
         return "\n".join(lines)
 
 
