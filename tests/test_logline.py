@@ -43,3 +43,30 @@ def test_json_count_and_number_give_plain_values() -> None:
                     (np.float32(0.5), 0.5), (np.int64(4), 4), (7, 7), (None, None)]:
         got = logline.json_number(x)
         assert got == want and type(got) is type(want), (x, got)
+
+
+@given(st.lists(st.integers(-2**60, 2**60) | st.floats(allow_nan=True, allow_infinity=False)
+                | st.sampled_from([2**53, -2**53, 2**53 - 1, 12.5, 3.0]), max_size=30))
+def test_json_counts_and_numbers_are_each_ones(xs) -> None:
+    """A column at a time, as one value at a time: the same values and types."""
+    counts = logline.json_counts(list(xs))
+    assert [(type(x), x) for x in counts] == [(type(y), y) for y in map(logline.json_count, xs)]
+    floats = [float(x) for x in xs]
+    assert [repr(x) for x in logline.json_numbers(floats)] == [
+        repr(logline.json_number(x)) for x in floats]
+
+
+@given(st.lists(_NUMBERS, max_size=60))
+def test_values_of_a_float64_array_are_value_of_each(xs) -> None:
+    """The compiled pass over an array (``_core.text.g_values``): C's ``%g`` in the C
+    locale, NaN as ``nan``, the text Python's ``%g`` gives."""
+    array = np.array([float(x) for x in xs], dtype=np.float64)
+    assert logline.values(array) == [logline.value(x) for x in array.tolist()]
+    assert logline.values(array[::2]) == [logline.value(x) for x in array[::2].tolist()]
+
+
+def test_values_of_random_bits_are_python_s_g() -> None:
+    """Floats of random bit patterns (every exponent, subnormals, NaNs of any sign)."""
+    bits = np.random.default_rng(7).integers(0, 2**64, 200_000, dtype=np.uint64)
+    array = bits.view(np.float64)
+    assert logline.values(array) == [logline.value(x) for x in array.tolist()]

@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -557,6 +558,25 @@ void bind_text(nb::module_ m) {
             throw nb::python_error();
         return nb::str(writer.out.data(), writer.out.size());
     }, nb::arg("obj").none(), nb::arg("level"), nb::arg("fallback"));
+    m.def("g_values", [](In values) -> nb::list {
+        // each float64 as "%g" in the C locale (Python's "%g" % x: 6 significant digits;
+        // std::to_chars, whatever the process's locale), NaN as "nan"
+        const double* v = as<double>(values, "values");
+        const int64_t n = length(values);
+        nb::list out;
+        char buffer[32];
+        for (int64_t i = 0; i < n; ++i) {
+            const double x = v[i];
+            Py_ssize_t size = 3;
+            if (std::isnan(x))
+                std::memcpy(buffer, "nan", 3);
+            else
+                size = std::to_chars(buffer, buffer + sizeof buffer, x,
+                                     std::chars_format::general, 6).ptr - buffer;
+            out.append(nb::steal(PyUnicode_FromStringAndSize(buffer, size)));
+        }
+        return out;
+    }, nb::arg("values").noconvert());
     m.def("numbers", [](nb::handle items, std::vector<std::string> separators) -> nb::object {
         // items: a list; None unless every item is an exact float (finite) or int (that fits
         // 64 bits); the text: the items' reprs, item i followed by separators[i % k]

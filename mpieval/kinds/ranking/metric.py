@@ -394,27 +394,27 @@ class _BlockColumns:
     def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
         """:meth:`RankingBlock.to_dict` of the blocks ``start .. stop - 1``: a block below
         :data:`~mpieval.kernels.stats.MIN_CLUSTERS` valid users (many tags: most) written
-        from the columns, its intervals null (as :meth:`RankingBlock.ci`); the others
-        made and asked."""
-        number = logline.json_number
+        from the columns, its intervals null (as :meth:`RankingBlock.ci`), a column at a
+        time; the others made and asked."""
         names = tuple(self.means)
-        mean_rows = zip(*(m[start:stop].tolist() for m in self.means.values()), strict=True)
-        le_rows = zip(*(whole_ints(le[start:stop]) for le in self.users_le_k), strict=True)
+        means = [logline.json_numbers(m[start:stop].tolist()) for m in self.means.values()]
+        valid, users, rows = self._counts(start, stop)
         cutoffs = [str(cutoff) for cutoff in self.k]
-        out = []
-        for i, (mean_row, valid, users, rows, le_row) in enumerate(zip(
-                mean_rows, *self._counts(start, stop), le_rows, strict=True)):
-            if valid >= stats.MIN_CLUSTERS:
-                out.append(self.blocks(start + i, start + i + 1)[0].to_dict())
-                continue
-            fields: dict[str, Any] = dict(zip(names, map(number, mean_row), strict=True))
-            fields["valid_user_count"] = valid
-            fields["real_user_count"] = users
-            fields["real_ins_num"] = rows
+        les = [whole_ints(le[start:stop]) for le in self.users_le_k]
+        out: list[dict[str, Any]] = []
+        for row in zip(*means, valid, users, rows, *les, strict=True):
+            fields: dict[str, Any] = dict(zip(names, row, strict=False))
+            at = len(names)
+            fields["valid_user_count"] = row[at]
+            fields["real_user_count"] = row[at + 1]
+            fields["real_ins_num"] = row[at + 2]
             if cutoffs:
-                fields["users_le_k"] = dict(zip(cutoffs, le_row, strict=True))
+                fields["users_le_k"] = dict(zip(cutoffs, row[at + 3 :], strict=True))
             fields["ci95"] = dict.fromkeys(names)
             out.append(fields)
+        enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
+        for i in np.flatnonzero(enough).tolist():
+            out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
         return out
 
     def lines(self, name: str) -> list[str]:
@@ -423,8 +423,7 @@ class _BlockColumns:
         lines = []
         for start in range(0, len(self.tags), ColumnBlocks.CHUNK):
             stop = start + ColumnBlocks.CHUNK
-            values = [logline.values(self.means[key][start:stop].tolist())
-                      for key, _ in logged]
+            values = [logline.values(self.means[key][start:stop]) for key, _ in logged]
             valid, users, rows = (logline.counts(c) for c in self._counts(start, stop))
             lines += [f"{name}: Tag={tag} "
                       + " ".join(f"{label}={v}" for (_, label), v in zip(logged, row,

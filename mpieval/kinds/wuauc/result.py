@@ -285,9 +285,9 @@ _LINE_FIELDS = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc
 """The block's fields on its log line, in order: six values, then four counts."""
 
 
-def _lines_of(name: str, tags: Sequence[str], fields: list[list[Any]]) -> list[str]:
+def _lines_of(name: str, tags: Sequence[str], fields: list[Any]) -> list[str]:
     """The log lines of the blocks of ``tags`` whose ``_LINE_FIELDS`` are ``fields`` (a
-    list a field, Python numbers)."""
+    list of Python numbers, or a float64 array of values, a field)."""
     v, n = logline.values, logline.counts
     columns = zip(tags, *(v(values) for values in fields[:6]),
                   *(n(counts) for counts in fields[6:]), strict=True)
@@ -426,9 +426,12 @@ class _BlockColumns:
                 _counts(rows), whole_ints(valid), _counts(valid_rows),
                 self.click_wuauc[start:stop].tolist(), _counts(valid_clicks)]
 
-    def line_fields(self, start: int, stop: int) -> list[list[Any]]:
-        """The ``_LINE_FIELDS`` of the blocks ``start .. stop - 1``, a list a field."""
-        return self._columns(start, stop)[:10]
+    def line_fields(self, start: int, stop: int) -> list[Any]:
+        """The ``_LINE_FIELDS`` of the blocks ``start .. stop - 1``: the values as arrays,
+        the counts as lists."""
+        users, rows, valid, valid_rows, _ = (c[start:stop] for c in self.counts)
+        return [*(v[start:stop] for v in self.values), whole_ints(users), _counts(rows),
+                whole_ints(valid), _counts(valid_rows)]
 
     def blocks(self, start: int, stop: int) -> list[WuaucBlock]:
         stderr_rows = zip(*(self.stderr[name][start:stop].tolist()
@@ -447,25 +450,22 @@ class _BlockColumns:
     def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
         """:meth:`WuaucBlock.to_dict` of the blocks ``start .. stop - 1``: a block below
         :data:`~mpieval.kernels.stats.MIN_CLUSTERS` users (many tags: most) written from
-        the columns, its intervals null (``WuaucBlock._too_few_users``); the others made
-        and asked."""
-        number, count = logline.json_number, logline.json_count
-        too_few = (self.counts[0][start:stop] < stats.MIN_CLUSTERS).tolist()
-        out = []
-        for i, (few, wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid,
-                valid_rows, click_wuauc, valid_clicks) in enumerate(
-                zip(too_few, *self._columns(start, stop), strict=True)):
-            if not few:
-                out.append(self.blocks(start + i, start + i + 1)[0].to_dict())
-                continue
-            out.append({
-                "wuauc": number(wuauc), "uauc": number(uauc), "logloss": number(logloss),
-                "actual_ctr": number(actual), "predicted_ctr": number(predicted),
-                "copc": number(copc), "real_user_count": users,
-                "real_ins_num": count(rows), "valid_user_count": valid,
-                "valid_ins_num": count(valid_rows), "click_wuauc": number(click_wuauc),
-                "valid_click_num": count(valid_clicks),
-                "ci95": dict.fromkeys(INTERVAL_FIELDS)})
+        the columns, its intervals null (``WuaucBlock._too_few_users``), a column at a
+        time (``json_numbers``, ``json_counts``); the others made and asked."""
+        (wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid, valid_rows,
+         click_wuauc, valid_clicks) = self._columns(start, stop)
+        numbers, counts = logline.json_numbers, logline.json_counts
+        out = [{"wuauc": a, "uauc": b, "logloss": c, "actual_ctr": d, "predicted_ctr": e,
+                "copc": f, "real_user_count": g, "real_ins_num": h, "valid_user_count": i,
+                "valid_ins_num": j, "click_wuauc": k, "valid_click_num": m,
+                "ci95": dict.fromkeys(INTERVAL_FIELDS)}
+               for a, b, c, d, e, f, g, h, i, j, k, m in zip(
+                   *map(numbers, (wuauc, uauc, logloss, actual, predicted, copc)), users,
+                   counts(rows), valid, counts(valid_rows), numbers(click_wuauc),
+                   counts(valid_clicks), strict=True)]
+        enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
+        for i in np.flatnonzero(enough).tolist():
+            out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
         return out
 
 
