@@ -130,6 +130,8 @@ def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, 
     held = sorted((entry for entry in held if len(entry[0])),
                   key=lambda entry: (int(entry[0][0]), entry[1]))
     return [(text, where) for where, _, text in held]
+
+
 class ColumnBlocks(Sequence[B]):
     """A result's blocks kept as its columns (many tags: a few arrays, not objects a
     block), each block made when read, by the kind's ``make(start, stop)`` (the blocks

@@ -17,8 +17,8 @@ is taken within a repeat, then its median over ``--repeats``). ``compute``: a ch
 process updates the metric with the rows, then times ``compute()`` by its CPU time
 (``time.process_time``: user + system, less sensitive than wall time to the other
 processes of a shared machine); ``eval``: ``python -m mpieval eval --metrics KIND --tag
-COL`` under ``/usr/bin/time`` (user + system seconds, the process's peak RSS). A tag count
-over the kinds' limit (65,534 distinct tags) ends in exit status 2: reported as
+COL`` under ``/usr/bin/time`` (user + system seconds, the process's peak RSS). A run that
+fails (exit status 2: a tag count over the kinds' limit, 2**31 - 1) is reported as
 ``refused``, with its peak. ``uptime``'s load is printed before and after.
 """
 
