@@ -44,7 +44,7 @@ from mpieval.declaration import Input, Option, checked_options, signature_proble
 from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.kernels import exact
 from mpieval.rows import RowBuffer
-from mpieval.state import Part, Stacked, State, Summed, pack, unpack
+from mpieval.state import Part, Stacked, State, Summed, pack_taking, unpack
 from mpieval.validation import check_metric_mapping
 from mpieval.window import RecentRows
 
@@ -514,8 +514,8 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
     shapes_of = [{key: np.shape(value) for key, value in part.items()} for part in parts]
-    packed = pack(*parts)
-    del parts  # the local sums are in the packed buffer (many tags: one copy at a time)
+    packed = pack_taking(parts)  # each part freed as it is copied (many tags)
+    del parts
     total = comm.sum(packed, scratch=True)
     del packed
     results: dict[str, Result] = {}

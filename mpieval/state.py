@@ -243,15 +243,27 @@ def _concatenate(into: RowBuffer, first: RowBuffer, second: RowBuffer) -> None:
     into.append(**second.columns())
 
 
-def pack(*parts: Mapping[str, np.ndarray]) -> np.ndarray:
+def pack_taking(parts: list[dict[str, np.ndarray]]) -> np.ndarray:
     """Named float64 arrays, of one or more parts, as one flat buffer in order (the inverse
-    of :func:`unpack`, part by part): one copy of each array."""
-    arrays = [np.asarray(a, dtype=np.float64).ravel() for part in parts for a in part.values()]
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float64)
+    of :func:`unpack`, part by part): one copy of each array, each taken out of its part
+    as it is copied (the parts are left empty), so that one no other holds is freed then:
+    the buffer and the arrays not yet copied are held, not every array beside the whole
+    buffer (many tags)."""
+    size = sum(int(np.size(a)) for part in parts for a in part.values())
+    packed = np.empty(size, dtype=np.float64)
+    offset = 0
+    for part in parts:
+        for name in list(part):
+            array = part.pop(name)
+            packed[offset : offset + np.size(array)] = np.asarray(array, np.float64).ravel()
+            offset += int(np.size(array))
+            del array
+    return packed
 
 
 def unpack(buffer: np.ndarray, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
-    """Views of ``buffer`` with the given shapes, in order (the inverse of :func:`pack`)."""
+    """Views of ``buffer`` with the given shapes, in order (the inverse of
+    :func:`pack_taking`)."""
     parts, offset = {}, 0
     for name, shape in shapes.items():
         size = prod(shape)

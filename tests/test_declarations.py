@@ -12,7 +12,7 @@ from mpieval.comm import Comm
 from mpieval.config import specs_from_config, specs_from_flags
 from mpieval.errors import InputError
 from mpieval.kinds import KINDS
-from mpieval.state import Rows, State, Summed, pack, unpack
+from mpieval.state import Rows, State, Summed, pack_taking, unpack
 
 
 @pytest.mark.parametrize("bad", [True, 0, -3, 2.5, "10"])
@@ -59,19 +59,22 @@ def test_an_unknown_option_names_the_kind():
 
 
 def test_pack_and_unpack_are_inverse():
-    parts = {"a": np.arange(6.0).reshape(2, 3), "b": np.array([7.0]), "c": np.zeros(0)}
-    buffer = pack(parts)
-    assert buffer.tolist() == [0, 1, 2, 3, 4, 5, 7]
+    def parts_of() -> dict[str, np.ndarray]:
+        return {"a": np.arange(6.0).reshape(2, 3), "b": np.array([7.0]), "c": np.zeros(0)}
+
+    parts, taken = parts_of(), parts_of()
+    buffer = pack_taking([taken])
+    assert buffer.tolist() == [0, 1, 2, 3, 4, 5, 7] and taken == {}  # taken out as packed
     back = unpack(buffer, {k: v.shape for k, v in parts.items()})
     for name, value in parts.items():
         np.testing.assert_array_equal(back[name], value)
     with pytest.raises(ValueError, match="does not hold"):
         unpack(buffer, {"a": (2, 2)})
     more = {"d": np.array([[8.0, 9.0]], np.float32)}
-    both = pack(parts, {}, more)  # several parts, one after the other, in one buffer
+    both = pack_taking([parts_of(), {}, more])  # several parts, one after the other
     assert both.dtype == np.float64 and both.tolist() == [0, 1, 2, 3, 4, 5, 7, 8, 9]
     assert unpack(both[7:], {"d": (1, 2)})["d"].tolist() == [[8.0, 9.0]]
-    assert pack().tolist() == []
+    assert pack_taking([]).tolist() == []
 
 
 def test_summed_parts_share_one_buffer_and_rows_concatenate():
@@ -160,4 +163,3 @@ def _close(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == pytest.approx(b, rel=1e-12)
     return a == b
-
