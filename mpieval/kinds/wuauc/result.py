@@ -455,11 +455,13 @@ class _BlockColumns:
         (wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid, valid_rows,
          click_wuauc, valid_clicks) = self._columns(start, stop)
         numbers, counts = logline.json_numbers, logline.json_counts
-        out = [{"wuauc": a, "uauc": b, "logloss": c, "actual_ctr": d, "predicted_ctr": e,
-                "copc": f, "real_user_count": g, "real_ins_num": h, "valid_user_count": i,
-                "valid_ins_num": j, "click_wuauc": k, "valid_click_num": m,
-                "ci95": dict.fromkeys(INTERVAL_FIELDS)}
-               for a, b, c, d, e, f, g, h, i, j, k, m in zip(
+        out = [{"wuauc": w, "uauc": u, "logloss": loss, "actual_ctr": ctr,
+                "predicted_ctr": pctr, "copc": c, "real_user_count": n_users,
+                "real_ins_num": n_rows, "valid_user_count": n_valid,
+                "valid_ins_num": n_valid_rows, "click_wuauc": cw,
+                "valid_click_num": n_clicks, "ci95": dict.fromkeys(INTERVAL_FIELDS)}
+               for w, u, loss, ctr, pctr, c, n_users, n_rows, n_valid, n_valid_rows, cw,
+               n_clicks in zip(
                    *map(numbers, (wuauc, uauc, logloss, actual, predicted, copc)), users,
                    counts(rows), valid, counts(valid_rows), numbers(click_wuauc),
                    counts(valid_clicks), strict=True)]
