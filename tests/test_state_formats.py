@@ -33,6 +33,8 @@ def test_a_saved_run_of_every_format_merges_to_its_results(tmp_path, capsys, sav
     merged.pop("run")
     want = json.loads((saved / "results.json").read_text())
     for name, block in want.items():  # issue 32 changed the auc kind's intervals
+        if saved.name != "format-1":  # (recorded after those changes)
+            break
         if block.get("kind") == "auc":
             old, new = block.pop("ci95"), merged[name].pop("ci95")
             assert old["actual_ctr"] == new["actual_ctr"]
