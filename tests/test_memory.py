@@ -71,12 +71,16 @@ def _glibc_has_mallinfo2() -> bool:
         return False
 
 
+def _probed(script: str) -> dict[str, list[str]]:
+    """What a probe prints in a fresh interpreter, with glibc's default and tuned."""
+    return {how: subprocess.run([sys.executable, "-c", script, how], check=True,
+                                capture_output=True, text=True).stdout.split()
+            for how in ("default", "tuned")}
+
+
 @pytest.mark.skipif(not _glibc_has_mallinfo2(), reason="glibc 2.33 or later only")
 def test_map_large_blocks_maps_blocks_of_its_threshold_or_more_only():
-    mapped = {how: subprocess.run([sys.executable, "-c", _PROBE, how], check=True,
-                                  capture_output=True, text=True).stdout.split()
-              for how in ("default", "tuned")}
-    assert mapped == {"default": ["1", "1"], "tuned": ["1", "0"]}
+    assert _probed(_PROBE) == {"default": ["1", "1"], "tuned": ["1", "0"]}
 
 
 def test_the_threshold_leaves_a_batch_of_columns_to_the_heap():
@@ -99,10 +103,7 @@ def test_only_the_memory_module_calls_into_c_libraries():
 
 @pytest.mark.skipif(not _glibc_has_mallinfo2(), reason="glibc 2.33 or later only")
 def test_map_large_blocks_keeps_freed_heap_memory_until_trim_heap():
-    kept = {how: subprocess.run([sys.executable, "-c", _KEPT_PROBE, how], check=True,
-                                capture_output=True, text=True).stdout.split()
-            for how in ("default", "tuned")}
-    assert kept == {"default": ["False", "True"], "tuned": ["True", "True"]}
+    assert _probed(_KEPT_PROBE) == {"default": ["False", "True"], "tuned": ["True", "True"]}
     assert memory.KEPT_FREE >= 8 * memory.MMAP_THRESHOLD  # rounds of blocks below it
 
 
