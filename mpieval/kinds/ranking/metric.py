@@ -402,9 +402,9 @@ class _BlockColumns:
         cutoffs = [str(cutoff) for cutoff in self.k]
         les = [whole_ints(le[start:stop]) for le in self.users_le_k]
         out: list[dict[str, Any]] = []
+        at = len(names)  # a row: the means, then the counts, then users_le_k
         for row in zip(*means, valid, users, rows, *les, strict=True):
-            fields: dict[str, Any] = dict(zip(names, row, strict=False))
-            at = len(names)
+            fields: dict[str, Any] = dict(zip(names, row[:at], strict=True))
             fields["valid_user_count"] = row[at]
             fields["real_user_count"] = row[at + 1]
             fields["real_ins_num"] = row[at + 2]

@@ -419,19 +419,25 @@ class _BlockColumns:
         self.stderr = stderr
         self.effective = effective
 
+    def _count_lists(self, start: int, stop: int, clicks: bool = True) -> list[list[Any]]:
+        """The counts as the blocks hold them (users as ints, rows and clicks as ints or,
+        weighted, floats); the valid clicks last, when asked for."""
+        users, rows, valid, valid_rows, valid_clicks = (c[start:stop] for c in self.counts)
+        lists: list[list[Any]] = [whole_ints(users), _counts(rows), whole_ints(valid),
+                                  _counts(valid_rows)]
+        return [*lists, _counts(valid_clicks)] if clicks else lists
+
     def _columns(self, start: int, stop: int) -> list[list[Any]]:
         """The blocks' fields but their dicts, each as a list (Python numbers)."""
-        users, rows, valid, valid_rows, valid_clicks = (c[start:stop] for c in self.counts)
-        return [*(v[start:stop].tolist() for v in self.values), whole_ints(users),
-                _counts(rows), whole_ints(valid), _counts(valid_rows),
-                self.click_wuauc[start:stop].tolist(), _counts(valid_clicks)]
+        *counts, valid_clicks = self._count_lists(start, stop)
+        return [*(v[start:stop].tolist() for v in self.values), *counts,
+                self.click_wuauc[start:stop].tolist(), valid_clicks]
 
     def line_fields(self, start: int, stop: int) -> list[Any]:
         """The ``_LINE_FIELDS`` of the blocks ``start .. stop - 1``: the values as arrays,
         the counts as lists."""
-        users, rows, valid, valid_rows, _ = (c[start:stop] for c in self.counts)
-        return [*(v[start:stop] for v in self.values), whole_ints(users), _counts(rows),
-                whole_ints(valid), _counts(valid_rows)]
+        return [*(v[start:stop] for v in self.values),
+                *self._count_lists(start, stop, clicks=False)]
 
     def blocks(self, start: int, stop: int) -> list[WuaucBlock]:
         stderr_rows = zip(*(self.stderr[name][start:stop].tolist()
