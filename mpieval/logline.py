@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -37,9 +38,30 @@ def values(xs: Sequence[float] | np.ndarray) -> list[str]:
 def counts(xs: Sequence[float]) -> list[str]:
     """:func:`count` of each (many tags: a column of counts at once; Python ints, most
     counts, as their digits)."""
-    if all(type(x) is int for x in xs):
+    if _all_ints(xs):
         return list(map(str, xs))
     return ["%d" % x if float(x).is_integer() else count(x) for x in xs]
+
+
+def _all_ints(xs: Sequence[Any]) -> bool:
+    """Whether every element is a Python int (not a bool), without a Python step each."""
+    return {int}.issuperset(map(type, xs))
+
+
+def joined(pieces: Sequence[str], columns: Sequence[Sequence[str]]) -> list[str]:
+    """Row ``i`` of the texts ``columns`` between the fixed ``pieces``: ``pieces[0] +
+    columns[0][i] + pieces[1] + ... + columns[-1][i] + pieces[-1]`` (``len(columns) + 1``
+    pieces), made without a Python step a row (many tags: a log line a tag)."""
+    if not columns or len(pieces) != len(columns) + 1:
+        raise ValueError(f"joined: {len(columns)} columns (at least one) take "
+                         f"{len(columns) + 1} pieces, got {len(pieces)}")
+    if len({len(column) for column in columns}) > 1:
+        raise ValueError("joined: columns of different lengths")
+    parts: list[Iterable[str]] = [itertools.repeat(pieces[0])]
+    for column, piece in zip(columns, pieces[1:], strict=True):
+        parts += [column, itertools.repeat(piece)]
+    # (the pieces repeat without end: the rows stop with the columns, checked above)
+    return list(map("".join, zip(*parts, strict=False)))
 
 
 EXACT_COUNT = 2.0**53  # float64 holds every whole number below this, and not all above
@@ -63,7 +85,7 @@ def json_count(x: float) -> int | float:
 def json_counts(xs: list[int | float]) -> list[int | float]:
     """:func:`json_count` of each (many tags: a column at a time; ints below 2**53, most
     counts, as they are)."""
-    if (all(type(x) is int for x in xs) and -EXACT_COUNT < min(xs, default=0)
+    if (_all_ints(xs) and -EXACT_COUNT < min(xs, default=0)
             and max(xs, default=0) < EXACT_COUNT):
         return xs
     return [json_count(x) for x in xs]

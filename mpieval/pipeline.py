@@ -34,6 +34,7 @@ from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
 from mpieval.slices import SlicedMetric
+from mpieval.tags import gc_paused
 from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
@@ -153,7 +154,16 @@ def output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: s
 
     With ``gate``: it is checked after the log lines (its lines follow them) and its
     block goes into the JSON; returns whether it passed (True without one). A rule that
-    matches nothing is raised (:class:`InputError`) after the outputs are written."""
+    matches nothing is raised (:class:`InputError`) after the outputs are written.
+    The cyclic garbage collector is paused meanwhile (:func:`~mpieval.tags.gc_paused`: many
+    tags make a few objects a tag, none of them a cycle)."""
+    with gc_paused():
+        return _output(specs, results, json_path, report_path, run=run, gate=gate)
+
+
+def _output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: str | None,
+            report_path: str | None, *, run: Callable[[], dict[str, Any]] | None,
+            gate: Gate | None) -> bool:
     try:
         print_results(specs, results)
     except BrokenPipeError:  # `mpieval eval ... | head -1`: the reader has what it wanted

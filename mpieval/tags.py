@@ -122,6 +122,21 @@ def whole_ints(x: np.ndarray) -> list[int]:
     return [int(v) for v in x.tolist()]
 
 
+def dicts_of(keys: tuple[str, ...], columns: list[list[Any]]) -> list[dict[str, Any]]:
+    """Row ``i`` of ``columns`` (lists of one length, one a key) as the dict ``{keys[j]:
+    columns[j][i]}``, keys in order: many tags' JSON objects made in one compiled pass
+    (``_core.text.dicts``), not a Python step a tag."""
+    from mpieval import _core
+
+    made: list[dict[str, Any]] = _core.text.dicts(keys, columns)
+    return made
+
+
+def fresh_dicts(keys: Sequence[str], n: int) -> list[dict[str, Any]]:
+    """``n`` dicts ``dict.fromkeys(keys)``, each its own (a tag's null intervals)."""
+    return list(map(dict.fromkeys, itertools.repeat(tuple(keys), n)))
+
+
 def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
     """Of ``(rank, text, mask)``, a reason and the blocks it holds for (a mask over the
     blocks), those that hold for some block: ``(text, blocks)``, by their first block,
@@ -423,15 +438,17 @@ def _distinct_coded(tag: Coded) -> tuple[list[Any], np.ndarray]:
     else:
         distinct = [value for value, use in zip(tag.values, used.tolist(), strict=True) if use]
         inverse = (np.cumsum(used) - 1)[codes]
-    is_int = [isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-              for value in distinct]
-    if not (all(isinstance(value, str) for value in distinct) or all(is_int)):
-        raise InputError("tag", "Coded values must all be strings or all integers")
+    if not tag._dense:  # (the reader's values are the strs it decoded: many tags)
+        is_int = [isinstance(value, (int, np.integer))
+                  and not isinstance(value, (bool, np.bool_)) for value in distinct]
+        if not (all(isinstance(value, str) for value in distinct) or all(is_int)):
+            raise InputError("tag", "Coded values must all be strings or all integers")
+        distinct = [value if isinstance(value, str) else int(value) for value in distinct]
     if "" in distinct:
         rows = np.flatnonzero(inverse == distinct.index(""))
         raise InputError("tag", "is empty (a missing tag)", count=len(rows),
                          first_index=int(rows[0]), value="")
-    return [value if isinstance(value, str) else int(value) for value in distinct], inverse
+    return distinct, inverse
 
 
 def _tag_values(tag: Any) -> np.ndarray:

@@ -452,7 +452,8 @@ def test_a_window_of_digits_gives_the_floats_of_the_whole_accumulators(rng, sign
 @pytest.mark.parametrize("width", [0, 1, 3, 40])
 def test_row_fsums_is_math_fsum_of_each_row(rng, width) -> None:
     """Rows of terms over 40 orders of magnitude, rows that cancel to 0 or to a last bit,
-    subnormals and the largest floats, each summed as math.fsum does; a thread's window of
+    subnormals and the largest floats, rows of zeros, each summed as math.fsum does (each
+    row's digits read and cleared alone); a thread's window of
     digits (set by the many tags' pass) does not narrow them."""
     terms = rng.normal(0, 1, (500, width)) * 10.0 ** rng.integers(-20, 20, (500, width))
     if width >= 3:
@@ -460,6 +461,9 @@ def test_row_fsums_is_math_fsum_of_each_row(rng, width) -> None:
         terms[2, :3] = [1.7976931348623157e308, 1.0, -1.7976931348623157e308]
         terms[3, :3] = [0.1, 0.2, -0.30000000000000004]
         terms[4, :3] = [2.0**-1074, 2.0**-1074, 2.0**-1022]
+        terms[5] = 0.0  # no term adds to a digit
+        terms[6, ::2] = 0.0
+        terms[7, :2] = [-1e300, 1e-300]  # digits far apart, cleared for the next rows
     expected = [math.fsum(row) for row in terms.tolist()]
     assert exact.row_fsums(terms).tolist() == expected
     assert exact.row_fsums(terms[:0]).tolist() == []

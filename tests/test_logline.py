@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,3 +71,21 @@ def test_values_of_random_bits_are_python_s_g() -> None:
     bits = np.random.default_rng(7).integers(0, 2**64, 200_000, dtype=np.uint64)
     array = bits.view(np.float64)
     assert logline.values(array) == [logline.value(x) for x in array.tolist()]
+
+
+@given(st.lists(st.text(max_size=4), min_size=2, max_size=6),
+       st.lists(st.lists(st.text(max_size=3), min_size=5, max_size=5), min_size=1,
+                max_size=5))
+def test_joined_is_each_row_between_the_pieces(pieces, columns) -> None:
+    """Rows of texts between fixed pieces (many tags' log lines, no Python step a row): the
+    concatenation written out; columns of unequal length or a wrong count of pieces are
+    errors, not lines cut short."""
+    pieces = (pieces * 6)[: len(columns) + 1]
+    want = ["".join(p + c for p, c in zip(pieces, row, strict=False)) + pieces[-1]
+            for row in zip(*columns, strict=True)]
+    assert logline.joined(pieces, columns) == want
+    short = [*columns[:-1], columns[-1][:-1]]  # the last column a row short
+    for bad_pieces, bad_columns in [(pieces[:-1], columns), (pieces[:1], []),
+                                    (pieces, short if len(columns) > 1 else [[], []])]:
+        with pytest.raises(ValueError):
+            logline.joined(bad_pieces, bad_columns)

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mpieval
+from mpieval import tags
 from mpieval.errors import InputError
 from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.tags import NO_TAG, TagCodes, recoded
@@ -140,3 +141,28 @@ def test_all_log_words_is_check_log_word_of_each(values: list[str], empty: bool)
 
     assert all_log_words(values, empty=empty) == all(map(passes, values))
     assert not all_log_words(["a", 5], empty=empty)  # type: ignore[list-item]
+
+
+@given(st.lists(st.text(max_size=3), max_size=5, unique=True), st.integers(0, 6),
+       st.data())
+def test_dicts_of_are_each_row_as_a_dict(keys: list[str], n: int, data) -> None:
+    """Many tags' JSON objects made in one compiled pass: each row's dict, the keys in order,
+    the values the columns' own objects; columns of unequal length or another count are
+    errors; fresh_dicts are each a dict of their own."""
+    columns = [data.draw(st.lists(st.integers() | st.floats() | st.none() | st.text(),
+                                  min_size=n, max_size=n)) for _ in keys]
+    made = tags.dicts_of(tuple(keys), columns)
+    want = [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)]
+    if keys:
+        assert [list(d.items()) for d in made] == [list(d.items()) for d in want]
+        assert all(d[k] is c[i] for i, d in enumerate(made) for k, c in zip(keys, columns,
+                                                                             strict=True))
+    else:
+        assert made == []
+    with pytest.raises(ValueError):
+        tags.dicts_of((*keys, "extra-key"), columns)
+    if len(keys) > 1:
+        with pytest.raises(ValueError):
+            tags.dicts_of(tuple(keys), [*columns[:-1], [*columns[-1], 0]])
+    fresh = tags.fresh_dicts(keys, 3)
+    assert fresh == [dict.fromkeys(keys)] * 3 and len({id(d) for d in fresh}) == 3

@@ -30,6 +30,18 @@ inline thread_local int window_first = 0;
 inline thread_local int window_digits = DIGITS;
 inline thread_local bool window_outside = false;
 
+// The digits a value adds to (add): from the one returned on, three of them; DIGITS - 1
+// for an infinite or NaN value (kept in the top digit), -1 for 0.
+inline int digit_of(double value) {
+    int64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    const int64_t magnitude = bits & INT64_C(0x7FFFFFFFFFFFFFFF);
+    if (magnitude == 0) return -1;
+    const int64_t exponent = magnitude >> 52;
+    if (exponent == 2047) return DIGITS - 1;
+    return int((exponent == 0 ? 0 : exponent - 1) >> 5);
+}
+
 // Add the float64 value to the accumulator acc (DIGITS digits), exactly.
 inline void add(double* acc, double value) {
     int64_t bits;
@@ -91,13 +103,15 @@ inline void normalize(double* acc, int64_t rows, int64_t digits = -1) {
 // The value of one accumulator (any digits, normalized or not) rounded once to the nearest
 // float64, ties to even; inf or NaN when the top digit holds one (an infinite or NaN value
 // was added), +-inf beyond the float64 range. The same as the Python to_float (exact.py).
-inline double to_double(const double* acc) {
+// Only the digits first .. stop - 1 are read: the caller knows the others are 0 (a window
+// of digits: many accumulators, each read in a few digits rather than all of them).
+inline double to_double(const double* acc, int first = 0, int stop = DIGITS) {
     const double top = acc[DIGITS - 1];
     if (!std::isfinite(top)) return top;
-    int high = DIGITS - 1;  // the highest nonzero digit (most sums are 0 or few digits)
-    while (high >= 0 && acc[high] == 0.0) --high;
-    if (high < 0) return 0.0;
-    int lo = 0;  // the lowest nonzero digit: the digits below stay 0 (carries go up)
+    int high = stop - 1;  // the highest nonzero digit (most sums are 0 or few digits)
+    while (high >= first && acc[high] == 0.0) --high;
+    if (high < first) return 0.0;
+    int lo = first;  // the lowest nonzero digit: the digits below stay 0 (carries go up)
     while (acc[lo] == 0.0) ++lo;
     // carried in int64 (as normalize): digits 0 .. DIGITS - 2 in [0, 2**32), the top one
     // the sign and the rest; a carry goes at most two digits above the highest nonzero one

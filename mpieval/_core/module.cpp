@@ -87,9 +87,23 @@ void bind_exact(nb::module_ m) {
         double a[exact::DIGITS] = {};
         for (int64_t row = 0; row < rows; ++row) {
             const double* v = t + row * width;
-            for (int64_t j = 0; j < width; ++j) exact::add(a, v[j]);
-            o[row] = exact::to_double(a);
-            std::fill(a, a + exact::DIGITS, 0.0);
+            int first = exact::DIGITS, stop = 0;  // the digits the row's terms add to
+            for (int64_t j = 0; j < width; ++j) {
+                const int k = exact::digit_of(v[j]);
+                if (k < 0) continue;
+                exact::add(a, v[j]);
+                first = std::min(first, k);
+                stop = std::max(stop, k + 3);
+            }
+            // its carries: normalized digits of fewer than SAFE_ADDS terms go at most two
+            // digits above the highest one a term added to
+            stop = std::min(stop + 2, exact::DIGITS);
+            if (first >= stop) {
+                o[row] = 0.0;
+                continue;
+            }
+            o[row] = exact::to_double(a, first, stop);
+            std::fill(a + first, a + stop, 0.0);
         }
         exact::window_first = saved_first;
         exact::window_digits = saved_digits;
@@ -108,7 +122,7 @@ void bind_exact(nb::module_ m) {
         double a[exact::DIGITS] = {};  // the other digits stay 0
         for (int64_t row = 0; row < rows; ++row) {
             std::memcpy(a + first, w + row * width, size_t(width) * sizeof(double));
-            o[row] = exact::to_double(a);
+            o[row] = exact::to_double(a, int(first), int(first + width));
         }
     }, nb::arg("window").noconvert(), nb::arg("first"), nb::arg("out").noconvert());
     m.def("set_window", [](int first, int digits) {
@@ -558,6 +572,38 @@ void bind_text(nb::module_ m) {
             throw nb::python_error();
         return nb::str(writer.out.data(), writer.out.size());
     }, nb::arg("obj").none(), nb::arg("level"), nb::arg("fallback"));
+    m.def("dicts", [](nb::tuple keys, nb::list columns) -> nb::list {
+        // row i of the columns (lists of one length, one a key) as a dict {keys[j]:
+        // columns[j][i]}, the keys in order (many tags: a dict a tag without a Python step)
+        const Py_ssize_t k = PyTuple_GET_SIZE(keys.ptr());
+        if (PyList_GET_SIZE(columns.ptr()) != k)
+            throw nb::value_error("mpieval._core: dicts takes a column a key");
+        Py_ssize_t n = 0;
+        for (Py_ssize_t j = 0; j < k; ++j) {
+            PyObject* column = PyList_GET_ITEM(columns.ptr(), j);
+            if (!PyList_CheckExact(column))
+                throw nb::type_error("mpieval._core: dicts' columns are lists");
+            if (j == 0)
+                n = PyList_GET_SIZE(column);
+            else if (PyList_GET_SIZE(column) != n)
+                throw nb::value_error("mpieval._core: dicts' columns differ in length");
+        }
+        PyObject* made = PyList_New(n);
+        if (made == nullptr)
+            throw nb::python_error();
+        nb::list out = nb::steal<nb::list>(made);  // its empty slots: filled below
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            PyObject* row = PyDict_New();
+            if (row == nullptr)
+                throw nb::python_error();
+            PyList_SET_ITEM(out.ptr(), i, row);  // (owned by out from here)
+            for (Py_ssize_t j = 0; j < k; ++j)
+                if (PyDict_SetItem(row, PyTuple_GET_ITEM(keys.ptr(), j),
+                                   PyList_GET_ITEM(PyList_GET_ITEM(columns.ptr(), j), i)) < 0)
+                    throw nb::python_error();
+        }
+        return out;
+    }, nb::arg("keys"), nb::arg("columns"));
     m.def("g_values", [](In values) -> nb::list {
         // each float64 as "%g" in the C locale (Python's "%g" % x: 6 significant digits;
         // std::to_chars, whatever the process's locale), NaN as "nan"

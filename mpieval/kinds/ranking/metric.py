@@ -61,6 +61,8 @@ from mpieval.tags import (
     ColumnBlocks,
     TagBlocks,
     block_of,
+    dicts_of,
+    fresh_dicts,
     gc_paused,
     grouped_reasons_text,
     held_reasons,
@@ -401,17 +403,11 @@ class _BlockColumns:
         valid, users, rows = self._counts(start, stop)
         cutoffs = [str(cutoff) for cutoff in self.k]
         les = [whole_ints(le[start:stop]) for le in self.users_le_k]
-        out: list[dict[str, Any]] = []
-        at = len(names)  # a row: the means, then the counts, then users_le_k
-        for row in zip(*means, valid, users, rows, *les, strict=True):
-            fields: dict[str, Any] = dict(zip(names, row[:at], strict=True))
-            fields["valid_user_count"] = row[at]
-            fields["real_user_count"] = row[at + 1]
-            fields["real_ins_num"] = row[at + 2]
-            if cutoffs:
-                fields["users_le_k"] = dict(zip(cutoffs, row[at + 3 :], strict=True))
-            fields["ci95"] = dict.fromkeys(names)
-            out.append(fields)
+        keys = (*names, "valid_user_count", "real_user_count", "real_ins_num",
+                *(("users_le_k",) if cutoffs else ()), "ci95")
+        out = dicts_of(keys, [*means, valid, users, rows,
+                              *([dicts_of(tuple(cutoffs), les)] if cutoffs else []),
+                              fresh_dicts(names, len(valid))])
         enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
@@ -420,18 +416,16 @@ class _BlockColumns:
     def lines(self, name: str) -> list[str]:
         """:meth:`RankingBlock.to_log_line` of every block, a column at a time."""
         logged = _logged(tuple(self.means))
-        lines = []
+        # as to_log_line: "Tag=TAG " then the values joined by spaces, " ValidUserCount=..."
+        pieces = [f"{name}: Tag=", *(f" {label}=" for _, label in logged),
+                  ("" if logged else " ") + " ValidUserCount=", " RealUserCount=",
+                  " RealInsNum=", ""]
+        lines: list[str] = []
         for start in range(0, len(self.tags), ColumnBlocks.CHUNK):
             stop = start + ColumnBlocks.CHUNK
             values = [logline.values(self.means[key][start:stop]) for key, _ in logged]
-            valid, users, rows = (logline.counts(c) for c in self._counts(start, stop))
-            lines += [f"{name}: Tag={tag} "
-                      + " ".join(f"{label}={v}" for (_, label), v in zip(logged, row,
-                                                                          strict=True))
-                      + f" ValidUserCount={n_valid} RealUserCount={n_users} "
-                        f"RealInsNum={n_rows}"
-                      for tag, n_valid, n_users, n_rows, *row in zip(
-                          self.tags[start:stop], valid, users, rows, *values, strict=True)]
+            counts = [logline.counts(c) for c in self._counts(start, stop)]
+            lines += logline.joined(pieces, [self.tags[start:stop], *values, *counts])
         return lines
 
 

@@ -47,6 +47,8 @@ from mpieval.tags import (
     ColumnBlocks,
     TagBlocks,
     block_of,
+    dicts_of,
+    fresh_dicts,
     gc_paused,
     held_reasons,
     whole_ints,
@@ -289,14 +291,10 @@ def _lines_of(name: str, tags: Sequence[str], fields: list[Any]) -> list[str]:
     """The log lines of the blocks of ``tags`` whose ``_LINE_FIELDS`` are ``fields`` (a
     list of Python numbers, or a float64 array of values, a field)."""
     v, n = logline.values, logline.counts
-    columns = zip(tags, *(v(values) for values in fields[:6]),
-                  *(n(counts) for counts in fields[6:]), strict=True)
-    return [f"{name}: Tag={tag} WUAUC={wuauc} UAUC={uauc} LogLoss={logloss} "
-            f"ActualCTR={actual} PredictedCTR={predicted} COPC={copc} "
-            f"RealUserCount={users} RealInsNum={rows} ValidUserCount={valid_users} "
-            f"ValidInsNum={valid_rows}"
-            for (tag, wuauc, uauc, logloss, actual, predicted, copc, users, rows,
-                 valid_users, valid_rows) in columns]
+    return logline.joined(
+        (f"{name}: Tag=", " WUAUC=", " UAUC=", " LogLoss=", " ActualCTR=", " PredictedCTR=",
+         " COPC=", " RealUserCount=", " RealInsNum=", " ValidUserCount=", " ValidInsNum=", ""),
+        [tags, *(v(values) for values in fields[:6]), *(n(counts) for counts in fields[6:])])
 
 
 def block_from_sums(tag: str, sums: np.ndarray,
@@ -461,20 +459,20 @@ class _BlockColumns:
         (wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid, valid_rows,
          click_wuauc, valid_clicks) = self._columns(start, stop)
         numbers, counts = logline.json_numbers, logline.json_counts
-        out = [{"wuauc": w, "uauc": u, "logloss": loss, "actual_ctr": ctr,
-                "predicted_ctr": pctr, "copc": c, "real_user_count": n_users,
-                "real_ins_num": n_rows, "valid_user_count": n_valid,
-                "valid_ins_num": n_valid_rows, "click_wuauc": cw,
-                "valid_click_num": n_clicks, "ci95": dict.fromkeys(INTERVAL_FIELDS)}
-               for w, u, loss, ctr, pctr, c, n_users, n_rows, n_valid, n_valid_rows, cw,
-               n_clicks in zip(
-                   *map(numbers, (wuauc, uauc, logloss, actual, predicted, copc)), users,
-                   counts(rows), valid, counts(valid_rows), numbers(click_wuauc),
-                   counts(valid_clicks), strict=True)]
+        out = dicts_of(_DICT_KEYS, [
+            *map(numbers, (wuauc, uauc, logloss, actual, predicted, copc)), users,
+            counts(rows), valid, counts(valid_rows), numbers(click_wuauc),
+            counts(valid_clicks), fresh_dicts(INTERVAL_FIELDS, len(users))])
         enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
         return out
+
+
+_DICT_KEYS = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
+              "real_user_count", "real_ins_num", "valid_user_count", "valid_ins_num",
+              "click_wuauc", "valid_click_num", "ci95")
+"""The keys of :meth:`WuaucBlock.to_dict` without ``compare``, in order."""
 
 
 def _block(values: tuple[Any, ...]) -> WuaucBlock:
