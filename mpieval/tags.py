@@ -173,7 +173,8 @@ class ColumnBlocks(Sequence[B]):
     def position(self, tag: str) -> int:
         """The index of the block of ``tag`` (a KeyError if none)."""
         if self._positions is None:
-            self._positions = {tag: i for i, tag in enumerate(self._block_tags)}
+            self._positions = dict(zip(self._block_tags, range(len(self._block_tags)),
+                                       strict=True))
         return self._positions[tag]
 
     def __len__(self) -> int:
@@ -296,7 +297,7 @@ class TagCodes:
 
     def __init__(self, values: Sequence[Any] = ()) -> None:
         self._values: list[Any] = list(values)
-        self._index: dict[Any, int] = {value: code for code, value in enumerate(self._values)}
+        self._index: dict[Any, int] = dict(zip(self._values, range(len(self._values)), strict=True))
         self._type: type | None = type(self._values[0]) if self._values else None
 
     @property
@@ -326,7 +327,7 @@ class TagCodes:
     def positions(self, tags: Sequence[Any]) -> np.ndarray:
         """Each code's index among ``tags``, which hold every value (one entry a code;
         :func:`recoded` writes the code of no value as ``len(tags)``)."""
-        position = {value: i for i, value in enumerate(tags)}
+        position = dict(zip(tags, range(len(tags)), strict=True))
         return np.fromiter(map(position.__getitem__, self._values), dtype=TAG_DTYPE,
                            count=len(self._values))
 

@@ -25,6 +25,7 @@ order (:meth:`UserRowsMetric._outgoing`), so the kind's pass gets them without a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -241,12 +242,11 @@ class UserRowsMetric(Metric):
         views = comm.allgather((self._hashed, tag_type, dtypes,
                                 list(self._tags.values[moved.tags:])))
         tags = list(self._tags.values[: moved.tags])  # every rank's first tags, alike
-        index = {value: code for code, value in enumerate(tags)}
-        for view in views:
-            for value in view[3]:
-                if value not in index:
-                    index[value] = len(tags)
-                    tags.append(value)
+        index = dict(zip(tags, range(len(tags)), strict=True))
+        for view in views:  # each rank's new values, in order (many tags: no step a tag)
+            new = list(itertools.filterfalse(index.__contains__, dict.fromkeys(view[3])))
+            index.update(zip(new, range(len(tags), len(tags) + len(new)), strict=True))
+            tags += new
         problem = _disagreement(views, len(tags))
         if problem is not None:
             if final:

@@ -592,8 +592,14 @@ void bind_text(nb::module_ m) {
         if (made == nullptr)
             throw nb::python_error();
         nb::list out = nb::steal<nb::list>(made);  // its empty slots: filled below
+        // each row a copy of a dict of the keys (sized for them: no resize as its values
+        // are set), its values then set in place
+        nb::object keyed = nb::steal(PyDict_New());
+        for (Py_ssize_t j = 0; j < k; ++j)
+            if (PyDict_SetItem(keyed.ptr(), PyTuple_GET_ITEM(keys.ptr(), j), Py_None) < 0)
+                throw nb::python_error();
         for (Py_ssize_t i = 0; i < n; ++i) {
-            PyObject* row = PyDict_New();
+            PyObject* row = PyDict_Copy(keyed.ptr());
             if (row == nullptr)
                 throw nb::python_error();
             PyList_SET_ITEM(out.ptr(), i, row);  // (owned by out from here)

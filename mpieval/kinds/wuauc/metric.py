@@ -256,7 +256,7 @@ class WuaucMetric(UserRowsMetric):
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
-        names = (ALL, *(str(tag) for tag in self._layout.tags))
+        names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
         values = np.concatenate([exact.window_to_floats(part, self._first_digit[name])
                                  for name, part in sums.items()], axis=1)
         if self.compare is None:  # every block's values at once (many tags)
