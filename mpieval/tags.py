@@ -133,8 +133,12 @@ def dicts_of(keys: tuple[str, ...], columns: list[list[Any]]) -> list[dict[str, 
 
 
 def fresh_dicts(keys: Sequence[str], n: int) -> list[dict[str, Any]]:
-    """``n`` dicts ``dict.fromkeys(keys)``, each its own (a tag's null intervals)."""
-    return list(map(dict.fromkeys, itertools.repeat(tuple(keys), n)))
+    """``n`` dicts ``dict.fromkeys(keys)``, each its own (a tag's null intervals), copied
+    in one compiled pass (``_core.text.copies``)."""
+    from mpieval import _core
+
+    made: list[dict[str, Any]] = _core.text.copies(dict.fromkeys(keys), n)
+    return made
 
 
 def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:

@@ -551,18 +551,20 @@ def test_tags_read_as_their_text_whatever_the_batches(tmp_path, threads, name, m
     assert len(orders) > 2  # the batches met the tags in different orders
 
 
+@pytest.mark.parametrize("text_type", [pa.string(), pa.large_string()])
 @pytest.mark.parametrize("sizes", [[], [5], [1, 2, 3, 0, 4], [0, 2, 7]])
-def test_a_chunked_tag_column_is_coded_as_its_chunks_together(sizes):
+def test_a_chunked_tag_column_is_coded_as_its_chunks_together(sizes, text_type):
     """Text parsed in blocks (a chunked column of chunks of ``sizes`` rows, and the
     rest): the codes, first rows and values of the whole column, whatever the order of
-    first appearance in each chunk."""
+    first appearance in each chunk; values of several UTF-8 bytes a character decoded
+    (32- and 64-bit offsets)."""
     import numpy as np
 
-    tags = ["b", "a", "b", "", "c", "a", "dd", "c", "b", "e", "a", "", "f", "b"]
+    tags = ["b", "a", "b", "", "c", "é", "dd", "c", "b", "日本語", "a", "", "🙂", "b"]
     cuts = [*np.cumsum([0, *sizes]).tolist(), len(tags)]
-    chunked = pa.chunked_array([pa.array(tags[a:b], pa.string())
+    chunked = pa.chunked_array([pa.array(tags[a:b], text_type)
                                 for a, b in itertools.pairwise(cuts)],
-                               pa.string())
+                               text_type)
     assert chunked.num_chunks == len(sizes) + 1
     found = readers.batches.names_coded(chunked)
     assert found is not None
@@ -647,3 +649,18 @@ def test_the_last_line_end_is_found_from_the_end(newline_at) -> None:
     buffer = pa.py_buffer(bytes(data) + b"\n" * 10)  # past the size looked at: not seen
     expected = 0 if newline_at is None else newline_at + 1
     assert readers.text._last_line_end(buffer, 300_000) == expected
+
+
+def test_texts_are_decoded_from_their_offsets_and_checked_against_the_data():
+    """The compiled decoding of a string column's values (``_core.text.texts``): each
+    value between its offsets, and offsets outside the data an error, not a read past it."""
+    import numpy as np
+
+    from mpieval import _core
+
+    data = np.frombuffer("aé日🙂".encode(), dtype=np.uint8)
+    starts, stops = np.array([0, 1, 3, 0, 6]), np.array([1, 3, 6, 0, 10])
+    assert _core.text.texts(data, starts, stops) == ["a", "é", "日", "", "🙂"]
+    for bad in ([0, 11], [2, 1], [-1, 1]):
+        with pytest.raises(ValueError):
+            _core.text.texts(data, np.array(bad[:1]), np.array(bad[1:]))

@@ -610,6 +610,48 @@ void bind_text(nb::module_ m) {
         }
         return out;
     }, nb::arg("keys"), nb::arg("columns"));
+    m.def("copies", [](nb::dict template_, int64_t n) -> nb::list {
+        // n copies of a dict, each its own (many tags: a tag's null intervals)
+        if (n < 0)
+            throw nb::value_error("mpieval._core: copies of a count >= 0");
+        PyObject* made = PyList_New(Py_ssize_t(n));
+        if (made == nullptr)
+            throw nb::python_error();
+        nb::list out = nb::steal<nb::list>(made);  // its empty slots: filled below
+        for (Py_ssize_t i = 0; i < Py_ssize_t(n); ++i) {
+            PyObject* copy = PyDict_Copy(template_.ptr());
+            if (copy == nullptr)
+                throw nb::python_error();
+            PyList_SET_ITEM(out.ptr(), i, copy);
+        }
+        return out;
+    }, nb::arg("template"), nb::arg("n"));
+    m.def("texts", [](In data, In starts, In stops) -> nb::list {
+        // the UTF-8 texts data[starts[i]:stops[i]] as strs (a string column's values by
+        // their offsets; many tags: a value each without a Python step)
+        const uint8_t* d = as<uint8_t>(data, "data");
+        const int64_t* a = as<int64_t>(starts, "starts");
+        const int64_t* b = as<int64_t>(stops, "stops");
+        const int64_t n = length(starts), size = length(data);
+        if (length(stops) != n)
+            throw nb::value_error("mpieval._core: texts' starts and stops differ in length");
+        for (int64_t i = 0; i < n; ++i)
+            if (a[i] < 0 || a[i] > b[i] || b[i] > size)
+                throw nb::value_error("mpieval._core: texts' offsets out of the data");
+        PyObject* made = PyList_New(Py_ssize_t(n));
+        if (made == nullptr)
+            throw nb::python_error();
+        nb::list out = nb::steal<nb::list>(made);  // its empty slots: filled below
+        for (int64_t i = 0; i < n; ++i) {
+            PyObject* text = PyUnicode_DecodeUTF8(reinterpret_cast<const char*>(d + a[i]),
+                                                  Py_ssize_t(b[i] - a[i]), nullptr);
+            if (text == nullptr)
+                throw nb::python_error();
+            PyList_SET_ITEM(out.ptr(), Py_ssize_t(i), text);
+        }
+        return out;
+    }, nb::arg("data").noconvert(), nb::arg("starts").noconvert(),
+       nb::arg("stops").noconvert());
     m.def("g_values", [](In values) -> nb::list {
         // each float64 as "%g" in the C locale (Python's "%g" % x: 6 significant digits;
         // std::to_chars, whatever the process's locale), NaN as "nan"
