@@ -91,8 +91,14 @@ def json_counts(xs: list[int | float]) -> list[int | float]:
     return [json_count(x) for x in xs]
 
 
-def json_numbers(xs: list[float]) -> list[float | None]:
-    """:func:`json_number` of each Python float (many tags: a column at a time)."""
+def json_numbers(xs: list[float] | np.ndarray) -> list[float | None]:
+    """:func:`json_number` of each Python float, or of each value of a float64 array in
+    C-level passes (many tags: a column at a time)."""
+    if isinstance(xs, np.ndarray):
+        numbers = xs.astype(object)
+        numbers[np.isnan(xs)] = None
+        listed: list[float | None] = numbers.tolist()
+        return listed
     return [None if x != x else x for x in xs]
 
 

@@ -55,6 +55,9 @@ def test_json_counts_and_numbers_are_each_ones(xs) -> None:
     floats = [float(x) for x in xs]
     assert [repr(x) for x in logline.json_numbers(floats)] == [
         repr(logline.json_number(x)) for x in floats]
+    as_array = logline.json_numbers(np.array(floats, dtype=np.float64))  # (C-level)
+    assert [(type(x), repr(x)) for x in as_array] == [
+        (type(y), repr(y)) for y in map(logline.json_number, floats)]
 
 
 @given(st.lists(_NUMBERS, max_size=60))

@@ -399,7 +399,7 @@ class _BlockColumns:
         from the columns, its intervals null (as :meth:`RankingBlock.ci`), a column at a
         time; the others made and asked."""
         names = tuple(self.means)
-        means = [logline.json_numbers(m[start:stop].tolist()) for m in self.means.values()]
+        means = [logline.json_numbers(m[start:stop]) for m in self.means.values()]
         valid, users, rows = self._counts(start, stop)
         cutoffs = [str(cutoff) for cutoff in self.k]
         les = [whole_ints(le[start:stop]) for le in self.users_le_k]

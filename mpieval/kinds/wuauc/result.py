@@ -456,13 +456,12 @@ class _BlockColumns:
         :data:`~mpieval.kernels.stats.MIN_CLUSTERS` users (many tags: most) written from
         the columns, its intervals null (``WuaucBlock._too_few_users``), a column at a
         time (``json_numbers``, ``json_counts``); the others made and asked."""
-        (wuauc, uauc, logloss, actual, predicted, copc, users, rows, valid, valid_rows,
-         click_wuauc, valid_clicks) = self._columns(start, stop)
+        users, rows, valid, valid_rows, valid_clicks = self._count_lists(start, stop)
         numbers, counts = logline.json_numbers, logline.json_counts
         out = dicts_of(_DICT_KEYS, [
-            *map(numbers, (wuauc, uauc, logloss, actual, predicted, copc)), users,
-            counts(rows), valid, counts(valid_rows), numbers(click_wuauc),
-            counts(valid_clicks), fresh_dicts(INTERVAL_FIELDS, len(users))])
+            *(numbers(v[start:stop]) for v in self.values), users, counts(rows), valid,
+            counts(valid_rows), numbers(self.click_wuauc[start:stop]), counts(valid_clicks),
+            fresh_dicts(INTERVAL_FIELDS, len(users))])
         enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
