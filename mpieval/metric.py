@@ -142,6 +142,9 @@ class Metric(OnComm, ABC):
     inputs: ClassVar[tuple[Input, ...]]
     options: ClassVar[tuple[Option, ...]] = ()
     arguments: ClassVar[tuple[str, ...]] = ()  # the class's keywords that are not options
+    # local_sums returns float64 arrays made for the call, which nothing else holds (the
+    # per-user kinds' per-tag sums): on one rank they go to finish as they are, not copied
+    fresh_sums: ClassVar[bool] = False
     window: int | None = None  # rows of the recent window (kinds that declare WINDOW)
 
     def __init__(self, comm: Comm | Any | None = None, **options: Any) -> None:
@@ -515,22 +518,36 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
         if recent is not None:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
-    shapes_of = [{key: np.shape(value) for key, value in part.items()} for part in parts]
-    packed = pack_taking(parts)  # each part freed as it is copied (many tags)
+    if comm.size == 1 and not comm.sums_only:  # no sum to make: each part as it is
+        sums_of = [{key: np.asarray(value, np.float64) if metric.fresh_sums
+                    else np.array(value, np.float64) for key, value in part.items()}
+                   for (_, metric, _), part in zip(computed, parts, strict=True)]
+    else:
+        sums_of = _summed(parts, comm)
     del parts
-    total = comm.sum(packed, scratch=True)
-    del packed
     results: dict[str, Result] = {}
-    offset = 0
-    for (name, metric, is_window), shapes in zip(computed, shapes_of, strict=True):
-        size = sum(int(np.prod(shape)) for shape in shapes.values())
+    for (name, metric, is_window), sums in zip(computed, sums_of, strict=True):
         with warnings_named(f"{name} window" if is_window else name, metric.kind):
-            result = metric.finish(unpack(total[offset : offset + size], shapes), comm)
-        offset += size
+            result = metric.finish(sums, comm)
         if is_window:  # results are frozen dataclasses with a window field
             result = dataclasses.replace(cast(Any, results[name]), window=result)
         results[name] = result
     return results
+
+
+def _summed(parts: list[dict[str, np.ndarray]], comm: Comm) -> list[dict[str, np.ndarray]]:
+    """Collective: each metric's parts summed over the ranks, in one ``sum`` of them
+    packed (each part freed as it is copied: many tags), as views of the total."""
+    shapes_of = [{key: np.shape(value) for key, value in part.items()} for part in parts]
+    packed = pack_taking(parts)
+    total = comm.sum(packed, scratch=True)
+    del packed
+    sums_of, offset = [], 0
+    for shapes in shapes_of:
+        size = sum(int(np.prod(shape)) for shape in shapes.values())
+        sums_of.append(unpack(total[offset : offset + size], shapes))
+        offset += size
+    return sums_of
 
 
 def _error_state(error: InputError) -> dict[str, Any]:
@@ -765,13 +782,16 @@ def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
     (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats, the
     digits outside the window being 0 on every rank, in a fraction of the bytes (a tag's
     sums use about 5 digits). One ``allgather`` of each rank's digits used; every digit on
-    a communicator whose sums alone are the job's (:attr:`Comm.sums_only`).
+    a communicator whose sums alone are the job's (:attr:`Comm.sums_only`); on one rank,
+    which sends nothing (:func:`compute_all`), each part as it is, in its own window.
 
     Memory: each part is taken out of ``parts`` as it is cut (left empty), so that a
     caller that holds no other reference frees it then (many tags: the parts and their
     cut copies are not all held at once)."""
     firsts = {name: (firsts or {}).get(name, 0) for name in parts}
     names = list(parts)
+    if comm.size == 1 and not comm.sums_only:  # nothing sent: the windows as they are
+        return {name: parts.pop(name) for name in names}, firsts
     if comm.sums_only:
         return {name: _widened(parts.pop(name), firsts[name], 0, exact.DIGITS)
                 for name in names}, {name: 0 for name in names}

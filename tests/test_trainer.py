@@ -150,6 +150,42 @@ def test_pickle_and_deepcopy_at_any_point_then_resume(comm, rng, kind):
     assert pickle.loads(pickle.dumps(metric.compute())) == metric.compute()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_rank_alone_sums_nothing_and_keeps_its_state(rng, kind):
+    """A rank alone makes no sum: each metric's parts go to finish as they are (copied
+    when the metric holds them: its state), with the bytes of the sum of the packed parts
+    (on a communicator that sums: ``sums_only``), and a second compute() gives them again
+    and leaves the state as it was (the first moves a per-user kind's rows to their owner,
+    this rank)."""
+    metric = _make(kind, Comm.local())
+    metric.update(**_rows(kind, rng))
+    alone = metric.compute().to_dict()
+    state = pickle.dumps(metric.state_dict())
+    summing = copy.deepcopy(metric)
+    summing.comm = Comm.local()
+    summing.comm.sums_only = True
+    assert summing.compute().to_dict() == alone
+    assert metric.compute().to_dict() == alone
+    assert pickle.dumps(metric.state_dict()) == state
+
+
+def test_a_finish_that_writes_over_its_sums_leaves_the_state_alone():
+    """On a rank alone the parts a metric holds (its state: ``fresh_sums`` False) are
+    copied before they reach finish, as the sum's buffer was: a finish that writes over
+    its sums does not change the next compute()."""
+
+    class Overwriting(PairwiseMetric):
+        def finish(self, sums, comm):
+            result = super().finish(sums, comm)
+            for part in sums.values():
+                part[...] = 0
+            return result
+
+    metric = Overwriting(comm=Comm.local())
+    metric.update(np.array([1, 0, 1]), np.array([1, 1, 0]))
+    assert metric.compute() == metric.compute() and metric.compute().ins == 3
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("kind", KINDS)
 def test_state_dict_is_plain_and_round_trips_through_npz(comm, rng, kind, tmp_path):

@@ -142,7 +142,11 @@ def test_window_values_differ_from_lifetime_when_recent_rows_do():
                                           "same_label_unclick": 0}
 
 
-def test_the_window_and_the_lifetime_are_one_sum_of_one_buffer(monkeypatch, rng):
+@pytest.mark.parametrize("summing", [False, True])
+def test_the_window_and_the_lifetime_are_one_sum_of_one_buffer(monkeypatch, rng, summing):
+    """On a communicator that sums (here one whose sums alone are the job's, as Spark's
+    rounds: ``sums_only``), every metric's parts and windows go in one sum of one buffer; a
+    rank alone sums nothing (its parts go to finish as they are), with the same results."""
     sums = []
     original = Comm.sum
 
@@ -152,15 +156,17 @@ def test_the_window_and_the_lifetime_are_one_sum_of_one_buffer(monkeypatch, rng)
 
     monkeypatch.setattr(Comm, "sum", counted)
     rows = _auc_rows(rng, 500)
+    comm = Comm.local()
+    comm.sums_only = summing
     ev = Evaluator({"a": AucMetric(table_size=64, window=100), "b": AucMetric(table_size=32),
-                    "p": PairwiseMetric(window=10)}, comm=Comm.local())
+                    "p": PairwiseMetric(window=10)}, comm=comm)
     ev["a"].update(rows["pred"], rows["label"])
     ev["b"].update(rows["pred"], rows["label"])
     ev["p"].update(rows["label"], rows["label"])
     results = computed_all(ev)
     sums_size = (N_SUMS + len(moments.FIELDS)) * DIGITS  # the exact sums and the moments
     state = 2 * 64 + sums_size
-    assert sums == [2 * state + (2 * 32 + sums_size) + 2 * 4]
+    assert sums == ([2 * state + (2 * 32 + sums_size) + 2 * 4] if summing else [])
     assert results["a"].window is not None and results["a"].window.rows == 100
     assert results["b"].window is None
     assert results["p"].window is not None and results["p"].window.ins == 10

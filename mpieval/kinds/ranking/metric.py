@@ -507,6 +507,7 @@ class RankingMetric(UserRowsMetric):
     inputs = KIND.declared_inputs
     options = KIND.declared_options
     label_dtype = np.float64
+    fresh_sums = True  # (its local sums: per-tag windows made for the call)
     k: tuple[int, ...]
     gain: str
     compare: str | None

@@ -113,6 +113,7 @@ class WuaucMetric(UserRowsMetric):
     inputs = KIND.declared_inputs
     options = KIND.declared_options
     arguments = ("extra_keys",)
+    fresh_sums = True  # (its local sums: per-tag windows made for the call)
     compare: str | None
     weights: str
 
