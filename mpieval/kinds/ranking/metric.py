@@ -566,7 +566,8 @@ class RankingMetric(UserRowsMetric):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
-        values = exact.window_to_floats(sums["blocks"], self._first_digit["blocks"])
+        # taken out of sums: freed once rounded on a rank alone (its sums themselves)
+        values = exact.window_to_floats(sums.pop("blocks"), self._first_digit["blocks"])
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), self.k, values)
             if held:

@@ -258,8 +258,10 @@ class WuaucMetric(UserRowsMetric):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
-        values = np.concatenate([exact.window_to_floats(part, self._first_digit[name])
-                                 for name, part in sums.items()], axis=1)
+        # each part taken out of sums as it is rounded: freed then on a rank alone, whose
+        # parts are the sums themselves (many tags)
+        values = np.concatenate([exact.window_to_floats(sums.pop(name), self._first_digit[name])
+                                 for name in list(sums)], axis=1)
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), values)
             if held:
