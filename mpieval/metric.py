@@ -144,6 +144,7 @@ class Metric(OnComm, ABC):
     arguments: ClassVar[tuple[str, ...]] = ()  # the class's keywords that are not options
     # local_sums returns float64 arrays made for the call, which nothing else holds (the
     # per-user kinds' per-tag sums): on one rank they go to finish as they are, not copied
+    # (finish may take them out of its sums); else they are copied, as the sum's buffer is
     fresh_sums: ClassVar[bool] = False
     window: int | None = None  # rows of the recent window (kinds that declare WINDOW)
 
@@ -476,7 +477,8 @@ class Metric(OnComm, ABC):
 
 def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
     """Collective: compute several metrics with one error agreement and one ``sum`` of
-    their packed parts.
+    their packed parts (a rank alone, which has nothing to sum, hands each metric its
+    parts as they are: copied when the metric holds them, see ``Metric.fresh_sums``).
 
     Parameters
     ----------
