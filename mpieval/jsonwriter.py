@@ -117,7 +117,7 @@ def _encode(obj: Any, level: int) -> Iterator[str]:
         if not obj:
             yield "{}"
             return
-        if not all(type(key) is str for key in obj):
+        if not {str}.issuperset(map(type, obj)):  # (many tags: no Python step a key)
             yield _fallback(obj, level)
             return
         if level + 1 >= WHOLE_FROM:  # its members made whole: many in one call

@@ -364,15 +364,15 @@ class TagCodes:
         """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
         codes); a new array, or ``out`` (one a row) for a uint16 ``inverse`` (a column the
         file reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        found = list(map(self._index.get, distinct))  # many tags: no Python step a value
-        if None in found:  # new values get the next codes
-            for i, code in enumerate(found):
-                if code is None:
-                    value = distinct[i]
-                    found[i] = self._index[value] = len(self._values)
-                    self._values.append(value)
-                    self._type = type(value)
-        lookup = np.array(found, dtype=TAG_DTYPE)
+        # new values get the next codes, in order (many tags: no Python step a value)
+        new = list(itertools.filterfalse(self._index.__contains__, dict.fromkeys(distinct)))
+        if new:
+            start = len(self._values)
+            self._index.update(zip(new, range(start, start + len(new)), strict=True))
+            self._values += new
+            self._type = type(new[-1])
+        lookup = np.fromiter(map(self._index.__getitem__, distinct), dtype=TAG_DTYPE,
+                             count=len(distinct))
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != TAG_DTYPE):
                 out = None
