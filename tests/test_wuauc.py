@@ -1295,6 +1295,30 @@ def test_row_value_intervals_over_users_of_unequal_size(prevalence, ties, keep) 
     assert rates["logloss_diff"] <= 0.065 and rates["copc_diff"] <= 0.065, rates
 
 
+@pytest.mark.parametrize("heavy", [False, True])
+def test_paired_differences_are_summed_in_the_window_too(rng, heavy) -> None:
+    """The paired differences of a compared model (signed sums) are summed in the window of
+    digits like the other per-tag sums: the digits of the sums made with every digit;
+    weights of 1e20 (a group's ``n^2 D`` beyond 2**78) have every part made again with
+    every digit."""
+    from mpieval.kinds.wuauc.kernels import WINDOW, _user_auc_parts, user_auc_windows
+
+    n = 4 * 60
+    keys = np.repeat(np.arange(1, 61, dtype=np.uint64), 4)
+    label = np.tile([0, 1, 0, 1], 60).astype(np.uint8)
+    pred, pred_b = rng.random(n), rng.random(n)
+    tag = rng.integers(0, 3, n).astype(np.uint32)
+    weight = np.full(n, 1e20 if heavy else 1.0)
+    parts, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 3, compare=pred_b,
+                                        weight=weight)
+    assert firsts == [0 if heavy else WINDOW[0]] * 5
+    full, _, outside = _user_auc_parts(keys, None, pred, label, tag, 3, pred_b, weight,
+                                       (0, exact.DIGITS))
+    assert not outside and (exact.to_floats(full[3]) < 0).any()  # some sums negative
+    for part, first, whole in zip(parts, firsts, full, strict=True):
+        assert np.array_equal(exact.widened(part, first), whole)
+
+
 def test_window_falls_back_to_every_digit() -> None:
     """The per-tag sums are summed in a window of digits (many tags); a value below it (a
     pred of 1e-80: its cube is below 2**-178) has them summed again with every digit, the

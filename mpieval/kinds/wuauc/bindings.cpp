@@ -173,6 +173,13 @@ void bind_wuauc(nb::module_ m) {
         const double* a = as<double>(groups_a, "groups_a");
         const double* b = as<double>(groups_b, "groups_b");
         double* s = as<double>(sums, "sums");
+        if (sums.ndim() != 3 || int64_t(sums.shape(1)) != wuauc::DIFF_FIELDS ||
+            int64_t(sums.shape(2)) != exact::window_digits)
+            throw nb::value_error("mpieval._core: paired_diff_sums' sums have shape (blocks, "
+                                  "5, the thread's window of digits)");
+        if (groups_a.ndim() != 2 || groups_a.shape(1) != 3 || groups_b.ndim() != 2 ||
+            groups_b.shape(1) != 3 || groups_b.shape(0) != groups_a.shape(0))
+            throw nb::value_error("mpieval._core: paired_diff_sums' groups are (G, 3), alike");
         const int64_t g = length(groups_a), blocks = int64_t(sums.shape(0));
         Release r;
         wuauc::paired_diff_sums(a, b, g, s, blocks);

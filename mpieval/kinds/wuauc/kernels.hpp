@@ -1691,7 +1691,8 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
     exact::normalize(sums, (n_tags + 1) * 4);
 }
 
-// groups (G, 3): block, rows, AUC of the two models; sums (blocks, DIFF_FIELDS, DIGITS).
+// groups (G, 3): block, rows, AUC of the two models; sums (blocks, DIFF_FIELDS, D), D the
+// thread's window of digits.
 inline void paired_diff_sums(const double* groups_a, const double* groups_b, int64_t g_count,
                              double* sums, int64_t blocks) {
     for (int64_t g = 0; g < g_count; ++g) {

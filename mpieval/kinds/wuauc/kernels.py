@@ -230,10 +230,7 @@ def user_auc_windows(
         window = (0, exact.DIGITS)
         parts, collision, _ = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
                                               compare, weight, window)
-    # the paired differences (compare) are summed with every digit
     firsts = [window[0]] * len(parts)
-    if compare is not None:
-        firsts[3] = 0
     return parts, firsts, collision
 
 
@@ -376,9 +373,13 @@ def _user_auc_parts(
     mine = moments[:, : len(MOMENT_FIELDS)]
     if compare is None:
         return [sums[0], mine], collision, outside
-    diff = exact.accumulator(1 + n_tags, len(DIFF_FIELDS))
-    paired_diff_sums(groups[0], groups[1], diff)
-    return [sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision, outside
+    # the paired differences in the window too (many tags: 11 digits a sum, not 68; a
+    # negative sum's sign held by the window's top digit)
+    diff = accumulator(1 + n_tags, len(DIFF_FIELDS))
+    with exact.thread_window(first, digits) as diff_outside:
+        paired_diff_sums(groups[0], groups[1], diff)
+    return ([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision,
+            outside or diff_outside[0])
 
 
 def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:
@@ -401,6 +402,7 @@ AUC_A`` and ``n`` the group's rows: ``sum D``, ``sum D^2``, ``sum n D``, ``sum n
 
 def paired_diff_sums(groups_a: np.ndarray, groups_b: np.ndarray, sums: np.ndarray) -> None:
     """Add ``DIFF_FIELDS`` of the paired groups to the exact ``sums`` (shape ``(blocks,
-    5, DIGITS)``)."""
+    5, digits)``: the thread's window of digits, :func:`mpieval.kernels.exact.thread_window`,
+    every digit by default)."""
     _core.wuauc.paired_diff_sums(np.ascontiguousarray(groups_a, np.float64),
                            np.ascontiguousarray(groups_b, np.float64), sums)
