@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import Field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
@@ -321,19 +321,33 @@ class TagCodes:
         """The values by code, as a state's array (int64 or str)."""
         return np.array(self._values, dtype=np.int64 if self._type is int else str)
 
+    def take(self, values: Iterable[Any]) -> None:
+        """Give the values not seen yet the next codes, in order (many tags: no Python step
+        a value)."""
+        new = list(itertools.filterfalse(self._index.__contains__, dict.fromkeys(values)))
+        if new:
+            start = len(self._values)
+            self._index.update(zip(new, range(start, start + len(new)), strict=True))
+            self._values += new
+            self._type = type(new[-1])
+
+    def of(self, values: Sequence[Any]) -> np.ndarray:
+        """The code (:data:`TAG_DTYPE`) of each of ``values``, every one seen (a KeyError
+        else)."""
+        return np.fromiter(map(self._index.__getitem__, values), dtype=TAG_DTYPE,
+                           count=len(values))
+
     def add(self, other: TagCodes) -> np.ndarray:
         """Take in ``other``'s values (the new ones get the next codes): the lookup from
         ``other``'s codes to these (one entry a code of ``other``; :func:`recoded` keeps
         :data:`NO_TAG`)."""
-        return np.array(self.codes(other._values, np.arange(len(other._values))),
-                        dtype=TAG_DTYPE)
+        self.take(other._values)
+        return self.of(other._values)
 
     def positions(self, tags: Sequence[Any]) -> np.ndarray:
         """Each code's index among ``tags``, which hold every value (one entry a code;
         :func:`recoded` writes the code of no value as ``len(tags)``)."""
-        position = dict(zip(tags, range(len(tags)), strict=True))
-        return np.fromiter(map(position.__getitem__, self._values), dtype=TAG_DTYPE,
-                           count=len(self._values))
+        return TagCodes(tags).of(self._values)
 
     def check(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
         """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
@@ -364,15 +378,8 @@ class TagCodes:
         """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
         codes); a new array, or ``out`` (one a row) for a uint16 ``inverse`` (a column the
         file reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        # new values get the next codes, in order (many tags: no Python step a value)
-        new = list(itertools.filterfalse(self._index.__contains__, dict.fromkeys(distinct)))
-        if new:
-            start = len(self._values)
-            self._index.update(zip(new, range(start, start + len(new)), strict=True))
-            self._values += new
-            self._type = type(new[-1])
-        lookup = np.fromiter(map(self._index.__getitem__, distinct), dtype=TAG_DTYPE,
-                             count=len(distinct))
+        self.take(distinct)
+        lookup = self.of(distinct)
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != TAG_DTYPE):
                 out = None

@@ -25,7 +25,6 @@ order (:meth:`UserRowsMetric._outgoing`), so the kind's pass gets them without a
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -241,12 +240,10 @@ class UserRowsMetric(Metric):
         dtypes = {name: dtype.str for name, dtype in rows.dtypes.items()}
         views = comm.allgather((self._hashed, tag_type, dtypes,
                                 list(self._tags.values[moved.tags:])))
-        tags = list(self._tags.values[: moved.tags])  # every rank's first tags, alike
-        index = dict(zip(tags, range(len(tags)), strict=True))
-        for view in views:  # each rank's new values, in order (many tags: no step a tag)
-            new = list(itertools.filterfalse(index.__contains__, dict.fromkeys(view[3])))
-            index.update(zip(new, range(len(tags), len(tags) + len(new)), strict=True))
-            tags += new
+        agreed = TagCodes(self._tags.values[: moved.tags])  # every rank's first tags, alike
+        for view in views:  # then each rank's new values, in order
+            agreed.take(view[3])
+        tags = agreed.values
         problem = _disagreement(views, len(tags))
         if problem is not None:
             if final:
@@ -257,13 +254,12 @@ class UserRowsMetric(Metric):
             widest = np.result_type(*(np.dtype(view[2][name]) for view in views))
             if widest != rows.dtypes[name]:
                 rows.widen(name, widest)
-        recode = np.fromiter(map(index.__getitem__, self._tags.values), dtype=TAG_DTYPE,
-                             count=len(self._tags.values))
+        recode = agreed.of(self._tags.values)
         hashed = any(view[0] for view in views) or bool(self.extra_keys)
         move_to_owners(comm, [rows, checks] if hashed else [rows], moved.count,
                        recode={"tag": (recode, NO_TAG)} if len(tags) > moved.tags else None,
                        aligned=self._aligned(comm))
-        self._tags = TagCodes(tags)
+        self._tags = agreed
         moved.count, moved.tags = len(rows), len(tags)
 
     # -- a heavy user: its owner hands light users to the other ranks -------------------
