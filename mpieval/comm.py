@@ -140,6 +140,12 @@ class Comm:
     other collectives are answered by this rank alone), so a sum's layout must not depend
     on what a rank's data holds."""
 
+    @property
+    def alone(self) -> bool:
+        """One rank whose sum is its own buffer (not a communicator whose sums alone are
+        the job's): there is nothing to sum, and nothing to send for one."""
+        return self.size == 1 and not self.sums_only
+
     def __init__(self, mpi_comm: Any | None = None) -> None:
         if mpi.mpi() is None:
             if mpi_comm is not None:

@@ -520,7 +520,7 @@ def compute_all(metrics: Mapping[str, Metric], comm: Comm) -> dict[str, Result]:
         if recent is not None:
             computed.append((name, recent, True))
     parts = [m.local_sums(comm) for _, m, _ in computed]
-    if comm.size == 1 and not comm.sums_only:  # no sum to make: each part as it is
+    if comm.alone:  # no sum to make: each part as it is
         sums_of = [{key: np.asarray(value, np.float64) if metric.fresh_sums
                     else np.array(value, np.float64) for key, value in part.items()}
                    for (_, metric, _), part in zip(computed, parts, strict=True)]
@@ -792,7 +792,7 @@ def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
     cut copies are not all held at once)."""
     firsts = {name: (firsts or {}).get(name, 0) for name in parts}
     names = list(parts)
-    if comm.size == 1 and not comm.sums_only:  # nothing sent: the windows as they are
+    if comm.alone:  # nothing sent: the windows as they are
         return {name: parts.pop(name) for name in names}, firsts
     if comm.sums_only:
         return {name: _widened(parts.pop(name), firsts[name], 0, exact.DIGITS)
