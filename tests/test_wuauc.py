@@ -1319,6 +1319,24 @@ def test_paired_differences_are_summed_in_the_window_too(rng, heavy) -> None:
         assert np.array_equal(exact.widened(part, first), whole)
 
 
+def test_paired_diff_sums_refuses_sums_of_another_shape() -> None:
+    """The compiled paired differences add to ``(blocks, 5, digits)`` sums of the thread's
+    window: sums of another width or field count, or groups not ``(G, 3)`` alike, are a
+    ValueError, not a write past their end."""
+    from mpieval import _core
+
+    groups = np.array([[0.0, 3.0, 0.5]])
+    for sums, a, b in [(exact.accumulator(1, 5)[..., :11], groups, groups),  # 11 of 68
+                       (exact.accumulator(1, 4), groups, groups),
+                       (exact.accumulator(1, 5), groups, groups[:, :2].copy()),
+                       (exact.accumulator(1, 5), groups, np.vstack([groups, groups]))]:
+        with pytest.raises(ValueError):
+            _core.wuauc.paired_diff_sums(a, b, np.ascontiguousarray(sums))
+    sums = exact.accumulator(1, 5)
+    _core.wuauc.paired_diff_sums(groups, np.array([[0.0, 3.0, 0.75]]), sums)
+    assert exact.to_floats(sums)[0, 0] == 0.25
+
+
 def test_window_falls_back_to_every_digit() -> None:
     """The per-tag sums are summed in a window of digits (many tags); a value below it (a
     pred of 1e-80: its cube is below 2**-178) has them summed again with every digit, the
