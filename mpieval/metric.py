@@ -792,8 +792,9 @@ def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
     cut copies are not all held at once)."""
     firsts = {name: (firsts or {}).get(name, 0) for name in parts}
     names = list(parts)
-    if comm.alone:  # nothing sent: the windows as they are
+    if comm.alone:  # nothing sent: the windows (or floats: exact.ROUNDED) as they are
         return {name: parts.pop(name) for name in names}, firsts
+    assert exact.ROUNDED not in firsts.values(), "parts rounded on a rank alone only"
     if comm.sums_only:
         return {name: _widened(parts.pop(name), firsts[name], 0, exact.DIGITS)
                 for name in names}, {name: 0 for name in names}

@@ -488,3 +488,81 @@ def test_add_at_in_a_window_is_the_same_sum_or_says_a_value_is_outside() -> None
     for outside in (1e-60, 1e40, math.inf):  # lowest bits 2**-251, 2**80
         assert exact.add_at(np.zeros((2, 1, 11)), index, np.append(values[:4], outside), 0,
                             28)
+
+
+# -- pairs: 16 bytes an exact sum (many tags on a rank alone) ------------------------------
+
+
+def _pairs_of(values: list[float]) -> exact.Pairs:
+    """One sum of ``values`` as pairs, each value added to it in turn."""
+    total = exact.Pairs.zeros(1)
+    for value in values:
+        assert not total.add(exact.Pairs(np.array([[value, 0.0]])))
+    return total
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(finite, max_size=40), st.randoms(use_true_random=False))
+def test_pairs_round_to_the_rounded_exact_sum_and_give_its_digits(values, random):
+    """A sum of pairs (hi, lo and the spills of the bits they cannot hold) rounds to the
+    oracle's float, whatever the order and the split of the values, and gives the same
+    digits as the digit accumulators (so it joins their sum over ranks)."""
+    want = rounded_sum(values)
+    shuffled = values[:]
+    random.shuffle(shuffled)
+    cut = random.randint(0, len(shuffled))
+    total = _pairs_of(shuffled[:cut])
+    assert not total.add(_pairs_of(shuffled[cut:]))
+    assert total.to_floats()[0] == want
+    digits = total.to_digits()
+    assert digits is not None
+    assert np.array_equal(digits[0], exact.exact_sum(np.array(values, dtype=np.float64)))
+
+
+def test_pairs_spill_the_bits_they_cannot_hold_and_round_them_in() -> None:
+    """Values whose bits span more than two float64s spill, and their sum still rounds
+    to the exact sum's float (a float sum, or hi + lo alone, would not); each spill is
+    its accumulator's."""
+    # 1 + 2**-53 is a tie (to even: 1); the spilled 2**-200 breaks it upwards
+    values = [1.0, 2.0**-53, 2.0**-200]
+    total = exact.Pairs.zeros(3)
+    for value in values:
+        assert not total.add(exact.Pairs(np.array([[0.0, 0.0], [value, 0.0], [1.0, 0.0]])))
+    assert total.index.tolist() == [1]  # only the wide sum spills
+    assert total.to_floats().tolist() == [0.0, 1.0 + 2.0**-52, 3.0]
+    assert rounded_sum(values) == 1.0 + 2.0**-52 and total.table[1].sum() == 1.0
+    assert total.to_digits(28, 11) is None  # 2**-200 lies below the window's digits
+    narrow = _pairs_of([0.1, 0.2, 0.3])
+    assert narrow.to_digits(28, 11) is not None and not len(narrow.index)
+    assert exact.window_to_floats(narrow.to_digits(28, 11), 28)[0] == rounded_sum([0.1, 0.2,
+                                                                                     0.3])
+
+
+def test_pairs_refuse_an_overflow_and_bad_spills() -> None:
+    """A pair's sum that overflows says so (the caller sums with every digit); spills
+    outside the table, or adds outside a thread's pairs mode, are ValueErrors."""
+    big = exact.Pairs(np.array([[1.7e308, 0.0]]))
+    assert big.add(exact.Pairs(np.array([[1.7e308, 0.0]])))
+    table = np.zeros((2, 2))
+    with pytest.raises(ValueError, match="spill index"):
+        _core.exact.pairs_to_floats(table, np.array([2]), np.array([1.0]), np.empty(2))
+    with pytest.raises(ValueError, match="pairs mode"):
+        _core.exact.add_pairs(table, table.copy())
+    with pytest.raises(ValueError, match="holds pairs"):
+        _core.exact.pairs_to_floats(np.zeros((2, 3)), np.zeros(0, np.int64), np.zeros(0),
+                                    np.empty(2))
+
+
+def test_a_thread_leaves_pairs_mode_with_no_spill_left() -> None:
+    """Spills not taken within :func:`exact.thread_pairs` (a pass that failed) are dropped
+    at its end: the next pairs start with none, and the thread adds digits again."""
+    table = np.zeros((1, 2))
+    with exact.thread_pairs():
+        _core.exact.add_pairs(table, np.array([[1.0, 0.0]]))
+        _core.exact.add_pairs(table, np.array([[2.0**-80, 2.0**-170]]))
+        assert _core.exact.spill_count(table) == 1
+    with exact.thread_pairs():
+        assert _core.exact.spill_count(table) == 0
+    acc = exact.accumulator()
+    exact.add_values(acc, np.array([0.5, 0.25]))
+    assert exact.to_float(acc) == 0.75

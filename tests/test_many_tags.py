@@ -211,7 +211,8 @@ def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch
                                                                 n_tags, weighted) -> None:
     """Row sums made in ``WINDOW``'s digits hold the digits of the sums made with every
     digit (the others 0), on one thread or in slices on several; a pred whose bits fall
-    below the window has them all made again with every digit, the same digits."""
+    below the window has them all given with every digit, the same digits; on a rank
+    alone, rounded at once, the same floats."""
     from mpieval.kernels import parallel
 
     monkeypatch.setattr(parallel, "_threads", threads)
@@ -232,6 +233,11 @@ def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch
         assert first == (0 if tiny else wuauc_kernels.WINDOW[0])
         assert np.array_equal(exact.widened(got, first), full)
         assert np.array_equal(exact.window_to_floats(got, first), exact.to_floats(full))
+        # a rank alone: the pairs rounded at once (a tiny pred's bits spilled), the floats
+        rounded, first = row_sums_windowed(pred, label, codes, tag_of_code, 1 + n_tags, 4,
+                                           weight, alone=True)
+        assert first == exact.ROUNDED
+        assert np.array_equal(rounded, exact.to_floats(full))
 
 
 def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:

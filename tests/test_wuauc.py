@@ -930,6 +930,47 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
     assert np.array_equal(sliced, rows)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", ["plain", "weighted", "compared"])
+def test_user_sums_rounded_on_a_rank_alone_are_the_floats_of_every_digit(
+        rng: np.random.Generator, monkeypatch, threads: int, case: str) -> None:
+    """On a rank alone the per-user sums are made as pairs and rounded at once: the same
+    floats as the sums made with every digit, with preds of 1e-200 beside preds near 1
+    and weights far apart (bits a pair cannot hold: spilled), in parts on threads; given
+    as ``WINDOW``'s digits (or every digit) otherwise, the same digits."""
+    from mpieval.kernels import parallel
+    from mpieval.kinds.wuauc import kernels
+    from mpieval.kinds.wuauc.kernels import _moments_split, _user_auc_parts, user_auc_windows
+
+    counts = np.r_[rng.integers(1, 30, 800), [300]]
+    keys = np.repeat(rng.integers(0, 2**64 - 1, len(counts), dtype=np.uint64), counts)
+    n = len(keys)
+    pred = rng.random(n)
+    pred[rng.random(n) < 0.05] = 1e-200
+    label = (rng.random(n) < 0.4).astype(np.uint8)
+    tag = rng.integers(0, 50, n).astype(np.uint32)
+    weight = 2.0 ** rng.integers(-40, 40, n) if case == "weighted" else None
+    compare = rng.random(n) if case == "compared" else None
+    monkeypatch.setattr(kernels, "PART_ROWS", 2000)
+    monkeypatch.setattr(parallel, "_threads", threads)
+    summed, _, outside = _user_auc_parts(keys, None, pred, label, tag, 50, compare, weight,
+                                         (0, exact.DIGITS))
+    assert not outside
+    full = _moments_split([exact.table(part) for part in summed], compare is not None)
+    pairs, _, _ = _user_auc_parts(keys, None, pred, label, tag, 50, compare, weight,
+                                  exact.PAIRS)
+    assert any(len(part.index) for part in pairs)  # some bits spilled
+    rounded, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 50, compare=compare,
+                                          weight=weight, alone=True)
+    assert firsts == [exact.ROUNDED] * len(full)
+    for got, whole in zip(rounded, full, strict=True):
+        assert np.array_equal(got, exact.to_floats(np.ascontiguousarray(whole)))
+    windows, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 50, compare=compare,
+                                          weight=weight)
+    for got, first, whole in zip(windows, firsts, full, strict=True):
+        assert np.array_equal(exact.widened(got, first), whole)
+
+
 def test_many_small_tags_warn_in_one_short_line() -> None:
     # 40 tags of 3 users each (too few for an interval) and one tag of 30 valid users:
     # one clause names five of the 40 and counts the rest, instead of 40 clauses
@@ -1299,9 +1340,14 @@ def test_row_value_intervals_over_users_of_unequal_size(prevalence, ties, keep) 
 def test_paired_differences_are_summed_in_the_window_too(rng, heavy) -> None:
     """The paired differences of a compared model (signed sums) are summed in the window of
     digits like the other per-tag sums: the digits of the sums made with every digit;
-    weights of 1e20 (a group's ``n^2 D`` beyond 2**78) have every part made again with
-    every digit."""
-    from mpieval.kinds.wuauc.kernels import WINDOW, _user_auc_parts, user_auc_windows
+    weights of 1e20 (a group's ``n^2 D`` beyond 2**78) have every part given with every
+    digit."""
+    from mpieval.kinds.wuauc.kernels import (
+        WINDOW,
+        _moments_split,
+        _user_auc_parts,
+        user_auc_windows,
+    )
 
     n = 4 * 60
     keys = np.repeat(np.arange(1, 61, dtype=np.uint64), 4)
@@ -1312,8 +1358,9 @@ def test_paired_differences_are_summed_in_the_window_too(rng, heavy) -> None:
     parts, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 3, compare=pred_b,
                                         weight=weight)
     assert firsts == [0 if heavy else WINDOW[0]] * 5
-    full, _, outside = _user_auc_parts(keys, None, pred, label, tag, 3, pred_b, weight,
-                                       (0, exact.DIGITS))
+    summed, _, outside = _user_auc_parts(keys, None, pred, label, tag, 3, pred_b, weight,
+                                         (0, exact.DIGITS))
+    full = _moments_split([exact.table(part) for part in summed], compared=True)
     assert not outside and (exact.to_floats(full[3]) < 0).any()  # some sums negative
     for part, first, whole in zip(parts, firsts, full, strict=True):
         assert np.array_equal(exact.widened(part, first), whole)

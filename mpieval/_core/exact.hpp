@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace mpieval::exact {
@@ -42,15 +43,51 @@ inline int digit_of(double value) {
     return int((exponent == 0 ? 0 : exponent - 1) >> 5);
 }
 
-// Add the float64 value to the accumulator acc (DIGITS digits), exactly.
-inline void add(double* acc, double value) {
+// Pairs (many tags on a rank alone): while a thread's pairs mode is set (set_pairs in
+// mpieval/kernels/exact.py), the accumulators that add() takes on that thread are two
+// float64s, hi and lo, and the exact sum is hi + lo plus the thread's spills of that
+// accumulator: each value is added to hi by an error-free sum (TwoSum: hi + value = s + e
+// exactly), e to lo the same way (lo + e = t + f), and a nonzero f, the bits that hi and lo
+// cannot hold (values whose bits span more than about 106), is kept as a spill (the
+// accumulator's address, f). Without spills, fl(hi + lo) is the exact sum rounded once,
+// ties to even: the same float64 as the digits give. 16 bytes an accumulator, not
+// 8 * window_digits, and no carries (normalize does nothing). An infinite or NaN value,
+// or a sum that overflows, is not added and sets window_outside, as outside a window.
+inline thread_local bool pairs = false;
+struct Spill {
+    const double* acc;
+    double value;
+};
+inline thread_local std::vector<Spill> spills;
+
+inline void add_pair(double* acc, double value) {
+    const double hi = acc[0], lo = acc[1];
+    const double s = hi + value;
+    const double s_value = s - hi;
+    const double e = (hi - (s - s_value)) + (value - s_value);
+    const double t = lo + e;
+    const double t_e = t - lo;
+    const double f = (lo - (t - t_e)) + (e - t_e);
+    if (!std::isfinite(s) || !std::isfinite(t)) {
+        window_outside = true;
+        return;
+    }
+    acc[0] = s;
+    acc[1] = t;
+    if (f != 0.0) spills.push_back({acc, f});
+}
+
+// Add the float64 value to the accumulator acc (DIGITS digits; the thread's window of
+// them when Windowed), exactly.
+template <bool Windowed>
+inline void add_digits(double* acc, double value) {
     int64_t bits;
     std::memcpy(&bits, &value, sizeof bits);
     const int64_t magnitude = bits & INT64_C(0x7FFFFFFFFFFFFFFF);
     if (magnitude == 0) return;
     int64_t exponent = magnitude >> 52;
     if (exponent == 2047) {  // inf or NaN: kept as such in the top digit
-        if (window_digits != DIGITS) {
+        if (Windowed && window_digits != DIGITS) {
             window_outside = true;
             return;
         }
@@ -64,7 +101,7 @@ inline void add(double* acc, double value) {
         mantissa |= HIDDEN;
     const int64_t position = exponent - 1;
     int64_t k = position >> 5;
-    if (window_digits != DIGITS) {
+    if (Windowed && window_digits != DIGITS) {
         k -= window_first;
         if (k < 0 || k + 2 > window_digits - 2) {
             window_outside = true;
@@ -80,14 +117,31 @@ inline void add(double* acc, double value) {
     acc[k + 2] += sign * double(rest >> BITS);
 }
 
+// Add the float64 value to the accumulator acc (DIGITS digits), exactly, whatever the
+// thread's window or pairs mode.
+inline void add_full(double* acc, double value) { add_digits<false>(acc, value); }
+
+// Add the float64 value to the accumulator acc, exactly: DIGITS digits, the thread's
+// window of them, or its pair (pairs mode).
+inline void add(double* acc, double value) {
+    if (pairs) {
+        add_pair(acc, value);
+        return;
+    }
+    add_digits<true>(acc, value);
+}
+
 // Carry every digit's excess to the next one, in each of `rows` accumulators of `digits`.
 // The digits below the top one are whole numbers below 2**53 in magnitude (the top one may
 // hold inf or NaN), so the carries run in int64: floor(digit / 2**32) is an arithmetic
 // shift, the rest the low 32 bits; the same digits as the float64 steps
 // (floor(digit / RADIX), digit - carry * RADIX), each exact.
-// (digits < 0: the thread's window_digits.)
+// (digits < 0: the thread's window_digits; nothing in pairs mode, whose pairs carry nothing.)
 inline void normalize(double* acc, int64_t rows, int64_t digits = -1) {
-    if (digits < 0) digits = window_digits;
+    if (digits < 0) {
+        if (pairs) return;
+        digits = window_digits;
+    }
     for (int64_t row = 0; row < rows; ++row) {
         double* a = acc + row * digits;
         int64_t carry = 0;
@@ -187,6 +241,23 @@ inline void add_at(double* acc, int64_t blocks, int64_t fields, const int64_t* i
             normalize(acc + (block * fields + first) * window_digits, width);
 }
 
+// Add the exact value of the accumulator full (DIGITS digits) to the pair acc (pairs mode):
+// its value rounded to a float64, added, and taken off full, until full is 0 (each step
+// leaves at most half the last bit of the float64 added: a few steps). An infinite or NaN
+// value, or one beyond the float64 range, sets window_outside.
+inline void add_exact_to_pair(double* acc, double* full) {
+    for (int step = 0; step < DIGITS; ++step) {
+        const double value = to_double(full);
+        if (value == 0.0) return;
+        if (!std::isfinite(value)) {
+            window_outside = true;
+            return;
+        }
+        add_pair(acc, value);
+        add_full(full, -value);
+    }
+}
+
 // An exact sum of float64 values gathered in fixed point, one wide integer per exponent:
 // each value adds its 53-bit integer mantissa (signed) to the 128-bit integer of its
 // exponent, one integer addition (2**74 values fit), and fold() adds those integers to an
@@ -239,7 +310,7 @@ struct Wide {
             acc[k + 4] += sign * double(high);
         }
         if (any_special) acc[DIGITS - 1] += special;
-        normalize(acc, 1);
+        normalize(acc, 1, DIGITS);
     }
 };
 
@@ -248,6 +319,12 @@ struct Wide {
 // sum with a digit outside the window (or in its top one, kept for carries and the sign),
 // or an infinite or NaN value, is not added and sets window_outside, as add() does.
 inline void fold_into_window(const Wide& wide, double* acc) {
+    if (pairs) {  // the exact sum as the float64s it rounds to, each added to the pair
+        double full[DIGITS] = {};
+        wide.fold(full);
+        add_exact_to_pair(acc, full);
+        return;
+    }
     if (window_digits == DIGITS) {
         wide.fold(acc);
         return;
@@ -312,5 +389,61 @@ struct Split {
     // Whether v splits exactly (branch-free: vectorised as it is written).
     static bool ok(double v) { return (v < BELOW) & ((v >= FROM) | (v == 0.0)); }
 };
+
+// -- pairs (pairs mode) as floats and as digits ------------------------------------------
+
+// The spills of accumulators (index, value) in index order: an accumulator's spills together.
+inline std::vector<std::pair<int64_t, double>> spills_by_index(const int64_t* index,
+                                                                const double* value, int64_t n) {
+    std::vector<std::pair<int64_t, double>> sorted(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) sorted[size_t(k)] = {index[k], value[k]};
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    return sorted;
+}
+
+// out[i]: the exact sum of pair i (table[2i] + table[2i + 1]) and its spills (index, value:
+// n_spills of them, indexes in 0 .. rows - 1) rounded once to a float64, ties to even: the
+// float64 sum of the pair when it has no spill (the pair's sum is then exact), else its
+// terms added to DIGITS digits and rounded by to_double.
+inline void pairs_to_floats(const double* table, int64_t rows, const int64_t* index,
+                            const double* value, int64_t n_spills, double* out) {
+    for (int64_t i = 0; i < rows; ++i) out[i] = table[2 * i] + table[2 * i + 1];
+    const auto sorted = spills_by_index(index, value, n_spills);
+    double full[DIGITS];
+    for (size_t k = 0; k < sorted.size();) {
+        const int64_t i = sorted[k].first;
+        std::fill(full, full + DIGITS, 0.0);
+        add_full(full, table[2 * i]);
+        add_full(full, table[2 * i + 1]);
+        int64_t adds = 2;
+        for (; k < sorted.size() && sorted[k].first == i; ++k) {
+            add_full(full, sorted[k].second);
+            if (++adds % SAFE_ADDS == 0) normalize(full, 1, DIGITS);
+        }
+        out[i] = to_double(full);
+    }
+}
+
+// The pairs (table: rows of them) and their spills added to accumulators out (rows of the
+// thread's window of digits, zeroed by the caller), each normalized: the same exact sums
+// in digits (to be summed over ranks). A value outside the window sets window_outside.
+inline void pairs_to_digits(const double* table, int64_t rows, const int64_t* index,
+                            const double* value, int64_t n_spills, double* out) {
+    const int64_t digits = window_digits;
+    for (int64_t i = 0; i < rows; ++i) {
+        add(out + i * digits, table[2 * i]);
+        add(out + i * digits, table[2 * i + 1]);
+    }
+    const auto sorted = spills_by_index(index, value, n_spills);
+    int64_t adds = 0;
+    for (size_t k = 0; k < sorted.size(); ++k) {
+        const int64_t i = sorted[k].first;
+        adds = (k > 0 && sorted[k - 1].first == i) ? adds + 1 : 3;
+        add(out + i * digits, sorted[k].second);
+        if (adds % SAFE_ADDS == 0) normalize(out + i * digits, 1);
+    }
+    normalize(out, rows);
+}
 
 }  // namespace mpieval::exact

@@ -41,6 +41,22 @@
 namespace mpieval::bindings {
 namespace {
 
+// A table of pairs (..., 2) and its spills: indexes in 0 .. rows - 1, one value each.
+void pair_checks(const In& table, const In& index, const In& value, int64_t rows,
+                 const char* what) {
+    if (table.ndim() < 1 || table.shape(table.ndim() - 1) != 2)
+        throw nb::value_error((std::string("mpieval._core: ") + what +
+                               "' table holds pairs (..., 2)").c_str());
+    const int64_t* i = as<int64_t>(index, "index");
+    if (length(value) != length(index) || index.ndim() != 1 || value.ndim() != 1)
+        throw nb::value_error((std::string("mpieval._core: ") + what +
+                               "' spills are an index and a value each").c_str());
+    for (int64_t k = 0; k < length(index); ++k)
+        if (i[k] < 0 || i[k] >= rows)
+            throw nb::value_error((std::string("mpieval._core: ") + what +
+                                   "' spill index out of the pairs").c_str());
+}
+
 void bind_exact(nb::module_ m) {
     m.doc() = "Exact sums of float64 values in fixed point (exact.hpp).";
     m.attr("DIGITS") = exact::DIGITS;
@@ -82,8 +98,10 @@ void bind_exact(nb::module_ m) {
             throw nb::value_error("mpieval._core: row_fsums takes fewer than SAFE_ADDS terms a row");
         Release r;
         const int saved_first = exact::window_first, saved_digits = exact::window_digits;
+        const bool saved_pairs = exact::pairs;
         exact::window_first = 0;  // every digit, whatever this thread's window
         exact::window_digits = exact::DIGITS;
+        exact::pairs = false;
         double a[exact::DIGITS] = {};
         for (int64_t row = 0; row < rows; ++row) {
             const double* v = t + row * width;
@@ -107,6 +125,7 @@ void bind_exact(nb::module_ m) {
         }
         exact::window_first = saved_first;
         exact::window_digits = saved_digits;
+        exact::pairs = saved_pairs;
     }, nb::arg("terms").noconvert(), nb::arg("out").noconvert());
     m.def("window_to_floats", [](In window, int64_t first, Out out) {
         const double* w = as<double>(window, "window");
@@ -132,7 +151,105 @@ void bind_exact(nb::module_ m) {
         exact::window_first = first;
         exact::window_digits = digits;
         exact::window_outside = false;
+        exact::pairs = false;
+        exact::spills.clear();  // (any not taken: a pass that failed)
     }, nb::arg("first"), nb::arg("digits"));
+    m.def("set_pairs", []() {
+        exact::pairs = true;
+        exact::window_first = 0;
+        exact::window_digits = 2;  // an accumulator's stride: its pair
+        exact::window_outside = false;
+        exact::spills.clear();
+    });
+    // the thread's spills of the pairs of `table` (their addresses in it), counted, then
+    // taken out of the thread's spills as (accumulator index, value)
+    m.def("spill_count", [](In table) {
+        const double* t = as<double>(table, "table");
+        const double* stop = t + table.size();
+        int64_t n = 0;
+        for (const auto& spill : exact::spills) n += spill.acc >= t && spill.acc < stop;
+        return n;
+    }, nb::arg("table").noconvert());
+    m.def("take_spills", [](In table, Out index, Out value) {
+        const double* t = as<double>(table, "table");
+        const double* stop = t + table.size();
+        int64_t* i = as<int64_t>(index, "index");
+        double* v = as<double>(value, "value");
+        int64_t n = 0;
+        for (const auto& spill : exact::spills) n += spill.acc >= t && spill.acc < stop;
+        if (length(index) != n || length(value) != n)
+            throw nb::value_error("mpieval._core: take_spills' index and value hold spill_count");
+        int64_t k = 0;
+        auto kept = exact::spills.begin();
+        for (const auto& spill : exact::spills) {
+            if (spill.acc >= t && spill.acc < stop) {
+                i[k] = int64_t(spill.acc - t) / 2;
+                v[k++] = spill.value;
+            } else {
+                *kept++ = spill;
+            }
+        }
+        exact::spills.erase(kept, exact::spills.end());
+    }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert());
+    m.def("add_pairs", [](Out into, In other) {
+        // pairs mode (the thread's): each pair of other added to the pair of into
+        double* a = as<double>(into, "into");
+        const double* b = as<double>(other, "other");
+        if (!exact::pairs)
+            throw nb::value_error("mpieval._core: add_pairs runs in a thread's pairs mode");
+        if (into.size() != other.size() || into.size() % 2)
+            throw nb::value_error("mpieval._core: add_pairs takes pairs of one shape");
+        const int64_t rows = int64_t(into.size()) / 2;
+        Release r;
+        for (int64_t row = 0; row < rows; ++row) {
+            exact::add_pair(a + 2 * row, b[2 * row]);
+            exact::add_pair(a + 2 * row, b[2 * row + 1]);
+        }
+    }, nb::arg("into").noconvert(), nb::arg("other").noconvert());
+    m.def("pairs_to_floats", [](In table, In index, In value, Out out) {
+        const double* t = as<double>(table, "table");
+        const int64_t* i = as<int64_t>(index, "index");
+        const double* v = as<double>(value, "value");
+        double* o = as<double>(out, "out");
+        const int64_t rows = int64_t(table.size()) / 2;
+        pair_checks(table, index, value, rows, "pairs_to_floats");
+        if (int64_t(out.size()) != rows)
+            throw nb::value_error("mpieval._core: pairs_to_floats' out holds one value a pair");
+        Release r;
+        exact::pairs_to_floats(t, rows, i, v, length(index), o);
+    }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert(),
+       nb::arg("out").noconvert());
+    m.def("pairs_to_digits", [](In table, In index, In value, Out out, int first) {
+        // out: zeroed accumulators of a window of digits from `first` on (every digit:
+        // first 0, DIGITS of them); True when some value falls outside the window
+        const double* t = as<double>(table, "table");
+        const int64_t* i = as<int64_t>(index, "index");
+        const double* v = as<double>(value, "value");
+        double* o = as<double>(out, "out");
+        const int64_t rows = int64_t(table.size()) / 2;
+        pair_checks(table, index, value, rows, "pairs_to_digits");
+        const int64_t digits = out.ndim() ? int64_t(out.shape(out.ndim() - 1)) : 0;
+        if (!(first == 0 && digits == exact::DIGITS) &&
+            (first < 0 || digits < 4 || first + digits > exact::DIGITS - 1))
+            throw nb::value_error("mpieval._core: pairs_to_digits' window out of the digits");
+        if (int64_t(out.size()) != rows * digits)
+            throw nb::value_error("mpieval._core: pairs_to_digits' out holds an accumulator a pair");
+        Release r;
+        const int saved_first = exact::window_first, saved_digits = exact::window_digits;
+        const bool saved_pairs = exact::pairs, saved_outside = exact::window_outside;
+        exact::window_first = first;
+        exact::window_digits = int(digits);
+        exact::pairs = false;
+        exact::window_outside = false;
+        exact::pairs_to_digits(t, rows, i, v, length(index), o);
+        const bool outside = exact::window_outside;
+        exact::window_first = saved_first;
+        exact::window_digits = saved_digits;
+        exact::pairs = saved_pairs;
+        exact::window_outside = saved_outside;
+        return outside;
+    }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert(),
+       nb::arg("out").noconvert(), nb::arg("first"));
     m.def("take_outside", []() {
         const bool outside = exact::window_outside;
         exact::window_outside = false;

@@ -190,3 +190,166 @@ def window_to_floats(window: np.ndarray, first: int) -> np.ndarray:
     out = np.empty(window.shape[:-1], dtype=np.float64)
     _core.exact.window_to_floats(flat, first, out)
     return out
+
+
+# -- pairs: many tags on a rank alone -------------------------------------------------------
+
+
+@contextmanager
+def thread_pairs() -> Iterator[list[bool]]:
+    """Within: the compiled additions of this thread go to accumulators of two float64s,
+    ``hi`` and ``lo`` (``_core.exact.set_pairs``; ``exact.hpp``'s ``add_pair``: each value
+    added by error-free sums, the bits the pair cannot hold kept as the thread's *spills*,
+    taken by :func:`take_spills` before the end), so that an accumulator is 16 bytes, not
+    ``8 * digits`` (many tags). After, the list yielded holds whether some value was
+    infinite or NaN, or a sum overflowed (then sum again with every digit). The thread's
+    window is reset to every digit and its spills not taken dropped, whatever happens."""
+    outside: list[bool] = []
+    _core.exact.set_pairs()
+    try:
+        yield outside
+    finally:
+        outside.append(_core.exact.take_outside())
+        _core.exact.set_window(0, DIGITS)
+
+
+class Pairs:
+    """Exact sums held as pairs: ``table`` (shape ``(..., 2)``, ``hi`` and ``lo``) and the
+    spills of its accumulators (``index`` into ``table.reshape(-1, 2)``, ``value``), each
+    sum ``hi + lo + `` its spills, exactly. :meth:`to_floats` rounds them once (the same
+    float64s as the digits give), :meth:`to_digits` gives them as accumulators of digits
+    (summed over ranks)."""
+
+    def __init__(self, table: np.ndarray) -> None:
+        self.table = table
+        self.index = np.zeros(0, np.int64)
+        self.value = np.zeros(0, np.float64)
+
+    @classmethod
+    def zeros(cls, *shape: int) -> Pairs:
+        return cls(np.zeros((*shape, 2), dtype=np.float64))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the sums (the table's, less its last axis)."""
+        return self.table.shape[:-1]
+
+    def take_spills(self) -> None:
+        """Keep this thread's spills of the table (:func:`thread_pairs`, within it)."""
+        n = _core.exact.spill_count(self.table)
+        if n:
+            index, value = np.empty(n, np.int64), np.empty(n, np.float64)
+            _core.exact.take_spills(self.table, index, value)
+            self.index = np.concatenate([self.index, index])
+            self.value = np.concatenate([self.value, value])
+
+    def add(self, other: Pairs) -> bool:
+        """Add ``other``'s sums to these, exactly; True when a sum overflowed (then sum
+        again with every digit)."""
+        if other.table.shape != self.table.shape:
+            raise ValueError("Pairs.add: sums of another shape")
+        with thread_pairs() as outside:
+            _core.exact.add_pairs(self.table, other.table)
+            self.take_spills()
+        self.index = np.concatenate([self.index, other.index])
+        self.value = np.concatenate([self.value, other.value])
+        return outside[0]
+
+    def to_floats(self) -> np.ndarray:
+        """Each sum rounded once to the nearest float64, ties to even (shape
+        :attr:`shape`): ``hi + lo`` where the sum has no spill, else its terms' exact sum
+        rounded (:func:`to_floats` of its digits)."""
+        out = np.empty(self.shape, dtype=np.float64)
+        _core.exact.pairs_to_floats(self.table, self.index, self.value, out)
+        return out
+
+    def to_digits(self, first: int = 0, digits: int = DIGITS) -> np.ndarray | None:
+        """The sums as accumulators of the digits ``first .. first + digits - 1`` (shape
+        ``(*shape, digits)``, normalized), or None when some sum has a digit outside them."""
+        out = np.zeros((*self.shape, digits), dtype=np.float64)
+        if _core.exact.pairs_to_digits(self.table, self.index, self.value, out, first):
+            return None
+        return out
+
+
+PAIRS = (-1, 2)
+"""The window ``(first, digits)`` of pairs (:class:`Pairs`, :func:`thread_pairs`): what the
+compiled passes that take a window (``thread_window``) take instead, on a rank alone."""
+ROUNDED = -1
+"""The first digit of a part already rounded to float64s (:func:`rounded`): a rank
+alone, which sums nothing over ranks, rounds its pairs at once."""
+
+Sums = np.ndarray | Pairs
+"""Accumulators of a window of digits (an array ``(..., digits)``) or pairs."""
+
+
+def zeroed(window: tuple[int, int], *shape: int) -> Sums:
+    """Zeroed accumulators of leading shape ``shape``: pairs (``PAIRS``) or the window's
+    digits."""
+    return Pairs.zeros(*shape) if window == PAIRS else np.zeros((*shape, window[1]))
+
+
+def table(sums: Sums) -> np.ndarray:
+    """The array the compiled passes add to: the digits, or the pairs' table."""
+    return sums.table if isinstance(sums, Pairs) else sums
+
+
+@contextmanager
+def summing(window: tuple[int, int], *into: Sums) -> Iterator[list[bool]]:
+    """Within: this thread's compiled additions go to ``window``'s accumulators
+    (:func:`thread_window`; ``PAIRS``: :func:`thread_pairs`, whose spills ``into`` keep
+    at the end). After, the list yielded holds whether some value fell outside them."""
+    if window != PAIRS:
+        with thread_window(*window) as outside:
+            yield outside
+        return
+    with thread_pairs() as outside:
+        yield outside
+        for sums in into:
+            assert isinstance(sums, Pairs)
+            sums.take_spills()
+
+
+def added(parts: list[Sums]) -> tuple[Sums, bool]:
+    """The exact sum of ``parts`` (accumulators of one shape: digits, added digit by digit
+    and normalized, or pairs) in the first of them (many tags: no copy), and whether some
+    pair overflowed."""
+    total, outside = parts[0], False
+    for part in parts[1:]:
+        if isinstance(total, Pairs):
+            assert isinstance(part, Pairs)
+            outside |= total.add(part)
+        else:
+            total += part
+    if not isinstance(total, Pairs):
+        normalize(total)
+    return total, outside
+
+
+def rounded(part: np.ndarray, first: int) -> np.ndarray:
+    """The floats of a part summed over ranks: its window of digits from ``first`` on
+    rounded (:func:`window_to_floats`), or the part itself when ``first`` is ``ROUNDED``."""
+    return part if first == ROUNDED else window_to_floats(part, first)
+
+
+def settled(parts: list[Sums], alone: bool,
+            window: tuple[int, int]) -> tuple[list[np.ndarray], list[int]]:
+    """Parts summed as pairs made ready for the sum over ranks, and each one's first digit:
+    on a rank alone rounded at once (``ROUNDED``: no sum is made); else as accumulators of
+    ``window``'s digits, of every digit when some sum falls outside them (the same exact
+    sums either way). Parts of digits are as they are."""
+    if not all(isinstance(part, Pairs) for part in parts):
+        return [table(part) for part in parts], [window[0]] * len(parts)
+    pairs = [part for part in parts if isinstance(part, Pairs)]
+    if alone:
+        return [part.to_floats() for part in pairs], [ROUNDED] * len(parts)
+    windows = [part.to_digits(*window) for part in pairs]
+    if all(w is not None for w in windows):
+        return [w for w in windows if w is not None], [window[0]] * len(parts)
+    return [_every_digit(part) for part in pairs], [0] * len(parts)
+
+
+def _every_digit(part: Pairs) -> np.ndarray:
+    digits = part.to_digits()
+    assert digits is not None, "every digit holds every finite sum"
+    return digits

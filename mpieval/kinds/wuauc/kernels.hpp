@@ -335,6 +335,7 @@ inline void add_whole_or_exact(unsigned __int128& whole, double* acc, double val
 // The integer sums of out.whole added to out.sums, exactly (three float64 pieces of 45
 // bits each a sum, each exact), and cleared: the same value as each group's exact::add.
 inline void add_whole_counts(Output& out, int64_t blocks) {
+    if (out.whole == nullptr) return;  // (pairs: none kept)
     for (int64_t block = 0; block < blocks; ++block) {
         for (int64_t f = 0; f < WHOLE_FIELDS; ++f) {
             unsigned __int128& whole = out.whole[block * WHOLE_FIELDS + f];
@@ -1208,6 +1209,10 @@ struct KeyMoments {
     // add_moments of an unweighted group without a compared model: the same values, the
     // whole-number products below 2**53 (exact) summed as integers
     void add_group(double* sums, int64_t fields, int64_t block, const GroupSums& g) {
+        if (exact::pairs) {  // a whole number goes to its pair exactly: no integers kept
+            add_moments(sums, fields, block, g, false);
+            return;
+        }
         if (whole.size() < size_t(4 * (block + 1))) whole.resize(size_t(4 * (block + 1)), 0);
         unsigned __int128* w = whole.data() + 4 * block;
         double* s = sums + block * fields * D;
@@ -1284,8 +1289,9 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
-    std::vector<unsigned __int128> whole(size_t((1 + n_tags) * WHOLE_FIELDS), 0);
-    out.whole = whole.data();
+    // (pairs: a whole number is added to its pair exactly, with no per-block integers)
+    std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    out.whole = exact::pairs ? nullptr : whole.data();
     int64_t longest = 0;
     for (int64_t start = 0; start < n;) {
         const int64_t end = run_end(packed, start, n, row_bits);
@@ -1411,8 +1417,9 @@ void grouped_user_sums(Workspace& work, Output& out) {
     const int64_t n_tags = work.n_tags;
     const bool has_tags = work.has_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
-    std::vector<unsigned __int128> whole(size_t((1 + n_tags) * WHOLE_FIELDS), 0);
-    out.whole = whole.data();
+    // (pairs: a whole number is added to its pair exactly, with no per-block integers)
+    std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    out.whole = exact::pairs ? nullptr : whole.data();
     uint64_t* grouped = work.grouped.get();
     uint32_t* payload = work.grouped_payload.get();
     const std::vector<int64_t>& ends = work.ends;
@@ -1673,19 +1680,15 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
         wide[2 * t].add(double(p));
         wide[2 * t + 1].add(logloss);
     });
-    std::vector<double> part((n_tags + 1) * 2 * D, 0.0);
-    for (int64_t k = 0; k < 2 * (n_tags + 1); ++k)
-        exact::fold_into_window(wide[k], part.data() + k * D);
     for (int64_t t = 0; t < n_tags + 1; ++t) {
         for (const int64_t block : {int64_t(0), 1 + t}) {
             if (block > n_tags) continue;
             double* s = sums + block * 4 * D;
             exact::add(s, double(rows[t]));
             exact::add(s + D, double(clicks[t]));
-            for (int k = 0; k < D; ++k) {
-                s[2 * D + k] += part[(2 * t) * D + k];
-                s[3 * D + k] += part[(2 * t + 1) * D + k];
-            }
+            // (folded into each of its two blocks: few tags; a digit or a pair alike)
+            exact::fold_into_window(wide[2 * t], s + 2 * D);
+            exact::fold_into_window(wide[2 * t + 1], s + 3 * D);
         }
     }
     exact::normalize(sums, (n_tags + 1) * 4);

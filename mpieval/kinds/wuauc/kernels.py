@@ -91,7 +91,7 @@ ROW_SLICE = 1 << 20
 
 def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
              tag_of_code: np.ndarray,
-             sums: np.ndarray, weight: np.ndarray | None = None,
+             sums: exact.Sums, weight: np.ndarray | None = None,
              window: tuple[int, int] = (0, exact.DIGITS)) -> bool:
     """Add the rows' ``rows``, ``clicks``, ``pred`` sum and ``logloss`` sum to the exact
     ``sums`` (shape ``(1 + n_tags, 4, digits)``): block 0 over every row, block ``1 + t``
@@ -101,14 +101,15 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
     1 - 1e-15]``). With ``weight`` (float64), each a weighted sum (``sum w``, ``sum w y``,
     ``sum w pred``, ``sum w logloss``). Slices of ``ROW_SLICE`` rows run on
     :func:`~mpieval.kernels.parallel.threads` threads, each into its own accumulators, added
-    digit by digit (exact: the same bits).
+    exactly (the same bits).
 
     ``window``: ``(first, digits)``, the accumulators' digits (``sums``' last axis holds
-    ``digits`` of them, from digit ``first`` on); returns False when some value falls
+    ``digits`` of them, from digit ``first`` on), or :data:`~mpieval.kernels.exact.PAIRS`
+    (``sums`` a :class:`~mpieval.kernels.exact.Pairs`); returns False when some value falls
     outside them (``sums`` then incomplete: sum again with every digit), else True."""
-    first, digits = window
-    if sums.shape[-1] != digits:
-        raise ValueError(f"row_sums: sums of {digits} digits, got {sums.shape[-1]}")
+    if exact.table(sums).shape[-1] != window[1]:
+        raise ValueError(f"row_sums: sums of {window[1]} digits, got "
+                         f"{exact.table(sums).shape[-1]}")
     n = len(pred)
     slices = [(start, min(start + ROW_SLICE, n)) for start in range(0, n, ROW_SLICE)]
     pred = pred if pred.dtype in (np.float32, np.float64) else pred.astype(np.float64)
@@ -117,41 +118,45 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
         (pred, None), (_labels(label), None), (codes, TAG_DTYPE), (tag_of_code, TAG_DTYPE)))
     weights = np.zeros(0) if weight is None else np.ascontiguousarray(weight, np.float64)
 
-    def windowed(lo: int, hi: int, into: np.ndarray) -> bool:
+    def windowed(lo: int, hi: int, into: exact.Sums) -> bool:
         """Rows ``lo:hi`` into ``into`` in this thread's window; True when none fell
         outside it."""
-        with exact.thread_window(first, digits) as outside:
-            _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code, into,
+        with exact.summing(window, into) as outside:
+            _core.wuauc.row_sums(pred[lo:hi], label[lo:hi], codes[lo:hi], tag_of_code,
+                                 exact.table(into),
                                  weights if weight is None else weights[lo:hi])
         return not outside[0]
 
     if threads() == 1 or len(slices) < 2:
         return windowed(0, n, sums)
 
-    def one_slice(rows: tuple[int, int]) -> tuple[np.ndarray, bool]:
-        part = np.zeros_like(sums)
+    def one_slice(rows: tuple[int, int]) -> tuple[exact.Sums, bool]:
+        part = exact.zeroed(window, *exact.table(sums).shape[:-1])
         return part, windowed(*rows, part)
 
-    inside = True
-    for part, ok in on_threads(one_slice, slices):
-        sums += part
-        inside &= ok
-    exact.normalize(sums)
-    return inside
+    sliced = list(on_threads(one_slice, slices))
+    _, overflow = exact.added([sums, *(part for part, _ in sliced)])
+    return all(ok for _, ok in sliced) and not overflow
 
 
 def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
                       tag_of_code: np.ndarray, blocks: int, fields: int,
-                      weight: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """:func:`row_sums` into new accumulators (``(blocks, fields, digits)``) of
-    ``WINDOW``'s digits (many tags: a sixth of the bytes and of the time of 68 digits),
-    again with every digit when some value falls outside them (the same exact sums either
-    way); ``(sums, first digit)``."""
-    for first, digits in (WINDOW, (0, exact.DIGITS)):
-        sums = np.zeros((blocks, fields, digits))
-        if row_sums(pred, label, codes, tag_of_code, sums, weight, (first, digits)):
-            return sums, first
-    raise AssertionError("row_sums with every digit takes every value")
+                      weight: np.ndarray | None = None, *,
+                      alone: bool = False) -> tuple[np.ndarray, int]:
+    """:func:`row_sums` into new accumulators (``(blocks, fields)``) and their first digit:
+    summed as pairs (many tags: 16 bytes a sum, :class:`~mpieval.kernels.exact.Pairs`),
+    then rounded at once on a rank ``alone`` (first digit
+    :data:`~mpieval.kernels.exact.ROUNDED`), else as accumulators of ``WINDOW``'s digits
+    (every digit when a sum falls outside them); again with every digit when a value is
+    infinite or NaN (the same exact sums, and floats, every way)."""
+    pairs = exact.zeroed(exact.PAIRS, blocks, fields)
+    if row_sums(pred, label, codes, tag_of_code, pairs, weight, exact.PAIRS):
+        (sums,), (first,) = exact.settled([pairs], alone, WINDOW)
+        return sums, first
+    sums = np.zeros((blocks, fields, exact.DIGITS))
+    inside = row_sums(pred, label, codes, tag_of_code, sums, weight)
+    assert inside, "row_sums with every digit takes every value"
+    return sums, 0
 
 
 def _labels(label: np.ndarray) -> np.ndarray:
@@ -217,21 +222,37 @@ def user_auc_windows(
     *,
     compare: np.ndarray | None = None,
     weight: np.ndarray | None = None,
+    alone: bool = False,
 ) -> tuple[list[np.ndarray], list[int], bool]:
     """:func:`user_auc_parts`' parts cut to a window of digits (many tags: ``WINDOW``'s
-    11 digits a sum rather than 68, the per-tag sums' bytes and time divided by about 6),
-    each part's first digit (:func:`mpieval.kernels.exact.window_to_floats`), and whether
-    two rows of one key collide. Sums once in ``WINDOW``, again with every digit when
-    some value falls outside it (the same exact sums either way)."""
+    11 digits a sum rather than 68), each part's first digit
+    (:func:`mpieval.kernels.exact.window_to_floats`), and whether two rows of one key
+    collide. Summed as pairs (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum, so
+    the pass over users adds to a sixth of the bytes of ``WINDOW``'s digits), then on a
+    rank ``alone`` rounded at once (first digit :data:`~mpieval.kernels.exact.ROUNDED`),
+    else given as ``WINDOW``'s digits (every digit when a sum falls outside them); summed
+    again with every digit when a value is infinite or NaN. The same exact sums, and
+    floats, every way."""
     parts, collision, outside = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
-                                                compare, weight, WINDOW)
-    window = WINDOW
-    if outside:
-        window = (0, exact.DIGITS)
+                                                compare, weight, exact.PAIRS)
+    if not outside:
+        settled, firsts = exact.settled(parts, alone, WINDOW)
+    else:
         parts, collision, _ = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
-                                              compare, weight, window)
-    firsts = [window[0]] * len(parts)
-    return parts, firsts, collision
+                                              compare, weight, (0, exact.DIGITS))
+        settled, firsts = [exact.table(part) for part in parts], [0] * len(parts)
+    split = _moments_split(settled, compare is not None)
+    return split, firsts[:1] * len(split), collision
+
+
+def _moments_split(parts: list[np.ndarray], compared: bool) -> list[np.ndarray]:
+    """:func:`_user_auc_parts`' parts (the moments of both models in one) in the order of
+    :func:`user_auc_parts`: A's moments apart from B's."""
+    moments = parts[1]
+    mine = moments[:, : len(MOMENT_FIELDS)]
+    if not compared:
+        return [parts[0], mine]
+    return [parts[0], mine, parts[2], parts[3], moments[:, len(MOMENT_FIELDS):]]
 
 
 def _user_auc_parts(
@@ -244,20 +265,21 @@ def _user_auc_parts(
     compare: np.ndarray | None,
     weight: np.ndarray | None,
     window: tuple[int, int],
-) -> tuple[list[np.ndarray], bool, bool]:
-    """``(parts, collision)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
+) -> tuple[list[exact.Sums], bool, bool]:
+    """``(parts, collision, outside)``: ``USER_SUM_FIELDS`` per block (``all``, then tag codes
     ``0 .. n_tags - 1``; a tag code ``>= n_tags`` counts in ``all`` only) over the users
-    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators (two parts of shape
-    ``(1 + n_tags, fields, DIGITS)``, see :mod:`mpieval.kernels.exact`; not joined: many
-    tags), and whether two rows of one key have different ``checks`` (compared by their
-    low 32 bits: a uint64 check is cut to them).
+    (distinct ``keys``), then ``MOMENT_FIELDS``, as exact accumulators of ``window``'s
+    digits or pairs (:data:`~mpieval.kernels.exact.PAIRS`; two parts of shape ``(1 +
+    n_tags, fields)``, see :mod:`mpieval.kernels.exact`; not joined: many tags), whether
+    two rows of one key have different ``checks`` (compared by their low 32 bits: a uint64
+    check is cut to them), and whether some value fell outside the window.
 
-    With ``compare`` (model B's preds of the same rows), three parts more: B's
-    ``USER_SUM_FIELDS``, the ``DIFF_FIELDS`` of the users paired between the models and
-    the ``COMPARE_MOMENT_FIELDS``: the rows are grouped once, and the pass over the
-    users runs once per model, each listing its valid groups' ``(block, rows, AUC)`` in the
-    same order (it depends on the keys, labels and tags only; 24 bytes more a row, at
-    most).
+    With ``compare`` (model B's preds of the same rows), the moments part holds B's
+    ``COMPARE_MOMENT_FIELDS`` after A's, and two parts more: B's ``USER_SUM_FIELDS`` and
+    the ``DIFF_FIELDS`` of the users paired between the models: the rows are grouped
+    once, and the pass over the users runs once per model, each listing its valid groups'
+    ``(block, rows, AUC)`` in the same order (it depends on the keys, labels and tags
+    only; 24 bytes more a row, at most).
 
     The moments: each user's rows sorted by (tag, pred, label, B's pred, weight) and its
     groups summed in that order, so each group's sums have the same bits whatever the
@@ -279,10 +301,9 @@ def _user_auc_parts(
     """
     n = len(keys)
     models = [pred] if compare is None else [pred, compare]
-    first, digits = window
 
-    def accumulator(*shape: int) -> np.ndarray:
-        return np.zeros((*shape, digits), dtype=np.float64)
+    def accumulator(*shape: int) -> exact.Sums:
+        return exact.zeroed(window, *shape)
 
     sums = [accumulator(1 + n_tags, len(USER_SUM_FIELDS)) for _ in models]
     n_moments = len(MOMENT_FIELDS) + (0 if compare is None else len(COMPARE_MOMENT_FIELDS))
@@ -311,7 +332,7 @@ def _user_auc_parts(
         kept = threading.local()  # each thread's memory, kept from one part to the next
         # each thread's exact sums, which its parts add to (exact: the same bits whatever
         # the parts a thread took; memory: a set of per-tag sums a thread, not a part)
-        sums_of_threads: list[tuple[list[np.ndarray], np.ndarray]] = []
+        sums_of_threads: list[tuple[list[exact.Sums], exact.Sums]] = []
         lock = threading.Lock()
         outside_parts: list[int] = []  # parts with a value outside the window
 
@@ -324,7 +345,7 @@ def _user_auc_parts(
                 kept.moments = accumulator(1 + n_tags, n_moments)
                 with lock:
                     sums_of_threads.append((kept.sums, kept.moments))
-            with exact.thread_window(first, digits) as outside:
+            with exact.summing(window, *kept.sums, kept.moments) as outside:
                 found = _one_part(part)
             if outside[0]:
                 with lock:
@@ -335,7 +356,8 @@ def _user_auc_parts(
             if compare is None and weight is None:  # the rows themselves grouped, once
                 found = _core.wuauc.group_rows(keys, checks, parts, part, sizes[part],
                                                models[0], label, tags, n_tags, kept.work)
-                _core.wuauc.grouped_user_sums(kept.work, kept.sums[0], kept.moments)
+                _core.wuauc.grouped_user_sums(kept.work, exact.table(kept.sums[0]),
+                                              exact.table(kept.moments))
                 return [np.empty((0, 3))], bool(found)
             if len(kept.packed) < sizes[part]:  # a thread's first part is its largest
                 kept.packed = np.empty(sizes[part], np.uint64)
@@ -344,7 +366,7 @@ def _user_auc_parts(
             # the moments in a pass of their own
             _core.wuauc.moment_sums(packed, row_bits, models[0], label, tags, n_tags,
                                     models[1] if len(models) > 1 else models[0][:0],
-                                    weights, kept.moments)
+                                    weights, exact.table(kept.moments))
             part_groups = []
             for k, model in enumerate(models):
                 # a valid group has two rows or more, and a row is in at most two groups
@@ -352,7 +374,8 @@ def _user_auc_parts(
                                              3)))
                 # the last pass may sort long users in their own packed rows
                 cursor = _core.wuauc.user_sums(packed, k == len(models) - 1, row_bits, model,
-                                               label, tags, n_tags, kept.sums[k],
+                                               label, tags, n_tags,
+                                               exact.table(kept.sums[k]),
                                                part_groups[k], kept.work, weights,
                                                _NO_MOMENTS)
                 part_groups[k] = part_groups[k][:cursor]
@@ -364,33 +387,23 @@ def _user_auc_parts(
                         key=lambda part: -sizes[part])
         by_part = dict(zip(filled, on_threads(one_part, filled), strict=True))
         done = [by_part[part] for part in sorted(by_part)]
+        overflow = False
+        # each thread's sums added in the first thread's (many tags: no copy of them)
         for k in range(len(models)):
-            sums[k] = _added([thread_sums[k] for thread_sums, _ in sums_of_threads], sums[k])
+            sums[k], over = exact.added([thread_sums[k] for thread_sums, _ in sums_of_threads])
+            overflow |= over
             groups[k] = np.concatenate([part_groups[k] for part_groups, _ in done])
-        moments = _added([thread_moments for _, thread_moments in sums_of_threads], moments)
+        moments, over = exact.added([thread_moments for _, thread_moments in sums_of_threads])
         collision = any(found for _, found in done)
-        outside = bool(outside_parts)
-    mine = moments[:, : len(MOMENT_FIELDS)]
+        outside = bool(outside_parts) or overflow or over
     if compare is None:
-        return [sums[0], mine], collision, outside
-    # the paired differences in the window too (many tags: 11 digits a sum, not 68; a
-    # negative sum's sign held by the window's top digit)
+        return [sums[0], moments], collision, outside
+    # the paired differences in the window too (many tags: 11 digits a sum, not 68, or a
+    # pair; a negative sum's sign held by the window's top digit)
     diff = accumulator(1 + n_tags, len(DIFF_FIELDS))
-    with exact.thread_window(first, digits) as diff_outside:
-        paired_diff_sums(groups[0], groups[1], diff)
-    return ([sums[0], mine, sums[1], diff, moments[:, len(MOMENT_FIELDS):]], collision,
-            outside or diff_outside[0])
-
-
-def _added(parts: list[np.ndarray], zeros: np.ndarray) -> np.ndarray:
-    """The exact sum of the parts' accumulators, digit by digit (exact), normalized: the one
-    part itself when there is one (many tags: no second copy of its per-tag sums)."""
-    total = parts[0] if len(parts) == 1 else zeros
-    if len(parts) > 1:
-        for part in parts:
-            total += part
-    exact.normalize(total)
-    return total
+    with exact.summing(window, diff) as diff_outside:
+        paired_diff_sums(groups[0], groups[1], exact.table(diff))
+    return [sums[0], moments, sums[1], diff], collision, outside or diff_outside[0]
 
 
 DIFF_FIELDS = ("diff_sum", "diff_sq_sum", "diff_rows_sum", "diff_rows_sq_sum",

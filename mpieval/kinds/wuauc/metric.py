@@ -226,18 +226,19 @@ class WuaucMetric(UserRowsMetric):
         tags = columns.get("tag")  # None: no tags
         block_of_tag = np.arange(blocks_n, dtype=TAG_DTYPE)
         by_row, row_first = row_sums_windowed(rows["pred"], rows["label"], tags,
-                                              block_of_tag, blocks_n, N_ROW_SUMS, weight)
+                                              block_of_tag, blocks_n, N_ROW_SUMS, weight,
+                                              alone=comm.alone)
         blocks = {"rows": by_row}
         if self.compare is not None:  # B's row sums: its pred and logloss sums
             by_row_b, row_first_b = row_sums_windowed(
                 rows["compare"], rows["label"], tags, block_of_tag, blocks_n, N_ROW_SUMS,
-                weight)
+                weight, alone=comm.alone)
         del tags, block_of_tag
         if weight is not None:
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        user_parts, user_firsts = comm.agreed(partial(_user_sums, owned, layout),
+        user_parts, user_firsts = comm.agreed(partial(_user_sums, owned, layout, comm.alone),
                                               catch=UidCollisionError)
         del owned  # (the rows: compute()'s peak comes later, with the sums)
         names = ("users", "moments") + (() if self.compare is None
@@ -260,7 +261,7 @@ class WuaucMetric(UserRowsMetric):
         names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
         # each part taken out of sums as it is rounded: freed then on a rank alone, whose
         # parts are the sums themselves (many tags)
-        values = np.concatenate([exact.window_to_floats(sums.pop(name), self._first_digit[name])
+        values = np.concatenate([exact.rounded(sums.pop(name), self._first_digit[name])
                                  for name in list(sums)], axis=1)
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), values)
@@ -291,15 +292,16 @@ def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
 # -- per-user sums on the owner ----------------------------------------------------------
 
 
-def _user_sums(owned: OwnedRows, layout: UserLayout) -> tuple[list[np.ndarray], list[int]]:
+def _user_sums(owned: OwnedRows, layout: UserLayout,
+               alone: bool) -> tuple[list[np.ndarray], list[int]]:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
     then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
     of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
-    pred (:mod:`mpieval.kinds.wuauc.kernels`)."""
+    pred (:mod:`mpieval.kinds.wuauc.kernels`); rounded at once on a rank ``alone``."""
     sums, firsts, collision = user_auc_windows(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
-        weight=owned.columns.get("weight"),
+        weight=owned.columns.get("weight"), alone=alone,
     )
     if collision:
         raise UidCollisionError(
