@@ -82,6 +82,8 @@ class UserRowsMetric(Metric):
     def reset(self) -> None:
         super().reset()
         self._tags = TagCodes()
+        # compute's agreed tag values (_agree), which become the metric's (_global_tag_codes)
+        self._agreed_tags: TagCodes | None = None
 
     def merge(self, other: Metric) -> Metric:
         """A new metric holding the rows of both; the other's tag codes are mapped to the
@@ -340,7 +342,9 @@ class UserRowsMetric(Metric):
             hashed=any(v[0] for v in views) or bool(self.extra_keys),
             pred_dtype=np.dtype(np.float32 if all(v[2] for v in views) else np.float64),
         )
-        return layout, self._tags.positions(tags)
+        # the agreed values' codes, kept for _global_tag_codes (many tags: made once)
+        self._agreed_tags = TagCodes(tags)
+        return layout, self._agreed_tags.of(self._tags.values)
 
     def _outgoing(
         self, layout: UserLayout, local_to_global: np.ndarray
@@ -368,7 +372,8 @@ class UserRowsMetric(Metric):
         returned, not a copy (4 bytes a row), unless some row has no tag (:data:`NO_TAG`
         stays the code of those)."""
         recoded(codes, local_to_global)
-        self._tags = TagCodes(layout.tags)
+        agreed, self._agreed_tags = self._agreed_tags, None  # _agree's, of layout.tags
+        self._tags = agreed if agreed is not None else TagCodes(layout.tags)
         if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest code
             return codes
         return np.where(codes == NO_TAG, TAG_DTYPE.type(len(layout.tags)), codes)

@@ -353,3 +353,39 @@ def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
     assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
     assert len(held) >= 4
     _columns_read_as_their_blocks(at_once, tags, partial(RankingResult, k))
+
+
+def test_ratio_stderrs_of_arrays_are_ratio_stderr_of_each_element(rng) -> None:
+    """The compiled ``ratio_stderrs`` (many tags) against ``ratio_stderr`` one element at a
+    time, bit for bit: a ``b`` of 0, spreads of 0 and within the terms' rounding, terms
+    far apart (a pair cannot hold their sum), infinite and NaN terms (the scalar path)."""
+    import math
+
+    from mpieval.kernels import stats
+
+    n = 4000
+    b = rng.integers(0, 50, n).astype(np.float64)
+    a = b * rng.random(n)
+    aa = a * a / np.where(b > 0, b, 1.0) * (1 + rng.random(n) * np.where(rng.random(n) < 0.3,
+                                                                       0.0, 1.0))
+    ab, bb = a.copy(), b.copy()
+    scale = 2.0 ** rng.integers(-300, 300, n)
+    far = rng.random(n) < 0.1
+    aa[far], ab[far] = aa[far] * scale[far], ab[far] / scale[far]
+    aa[:3], b[3], ab[4] = [math.inf, math.nan, -math.inf], math.nan, math.inf
+    want = []
+    for x in zip(a.tolist(), b.tolist(), aa.tolist(), ab.tolist(), bb.tolist(), strict=True):
+        try:
+            want.append(stats.ratio_stderr(*x))
+        except ValueError:  # math.fsum of inf and -inf
+            want.append(None)
+    raises = [i for i, w in enumerate(want) if w is None]
+    keep = np.setdiff1d(np.arange(n), raises)
+    got = stats.ratio_stderrs(a[keep], b[keep], aa[keep], ab[keep], bb[keep])
+    expected = np.array([want[i] for i in keep.tolist()], dtype=np.float64)
+    assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert (got == 0).sum() > 100 and np.isnan(got).sum() > 50 and (got > 0).sum() > 1000
+    for i in raises:
+        with pytest.raises(ValueError):
+            stats.ratio_stderrs(a[i : i + 1], b[i : i + 1], aa[i : i + 1], ab[i : i + 1],
+                                bb[i : i + 1])

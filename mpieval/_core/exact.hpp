@@ -60,20 +60,38 @@ struct Spill {
 };
 inline thread_local std::vector<Spill> spills;
 
+// a + b as s + e exactly, s = fl(a + b) (Knuth's TwoSum: no branch, any order of a and b;
+// exact unless s overflows).
+inline double two_sum(double a, double b, double& e) {
+    const double s = a + b;
+    const double b_part = s - a;
+    e = (a - (s - b_part)) + (b - b_part);
+    return s;
+}
+
+// value added to the pair (hi, lo): hi + lo + value = hi' + lo' + f exactly; returns
+// f, the part that the pair cannot hold (0 when it holds the sum).
+inline double pair_spill(double& hi, double& lo, double value) {
+    double e, f;
+    hi = two_sum(hi, value, e);
+    lo = two_sum(lo, e, f);
+    return f;
+}
+
+// pair_spill, true when the pair holds the sum (nothing spilled).
+inline bool pair_step(double& hi, double& lo, double value) {
+    return pair_spill(hi, lo, value) == 0.0;
+}
+
 inline void add_pair(double* acc, double value) {
-    const double hi = acc[0], lo = acc[1];
-    const double s = hi + value;
-    const double s_value = s - hi;
-    const double e = (hi - (s - s_value)) + (value - s_value);
-    const double t = lo + e;
-    const double t_e = t - lo;
-    const double f = (lo - (t - t_e)) + (e - t_e);
-    if (!std::isfinite(s) || !std::isfinite(t)) {
+    double hi = acc[0], lo = acc[1];
+    const double f = pair_spill(hi, lo, value);
+    if (!std::isfinite(hi) || !std::isfinite(lo)) {
         window_outside = true;
         return;
     }
-    acc[0] = s;
-    acc[1] = t;
+    acc[0] = hi;
+    acc[1] = lo;
     if (f != 0.0) spills.push_back({acc, f});
 }
 
@@ -389,6 +407,30 @@ struct Split {
     // Whether v splits exactly (branch-free: vectorised as it is written).
     static bool ok(double v) { return (v < BELOW) & ((v >= FROM) | (v == 0.0)); }
 };
+
+// math.fsum of n finite values (n < SAFE_ADDS): their exact sum rounded once, ties to even
+// (0.0 for none or a sum of 0): first as a pair (pair_step), whose float64 sum it is when
+// no bit spilled (most short rows of terms), else added to DIGITS digits and rounded by
+// to_double. Touches no thread state (its window, spills or pairs mode).
+inline double fsum(const double* values, int64_t n) {
+    double hi = 0.0, lo = 0.0;
+    bool held = true;
+    for (int64_t j = 0; j < n; ++j) held &= pair_step(hi, lo, values[j]);
+    if (held && std::isfinite(hi) && std::isfinite(lo)) return hi + lo;
+    double a[DIGITS] = {};
+    int first = DIGITS, stop = 0;  // the digits the values add to
+    for (int64_t j = 0; j < n; ++j) {
+        const int k = digit_of(values[j]);
+        if (k < 0) continue;
+        add_full(a, values[j]);
+        first = std::min(first, k);
+        stop = std::max(stop, k + 3);
+    }
+    // carries: normalized digits of fewer than SAFE_ADDS values go at most two digits
+    // above the highest one a value added to
+    stop = std::min(stop + 2, DIGITS);
+    return first >= stop ? 0.0 : to_double(a, first, stop);
+}
 
 // -- pairs (pairs mode) as floats and as digits ------------------------------------------
 

@@ -87,8 +87,7 @@ void bind_exact(nb::module_ m) {
         for (int64_t row = 0; row < rows; ++row) o[row] = exact::to_double(a + row * digits);
     }, nb::arg("acc").noconvert(), nb::arg("out").noconvert());
     m.def("row_fsums", [](In terms, Out out) {
-        // each row of terms (n, k), finite, summed exactly and rounded once (math.fsum):
-        // one accumulator on the stack, its digits zeroed again after each row
+        // each row of terms (n, k), finite, summed exactly and rounded once (math.fsum)
         const double* t = as<double>(terms, "terms");
         double* o = as<double>(out, "out");
         if (terms.ndim() != 2 || int64_t(out.size()) != int64_t(terms.shape(0)))
@@ -97,35 +96,7 @@ void bind_exact(nb::module_ m) {
         if (width >= exact::SAFE_ADDS)
             throw nb::value_error("mpieval._core: row_fsums takes fewer than SAFE_ADDS terms a row");
         Release r;
-        const int saved_first = exact::window_first, saved_digits = exact::window_digits;
-        const bool saved_pairs = exact::pairs;
-        exact::window_first = 0;  // every digit, whatever this thread's window
-        exact::window_digits = exact::DIGITS;
-        exact::pairs = false;
-        double a[exact::DIGITS] = {};
-        for (int64_t row = 0; row < rows; ++row) {
-            const double* v = t + row * width;
-            int first = exact::DIGITS, stop = 0;  // the digits the row's terms add to
-            for (int64_t j = 0; j < width; ++j) {
-                const int k = exact::digit_of(v[j]);
-                if (k < 0) continue;
-                exact::add(a, v[j]);
-                first = std::min(first, k);
-                stop = std::max(stop, k + 3);
-            }
-            // its carries: normalized digits of fewer than SAFE_ADDS terms go at most two
-            // digits above the highest one a term added to
-            stop = std::min(stop + 2, exact::DIGITS);
-            if (first >= stop) {
-                o[row] = 0.0;
-                continue;
-            }
-            o[row] = exact::to_double(a, first, stop);
-            std::fill(a + first, a + stop, 0.0);
-        }
-        exact::window_first = saved_first;
-        exact::window_digits = saved_digits;
-        exact::pairs = saved_pairs;
+        for (int64_t row = 0; row < rows; ++row) o[row] = exact::fsum(t + row * width, width);
     }, nb::arg("terms").noconvert(), nb::arg("out").noconvert());
     m.def("window_to_floats", [](In window, int64_t first, Out out) {
         const double* w = as<double>(window, "window");
@@ -524,6 +495,24 @@ void bind_moves(nb::module_ m) {
 void bind_stats(nb::module_ m) {
     m.doc() = "The intervals' special functions (stats.hpp).";
     m.def("beta_fraction", &stats::beta_fraction, nb::arg("a"), nb::arg("b"), nb::arg("x"));
+    m.def("ratio_stderrs", [](In a, In b, In aa, In ab, In bb, Out out, Out scalar) {
+        const int64_t n = length(a);
+        for (const In* x : {&b, &aa, &ab, &bb})
+            if (length(*x) != n || x->ndim() != 1)
+                throw nb::value_error("mpieval._core: ratio_stderrs takes arrays of one length");
+        if (length(out) != n || length(scalar) != n || a.ndim() != 1)
+            throw nb::value_error("mpieval._core: ratio_stderrs' out and scalar hold one a value");
+        const double *pa = as<double>(a, "a"), *pb = as<double>(b, "b"),
+                     *paa = as<double>(aa, "aa"), *pab = as<double>(ab, "ab"),
+                     *pbb = as<double>(bb, "bb");
+        double* o = as<double>(out, "out");
+        uint8_t* s = as<uint8_t>(scalar, "scalar");
+        Release r;
+        for (int64_t i = 0; i < n; ++i)
+            s[i] = stats::ratio_stderr(pa[i], pb[i], paa[i], pab[i], pbb[i], o[i]) ? 0 : 1;
+    }, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("aa").noconvert(),
+       nb::arg("ab").noconvert(), nb::arg("bb").noconvert(), nb::arg("out").noconvert(),
+       nb::arg("scalar").noconvert());
 }
 
 // The text of a JSON value as json.dumps(obj, indent=2, allow_nan=False) writes it at

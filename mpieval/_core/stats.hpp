@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "exact.hpp"
+
 namespace mpieval::stats {
 
 inline double beta_fraction(double a, double b, double x) {
@@ -33,6 +35,29 @@ inline double beta_fraction(double a, double b, double x) {
         if (std::fabs(step - 1.0) < 1e-15) break;
     }
     return h;
+}
+
+// mpieval/kernels/stats.py's ratio_stderr of one element (error 0), the same operations in
+// the same order, so the same bits: out = sqrt(spread) / |b| with spread = fsum(aa, -2 r
+// ab, r r bb), r = a / b, 0 when within 8 * 2**-52 * fsum(|terms|); NaN when b is 0.
+// False (out unset) when a term or either fsum is not finite: the Python ratio_stderr
+// then decides (math.fsum's errors).
+inline bool ratio_stderr(double a, double b, double aa, double ab, double bb, double& out) {
+    if (b == 0.0) {
+        out = NAN;
+        return true;
+    }
+    const double r = a / b;
+    const double terms[3] = {aa, -2.0 * r * ab, r * r * bb};
+    if (!std::isfinite(terms[0]) || !std::isfinite(terms[1]) || !std::isfinite(terms[2]))
+        return false;
+    const double sizes[3] = {std::fabs(terms[0]), std::fabs(terms[1]), std::fabs(terms[2])};
+    double spread = exact::fsum(terms, 3);
+    const double size = exact::fsum(sizes, 3);
+    if (!std::isfinite(spread) || !std::isfinite(size)) return false;
+    if (spread <= 8.0 * 0x1p-52 * size) spread = 0.0;
+    out = std::sqrt(spread) / std::fabs(b);
+    return true;
 }
 
 }  // namespace mpieval::stats

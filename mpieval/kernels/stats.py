@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mpieval import _core
-from mpieval.kernels import exact
 
 if TYPE_CHECKING:
     from statistics import NormalDist
@@ -86,31 +85,18 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
 def ratio_stderrs(a: np.ndarray, b: np.ndarray, aa: np.ndarray, ab: np.ndarray,
                   bb: np.ndarray) -> np.ndarray:
     """:func:`ratio_stderr` of each element of the float64 arrays (many tags at once), the
-    same floats: the spread's ``math.fsum`` of three terms as an exact sum rounded once
-    (:func:`mpieval.kernels.exact.row_fsums`); an element with a term or sum that is not
-    finite goes through :func:`ratio_stderr` itself (which raises where ``math.fsum``
-    does)."""
-    out = np.full(len(a), math.nan)
-    defined = np.flatnonzero(b != 0)
-    if not len(defined):
-        return out
-    a, b, aa, ab, bb = (np.asarray(x, dtype=np.float64)[defined] for x in (a, b, aa, ab, bb))
-    with np.errstate(all="ignore"):
-        r = a / b
-        terms = np.stack([aa, -2 * r * ab, r * r * bb], axis=1)
-    finite = np.isfinite(terms).all(axis=1)
-    spread = np.full(len(defined), math.nan)
-    size = np.full(len(defined), math.nan)
-    spread[finite] = exact.row_fsums(terms[finite])
-    size[finite] = exact.row_fsums(np.abs(terms[finite]))
-    # below the rounding of the terms: 0 (as ratio_stderr)
-    spread[spread <= 8 * 2.0**-52 * size] = 0.0
-    with np.errstate(all="ignore"):
-        out[defined] = np.sqrt(spread) / np.abs(b)
-    scalar = ~(finite & np.isfinite(spread) & np.isfinite(size))
+    same floats, in one compiled pass (``stats.hpp``'s ``ratio_stderr``: the same steps,
+    each ``math.fsum`` of three terms an exact sum rounded once); an element with a term or
+    sum that is not finite goes through :func:`ratio_stderr` itself (which raises where
+    ``math.fsum`` does)."""
+    columns = [np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+               for x in (a, b, aa, ab, bb)]
+    out = np.empty(len(columns[0]))
+    scalar = np.empty(len(columns[0]), np.uint8)
+    _core.stats.ratio_stderrs(columns[0], columns[1], columns[2], columns[3], columns[4],
+                              out, scalar)
     for i in np.flatnonzero(scalar).tolist():
-        out[defined[i]] = ratio_stderr(float(a[i]), float(b[i]), float(aa[i]), float(ab[i]),
-                                       float(bb[i]))
+        out[i] = ratio_stderr(*(float(x[i]) for x in columns))
     return out
 
 

@@ -930,6 +930,21 @@ inline void prefetch_row(const uint64_t* packed, int64_t k, int64_t n, uint64_t 
     if (tag) __builtin_prefetch(tag + ahead);
 }
 
+// Rows ahead that add_staged asks the memory for the sums of (many tags: each group's
+// sums lie anywhere in them).
+constexpr size_t STAGED_AHEAD = 8;
+
+// Users ahead that grouped_user_sums asks the memory for the sums of (many tags): the first
+// line of each of their tags' sums (a group's user count; the rest for a valid group only).
+constexpr size_t USERS_AHEAD = 4;
+
+// Asks the memory for a block's `fields` sums (D digits or a pair each), a line at a time.
+inline void prefetch_sums(const double* block, int64_t fields) {
+    const int64_t bytes = fields * D * int64_t(sizeof(double));
+    for (int64_t at = 0; at < bytes; at += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(block) + at, 1);
+}
+
 // The moments of users without a weight or a compared model, from one uint64 a row: the
 // pred's float64 bits (a pred >= 0, -0.0 made 0.0: its bits order as its value) above its
 // label, sorted within each tag code (a radix sort), the codes in increasing order: the
@@ -1104,6 +1119,10 @@ struct KeyMoments {
             const size_t hi = size_t(end);
             GroupSums user{0, 0, 0, 0, 0, 0}, group{0, 0, 0, 0, 0, 0};
             for (size_t i = lo; i < hi; ++i) {  // as add_groups
+                if (i + STAGED_AHEAD < r) {  // (many tags: the sums of a later row's tag)
+                    const int64_t code = int64_t(staged_codes[i + STAGED_AHEAD]);
+                    if (code < n_tags) prefetch_sums(sums + (1 + code) * fields * D, fields);
+                }
                 const uint64_t key = staged_keys[i];
                 const double value = double_of(key >> 1);
                 for (GroupSums* g : {&user, &group}) {
@@ -1438,9 +1457,23 @@ void grouped_user_sums(Workspace& work, Output& out) {
     KeyMoments moments;
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
+    // the tag code of grouped row i
+    auto code_of = [&](int64_t i) -> int64_t {
+        if constexpr (sizeof(P) == 4)
+            return int64_t(uint32_t(grouped[i] & UINT64_C(0xFFFFFFFF)) >> 1);
+        else
+            return int64_t(payload[i] >> 1);
+    };
     int64_t lo = 0;
     for (size_t u = 0; u < ends.size(); ++u) {
         const int64_t hi = ends[u], m = hi - lo;
+        if (has_tags && u + USERS_AHEAD < ends.size()) {  // (many tags: a later user's sums)
+            const int64_t later = ends[u + USERS_AHEAD - 1], stop = ends[u + USERS_AHEAD];
+            for (int64_t i = later; i < std::min(stop, later + SHORT); ++i) {
+                const int64_t code = code_of(i);
+                if (code < n_tags) __builtin_prefetch(out.sums + (1 + code) * USER_FIELDS * D, 1);
+            }
+        }
         uint64_t* keys = grouped + lo;
         uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
         if (m <= SHORT) {
@@ -1629,6 +1662,10 @@ void many_tag_row_sums(const P* pred, const L* label, const C* codes, const T* t
     std::vector<int32_t> adds(n_tags, 0);  // a tag's additions since its digits' last carry
     for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
         const int64_t t = codes != nullptr ? int64_t(tag_of_code[codes[row]]) : n_tags;
+        if (codes != nullptr && row + AHEAD < n) {  // a later row's tag sums (anywhere)
+            const int64_t later = int64_t(tag_of_code[codes[row + AHEAD]]);
+            if (later < n_tags) __builtin_prefetch(sums + (1 + later) * 4 * D + 2 * D, 1);
+        }
         rows[t] += 1;
         clicks[t] += int64_t(label_value);
         all[0].add(double(p));

@@ -261,8 +261,10 @@ class WuaucMetric(UserRowsMetric):
         names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
         # each part taken out of sums as it is rounded: freed then on a rank alone, whose
         # parts are the sums themselves (many tags)
-        values = np.concatenate([exact.rounded(sums.pop(name), self._first_digit[name])
-                                 for name in list(sums)], axis=1)
+        # one row a field (each field's column of the blocks contiguous, as
+        # blocks_from_sums reads them: no copy of them there), seen as a row a block
+        values = np.concatenate([exact.rounded(sums.pop(name), self._first_digit[name]).T
+                                 for name in list(sums)]).T
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), values)
             if held:
