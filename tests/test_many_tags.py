@@ -160,12 +160,17 @@ def _old_add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred:
 
 
 @pytest.mark.parametrize("compare", [False, True])
-@pytest.mark.parametrize("gain", ["linear", "exponential"])
+@pytest.mark.parametrize("gain", ["linear", "exponential", "wide"])
 def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, compare, gain) -> None:
+    """The compiled per-tag sums against the per-block loops, digit for digit; rounded on
+    a rank alone (made as pairs), the same floats, with labels of 1 to 2**50 too (sums
+    whose bits span more than a pair holds: spilled)."""
     n, n_tags, cutoffs = 5000, 700, (1, 3, 10)
     keys = rng.integers(0, 300, n).astype(np.uint64)
     pred = rng.random(n).round(1)  # ties
     label = rng.integers(0, 4, n).astype(np.float64) * (rng.random(n) < 0.4)
+    if gain == "wide":
+        label, gain = label * 2.0 ** rng.integers(0, 50, n) / 3, "linear"
     tag = rng.integers(0, n_tags + 1, n)  # n_tags: no tag
     b = rng.random(n).round(1) if compare else None
     got = ranking_kernels.user_sums(keys, pred, label, tag, n_tags, cutoffs, gain, b)
@@ -175,6 +180,10 @@ def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, compare, gain) -
     _old_add_groups(want, keys[tagged], 1 + tag[tagged].astype(np.intp), pred[tagged],
                     label[tagged], cutoffs, gain, None if b is None else b[tagged])
     assert np.array_equal(got, want) and got[1:].any()
+    rounded, first = ranking_kernels.user_sums_window(keys, pred, label, tag, n_tags, cutoffs,
+                                                      gain, b, alone=True)
+    assert first == exact.ROUNDED
+    assert np.array_equal(rounded, exact.to_floats(want))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

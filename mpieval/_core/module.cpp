@@ -227,14 +227,20 @@ void bind_exact(nb::module_ m) {
         return outside;
     });
     m.def("add_at", [](Out acc, In index, In values, int64_t first, int window_first) {
+        // in the thread's pairs mode: acc holds pairs (blocks, fields, 2), window_first unused
         double* a = as<double>(acc, "acc");
         const int64_t* i = as<int64_t>(index, "index");
         const double* v = as<double>(values, "values");
-        if (acc.ndim() != 3 || (window_first < 0 && int64_t(acc.shape(2)) != exact::DIGITS) ||
+        if (exact::pairs && (acc.ndim() != 3 || acc.shape(2) != 2))
+            throw nb::value_error("mpieval._core: add_at's acc holds pairs (blocks, fields, 2) "
+                                  "in a thread's pairs mode");
+        if (!exact::pairs &&
+            (acc.ndim() != 3 || (window_first < 0 && int64_t(acc.shape(2)) != exact::DIGITS) ||
             (window_first >= 0 &&
-             (int64_t(acc.shape(2)) < 4 || window_first + int64_t(acc.shape(2)) > exact::DIGITS - 1)))
+             (int64_t(acc.shape(2)) < 4 || window_first + int64_t(acc.shape(2)) > exact::DIGITS - 1)))) {
             throw nb::value_error("mpieval._core: add_at's acc has shape (blocks, fields, DIGITS), "
                                   "or a window of digits from window_first on");
+        }
         const int64_t blocks = int64_t(acc.shape(0)), fields = int64_t(acc.shape(1));
         const int64_t n = length(index);
         const int64_t width = values.ndim() == 2 ? int64_t(values.shape(1)) : 1;
@@ -245,7 +251,7 @@ void bind_exact(nb::module_ m) {
             if (i[k] < 0 || i[k] >= blocks)
                 throw nb::value_error("mpieval._core: add_at's index out of the blocks");
         Release r;
-        if (window_first < 0) {
+        if (exact::pairs || window_first < 0) {  // (pairs: an overflow sets window_outside)
             exact::add_at(a, blocks, fields, i, v, n, width, first);
             return false;
         }

@@ -120,17 +120,25 @@ def to_floats(acc: np.ndarray) -> np.ndarray:
     return out
 
 
-def add_at(acc: np.ndarray, index: np.ndarray, values: np.ndarray, first: int = 0,
+def add_at(acc: np.ndarray | Pairs, index: np.ndarray, values: np.ndarray, first: int = 0,
            window_first: int | None = None) -> bool:
     """Add ``values[i, j]`` to the accumulator ``acc[index[i], first + j]`` for every row
     ``i`` of ``values`` (shape ``(n, width)``, or ``(n,)`` for a width of 1), exactly; the
     blocks added to end normalized. ``acc``: shape ``(blocks, fields, DIGITS)``, C
     contiguous float64; with ``window_first``, ``(blocks, fields, digits)``: the digits
     ``window_first ..`` of each (many tags: fewer bytes), and a value that falls outside
-    them (or is infinite or NaN) is left out: then True (sum again with every digit). One
-    compiled pass, whatever the number of blocks (many tags: no Python call a tag)."""
-    return _core.exact.add_at(acc, np.ascontiguousarray(index, dtype=np.int64),
-                              np.ascontiguousarray(values, dtype=np.float64), first,
+    them (or is infinite or NaN) is left out: then True (sum again with every digit); or
+    :class:`Pairs` of shape ``(blocks, fields)`` (``window_first`` unused): True when a
+    value is infinite or NaN or a sum overflows. One compiled pass, whatever the number of
+    blocks (many tags: no Python call a tag)."""
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if isinstance(acc, Pairs):
+        with thread_pairs() as outside:
+            _core.exact.add_at(acc.table, index, values, first, -1)
+            acc.take_spills()
+        return outside[0]
+    return _core.exact.add_at(acc, index, values, first,
                               -1 if window_first is None else window_first)
 
 

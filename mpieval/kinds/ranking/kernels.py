@@ -123,27 +123,30 @@ lowest bit is at least ``2**-178`` and below ``2**78``)."""
 
 def user_sums_window(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
                      tag: np.ndarray | None, n_tags: int, cutoffs: Sequence[int],
-                     gain: str = "linear", compare: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, int]:
+                     gain: str = "linear", compare: np.ndarray | None = None, *,
+                     alone: bool = False) -> tuple[np.ndarray, int]:
     """:func:`user_sums` cut to a window of digits (many tags: ``WINDOW``'s 11 digits a
-    sum rather than 68), and its first digit: summed in ``WINDOW``, again with every digit
-    when some value falls outside it (the same exact sums either way)."""
+    sum rather than 68), and its first digit: summed as pairs
+    (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum), then on a rank ``alone``
+    rounded at once (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as
+    ``WINDOW``'s digits (every digit when a sum falls outside them); again with every
+    digit when a value is infinite or NaN (the same exact sums, and floats, every way)."""
     label = np.asarray(label, dtype=np.float64)
     fields = len(sum_fields(cutoffs, compare is not None))
-    first, digits = WINDOW
-    sums = np.zeros((1 + n_tags, fields, digits))
-    if not _added_groups(sums, first, keys, pred, label, tag, n_tags, cutoffs, gain, compare):
+    pairs = exact.Pairs.zeros(1 + n_tags, fields)
+    if not _added_groups(pairs, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare):
+        (sums,), (first,) = exact.settled([pairs], alone, WINDOW)
         return sums, first
     sums = exact.accumulator(1 + n_tags, fields)
     _added_groups(sums, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare)
     return sums, 0
 
 
-def _added_groups(sums: np.ndarray, window_first: int | None, keys: np.ndarray,
+def _added_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                   pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int,
                   cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
     """Every block's groups added to ``sums`` (a window of digits from ``window_first``,
-    or every digit); whether a value fell outside the window."""
+    every digit, or pairs); whether a value fell outside the window."""
     outside = _add_groups(sums, window_first, keys, np.zeros(len(keys), dtype=np.intp), pred,
                           label, cutoffs, gain, compare)
     if tag is not None and n_tags > 0:
@@ -155,7 +158,7 @@ def _added_groups(sums: np.ndarray, window_first: int | None, keys: np.ndarray,
     return outside
 
 
-def _add_groups(sums: np.ndarray, window_first: int | None, keys: np.ndarray,
+def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                 block: np.ndarray, pred: np.ndarray, label: np.ndarray,
                 cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
     """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from

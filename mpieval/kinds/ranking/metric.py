@@ -555,9 +555,10 @@ class RankingMetric(UserRowsMetric):
         sums, first = user_sums_window(
             users.keys, users.columns["pred"], users.columns["label"],
             users.columns.get("tag"), len(layout.tags), self.k, self.gain,
-            users.columns.get("compare"))
+            users.columns.get("compare"), alone=comm.alone)
         del users
-        # summed in a window of digits, sent as the window some rank uses (many tags)
+        # summed as pairs, sent as the window of digits some rank uses (many tags); on a
+        # rank alone, rounded already
         parts = {"blocks": sums}
         del sums  # (narrowed_sums takes the parts out of their dict as it cuts them)
         narrowed, self._first_digit = narrowed_sums(parts, comm, {"blocks": first})
@@ -567,7 +568,7 @@ class RankingMetric(UserRowsMetric):
         assert self._layout is not None, "finish() follows local_sums()"
         names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
         # taken out of sums: freed once rounded on a rank alone (its sums themselves)
-        values = exact.window_to_floats(sums.pop("blocks"), self._first_digit["blocks"])
+        values = exact.rounded(sums.pop("blocks"), self._first_digit["blocks"])
         if self.compare is None:  # every block's values at once (many tags)
             blocks, held = blocks_from_sums(list(names), self.k, values)
             if held:
