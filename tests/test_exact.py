@@ -566,3 +566,18 @@ def test_a_thread_leaves_pairs_mode_with_no_spill_left() -> None:
     acc = exact.accumulator()
     exact.add_values(acc, np.array([0.5, 0.25]))
     assert exact.to_float(acc) == 0.75
+
+
+def test_a_thread_compacts_its_spills_to_about_one_a_sum() -> None:
+    """Sums that spill at most additions (values 2**-500 to 2**500 apart) keep about one
+    spill a sum once the thread's spills pass SPILLS_KEPT (compacted: each sum's spills
+    given again as the float64s their exact sum rounds to), and round to the exact sums."""
+    rng = np.random.default_rng(7)
+    n = (1 << 20) + 300_000
+    values = rng.random(n) * 2.0 ** rng.integers(-500, 501, n)
+    index = rng.integers(0, 3, n)
+    pairs = exact.Pairs.zeros(3, 1)
+    assert not exact.add_at(pairs, index, values)
+    assert 1000 < len(pairs.index) < 600_000  # compacted once, then spilling again
+    want = [rounded_sum(values[index == k].tolist()) for k in range(3)]
+    assert pairs.to_floats()[:, 0].tolist() == want

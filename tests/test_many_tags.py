@@ -161,10 +161,14 @@ def _old_add_groups(sums: np.ndarray, keys: np.ndarray, block: np.ndarray, pred:
 
 @pytest.mark.parametrize("compare", [False, True])
 @pytest.mark.parametrize("gain", ["linear", "exponential", "wide"])
-def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, compare, gain) -> None:
-    """The compiled per-tag sums against the per-block loops, digit for digit; rounded on
-    a rank alone (made as pairs), the same floats, with labels of 1 to 2**50 too (sums
-    whose bits span more than a pair holds: spilled)."""
+@pytest.mark.parametrize("pairs_from", [1, 10**9])
+def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, monkeypatch, compare, gain,
+                                                          pairs_from) -> None:
+    """The compiled per-tag sums against the per-block loops, digit for digit, made as
+    pairs (many tags) or in ``WINDOW``'s digits (few); on a rank alone the pairs rounded
+    at once, the same floats, with labels of 1 to 2**50 too (sums whose bits span more
+    than a pair holds: spilled)."""
+    monkeypatch.setattr(exact, "PAIRS_FROM", pairs_from)
     n, n_tags, cutoffs = 5000, 700, (1, 3, 10)
     keys = rng.integers(0, 300, n).astype(np.uint64)
     pred = rng.random(n).round(1)  # ties
@@ -182,8 +186,8 @@ def test_ranking_sums_of_many_tags_are_the_per_block_loops(rng, compare, gain) -
     assert np.array_equal(got, want) and got[1:].any()
     rounded, first = ranking_kernels.user_sums_window(keys, pred, label, tag, n_tags, cutoffs,
                                                       gain, b, alone=True)
-    assert first == exact.ROUNDED
-    assert np.array_equal(rounded, exact.to_floats(want))
+    assert first == (exact.ROUNDED if pairs_from == 1 else ranking_kernels.WINDOW[0])
+    assert np.array_equal(exact.rounded(rounded, first), exact.to_floats(want))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -242,9 +246,13 @@ def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch
         assert first == (0 if tiny else wuauc_kernels.WINDOW[0])
         assert np.array_equal(exact.widened(got, first), full)
         assert np.array_equal(exact.window_to_floats(got, first), exact.to_floats(full))
-        # a rank alone: the pairs rounded at once (a tiny pred's bits spilled), the floats
+        # a rank alone, many tags: the pairs rounded at once (a tiny pred's bits spilled)
+        monkeypatch.setattr(exact, "PAIRS_FROM", 1)
         rounded, first = row_sums_windowed(pred, label, codes, tag_of_code, 1 + n_tags, 4,
                                            weight, alone=True)
+        monkeypatch.undo()
+        monkeypatch.setattr(parallel, "_threads", threads)
+        monkeypatch.setattr(wuauc_kernels, "ROW_SLICE", 3000)
         assert first == exact.ROUNDED
         assert np.array_equal(rounded, exact.to_floats(full))
 

@@ -932,12 +932,15 @@ def test_parts_on_threads_give_the_same_bits(rng: np.random.Generator, monkeypat
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", ["plain", "weighted", "compared"])
+@pytest.mark.parametrize("pairs_from", [1, 10**9])
 def test_user_sums_rounded_on_a_rank_alone_are_the_floats_of_every_digit(
-        rng: np.random.Generator, monkeypatch, threads: int, case: str) -> None:
-    """On a rank alone the per-user sums are made as pairs and rounded at once: the same
-    floats as the sums made with every digit, with preds of 1e-200 beside preds near 1
-    and weights far apart (bits a pair cannot hold: spilled), in parts on threads; given
-    as ``WINDOW``'s digits (or every digit) otherwise, the same digits."""
+        rng: np.random.Generator, monkeypatch, threads: int, case: str,
+        pairs_from: int) -> None:
+    """Many tags: on a rank alone the per-user sums are made as pairs and rounded at
+    once: the same floats as the sums made with every digit, with preds of 1e-200 beside
+    preds near 1 and weights far apart (bits a pair cannot hold: spilled), in parts on
+    threads; given as ``WINDOW``'s digits (or every digit) otherwise, the same digits. Few
+    tags: made in ``WINDOW``'s digits (or every digit), rounded in finish."""
     from mpieval.kernels import parallel
     from mpieval.kinds.wuauc import kernels
     from mpieval.kinds.wuauc.kernels import _moments_split, _user_auc_parts, user_auc_windows
@@ -953,6 +956,7 @@ def test_user_sums_rounded_on_a_rank_alone_are_the_floats_of_every_digit(
     compare = rng.random(n) if case == "compared" else None
     monkeypatch.setattr(kernels, "PART_ROWS", 2000)
     monkeypatch.setattr(parallel, "_threads", threads)
+    monkeypatch.setattr(exact, "PAIRS_FROM", pairs_from)
     summed, _, outside = _user_auc_parts(keys, None, pred, label, tag, 50, compare, weight,
                                          (0, exact.DIGITS))
     assert not outside
@@ -962,9 +966,10 @@ def test_user_sums_rounded_on_a_rank_alone_are_the_floats_of_every_digit(
     assert any(len(part.index) for part in pairs)  # some bits spilled
     rounded, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 50, compare=compare,
                                           weight=weight, alone=True)
-    assert firsts == [exact.ROUNDED] * len(full)
-    for got, whole in zip(rounded, full, strict=True):
-        assert np.array_equal(got, exact.to_floats(np.ascontiguousarray(whole)))
+    assert firsts == [exact.ROUNDED if pairs_from == 1 else 0] * len(full)  # (1e-200)
+    for got, first, whole in zip(rounded, firsts, full, strict=True):
+        assert np.array_equal(exact.rounded(got, first),
+                              exact.to_floats(np.ascontiguousarray(whole)))
     windows, firsts, _ = user_auc_windows(keys, None, pred, label, tag, 50, compare=compare,
                                           weight=weight)
     for got, first, whole in zip(windows, firsts, full, strict=True):

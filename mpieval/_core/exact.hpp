@@ -59,6 +59,10 @@ struct Spill {
     double value;
 };
 inline thread_local std::vector<Spill> spills;
+// Spills a thread keeps before it compacts them (compact_spills): sums whose values' bits
+// span wide (a user's pred sum cubed, next to a tiny one) may spill at most additions.
+constexpr size_t SPILLS_KEPT = size_t(1) << 20;
+inline thread_local size_t spill_limit = SPILLS_KEPT;
 
 // a + b as s + e exactly, s = fl(a + b) (Knuth's TwoSum: no branch, any order of a and b;
 // exact unless s overflows).
@@ -83,6 +87,12 @@ inline bool pair_step(double& hi, double& lo, double value) {
     return pair_spill(hi, lo, value) == 0.0;
 }
 
+// The thread's spills of each accumulator summed exactly and given again as the few
+// float64s that sum rounds to (the bits below each one's rounding, in turn): the same
+// exact sums in about one spill an accumulator; the thread keeps up to twice as many
+// again before it compacts them once more (defined below to_double).
+inline void compact_spills();
+
 inline void add_pair(double* acc, double value) {
     double hi = acc[0], lo = acc[1];
     const double f = pair_spill(hi, lo, value);
@@ -92,7 +102,10 @@ inline void add_pair(double* acc, double value) {
     }
     acc[0] = hi;
     acc[1] = lo;
-    if (f != 0.0) spills.push_back({acc, f});
+    if (f != 0.0) {
+        spills.push_back({acc, f});
+        if (spills.size() >= spill_limit) compact_spills();
+    }
 }
 
 // Add the float64 value to the accumulator acc (DIGITS digits; the thread's window of
@@ -257,6 +270,30 @@ inline void add_at(double* acc, int64_t blocks, int64_t fields, const int64_t* i
     for (int64_t block = 0; block < blocks; ++block)
         if (adds[size_t(block)])
             normalize(acc + (block * fields + first) * window_digits, width);
+}
+
+inline void compact_spills() {
+    std::sort(spills.begin(), spills.end(), [](const Spill& a, const Spill& b) {
+        return reinterpret_cast<uintptr_t>(a.acc) < reinterpret_cast<uintptr_t>(b.acc);
+    });
+    std::vector<Spill> kept;
+    double full[DIGITS];
+    for (size_t k = 0; k < spills.size();) {
+        const double* acc = spills[k].acc;
+        std::fill(full, full + DIGITS, 0.0);
+        int64_t adds = 0;
+        for (; k < spills.size() && spills[k].acc == acc; ++k) {
+            add_full(full, spills[k].value);
+            if (++adds % SAFE_ADDS == 0) normalize(full, 1, DIGITS);
+        }
+        // a sum of finite spills, each below half a pair's last bit: finite, a few steps
+        for (double value; (value = to_double(full)) != 0.0;) {
+            kept.push_back({acc, value});
+            add_full(full, -value);
+        }
+    }
+    spills.swap(kept);
+    spill_limit = std::max(SPILLS_KEPT, 2 * spills.size());
 }
 
 // Add the exact value of the accumulator full (DIGITS digits) to the pair acc (pairs mode):

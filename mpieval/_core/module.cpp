@@ -124,6 +124,7 @@ void bind_exact(nb::module_ m) {
         exact::window_outside = false;
         exact::pairs = false;
         exact::spills.clear();  // (any not taken: a pass that failed)
+        exact::spill_limit = exact::SPILLS_KEPT;
     }, nb::arg("first"), nb::arg("digits"));
     m.def("set_pairs", []() {
         exact::pairs = true;
@@ -131,6 +132,7 @@ void bind_exact(nb::module_ m) {
         exact::window_digits = 2;  // an accumulator's stride: its pair
         exact::window_outside = false;
         exact::spills.clear();
+        exact::spill_limit = exact::SPILLS_KEPT;
     });
     // the thread's spills of the pairs of `table` (their addresses in it), counted, then
     // taken out of the thread's spills as (accumulator index, value)

@@ -289,6 +289,16 @@ alone, which sums nothing over ranks, rounds its pairs at once."""
 
 Sums = np.ndarray | Pairs
 """Accumulators of a window of digits (an array ``(..., digits)``) or pairs."""
+PAIRS_FROM = 1024
+"""Blocks (tags) from which per-block sums are made as pairs rather than in a window of
+digits: fewer blocks' digits stay in the caches, and a block of many groups (``all``)
+sums values whose bits span wide, which a pair spills."""
+
+
+def summed_in(blocks: int, window: tuple[int, int]) -> tuple[int, int]:
+    """Where ``blocks`` blocks of sums are made: ``PAIRS`` from :data:`PAIRS_FROM` blocks
+    on, else ``window``'s digits."""
+    return PAIRS if blocks >= PAIRS_FROM else window
 
 
 def zeroed(window: tuple[int, int], *shape: int) -> Sums:

@@ -126,16 +126,20 @@ def user_sums_window(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
                      gain: str = "linear", compare: np.ndarray | None = None, *,
                      alone: bool = False) -> tuple[np.ndarray, int]:
     """:func:`user_sums` cut to a window of digits (many tags: ``WINDOW``'s 11 digits a
-    sum rather than 68), and its first digit: summed as pairs
+    sum rather than 68), and its first digit: many tags
+    (:func:`~mpieval.kernels.exact.summed_in`) summed as pairs
     (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum), then on a rank ``alone``
     rounded at once (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as
-    ``WINDOW``'s digits (every digit when a sum falls outside them); again with every
-    digit when a value is infinite or NaN (the same exact sums, and floats, every way)."""
+    ``WINDOW``'s digits (every digit when a sum falls outside them); few tags summed in
+    ``WINDOW``'s digits; again with every digit when a value falls outside them, or is
+    infinite or NaN (the same exact sums, and floats, every way)."""
     label = np.asarray(label, dtype=np.float64)
     fields = len(sum_fields(cutoffs, compare is not None))
-    pairs = exact.Pairs.zeros(1 + n_tags, fields)
-    if not _added_groups(pairs, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare):
-        (sums,), (first,) = exact.settled([pairs], alone, WINDOW)
+    window = exact.summed_in(1 + n_tags, WINDOW)
+    summed = exact.zeroed(window, 1 + n_tags, fields)
+    if not _added_groups(summed, None if window == exact.PAIRS else window[0], keys, pred,
+                         label, tag, n_tags, cutoffs, gain, compare):
+        (sums,), (first,) = exact.settled([summed], alone, WINDOW)
         return sums, first
     sums = exact.accumulator(1 + n_tags, fields)
     _added_groups(sums, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare)

@@ -144,14 +144,16 @@ def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | N
                       weight: np.ndarray | None = None, *,
                       alone: bool = False) -> tuple[np.ndarray, int]:
     """:func:`row_sums` into new accumulators (``(blocks, fields)``) and their first digit:
-    summed as pairs (many tags: 16 bytes a sum, :class:`~mpieval.kernels.exact.Pairs`),
-    then rounded at once on a rank ``alone`` (first digit
-    :data:`~mpieval.kernels.exact.ROUNDED`), else as accumulators of ``WINDOW``'s digits
-    (every digit when a sum falls outside them); again with every digit when a value is
+    many tags (:func:`~mpieval.kernels.exact.summed_in`) summed as pairs (16 bytes a sum,
+    :class:`~mpieval.kernels.exact.Pairs`), then rounded at once on a rank ``alone``
+    (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as accumulators of
+    ``WINDOW``'s digits (every digit when a sum falls outside them); few tags summed in
+    ``WINDOW``'s digits; again with every digit when a value falls outside them, or is
     infinite or NaN (the same exact sums, and floats, every way)."""
-    pairs = exact.zeroed(exact.PAIRS, blocks, fields)
-    if row_sums(pred, label, codes, tag_of_code, pairs, weight, exact.PAIRS):
-        (sums,), (first,) = exact.settled([pairs], alone, WINDOW)
+    window = exact.summed_in(blocks, WINDOW)
+    summed = exact.zeroed(window, blocks, fields)
+    if row_sums(pred, label, codes, tag_of_code, summed, weight, window):
+        (sums,), (first,) = exact.settled([summed], alone, WINDOW)
         return sums, first
     sums = np.zeros((blocks, fields, exact.DIGITS))
     inside = row_sums(pred, label, codes, tag_of_code, sums, weight)
@@ -227,14 +229,16 @@ def user_auc_windows(
     """:func:`user_auc_parts`' parts cut to a window of digits (many tags: ``WINDOW``'s
     11 digits a sum rather than 68), each part's first digit
     (:func:`mpieval.kernels.exact.window_to_floats`), and whether two rows of one key
-    collide. Summed as pairs (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum, so
-    the pass over users adds to a sixth of the bytes of ``WINDOW``'s digits), then on a
-    rank ``alone`` rounded at once (first digit :data:`~mpieval.kernels.exact.ROUNDED`),
-    else given as ``WINDOW``'s digits (every digit when a sum falls outside them); summed
-    again with every digit when a value is infinite or NaN. The same exact sums, and
-    floats, every way."""
+    collide. Many tags (:func:`~mpieval.kernels.exact.summed_in`) summed as pairs
+    (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum, so the pass over users adds
+    to a sixth of the bytes of ``WINDOW``'s digits), then on a rank ``alone`` rounded at
+    once (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as ``WINDOW``'s
+    digits (every digit when a sum falls outside them); few tags summed in ``WINDOW``'s
+    digits; again with every digit when a value falls outside them, or is infinite or NaN.
+    The same exact sums, and floats, every way."""
     parts, collision, outside = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
-                                                compare, weight, exact.PAIRS)
+                                                compare, weight,
+                                                exact.summed_in(1 + n_tags, WINDOW))
     if not outside:
         settled, firsts = exact.settled(parts, alone, WINDOW)
     else:
