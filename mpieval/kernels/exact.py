@@ -18,7 +18,11 @@ an accumulator packs into the same buffer as the other summed parts.
 
 The compiled kernels (``mpieval/_core/exact.hpp``: ``add``, ``normalize``) take
 accumulators of shape ``(..., DIGITS)`` and add each value where the loops that feed them
-compute it, so those loops stay one pass.
+compute it, so those loops stay one pass; or, on a thread set to them, a window of the
+digits (:func:`thread_window`), or *pairs* (:func:`thread_pairs`, :class:`Pairs`): two
+float64s a sum and the spills of the bits they cannot hold, the same exact sum in 16
+bytes (many tags), rounded at once on a rank alone or made into digits to be summed over
+ranks.
 """
 
 from __future__ import annotations
