@@ -316,6 +316,10 @@ struct Output {
     // not null (unweighted counts): the whole-number fields (WHOLE_FIELDS), per block,
     // summed as integers and added to sums once (add_whole_counts)
     unsigned __int128* whole = nullptr;
+    // not null (pairs, unweighted counts): each block's groups counted here and added to
+    // its users sum once (add_user_counts): most groups (one row, no valid AUC) then touch
+    // 8 bytes a tag, not the tag's sums
+    int64_t* users = nullptr;
 };
 
 // The fields of an unweighted group that are whole numbers: users, valid users, rows,
@@ -349,12 +353,20 @@ inline void add_whole_counts(Output& out, int64_t blocks) {
     }
 }
 
-// A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
-// twice_u twice its (weighted) pairs in order plus its tied ones.
-inline void add_counts(Output& out, int64_t block, double rows, double positives,
-                       double negatives, double twice_u) {
+// The group counts of out.users added to the users sums (exact: whole numbers below
+// 2**53), and cleared.
+inline void add_user_counts(Output& out, int64_t blocks) {
+    if (out.users == nullptr) return;
+    for (int64_t block = 0; block < blocks; ++block) {
+        if (out.users[block]) exact::add(out.sums + block * USER_FIELDS * D, double(out.users[block]));
+        out.users[block] = 0;
+    }
+}
+
+// add_counts but the group's count (1 user): its valid fields, when it has both labels.
+inline void add_valid_counts(Output& out, int64_t block, double rows, double positives,
+                             double negatives, double twice_u) {
     double* s = out.sums + block * USER_FIELDS * D;
-    exact::add(s, 1.0);
     if (positives > 0 && negatives > 0) {
         const double auc = twice_u / (2.0 * positives * negatives);
         if (out.record) {
@@ -379,12 +391,25 @@ inline void add_counts(Output& out, int64_t block, double rows, double positives
     }
 }
 
+// A group of `rows` rows (their weight), `positives` and `negatives` of them (weights),
+// twice_u twice its (weighted) pairs in order plus its tied ones.
+inline void add_counts(Output& out, int64_t block, double rows, double positives,
+                       double negatives, double twice_u) {
+    exact::add(out.sums + block * USER_FIELDS * D, 1.0);
+    add_valid_counts(out, block, rows, positives, negatives, twice_u);
+}
+
 // Counts of an unweighted group (whole numbers: exact as doubles below 2**53).
 inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positives,
                        int64_t twice_u) {
     if (out.whole == nullptr) {
-        add_counts(out, block, double(rows), double(positives), double(rows - positives),
-                   double(twice_u));
+        const double n = double(rows), p = double(positives), u = double(twice_u);
+        if (out.users == nullptr) {
+            add_counts(out, block, n, p, double(rows - positives), u);
+        } else {
+            ++out.users[block];
+            add_valid_counts(out, block, n, p, double(rows - positives), u);
+        }
         return;
     }
     // the same values as the float64 add_counts, the whole-number ones summed as integers
@@ -934,10 +959,6 @@ inline void prefetch_row(const uint64_t* packed, int64_t k, int64_t n, uint64_t 
 // sums lie anywhere in them).
 constexpr size_t STAGED_AHEAD = 8;
 
-// Users ahead that grouped_user_sums asks the memory for the sums of (many tags): the first
-// line of each of their tags' sums (a group's user count; the rest for a valid group only).
-constexpr size_t USERS_AHEAD = 4;
-
 // Asks the memory for a block's `fields` sums (D digits or a pair each), a line at a time.
 inline void prefetch_sums(const double* block, int64_t fields) {
     const int64_t bytes = fields * D * int64_t(sizeof(double));
@@ -1308,9 +1329,12 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     const int64_t n_tags = in.n_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
-    // (pairs: a whole number is added to its pair exactly, with no per-block integers)
+    // (pairs: a whole number is added to its pair exactly, with no per-block integers
+    // but the groups' count)
     std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
     out.whole = exact::pairs ? nullptr : whole.data();
+    std::vector<int64_t> group_counts(exact::pairs ? size_t(1 + n_tags) : 0, 0);
+    out.users = exact::pairs ? group_counts.data() : nullptr;
     int64_t longest = 0;
     for (int64_t start = 0; start < n;) {
         const int64_t end = run_end(packed, start, n, row_bits);
@@ -1412,6 +1436,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     }
     add_whole_counts(out, 1 + n_tags);
     out.whole = nullptr;
+    add_user_counts(out, 1 + n_tags);
+    out.users = nullptr;
     exact::normalize(out.sums, blocks);
     if (out.moments) {
         moments.flush(out.moments, MOMENT_FIELDS);
@@ -1436,9 +1462,12 @@ void grouped_user_sums(Workspace& work, Output& out) {
     const int64_t n_tags = work.n_tags;
     const bool has_tags = work.has_tags;
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
-    // (pairs: a whole number is added to its pair exactly, with no per-block integers)
+    // (pairs: a whole number is added to its pair exactly, with no per-block integers
+    // but the groups' count)
     std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
     out.whole = exact::pairs ? nullptr : whole.data();
+    std::vector<int64_t> group_counts(exact::pairs ? size_t(1 + n_tags) : 0, 0);
+    out.users = exact::pairs ? group_counts.data() : nullptr;
     uint64_t* grouped = work.grouped.get();
     uint32_t* payload = work.grouped_payload.get();
     const std::vector<int64_t>& ends = work.ends;
@@ -1457,23 +1486,9 @@ void grouped_user_sums(Workspace& work, Output& out) {
     KeyMoments moments;
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
-    // the tag code of grouped row i
-    auto code_of = [&](int64_t i) -> int64_t {
-        if constexpr (sizeof(P) == 4)
-            return int64_t(uint32_t(grouped[i] & UINT64_C(0xFFFFFFFF)) >> 1);
-        else
-            return int64_t(payload[i] >> 1);
-    };
     int64_t lo = 0;
     for (size_t u = 0; u < ends.size(); ++u) {
         const int64_t hi = ends[u], m = hi - lo;
-        if (has_tags && u + USERS_AHEAD < ends.size()) {  // (many tags: a later user's sums)
-            const int64_t later = ends[u + USERS_AHEAD - 1], stop = ends[u + USERS_AHEAD];
-            for (int64_t i = later; i < std::min(stop, later + SHORT); ++i) {
-                const int64_t code = code_of(i);
-                if (code < n_tags) __builtin_prefetch(out.sums + (1 + code) * USER_FIELDS * D, 1);
-            }
-        }
         uint64_t* keys = grouped + lo;
         uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
         if (m <= SHORT) {
@@ -1532,6 +1547,8 @@ void grouped_user_sums(Workspace& work, Output& out) {
     }
     add_whole_counts(out, 1 + n_tags);
     out.whole = nullptr;
+    add_user_counts(out, 1 + n_tags);
+    out.users = nullptr;
     exact::normalize(out.sums, blocks);
     if (out.moments) {
         moments.add_staged(n_tags, out.moments, MOMENT_FIELDS);
