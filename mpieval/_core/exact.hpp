@@ -43,7 +43,7 @@ inline int digit_of(double value) {
     return int((exponent == 0 ? 0 : exponent - 1) >> 5);
 }
 
-// Pairs (many tags on a rank alone): while a thread's pairs mode is set (set_pairs in
+// Pairs (many tags): while a thread's pairs mode is set (thread_pairs in
 // mpieval/kernels/exact.py), the accumulators that add() takes on that thread are two
 // float64s, hi and lo, and the exact sum is hi + lo plus the thread's spills of that
 // accumulator: each value is added to hi by an error-free sum (TwoSum: hi + value = s + e

@@ -41,20 +41,30 @@
 namespace mpieval::bindings {
 namespace {
 
-// A table of pairs (..., 2) and its spills: indexes in 0 .. rows - 1, one value each.
-void pair_checks(const In& table, const In& index, const In& value, int64_t rows,
-                 const char* what) {
+// A table of pairs (..., 2) and its spills (index, value), checked: indexes in 0 .. rows -
+// 1, one value each.
+struct PairsIn {
+    const double* table;
+    int64_t rows;
+    const int64_t* index;
+    const double* value;
+    int64_t spills;
+};
+
+PairsIn pairs_in(const In& table, const In& index, const In& value, const char* what) {
+    const PairsIn in{as<double>(table, "table"), int64_t(table.size()) / 2,
+                     as<int64_t>(index, "index"), as<double>(value, "value"), length(index)};
     if (table.ndim() < 1 || table.shape(table.ndim() - 1) != 2)
         throw nb::value_error((std::string("mpieval._core: ") + what +
                                "' table holds pairs (..., 2)").c_str());
-    const int64_t* i = as<int64_t>(index, "index");
-    if (length(value) != length(index) || index.ndim() != 1 || value.ndim() != 1)
+    if (length(value) != in.spills || index.ndim() != 1 || value.ndim() != 1)
         throw nb::value_error((std::string("mpieval._core: ") + what +
                                "' spills are an index and a value each").c_str());
-    for (int64_t k = 0; k < length(index); ++k)
-        if (i[k] < 0 || i[k] >= rows)
+    for (int64_t k = 0; k < in.spills; ++k)
+        if (in.index[k] < 0 || in.index[k] >= in.rows)
             throw nb::value_error((std::string("mpieval._core: ") + what +
                                    "' spill index out of the pairs").c_str());
+    return in;
 }
 
 void bind_exact(nb::module_ m) {
@@ -180,33 +190,26 @@ void bind_exact(nb::module_ m) {
         }
     }, nb::arg("into").noconvert(), nb::arg("other").noconvert());
     m.def("pairs_to_floats", [](In table, In index, In value, Out out) {
-        const double* t = as<double>(table, "table");
-        const int64_t* i = as<int64_t>(index, "index");
-        const double* v = as<double>(value, "value");
+        const PairsIn in = pairs_in(table, index, value, "pairs_to_floats");
         double* o = as<double>(out, "out");
-        const int64_t rows = int64_t(table.size()) / 2;
-        pair_checks(table, index, value, rows, "pairs_to_floats");
-        if (int64_t(out.size()) != rows)
+        if (int64_t(out.size()) != in.rows)
             throw nb::value_error("mpieval._core: pairs_to_floats' out holds one value a pair");
         Release r;
-        exact::pairs_to_floats(t, rows, i, v, length(index), o);
+        exact::pairs_to_floats(in.table, in.rows, in.index, in.value, in.spills, o);
     }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert(),
        nb::arg("out").noconvert());
     m.def("pairs_to_digits", [](In table, In index, In value, Out out, int first) {
         // out: zeroed accumulators of a window of digits from `first` on (every digit:
         // first 0, DIGITS of them); True when some value falls outside the window
-        const double* t = as<double>(table, "table");
-        const int64_t* i = as<int64_t>(index, "index");
-        const double* v = as<double>(value, "value");
+        const PairsIn in = pairs_in(table, index, value, "pairs_to_digits");
         double* o = as<double>(out, "out");
-        const int64_t rows = int64_t(table.size()) / 2;
-        pair_checks(table, index, value, rows, "pairs_to_digits");
         const int64_t digits = out.ndim() ? int64_t(out.shape(out.ndim() - 1)) : 0;
         if (!(first == 0 && digits == exact::DIGITS) &&
             (first < 0 || digits < 4 || first + digits > exact::DIGITS - 1))
             throw nb::value_error("mpieval._core: pairs_to_digits' window out of the digits");
-        if (int64_t(out.size()) != rows * digits)
-            throw nb::value_error("mpieval._core: pairs_to_digits' out holds an accumulator a pair");
+        if (int64_t(out.size()) != in.rows * digits)
+            throw nb::value_error(
+                "mpieval._core: pairs_to_digits' out holds an accumulator a pair");
         Release r;
         const int saved_first = exact::window_first, saved_digits = exact::window_digits;
         const bool saved_pairs = exact::pairs, saved_outside = exact::window_outside;
@@ -214,7 +217,7 @@ void bind_exact(nb::module_ m) {
         exact::window_digits = int(digits);
         exact::pairs = false;
         exact::window_outside = false;
-        exact::pairs_to_digits(t, rows, i, v, length(index), o);
+        exact::pairs_to_digits(in.table, in.rows, in.index, in.value, in.spills, o);
         const bool outside = exact::window_outside;
         exact::window_first = saved_first;
         exact::window_digits = saved_digits;
@@ -239,7 +242,8 @@ void bind_exact(nb::module_ m) {
         if (!exact::pairs &&
             (acc.ndim() != 3 || (window_first < 0 && int64_t(acc.shape(2)) != exact::DIGITS) ||
             (window_first >= 0 &&
-             (int64_t(acc.shape(2)) < 4 || window_first + int64_t(acc.shape(2)) > exact::DIGITS - 1)))) {
+             (int64_t(acc.shape(2)) < 4 ||
+              window_first + int64_t(acc.shape(2)) > exact::DIGITS - 1)))) {
             throw nb::value_error("mpieval._core: add_at's acc has shape (blocks, fields, DIGITS), "
                                   "or a window of digits from window_first on");
         }

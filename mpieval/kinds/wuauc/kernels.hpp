@@ -358,7 +358,8 @@ inline void add_whole_counts(Output& out, int64_t blocks) {
 inline void add_user_counts(Output& out, int64_t blocks) {
     if (out.users == nullptr) return;
     for (int64_t block = 0; block < blocks; ++block) {
-        if (out.users[block]) exact::add(out.sums + block * USER_FIELDS * D, double(out.users[block]));
+        if (out.users[block])
+            exact::add(out.sums + block * USER_FIELDS * D, double(out.users[block]));
         out.users[block] = 0;
     }
 }
@@ -1331,7 +1332,8 @@ void user_sums(uint64_t* packed, bool overwrite, int64_t n, int row_bits, const 
     const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
     // (pairs: a whole number is added to its pair exactly, with no per-block integers
     // but the groups' count)
-    std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    std::vector<unsigned __int128> whole(
+        exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
     out.whole = exact::pairs ? nullptr : whole.data();
     std::vector<int64_t> group_counts(exact::pairs ? size_t(1 + n_tags) : 0, 0);
     out.users = exact::pairs ? group_counts.data() : nullptr;
@@ -1464,7 +1466,8 @@ void grouped_user_sums(Workspace& work, Output& out) {
     const int64_t blocks = (1 + n_tags) * USER_FIELDS;
     // (pairs: a whole number is added to its pair exactly, with no per-block integers
     // but the groups' count)
-    std::vector<unsigned __int128> whole(exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
+    std::vector<unsigned __int128> whole(
+        exact::pairs ? 0 : size_t((1 + n_tags) * WHOLE_FIELDS), 0);
     out.whole = exact::pairs ? nullptr : whole.data();
     std::vector<int64_t> group_counts(exact::pairs ? size_t(1 + n_tags) : 0, 0);
     out.users = exact::pairs ? group_counts.data() : nullptr;
