@@ -97,3 +97,17 @@ def test_no_rows_on_any_rank_is_undefined_everywhere(comm: Comm) -> None:
     assert got["tags"]["all"]["real_ins_num"] == 0
     warned = [w for w in caught if issubclass(w.category, UndefinedMetricWarning)]
     assert len(warned) == (1 if comm.rank == 0 else 0)
+
+
+def test_many_tags_give_the_bits_of_one_process(comm: Comm, rng: np.random.Generator) -> None:
+    """1,500 tags (per-tag sums made as pairs: ``exact.PAIRS_FROM``), with a compared model:
+    the ranks' pairs, made into digits and summed, give the floats one process rounds from
+    its pairs, bit for bit."""
+    rows = dataset(rng, 8000, "int")
+    rows["tag"] = np.char.add("t", rng.integers(0, 1500, 8000).astype(str))
+    want = result(fed(Comm.local(), rows, batches=1, compare=True))
+    assert len(want["tags"]) > 1000
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    got = result(fed(comm, mine, compare=True))
+    assert got == want
+    assert all(other == got for other in comm.allgather(got))

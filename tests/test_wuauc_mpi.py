@@ -268,3 +268,24 @@ def test_more_tags_than_uint16_codes_across_ranks(comm: Comm, rng: np.random.Gen
     assert len(got["tags"]) == 70_001
     assert_same(got["tags"], want["tags"])
     same_on_every_rank(comm, got)
+
+
+def test_many_tags_give_the_bits_of_one_process(comm: Comm, rng: np.random.Generator) -> None:
+    """1,500 tags (per-tag sums made as pairs: ``exact.PAIRS_FROM``), preds of 1e-200 among
+    them (spills): the ranks' pairs, made into digits and summed, give the floats one
+    process rounds from its pairs, bit for bit (JSON and log lines)."""
+    n = 8000
+    rows = {"uid": rng.integers(0, 900, n), "pred": rng.random(n),
+            "label": (rng.random(n) < 0.3).astype(np.int64),
+            "tag": np.char.add("t", rng.integers(0, 1500, n).astype(str))}
+    rows["pred"][rng.random(n) < 0.02] = 1e-200
+    want_metric = WuaucMetric(comm=Comm.local())
+    want_metric.update(rows["uid"], rows["pred"], rows["label"], rows["tag"])
+    want = quiet(want_metric)
+    assert len(want.blocks) > 1000
+    metric = WuaucMetric(comm=comm)
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    metric.update(mine["uid"], mine["pred"], mine["label"], mine["tag"])
+    got = quiet(metric)
+    assert got.to_dict() == want.to_dict()
+    assert got.to_log_line("x") == want.to_log_line("x")
