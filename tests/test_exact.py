@@ -569,15 +569,20 @@ def test_a_thread_leaves_pairs_mode_with_no_spill_left() -> None:
 
 
 def test_a_thread_compacts_its_spills_to_about_one_a_sum() -> None:
-    """Sums that spill at most additions (values 2**-500 to 2**500 apart) keep about one
-    spill a sum once the thread's spills pass SPILLS_KEPT (compacted: each sum's spills
-    given again as the float64s their exact sum rounds to), and round to the exact sums."""
+    """Sums that spill at most additions (values 2**-500 to 2**500 apart): the thread's
+    spills compacted once they pass SPILLS_KEPT (each sum's spills given again as the
+    float64s their exact sum rounds to), and again as they are taken (a few a sum: as
+    many as the float64s their exact sum spans); the sums round to the exact sums."""
     rng = np.random.default_rng(7)
     n = (1 << 20) + 300_000
     values = rng.random(n) * 2.0 ** rng.integers(-500, 501, n)
     index = rng.integers(0, 3, n)
     pairs = exact.Pairs.zeros(3, 1)
-    assert not exact.add_at(pairs, index, values)
-    assert 1000 < len(pairs.index) < 600_000  # compacted once, then spilling again
+    with exact.thread_pairs() as outside:
+        _core.exact.add_at(pairs.table, index, values, 0, -1)
+        held = _core.exact.spill_count(pairs.table)  # compacted once in the pass
+        pairs.take_spills()  # compacted again as they are taken
+    assert not outside[0] and 1000 < held < 1 << 20
+    assert 0 < len(pairs.index) <= 3 * 40  # (2**-553 .. 2**500: about 18 float64s a sum)
     want = [rounded_sum(values[index == k].tolist()) for k in range(3)]
     assert pairs.to_floats()[:, 0].tolist() == want

@@ -89,8 +89,9 @@ inline bool pair_step(double& hi, double& lo, double value) {
 
 // The thread's spills of each accumulator summed exactly and given again as the few
 // float64s that sum rounds to (the bits below each one's rounding, in turn): the same
-// exact sums in about one spill an accumulator; the thread keeps up to twice as many
-// again before it compacts them once more (defined below to_double).
+// exact sums in a few spills an accumulator (one when they span 53 bits, at most about
+// 40); the thread keeps up to twice as many again before it compacts them once more
+// (defined below to_double).
 inline void compact_spills();
 
 inline void add_pair(double* acc, double value) {

@@ -144,6 +144,11 @@ void bind_exact(nb::module_ m) {
         exact::spills.clear();
         exact::spill_limit = exact::SPILLS_KEPT;
     });
+    // the thread's spills compacted (exact.hpp's compact_spills: a few a sum)
+    m.def("compact_spills", []() {
+        Release r;
+        exact::compact_spills();
+    });
     // the thread's spills of the pairs of `table` (their addresses in it), counted, then
     // taken out of the thread's spills as (accumulator index, value)
     m.def("spill_count", [](In table) {

@@ -247,7 +247,10 @@ class Pairs:
         return self.table.shape[:-1]
 
     def take_spills(self) -> None:
-        """Keep this thread's spills of the table (:func:`thread_pairs`, within it)."""
+        """Keep this thread's spills of the table (:func:`thread_pairs`, within it),
+        compacted first (a few a sum, at most the float64s its spills' exact sum spans: a
+        pass over many rows in parts, each part's spills taken, keeps no more a part)."""
+        _core.exact.compact_spills()
         n = _core.exact.spill_count(self.table)
         if n:
             index, value = np.empty(n, np.int64), np.empty(n, np.float64)
