@@ -134,6 +134,7 @@ void bind_exact(nb::module_ m) {
         exact::window_outside = false;
         exact::pairs = false;
         exact::spills.clear();  // (any not taken: a pass that failed)
+        exact::spills.shrink_to_fit();  // (a pool thread keeps no spill buffer between passes)
         exact::spill_limit = exact::SPILLS_KEPT;
     }, nb::arg("first"), nb::arg("digits"));
     m.def("set_pairs", []() {
