@@ -344,11 +344,6 @@ class TagCodes:
         self.take(other._values)
         return self.of(other._values)
 
-    def positions(self, tags: Sequence[Any]) -> np.ndarray:
-        """Each code's index among ``tags``, which hold every value (one entry a code;
-        :func:`recoded` writes the code of no value as ``len(tags)``)."""
-        return TagCodes(tags).of(self._values)
-
     def check(self, tag: Any, n: int) -> tuple[list[Any], np.ndarray]:
         """The distinct values of a tag column of ``n`` rows (as Python ints or strs) and
         each row's index among them; checked against the values seen so far. A

@@ -27,9 +27,9 @@ def test_add_maps_the_other_codes_to_these_and_appends_the_new_values():
     assert recoded(codes, lookup) is codes and codes.tolist() == [1, NO_TAG, 2]
 
 
-def test_positions_index_every_code_among_the_agreed_tags():
+def test_the_agreed_tags_code_every_local_value_by_its_place():
     codes = TagCodes([7, 3])
-    lookup = codes.positions((1, 3, 7))
+    lookup = TagCodes((1, 3, 7)).of(codes.values)  # as UserRowsMetric._agree
     assert lookup.tolist() == [2, 1]
     rows = np.array([0, NO_TAG, 1, 0], dtype=TAG_DTYPE)
     assert recoded(rows, lookup, no_tag=3).tolist() == [2, 3, 1, 2]  # no value: len(tags)
@@ -52,7 +52,7 @@ def test_tag_codes_past_the_uint16_range_keep_their_values():
     assert [tags.values[c] for c in codes[:1000].tolist()] == [
         values[i] for i in inverse[:1000].tolist()]
     ordered = tuple(sorted(values))
-    global_codes = recoded(codes.copy(), tags.positions(ordered))
+    global_codes = recoded(codes.copy(), TagCodes(ordered).of(tags.values))
     assert [ordered[c] for c in global_codes.tolist()] == [values[i] for i in inverse.tolist()]
 
 

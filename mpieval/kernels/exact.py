@@ -138,9 +138,8 @@ def add_at(acc: np.ndarray | Pairs, index: np.ndarray, values: np.ndarray, first
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     if isinstance(acc, Pairs):
-        with thread_pairs() as outside:
+        with summing(PAIRS, acc) as outside:
             _core.exact.add_at(acc.table, index, values, first, -1)
-            acc.take_spills()
         return outside[0]
     return _core.exact.add_at(acc, index, values, first,
                               -1 if window_first is None else window_first)
@@ -204,7 +203,7 @@ def window_to_floats(window: np.ndarray, first: int) -> np.ndarray:
     return out
 
 
-# -- pairs: many tags on a rank alone -------------------------------------------------------
+# -- pairs: many tags -------------------------------------------------------------------------
 
 
 @contextmanager
@@ -263,9 +262,8 @@ class Pairs:
         again with every digit)."""
         if other.table.shape != self.table.shape:
             raise ValueError("Pairs.add: sums of another shape")
-        with thread_pairs() as outside:
+        with summing(PAIRS, self) as outside:
             _core.exact.add_pairs(self.table, other.table)
-            self.take_spills()
         self.index = np.concatenate([self.index, other.index])
         self.value = np.concatenate([self.value, other.value])
         return outside[0]
@@ -289,7 +287,7 @@ class Pairs:
 
 PAIRS = (-1, 2)
 """The window ``(first, digits)`` of pairs (:class:`Pairs`, :func:`thread_pairs`): what the
-compiled passes that take a window (``thread_window``) take instead, on a rank alone."""
+compiled passes that take a window (``thread_window``) take instead (many tags)."""
 ROUNDED = -1
 """The first digit of a part already rounded to float64s (:func:`rounded`): a rank
 alone, which sums nothing over ranks, rounds its pairs at once."""

@@ -155,7 +155,7 @@ def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | N
     if row_sums(pred, label, codes, tag_of_code, summed, weight, window):
         (sums,), (first,) = exact.settled([summed], alone, WINDOW)
         return sums, first
-    sums = np.zeros((blocks, fields, exact.DIGITS))
+    sums = exact.accumulator(blocks, fields)
     inside = row_sums(pred, label, codes, tag_of_code, sums, weight)
     assert inside, "row_sums with every digit takes every value"
     return sums, 0
