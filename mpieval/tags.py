@@ -151,6 +151,37 @@ def held_reasons(reasons: list[tuple[int, str, np.ndarray]]) -> list[tuple[str, 
     return [(text, where) for where, _, text in held]
 
 
+class BlockNames(Sequence[str]):
+    """The names of a per-tag result's blocks: ``all``, then the tag values as text, each
+    made when read (many tags: a result made but not all read makes no text a tag)."""
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return 1 + len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            head = [ALL] if start == 0 < stop else []
+            return head + list(map(str, self._values[max(start - 1, 0):max(stop - 1, 0)]))
+        i = range(len(self))[index]  # an IndexError past the end
+        return ALL if i == 0 else str(self._values[i - 1])
+
+    def __iter__(self) -> Iterator[str]:
+        yield ALL
+        yield from map(str, self._values)
+
+
 class ColumnBlocks(Sequence[B]):
     """A result's blocks kept as its columns (many tags: a few arrays, not objects a
     block), each block made when read, by the kind's ``make(start, stop)`` (the blocks
@@ -301,8 +332,15 @@ class TagCodes:
 
     def __init__(self, values: Sequence[Any] = ()) -> None:
         self._values: list[Any] = list(values)
-        self._index: dict[Any, int] = dict(zip(self._values, range(len(self._values)), strict=True))
+        self._lookup: dict[Any, int] | None = None  # made when first asked (many tags)
         self._type: type | None = type(self._values[0]) if self._values else None
+
+    @property
+    def _index(self) -> dict[Any, int]:
+        """Each value's code."""
+        if self._lookup is None:
+            self._lookup = dict(zip(self._values, range(len(self._values)), strict=True))
+        return self._lookup
 
     @property
     def values(self) -> Sequence[Any]:

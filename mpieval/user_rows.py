@@ -334,7 +334,10 @@ class UserRowsMetric(Metric):
         tag_types = {v[1] for v in views if v[1] is not None}
         if len(tag_types) > 1:
             raise InputError("tag", "integer tags on some ranks and strings on others")
-        tags = tuple(sorted({value for view in views for value in view[3]}))
+        tags, local_to_global = _sorted_int_tags(
+            [v[3] for v in views], self._tags.values) if tag_types == {"int"} else (None, None)
+        if tags is None:
+            tags = tuple(sorted({value for view in views for value in view[3]}))
         if len(tags) > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
         layout = UserLayout(
@@ -344,7 +347,9 @@ class UserRowsMetric(Metric):
         )
         # the agreed values' codes, kept for _global_tag_codes (many tags: made once)
         self._agreed_tags = TagCodes(tags)
-        return layout, self._agreed_tags.of(self._tags.values)
+        if local_to_global is None:
+            local_to_global = self._agreed_tags.of(self._tags.values)
+        return layout, local_to_global
 
     def _outgoing(
         self, layout: UserLayout, local_to_global: np.ndarray
@@ -377,6 +382,24 @@ class UserRowsMetric(Metric):
         if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest code
             return codes
         return np.where(codes == NO_TAG, TAG_DTYPE.type(len(layout.tags)), codes)
+
+
+def _sorted_int_tags(every: Sequence[Sequence[int]], mine: Sequence[int]
+                     ) -> tuple[tuple[int, ...], np.ndarray] | tuple[None, None]:
+    """The distinct integer tags of every rank (``every``: each rank's values) sorted,
+    and the index among them of each of ``mine``, by numpy (many tags: no set or dict of
+    them); ``(None, None)`` for a value beyond int64."""
+    try:
+        arrays = [np.asarray(values, dtype=np.int64) for values in every]
+        mine_array = next((array for values, array in zip(every, arrays, strict=True)
+                           if values is mine), None)  # (one rank: its own values)
+        if mine_array is None:
+            mine_array = np.asarray(mine, dtype=np.int64)
+    except OverflowError:
+        return None, None
+    joined = np.sort(np.concatenate(arrays))  # (np.unique would hash them first)
+    distinct = joined[np.concatenate(([True], joined[1:] != joined[:-1]))[: len(joined)]]
+    return tuple(distinct.tolist()), np.searchsorted(distinct, mine_array).astype(TAG_DTYPE)
 
 
 def _disagreement(views: Sequence[tuple[Any, ...]], tags: int) -> InputError | None:

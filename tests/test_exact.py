@@ -538,6 +538,29 @@ def test_pairs_spill_the_bits_they_cannot_hold_and_round_them_in() -> None:
                                                                                      0.3])
 
 
+def test_pairs_round_a_column_after_the_other() -> None:
+    """``to_floats(columns=True)`` of a table of pairs (a field's column whole, Fortran
+    order, as many tags' values are read): the same floats as row by row, the spilled sums
+    among them rounded in at their own place; a table of other than two axes as it is."""
+    rows, fields = 37, 5
+    total = exact.Pairs.zeros(rows, fields)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        values = rng.random((rows, fields)) * 2.0 ** rng.integers(-60, 60, (rows, fields))
+        values[3, 4] = 2.0**-200 if _ % 2 else 1.0
+        assert not total.add(exact.Pairs(np.stack([values, np.zeros_like(values)], axis=-1)))
+    assert len(set(total.index.tolist())) > 20  # (values 2**120 apart: many sums spill)
+    by_rows, by_columns = total.to_floats(), total.to_floats(columns=True)
+    assert by_columns.flags.f_contiguous and by_rows.flags.c_contiguous
+    assert np.array_equal(by_rows.view(np.int64), by_columns.view(np.int64))
+    assert by_rows[3, 4] == rounded_sum([1.0, 1.0, 2.0**-200, 2.0**-200])
+    flat = _pairs_of([0.1, 0.2, 2.0**-200])  # one axis: as it is
+    assert flat.to_floats(columns=True).tolist() == flat.to_floats().tolist()
+    with pytest.raises(ValueError, match="columns"):
+        _core.exact.pairs_to_floats(total.table, total.index, total.value,
+                                    np.empty(rows * fields), 3)
+
+
 def test_pairs_refuse_an_overflow_and_bad_spills() -> None:
     """A pair's sum that overflows says so (the caller sums with every digit); spills
     outside the table, or adds outside a thread's pairs mode, are ValueErrors."""

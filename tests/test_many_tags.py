@@ -255,6 +255,15 @@ def test_wuauc_row_sums_in_a_window_are_the_sums_of_every_digit(rng, monkeypatch
         monkeypatch.setattr(wuauc_kernels, "ROW_SLICE", 3000)
         assert first == exact.ROUNDED
         assert np.array_equal(rounded, exact.to_floats(full))
+    # a tiny pred of a row with a tag: its tag's pred sum spills (pairs), rounded in
+    pred[18], codes[18] = 1e-300, 0
+    full = exact.accumulator(1 + n_tags, 4)
+    assert row_sums(pred, label, codes, tag_of_code, full, weight)
+    monkeypatch.setattr(exact, "PAIRS_FROM", 1)
+    rounded, first = row_sums_windowed(pred, label, codes, tag_of_code, 1 + n_tags, 4,
+                                       weight, alone=True)
+    assert first == exact.ROUNDED
+    assert np.array_equal(rounded, exact.to_floats(full))
 
 
 def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
@@ -295,7 +304,7 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
         blocks.append([float(s[name]) for name in FIELDS])
     sums = np.array(blocks)
     tags = [f"t{i}" for i in range(len(sums))]
-    at_once, held = blocks_from_sums(tags, sums)
+    at_once, held = blocks_from_sums(tags, {name: sums[:, i] for i, name in enumerate(FIELDS)})
     reasons: dict[str, list[str]] = {}
     for tag, block_sums, fast in zip(tags, sums, at_once, strict=True):
         block, why = block_from_sums(tag, block_sums)
@@ -406,3 +415,20 @@ def test_ratio_stderrs_of_arrays_are_ratio_stderr_of_each_element(rng) -> None:
         with pytest.raises(ValueError):
             stats.ratio_stderrs(a[i : i + 1], b[i : i + 1], aa[i : i + 1], ab[i : i + 1],
                                 bb[i : i + 1])
+    # where: the others NaN, not looked at (the raising ones among them); weights: each
+    # value weighted_cluster_stderr's (the scalar path's elements too), bit for bit
+    where = rng.random(n) < 0.7
+    where[raises] = False
+    total = b * (0.5 + rng.random(n))
+    total[:40] = [0.0, -1.0, math.nan] * 13 + [0.0]
+    total_sq = total * total * rng.random(n) * 0.9
+    total_sq[40:50] = 0.0
+    total_cube = total_sq * total * rng.random(n)
+    weighted = stats.ratio_stderrs(a, b, aa, ab, bb, where=where,
+                                   weights=(total, total_sq, total_cube))
+    expected = np.array([stats.weighted_cluster_stderr(want[i], total[i], total_sq[i],
+                                                       total_cube[i]) if where[i] else math.nan
+                         for i in range(n)])
+    assert np.array_equal(weighted.view(np.int64), expected.view(np.int64))
+    assert np.isnan(weighted[~where]).all() and (weighted > 0).sum() > 500
+    assert np.isnan(weighted[:50]).all()  # a total or its squares' sum not above 0, NaN

@@ -166,3 +166,37 @@ def test_dicts_of_are_each_row_as_a_dict(keys: list[str], n: int, data) -> None:
             tags.dicts_of(tuple(keys), [*columns[:-1], [*columns[-1], 0]])
     fresh = tags.fresh_dicts(keys, 3)
     assert fresh == [dict.fromkeys(keys)] * 3 and len({id(d) for d in fresh}) == 3
+
+
+def test_block_names_read_as_all_then_the_tags_as_text() -> None:
+    """``BlockNames``: ``all`` then each tag value's text, made when read, indexed,
+    sliced (any step, empty and past the end) and iterated as the tuple it stands for."""
+    from mpieval.tags import ALL, BlockNames
+
+    values = (3, -7, 10**12, 0)
+    names, want = BlockNames(values), (ALL, "3", "-7", str(10**12), "0")
+    assert len(names) == len(want) and tuple(names) == want and list(iter(names)) == list(want)
+    for index in range(-len(want), len(want)):
+        assert names[index] == want[index]
+    for start in range(-6, 7):
+        for stop in [*range(-6, 7), None]:
+            for step in (1, 2, -1):
+                assert names[start:stop:step] == list(want[start:stop:step])
+    with pytest.raises(IndexError):
+        names[len(want)]
+    assert tuple(BlockNames(())) == (ALL,) and BlockNames(())[1:] == []
+
+
+@given(st.lists(st.lists(st.integers(-2**63, 2**63 - 1), unique=True, max_size=30),
+                min_size=1, max_size=4), st.integers(0, 3))
+def test_integer_tags_agreed_by_numpy_are_the_sorted_set(ranks, mine) -> None:
+    """The ranks' integer tags sorted and coded by numpy (``_sorted_int_tags``, many tags)
+    are the sorted set of them and each of a rank's values' index there, as the Python
+    path makes them; a value beyond int64 leaves it to that path."""
+    from mpieval.user_rows import _sorted_int_tags
+
+    own = ranks[mine % len(ranks)]
+    tags_, codes = _sorted_int_tags(ranks, own)
+    assert tags_ == tuple(sorted({value for rank in ranks for value in rank}))
+    assert codes.dtype == TAG_DTYPE and codes.tolist() == TagCodes(tags_).of(own).tolist()
+    assert _sorted_int_tags([*ranks, [2**64 - 1]], own) == (None, None)

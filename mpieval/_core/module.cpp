@@ -195,15 +195,19 @@ void bind_exact(nb::module_ m) {
             exact::add_pair(a + 2 * row, b[2 * row + 1]);
         }
     }, nb::arg("into").noconvert(), nb::arg("other").noconvert());
-    m.def("pairs_to_floats", [](In table, In index, In value, Out out) {
+    m.def("pairs_to_floats", [](In table, In index, In value, Out out, int64_t columns) {
+        // columns > 0: out holds the columns of the table's last axis, one after the other
         const PairsIn in = pairs_in(table, index, value, "pairs_to_floats");
         double* o = as<double>(out, "out");
         if (int64_t(out.size()) != in.rows)
             throw nb::value_error("mpieval._core: pairs_to_floats' out holds one value a pair");
+        if (columns < 0 || (columns > 0 && (table.ndim() < 2 ||
+                                            int64_t(table.shape(table.ndim() - 2)) != columns)))
+            throw nb::value_error("mpieval._core: pairs_to_floats' columns are the table's last");
         Release r;
-        exact::pairs_to_floats(in.table, in.rows, in.index, in.value, in.spills, o);
+        exact::pairs_to_floats(in.table, in.rows, in.index, in.value, in.spills, o, columns);
     }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert(),
-       nb::arg("out").noconvert());
+       nb::arg("out").noconvert(), nb::arg("columns") = 0);
     m.def("pairs_to_digits", [](In table, In index, In value, Out out, int first) {
         // out: zeroed accumulators of a window of digits from `first` on (every digit:
         // first 0, DIGITS of them); True when some value falls outside the window
@@ -513,24 +517,43 @@ void bind_moves(nb::module_ m) {
 void bind_stats(nb::module_ m) {
     m.doc() = "The intervals' special functions (stats.hpp).";
     m.def("beta_fraction", &stats::beta_fraction, nb::arg("a"), nb::arg("b"), nb::arg("x"));
-    m.def("ratio_stderrs", [](In a, In b, In aa, In ab, In bb, Out out, Out scalar) {
+    // where (uint8, one a value, or empty: every value): the values computed; NaN elsewhere.
+    // weights (3 rows of one a value, or empty): each value then weighted_cluster_stderr's
+    // of them (sum w, sum w^2, sum w^3); scalar[i] set: neither computed
+    m.def("ratio_stderrs", [](In a, In b, In aa, In ab, In bb, Out out, Out scalar, In where,
+                              In weights) {
         const int64_t n = length(a);
         for (const In* x : {&b, &aa, &ab, &bb})
             if (length(*x) != n || x->ndim() != 1)
                 throw nb::value_error("mpieval._core: ratio_stderrs takes arrays of one length");
         if (length(out) != n || length(scalar) != n || a.ndim() != 1)
             throw nb::value_error("mpieval._core: ratio_stderrs' out and scalar hold one a value");
+        if (length(where) != 0 && length(where) != n)
+            throw nb::value_error("mpieval._core: ratio_stderrs' where holds one a value, or none");
         const double *pa = as<double>(a, "a"), *pb = as<double>(b, "b"),
                      *paa = as<double>(aa, "aa"), *pab = as<double>(ab, "ab"),
                      *pbb = as<double>(bb, "bb");
+        if (weights.size() != 0 && (weights.ndim() != 2 || weights.shape(0) != 3 ||
+                                    int64_t(weights.shape(1)) != n))
+            throw nb::value_error("mpieval._core: ratio_stderrs' weights are 3 rows of one a value");
+        const uint8_t* w = length(where) ? as<uint8_t>(where, "where") : nullptr;
+        const double* by = weights.size() ? as<double>(weights, "weights") : nullptr;
         double* o = as<double>(out, "out");
         uint8_t* s = as<uint8_t>(scalar, "scalar");
         Release r;
-        for (int64_t i = 0; i < n; ++i)
-            s[i] = stats::ratio_stderr(pa[i], pb[i], paa[i], pab[i], pbb[i], o[i]) ? 0 : 1;
+        for (int64_t i = 0; i < n; ++i) {
+            s[i] = 0;
+            if (w != nullptr && !w[i])
+                o[i] = NAN;
+            else if (!stats::ratio_stderr(pa[i], pb[i], paa[i], pab[i], pbb[i], o[i]))
+                s[i] = 1;
+            else if (by != nullptr)
+                o[i] = stats::weighted_cluster_stderr(o[i], by[i], by[n + i], by[2 * n + i]);
+        }
     }, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("aa").noconvert(),
        nb::arg("ab").noconvert(), nb::arg("bb").noconvert(), nb::arg("out").noconvert(),
-       nb::arg("scalar").noconvert());
+       nb::arg("scalar").noconvert(), nb::arg("where").noconvert(),
+       nb::arg("weights").noconvert());
 }
 
 // The text of a JSON value as json.dumps(obj, indent=2, allow_nan=False) writes it at

@@ -60,4 +60,14 @@ inline bool ratio_stderr(double a, double b, double aa, double ab, double bb, do
     return true;
 }
 
+// mpieval/kernels/stats.py's weighted_cluster_stderr, its steps in their order, so the
+// same bits: stderr / sqrt(k), k = 1 - 2 total_cube / (total total_sq) + total_sq / (total
+// total); NaN when stderr is NaN, total or total_sq is not above 0, or k is not above 0.
+inline double weighted_cluster_stderr(double stderr, double total, double total_sq,
+                                      double total_cube) {
+    const double k = 1.0 - 2.0 * total_cube / (total * total_sq) + total_sq / (total * total);
+    if (std::isnan(stderr) || total <= 0.0 || total_sq <= 0.0 || !(k > 0.0)) return NAN;
+    return stderr / std::sqrt(k);
+}
+
 }  // namespace mpieval::stats

@@ -268,13 +268,20 @@ class Pairs:
         self.value = np.concatenate([self.value, other.value])
         return outside[0]
 
-    def to_floats(self) -> np.ndarray:
+    def to_floats(self, columns: bool = False) -> np.ndarray:
         """Each sum rounded once to the nearest float64, ties to even (shape
         :attr:`shape`): ``hi + lo`` where the sum has no spill, else its terms' exact sum
-        rounded (:func:`to_floats` of its digits)."""
-        out = np.empty(self.shape, dtype=np.float64)
-        _core.exact.pairs_to_floats(self.table, self.index, self.value, out)
-        return out
+        rounded (:func:`to_floats` of its digits). ``columns`` (sums of shape ``(rows,
+        fields)``): held a column after the other, Fortran order (many tags' fields, each
+        then read whole)."""
+        if not columns or len(self.shape) != 2:
+            out = np.empty(self.shape, dtype=np.float64)
+            _core.exact.pairs_to_floats(self.table, self.index, self.value, out)
+            return out
+        rows, fields = self.shape
+        held = np.empty((fields, rows), dtype=np.float64)
+        _core.exact.pairs_to_floats(self.table, self.index, self.value, held, fields)
+        return held.T
 
     def to_digits(self, first: int = 0, digits: int = DIGITS) -> np.ndarray | None:
         """The sums as accumulators of the digits ``first .. first + digits - 1`` (shape
@@ -364,8 +371,8 @@ def settled(parts: list[Sums], alone: bool,
     if not all(isinstance(part, Pairs) for part in parts):
         return [table(part) for part in parts], [window[0]] * len(parts)
     pairs = [part for part in parts if isinstance(part, Pairs)]
-    if alone:
-        return [part.to_floats() for part in pairs], [ROUNDED] * len(parts)
+    if alone:  # (each field's column whole: many tags' values are read a field at a time)
+        return [part.to_floats(columns=True) for part in pairs], [ROUNDED] * len(parts)
     windows = [part.to_digits(*window) for part in pairs]
     if all(w is not None for w in windows):
         return [w for w in windows if w is not None], [window[0]] * len(parts)

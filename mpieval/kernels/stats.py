@@ -83,20 +83,31 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
 
 
 def ratio_stderrs(a: np.ndarray, b: np.ndarray, aa: np.ndarray, ab: np.ndarray,
-                  bb: np.ndarray) -> np.ndarray:
+                  bb: np.ndarray, where: np.ndarray | None = None,
+                  weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                  ) -> np.ndarray:
     """:func:`ratio_stderr` of each element of the float64 arrays (many tags at once), the
     same floats, in one compiled pass (``stats.hpp``'s ``ratio_stderr``: the same steps,
     each ``math.fsum`` of three terms an exact sum rounded once); an element with a term or
     sum that is not finite goes through :func:`ratio_stderr` itself (which raises where
-    ``math.fsum`` does)."""
+    ``math.fsum`` does). ``where`` (bool, one an element): only those computed, NaN
+    elsewhere (the others are not looked at). ``weights`` (``sum w``, ``sum w^2``, ``sum
+    w^3`` of each element): each then :func:`weighted_cluster_stderr` of them, in the same
+    pass (the same floats)."""
     columns = [np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
                for x in (a, b, aa, ab, bb)]
     out = np.empty(len(columns[0]))
     scalar = np.empty(len(columns[0]), np.uint8)
+    chosen = (np.zeros(0, np.uint8) if where is None
+              else np.ascontiguousarray(where, dtype=np.bool_).view(np.uint8))
+    weighing = (np.zeros((0, 0)) if weights is None
+                else np.ascontiguousarray(np.stack(weights), dtype=np.float64))
     _core.stats.ratio_stderrs(columns[0], columns[1], columns[2], columns[3], columns[4],
-                              out, scalar)
+                              out, scalar, chosen, weighing)
     for i in np.flatnonzero(scalar).tolist():
         out[i] = ratio_stderr(*(float(x[i]) for x in columns))
+        if weights is not None:
+            out[i] = weighted_cluster_stderr(out[i], *(float(w[i]) for w in weights))
     return out
 
 
@@ -105,16 +116,6 @@ def cluster_stderrs(stderr: np.ndarray, units: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         scaled = stderr * np.sqrt(units / (units - 1))
     return np.where((units < 2) | np.isnan(stderr), math.nan, scaled)
-
-
-def weighted_cluster_stderrs(stderr: np.ndarray, total: np.ndarray, total_sq: np.ndarray,
-                             total_cube: np.ndarray) -> np.ndarray:
-    """:func:`weighted_cluster_stderr` of each element (float64 arrays), the same floats."""
-    with np.errstate(all="ignore"):
-        k = 1 - 2 * total_cube / (total * total_sq) + total_sq / (total * total)
-        scaled = stderr / np.sqrt(k)
-    undefined = np.isnan(stderr) | (total <= 0) | (total_sq <= 0) | ~(k > 0)
-    return np.where(undefined, math.nan, scaled)
 
 
 def effective_units_of(total: np.ndarray, total_sq: np.ndarray) -> np.ndarray:

@@ -56,8 +56,8 @@ from mpieval.kinds.ranking.kernels import (
 )
 from mpieval.metric import narrowed_sums, warn_undefined
 from mpieval.tags import (
-    ALL,
     SHOWN_TAGS,
+    BlockNames,
     ColumnBlocks,
     TagBlocks,
     block_of,
@@ -320,7 +320,7 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
     return block, reasons
 
 
-def blocks_from_sums(tags: list[str], k: tuple[int, ...], sums: np.ndarray
+def blocks_from_sums(tags: Sequence[str], k: tuple[int, ...], sums: np.ndarray
                      ) -> tuple[ColumnBlocks[RankingBlock], list[tuple[str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: one row of
     :func:`sum_fields` a block, no ``compare``), each value computed for all blocks as
@@ -366,7 +366,7 @@ class _BlockColumns:
     (:meth:`blocks`), their ``to_dict()`` (:meth:`dicts`) or log lines (:meth:`lines`)
     written from them."""
 
-    def __init__(self, tags: list[str], k: tuple[int, ...], means: dict[str, np.ndarray],
+    def __init__(self, tags: Sequence[str], k: tuple[int, ...], means: dict[str, np.ndarray],
                  stderr: dict[str, np.ndarray], counts: list[np.ndarray],
                  users_le_k: list[np.ndarray]) -> None:
         self.tags, self.k = tags, k
@@ -566,11 +566,11 @@ class RankingMetric(UserRowsMetric):
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
-        names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
+        names = BlockNames(self._layout.tags)  # (many tags: no text a tag until read)
         # taken out of sums: freed once rounded on a rank alone (its sums themselves)
         values = exact.rounded(sums.pop("blocks"), self._first_digit["blocks"])
         if self.compare is None:  # every block's values at once (many tags)
-            blocks, held = blocks_from_sums(list(names), self.k, values)
+            blocks, held = blocks_from_sums(names, self.k, values)
             if held:
                 warn_undefined(comm, "ranking: " + grouped_reasons_text(
                     [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))

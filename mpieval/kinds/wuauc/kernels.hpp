@@ -364,10 +364,22 @@ inline void add_user_counts(Output& out, int64_t blocks) {
     }
 }
 
+// exact::add, or with Pairs (the thread in pairs mode) exact::add_pair itself: no thread
+// state read a value (many tags: the pass's hot path).
+template <bool Pairs>
+inline void add_to(double* acc, double value) {
+    if constexpr (Pairs)
+        exact::add_pair(acc, value);
+    else
+        exact::add(acc, value);
+}
+
 // add_counts but the group's count (1 user): its valid fields, when it has both labels.
+template <bool Pairs = false>
 inline void add_valid_counts(Output& out, int64_t block, double rows, double positives,
                              double negatives, double twice_u) {
-    double* s = out.sums + block * USER_FIELDS * D;
+    const int64_t d = Pairs ? 2 : D;
+    double* s = out.sums + block * USER_FIELDS * d;
     if (positives > 0 && negatives > 0) {
         const double auc = twice_u / (2.0 * positives * negatives);
         if (out.record) {
@@ -377,18 +389,18 @@ inline void add_valid_counts(Output& out, int64_t block, double rows, double pos
             r[2] = auc;
             ++out.cursor;
         }
-        exact::add(s + 1 * D, 1.0);
-        exact::add(s + 2 * D, rows);
-        exact::add(s + 3 * D, positives);
-        exact::add(s + 4 * D, auc);
-        exact::add(s + 5 * D, auc * rows);
-        exact::add(s + 6 * D, auc * positives);
+        add_to<Pairs>(s + 1 * d, 1.0);
+        add_to<Pairs>(s + 2 * d, rows);
+        add_to<Pairs>(s + 3 * d, positives);
+        add_to<Pairs>(s + 4 * d, auc);
+        add_to<Pairs>(s + 5 * d, auc * rows);
+        add_to<Pairs>(s + 6 * d, auc * positives);
         const double rows_sq = rows * rows;
-        exact::add(s + 7 * D, auc * auc);
-        exact::add(s + 8 * D, rows_sq);
-        exact::add(s + 9 * D, auc * rows_sq);
-        exact::add(s + 10 * D, auc * auc * rows_sq);
-        exact::add(s + 11 * D, rows_sq * rows);
+        add_to<Pairs>(s + 7 * d, auc * auc);
+        add_to<Pairs>(s + 8 * d, rows_sq);
+        add_to<Pairs>(s + 9 * d, auc * rows_sq);
+        add_to<Pairs>(s + 10 * d, auc * auc * rows_sq);
+        add_to<Pairs>(s + 11 * d, rows_sq * rows);
     }
 }
 
@@ -407,9 +419,9 @@ inline void add_counts(Output& out, int64_t block, int64_t rows, int64_t positiv
         const double n = double(rows), p = double(positives), u = double(twice_u);
         if (out.users == nullptr) {
             add_counts(out, block, n, p, double(rows - positives), u);
-        } else {
+        } else {  // (out.users: the thread in pairs mode)
             ++out.users[block];
-            add_valid_counts(out, block, n, p, double(rows - positives), u);
+            add_valid_counts<true>(out, block, n, p, double(rows - positives), u);
         }
         return;
     }
@@ -867,26 +879,28 @@ struct GroupSums {
     double n, c, p, l, pb, lb;
 };
 
+template <bool Pairs = false>
 inline void add_moments(double* sums, int64_t fields, int64_t block, const GroupSums& g,
                         bool compare) {
-    double* s = sums + block * fields * D;
-    exact::add(s + 0 * D, g.c * g.c);
-    exact::add(s + 1 * D, g.c * g.n);
-    exact::add(s + 2 * D, g.n * g.n);
-    exact::add(s + 3 * D, g.p * g.p);
-    exact::add(s + 4 * D, g.p * g.n);
-    exact::add(s + 5 * D, g.c * g.p);
-    exact::add(s + 6 * D, g.l * g.l);
-    exact::add(s + 7 * D, g.l * g.n);
-    exact::add(s + 8 * D, g.n * g.n * g.n);
-    exact::add(s + 9 * D, g.p * g.p * g.p);
+    const int64_t d = Pairs ? 2 : D;
+    double* s = sums + block * fields * d;
+    add_to<Pairs>(s + 0 * d, g.c * g.c);
+    add_to<Pairs>(s + 1 * d, g.c * g.n);
+    add_to<Pairs>(s + 2 * d, g.n * g.n);
+    add_to<Pairs>(s + 3 * d, g.p * g.p);
+    add_to<Pairs>(s + 4 * d, g.p * g.n);
+    add_to<Pairs>(s + 5 * d, g.c * g.p);
+    add_to<Pairs>(s + 6 * d, g.l * g.l);
+    add_to<Pairs>(s + 7 * d, g.l * g.n);
+    add_to<Pairs>(s + 8 * d, g.n * g.n * g.n);
+    add_to<Pairs>(s + 9 * d, g.p * g.p * g.p);
     if (compare) {
-        const double d = g.lb - g.l;
-        exact::add(s + 10 * D, g.pb * g.pb);
-        exact::add(s + 11 * D, g.c * g.pb);
-        exact::add(s + 12 * D, g.p * g.pb);
-        exact::add(s + 13 * D, d * d);
-        exact::add(s + 14 * D, d * g.n);
+        const double diff = g.lb - g.l;
+        add_to<Pairs>(s + 10 * d, g.pb * g.pb);
+        add_to<Pairs>(s + 11 * d, g.c * g.pb);
+        add_to<Pairs>(s + 12 * d, g.p * g.pb);
+        add_to<Pairs>(s + 13 * d, diff * diff);
+        add_to<Pairs>(s + 14 * d, diff * g.n);
     }
 }
 
@@ -981,6 +995,9 @@ struct KeyMoments {
     // per block, the whole-number moments (c^2, c n, n^2, n^3 while exact: add_group)
     // summed as integers until flush
     std::vector<unsigned __int128> whole;
+    // the thread's pairs mode when made (a pass makes its KeyMoments within it): read once,
+    // not a group
+    const bool pairs = exact::pairs;
     // short users staged (stage, add_staged): their keys and codes, each user's end
     std::vector<uint64_t> staged_keys;
     std::vector<uint32_t> staged_codes;
@@ -1250,8 +1267,8 @@ struct KeyMoments {
     // add_moments of an unweighted group without a compared model: the same values, the
     // whole-number products below 2**53 (exact) summed as integers
     void add_group(double* sums, int64_t fields, int64_t block, const GroupSums& g) {
-        if (exact::pairs) {  // a whole number goes to its pair exactly: no integers kept
-            add_moments(sums, fields, block, g, false);
+        if (pairs) {  // a whole number goes to its pair exactly: no integers kept
+            add_moments<true>(sums, fields, block, g, false);
             return;
         }
         if (whole.size() < size_t(4 * (block + 1))) whole.resize(size_t(4 * (block + 1)), 0);
@@ -1490,10 +1507,18 @@ void grouped_user_sums(Workspace& work, Output& out) {
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
     int64_t lo = 0;
+    const int64_t total = ends.empty() ? 0 : ends.back();
     for (size_t u = 0; u < ends.size(); ++u) {
         const int64_t hi = ends[u], m = hi - lo;
         uint64_t* keys = grouped + lo;
         uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
+        if (out.users != nullptr && has_tags && lo + AHEAD < total) {
+            // (many tags: the group count of a later row's tag, anywhere in them)
+            const int64_t k = lo + AHEAD;
+            const uint32_t code = sizeof(P) == 4 ? uint32_t(grouped[k] & 0xFFFFFFFFu) >> 1
+                                                 : payload[k] >> 1;
+            if (int64_t(code) < n_tags) __builtin_prefetch(out.users + 1 + code, 1);
+        }
         if (m <= SHORT) {
             if (out.moments)
                 moments.stage(
@@ -1670,6 +1695,46 @@ void for_each_logloss(const P* pred, const L* label, int64_t n, F&& each) {
 // a tag's rows go to its digits directly (many tags: no per-tag scratch).
 constexpr int64_t WIDE_ROWS = 4096;
 
+// many_tag_row_sums in pairs mode (many tags): each row's count, click, pred and logloss
+// added to its tag's four pairs (64 bytes side by side, asked of the memory AHEAD rows
+// before), with no per-tag counters beside them (a pair holds a whole count exactly): one
+// place a row touches, not four. Block 0's as many_tag_row_sums.
+template <class P, class L, class C, class T>
+void pair_row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_code,
+                   int64_t n, int64_t n_tags, double* sums) {
+    auto all = std::make_unique<exact::Wide[]>(2);
+    all[0].clear();
+    all[1].clear();
+    int64_t rows = 0, clicks = 0;
+    const int64_t d = D;  // (2: a pair; read once, a thread-local)
+    for_each_logloss(pred, label, n, [&](int64_t row, P p, L label_value, double logloss) {
+        rows += 1;
+        clicks += int64_t(label_value);
+        all[0].add(double(p));
+        all[1].add(logloss);
+        if (codes == nullptr) return;
+        if (row + AHEAD < n) {  // a later row's tag sums (anywhere): both their lines
+            const int64_t later = int64_t(tag_of_code[codes[row + AHEAD]]);
+            if (later < n_tags) {
+                const char* at = reinterpret_cast<const char*>(sums + (1 + later) * 4 * d);
+                __builtin_prefetch(at, 1);
+                __builtin_prefetch(at + 4 * d * sizeof(double) - 1, 1);
+            }
+        }
+        const int64_t t = int64_t(tag_of_code[codes[row]]);
+        if (t >= n_tags) return;
+        double* s = sums + (1 + t) * 4 * d;
+        s[0] += 1.0;  // (a count: a whole number below 2**53, exact in hi, lo 0)
+        s[d] += double(label_value);
+        exact::add_pair(s + 2 * d, double(p));
+        exact::add_pair(s + 3 * d, logloss);
+    });
+    exact::fold_into_window(all[0], sums + 2 * d);
+    exact::fold_into_window(all[1], sums + 3 * d);
+    exact::add(sums, double(rows));
+    exact::add(sums + d, double(clicks));
+}
+
 // row_sums with fewer than WIDE_ROWS rows a tag: block 0's pred and logloss sums in one
 // exact::Wide pair, each tag's added to its digits (the same exact sums, so the same bits).
 template <class P, class L, class C, class T>
@@ -1723,7 +1788,10 @@ void row_sums(const P* pred, const L* label, const C* codes, const T* tag_of_cod
         return;
     }
     if (n_tags * WIDE_ROWS > n) {
-        many_tag_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums);
+        if (exact::pairs)
+            pair_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums);
+        else
+            many_tag_row_sums(pred, label, codes, tag_of_code, n, n_tags, sums);
         return;
     }
     // each tag's pred and logloss sums in fixed point (exact::Wide), folded once

@@ -42,6 +42,7 @@ from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums_windowed, user_auc_windows
 from mpieval.kinds.wuauc.result import (
     DIFFS,
+    FIELDS,
     N_ROW_SUMS,
     WuaucResult,
     block_from_sums,
@@ -50,7 +51,7 @@ from mpieval.kinds.wuauc.result import (
 from mpieval.metric import Metric, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import ALL, SHOWN_TAGS, grouped_reasons_text, reasons_text
+from mpieval.tags import SHOWN_TAGS, BlockNames, grouped_reasons_text, reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import (
     as_vector,
@@ -258,20 +259,21 @@ class WuaucMetric(UserRowsMetric):
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
         assert self._layout is not None, "finish() follows local_sums()"
-        names = (ALL, *map(str, self._layout.tags))  # (many tags: no Python step a tag)
+        names = BlockNames(self._layout.tags)  # (many tags: no text a tag until read)
         # each part taken out of sums as it is rounded: freed then on a rank alone, whose
         # parts are the sums themselves (many tags)
-        # one row a field (each field's column of the blocks contiguous, as
-        # blocks_from_sums reads them: no copy of them there), seen as a row a block
-        values = np.concatenate([exact.rounded(sums.pop(name), self._first_digit[name]).T
-                                 for name in list(sums)]).T
+        parts = [exact.rounded(sums.pop(name), self._first_digit[name]) for name in list(sums)]
         if self.compare is None:  # every block's values at once (many tags)
-            blocks, held = blocks_from_sums(list(names), values)
+            # each field's column as the part holds it (a rank alone: contiguous), no copy
+            columns = dict(zip(FIELDS, (column for part in parts for column in part.T),
+                               strict=True))
+            blocks, held = blocks_from_sums(names, columns)
             if held:
                 warn_undefined(comm, "wuauc: " + grouped_reasons_text(
                     [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
                      for reason, where in held]))
             return WuaucResult(blocks, weights=self.weights)
+        values = np.concatenate([part.T for part in parts]).T  # one row a block
         compared, reasons = [], []  # reasons: (tag, why)
         for name, block_sums in zip(names, values, strict=True):
             block, why = block_from_sums(name, block_sums, self.compare)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,16 +352,16 @@ def block_from_sums(tag: str, sums: np.ndarray,
     return block, reasons
 
 
-def blocks_from_sums(tags: list[str], sums: np.ndarray
+def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray]
                      ) -> tuple[ColumnBlocks[WuaucBlock], list[tuple[str, np.ndarray]]]:
-    """:func:`block_from_sums` of every block at once (``sums``: one row of ``FIELDS`` a
-    block, no ``compare``), each value computed for all blocks as arrays
+    """:func:`block_from_sums` of every block at once (``sums``: each of ``FIELDS``' column,
+    an element a block, no ``compare``), each value computed for all blocks as arrays
     (:func:`mpieval.kernels.stats.ratio_stderrs` and its kin), the same floats; the
     blocks, kept as those arrays (:class:`_BlockColumns`: a block made when read), and
     each reason a value is NaN with the indexes of the blocks it holds for, in order of
     the first block it holds for (the order of :func:`block_from_sums`' reasons tag after
     tag)."""
-    s = {name: np.ascontiguousarray(sums[:, i]) for name, i in FIELD_INDEX.items()}
+    s = {name: np.ascontiguousarray(sums[name], dtype=np.float64) for name in FIELDS}
     rows, valid_rows, users, valid = s["rows"], s["valid_rows"], s["users"], s["valid_users"]
     actual = _ratios(s["clicks"], rows)
     predicted = _ratios(s["pred_sum"], rows)
@@ -407,7 +407,7 @@ class _BlockColumns:
     (:func:`blocks_from_sums`): the blocks ``start .. stop - 1`` made from them
     (:meth:`blocks`), or their ``to_dict()`` written from them (:meth:`dicts`)."""
 
-    def __init__(self, tags: list[str], values: list[np.ndarray], click_wuauc: np.ndarray,
+    def __init__(self, tags: Sequence[str], values: list[np.ndarray], click_wuauc: np.ndarray,
                  counts: list[np.ndarray], stderr: dict[str, np.ndarray],
                  effective: dict[str, np.ndarray]) -> None:
         self.tags = tags
@@ -501,36 +501,31 @@ def _effective_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _stderrs_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """:func:`_stderrs` of every block (arrays by name), the same floats: each computed
     for the blocks where :func:`_stderrs` computes it (two valid users, or two users),
-    NaN elsewhere."""
-    n = len(s["users"])
-    stderr = {name: np.full(n, math.nan) for name in INTERVAL_FIELDS}
-
-    def at(index: np.ndarray, *names: str) -> list[np.ndarray]:
-        return [s[name][index] for name in names]
-
-    some = np.flatnonzero(s["valid_users"] >= 2)
-    if len(some):
-        auc_sum, auc_sq_sum, users = at(some, "auc_sum", "auc_sq_sum", "valid_users")
-        stderr["uauc"][some] = stats.cluster_stderrs(stats.ratio_stderrs(
-            auc_sum, users, auc_sq_sum, auc_sum, users), users)
-        stderr["wuauc"][some] = stats.weighted_cluster_stderrs(stats.ratio_stderrs(
-            *at(some, "auc_rows_sum", "valid_rows", "auc_sq_rows_sq_sum", "auc_rows_sq_sum",
-                "rows_sq_sum")), *at(some, *_WEIGHTS["wuauc"]))
-    every = np.flatnonzero(s["users"] >= 2)
-    if len(every):
-        for name, fields in {
-            "actual_ctr": ("clicks", "rows", "user_clicks_sq_sum", "user_clicks_rows_sum",
-                           "user_rows_sq_sum"),
-            "predicted_ctr": ("pred_sum", "rows", "user_pred_sq_sum", "user_pred_rows_sum",
-                              "user_rows_sq_sum"),
-            "copc": ("clicks", "pred_sum", "user_clicks_sq_sum", "user_clicks_pred_sum",
-                     "user_pred_sq_sum"),
-            "logloss": ("logloss_sum", "rows", "user_logloss_sq_sum", "user_logloss_rows_sum",
-                        "user_rows_sq_sum"),
-        }.items():
-            stderr[name][every] = stats.weighted_cluster_stderrs(
-                stats.ratio_stderrs(*at(every, *fields)),
-                *at(every, *_WEIGHTS.get(name, _WEIGHTS["rows"])))
+    NaN elsewhere (each step of an array at once, the others' elements NaN: no copy of
+    the chosen blocks' sums)."""
+    some = s["valid_users"] >= 2
+    stderr = {
+        "uauc": stats.cluster_stderrs(stats.ratio_stderrs(
+            s["auc_sum"], s["valid_users"], s["auc_sq_sum"], s["auc_sum"], s["valid_users"],
+            where=some), s["valid_users"]),
+        "wuauc": stats.ratio_stderrs(
+            s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
+            s["rows_sq_sum"], where=some, weights=_weights_of(s, "wuauc")),
+    }
+    every = s["users"] >= 2
+    for name, fields in {
+        "actual_ctr": ("clicks", "rows", "user_clicks_sq_sum", "user_clicks_rows_sum",
+                       "user_rows_sq_sum"),
+        "predicted_ctr": ("pred_sum", "rows", "user_pred_sq_sum", "user_pred_rows_sum",
+                          "user_rows_sq_sum"),
+        "copc": ("clicks", "pred_sum", "user_clicks_sq_sum", "user_clicks_pred_sum",
+                 "user_pred_sq_sum"),
+        "logloss": ("logloss_sum", "rows", "user_logloss_sq_sum", "user_logloss_rows_sum",
+                    "user_rows_sq_sum"),
+    }.items():
+        a, b, aa, ab, bb = (s[field] for field in fields)
+        stderr[name] = stats.ratio_stderrs(a, b, aa, ab, bb, where=every,
+                                           weights=_weights_of(s, name))
     return stderr
 
 
@@ -538,6 +533,13 @@ _WEIGHTS = {"wuauc": ("valid_rows", "rows_sq_sum", "rows_cube_sum"),
             "copc": ("pred_sum", "user_pred_sq_sum", "user_pred_cube_sum"),
             "rows": ("rows", "user_rows_sq_sum", "user_rows_cube_sum")}
 """The sums of :func:`_weights` by estimator (``rows``: the others)."""
+
+
+def _weights_of(s: dict[str, np.ndarray], name: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_weights` of every block (arrays)."""
+    total, total_sq, total_cube = _WEIGHTS.get(name, _WEIGHTS["rows"])
+    return s[total], s[total_sq], s[total_cube]
 
 
 def _effective(s: dict[str, float]) -> dict[str, float]:
