@@ -5,12 +5,16 @@ against 4, paired.
     .venv/bin/python scripts/bench_tags.py                       # 200k rows, wuauc and ranking
     .venv/bin/python scripts/bench_tags.py --rows 2000000 --repeats 5 --tags 4 60000
     .venv/bin/python scripts/bench_tags.py --python OLD/bin/python .venv/bin/python  # before, after
+    .venv/bin/python scripts/bench_tags.py --compare --kinds wuauc  # paired A/B per tag
 
 Data (generated once under ``bench-data/tags/``, which git ignores): one Parquet file of
 ``--rows`` rows shaped like traffic (many light users, uniform over ``rows / 10`` users,
 plus a Zipf head of a third of the rows over 10,000 users; preds Beta(2, 8), labels
 Bernoulli(pred)) with one integer tag column per tag count (``tag4``, ``tag60000``, ...),
 each tag drawn uniformly, every tag present: the runs differ only in the tag column.
+``--compare``: a copy of that file with a second model's pred (``pred_b``, the pred plus
+Normal(0, 0.05) noise), every run then comparing the two (``compare="pred_b"``,
+``--compare pred_b``).
 
 Each repeat runs every tag count once, in turn (paired: the ratio against the fewest tags
 is taken within a repeat, then its median over ``--repeats``). ``compute``: a child
@@ -47,14 +51,17 @@ CHILD = r"""
 import json, resource, sys, time, warnings
 import numpy as np, pyarrow.parquet as pq
 from mpieval import RankingMetric, WuaucMetric
-path, kind, column = sys.argv[1:4]
-table = pq.read_table(path, columns=["uid", "pred", "label", column])
+path, kind, column, compare = sys.argv[1:5]
+table = pq.read_table(path, columns=["uid", "pred", "label", column]
+                      + (["pred_b"] if compare == "yes" else []))
 rows = {name: table.column(name).to_numpy() for name in table.column_names}
-metric = {"wuauc": WuaucMetric, "ranking": RankingMetric}[kind]()
+metric = {"wuauc": WuaucMetric, "ranking": RankingMetric}[kind](
+    compare="pred_b" if compare == "yes" else None)
 label = rows["label"] if kind == "wuauc" else rows["label"].astype(np.float64)
+b = {"compare": rows["pred_b"]} if compare == "yes" else {}
 out = {}
 try:
-    metric.update(uid=rows["uid"], pred=rows["pred"], label=label, tag=rows[column])
+    metric.update(uid=rows["uid"], pred=rows["pred"], label=label, tag=rows[column], **b)
     del table, rows, label
     start = time.process_time()
     with warnings.catch_warnings():
@@ -69,9 +76,23 @@ print(json.dumps(out))
 """
 
 
-def generate(rows: int, tag_counts: list[int], seed: int = 36) -> Path:
-    """The rows with a tag column per count (written once; a new count adds a file)."""
+def generate(rows: int, tag_counts: list[int], seed: int = 36, compare: bool = False) -> Path:
+    """The rows with a tag column per count (written once; a new count adds a file); with
+    ``compare`` a second model's pred too (``pred_b``: the pred plus noise, the other
+    columns the same rows)."""
     path = DATA / f"rows{rows}-tags{'-'.join(map(str, tag_counts))}.parquet"
+    if compare:
+        compared = path.with_name(path.stem + "-compare.parquet")
+        if not compared.exists():
+            table = pq.read_table(generate(rows, tag_counts, seed))
+            pred = table.column("pred").to_numpy()
+            noisy = pred + np.random.default_rng(seed + 1).normal(0, 0.05, len(pred))
+            tmp = compared.with_suffix(".part")
+            pq.write_table(table.append_column("pred_b", pa.array(np.clip(noisy, 1e-6,
+                                                                          1 - 1e-6))),
+                           tmp, row_group_size=500_000)
+            tmp.rename(compared)
+        return compared
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,18 +113,20 @@ def generate(rows: int, tag_counts: list[int], seed: int = 36) -> Path:
     return path
 
 
-def compute_once(python: str, path: Path, kind: str, count: int) -> dict:
-    done = subprocess.run([python, "-c", CHILD, str(path), kind, f"tag{count}"],
+def compute_once(python: str, path: Path, kind: str, count: int, compare: bool) -> dict:
+    done = subprocess.run([python, "-c", CHILD, str(path), kind, f"tag{count}",
+                           "yes" if compare else "no"],
                           capture_output=True, text=True, check=True, cwd=OUTSIDE)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def eval_once(python: str, path: Path, kind: str, count: int) -> dict:
+def eval_once(python: str, path: Path, kind: str, count: int, compare: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         times = Path(tmp) / "time"
         done = subprocess.run(
             ["/usr/bin/time", "-o", str(times), "-f", "%U %S %M", python, "-m", "mpieval",
              "eval", "--metrics", kind, "--uid", "uid", "--tag", f"tag{count}",
+             *(["--compare", "pred_b"] if compare else []),
              "--json", str(Path(tmp) / "out.json"), str(path)],
             capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
             cwd=OUTSIDE)
@@ -126,12 +149,16 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compute", "eval"],
                         choices=["compute", "eval"])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--compare", action="store_true",
+                        help="every run compares a second model (pred_b: the pred plus "
+                        "noise), paired A/B per tag")
     parser.add_argument("--python", nargs="+", default=[sys.executable],
                         help="the interpreters whose mpieval is measured (a build before, "
                         "this one): each repeat runs every one in turn")
     args = parser.parse_args()
-    path = generate(args.rows, sorted(set(args.tags)))
-    print(f"# {args.rows:,} rows, tags {args.tags}, python {' '.join(args.python)}")
+    path = generate(args.rows, sorted(set(args.tags)), compare=args.compare)
+    print(f"# {args.rows:,} rows, tags {args.tags}, python {' '.join(args.python)}"
+          + (", compare pred_b" if args.compare else ""))
     print(f"# load before: {uptime()}")
     base = min(args.tags)
     for mode in args.modes:
@@ -141,7 +168,8 @@ def main() -> None:
             for _ in range(args.repeats):
                 for python in args.python:  # in turn, within one repeat
                     for count in args.tags:
-                        runs[python, count].append(once(python, path, kind, count))
+                        runs[python, count].append(once(python, path, kind, count,
+                                                        args.compare))
             for python in args.python:
                 if len(args.python) > 1:
                     print(f"# {python}")

@@ -318,6 +318,95 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
     _columns_read_as_their_blocks(at_once, tags, WuaucResult)
 
 
+def _wuauc_sums_with_compare(rng, i: int) -> dict[str, float]:
+    """A block's ``FIELDS`` and ``COMPARE_FIELDS`` summed over 0 to 40 users of model A and
+    B: no users, few, many; B's pred sum 0, equal differences (a spread of 0), one heavy
+    user, weights."""
+    users = int(rng.integers(0, 41))
+    n = rng.integers(1, 30, users).astype(np.float64)
+    if i % 11 == 0 and users:
+        n[0] = 1e6  # one heavy user
+    if i % 13 == 0:
+        n *= rng.random(users) * 2  # weights
+    c = np.floor(n * rng.random(users)) if i % 5 else np.zeros(users)
+    p = n * rng.beta(2, 8, users) * (0 if i % 17 == 0 else 1)
+    pb = p * (0.5 + rng.random(users)) * (0 if i % 19 == 0 else 1)
+    lo, lb = n * rng.random(users), n * rng.random(users)
+    auc = rng.random(users) if i % 9 else np.full(users, 0.5)
+    # equal differences (a spread of 0); B better by 0.05 in a third of the blocks
+    aucb = auc + (0.1 if i % 7 == 0 else rng.normal(0.05 if i % 3 == 0 else 0, 0.05, users))
+    valid = (c > 0) & (c < n)
+    nv, av, bv, d = n[valid], auc[valid], aucb[valid], (aucb - auc)[valid]
+
+    def user_sums(a: np.ndarray) -> dict[str, float]:
+        return {"users": users, "valid_users": valid.sum(), "valid_rows": nv.sum(),
+                "valid_clicks": c[valid].sum(), "auc_sum": a.sum(), "auc_rows_sum": (a * nv).sum(),
+                "auc_clicks_sum": (a * c[valid]).sum(), "auc_sq_sum": (a**2).sum(),
+                "rows_sq_sum": (nv**2).sum(), "auc_rows_sq_sum": (a * nv**2).sum(),
+                "auc_sq_rows_sq_sum": (a**2 * nv**2).sum(), "rows_cube_sum": (nv**3).sum()}
+
+    s = {"rows": n.sum(), "clicks": c.sum(), "pred_sum": p.sum(), "logloss_sum": lo.sum(),
+         **user_sums(av), "user_clicks_sq_sum": (c**2).sum(), "user_clicks_rows_sum": (c * n).sum(),
+         "user_rows_sq_sum": (n**2).sum(), "user_pred_sq_sum": (p**2).sum(),
+         "user_pred_rows_sum": (p * n).sum(), "user_clicks_pred_sum": (c * p).sum(),
+         "user_logloss_sq_sum": (lo**2).sum(), "user_logloss_rows_sum": (lo * n).sum(),
+         "user_rows_cube_sum": (n**3).sum(), "user_pred_cube_sum": (p**3).sum()}
+    s.update({f"b_{name}": value for name, value in user_sums(bv).items()})
+    s.update({"diff_sum": d.sum(), "diff_sq_sum": (d**2).sum(), "diff_rows_sum": (d * nv).sum(),
+              "diff_rows_sq_sum": (d * nv**2).sum(), "diff_sq_rows_sq_sum": (d**2 * nv**2).sum(),
+              "user_b_pred_sq_sum": (pb**2).sum(), "user_clicks_b_pred_sum": (c * pb).sum(),
+              "user_pred_b_pred_sum": (p * pb).sum(),
+              "user_logloss_diff_sq_sum": ((lb - lo) ** 2).sum(),
+              "user_logloss_diff_rows_sum": ((lb - lo) * n).sum(),
+              "b_rows": n.sum(), "b_clicks": c.sum(), "b_pred_sum": pb.sum(),
+              "b_logloss_sum": lb.sum()})
+    return {name: float(value) for name, value in s.items()}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 700])
+def test_wuauc_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_blocks) -> None:
+    """With ``compare``, ``blocks_from_sums`` (every block's values and comparison as
+    arrays, the p-values and q-values over the tags at once) against ``block_from_sums``
+    (one block, plain floats) then ``with_q_values``: every value, p-value and q-value, the
+    JSON, the log lines (comparisons' too) and every reason the same, to the last bit; one
+    block (``all`` alone) has no q-values."""
+    from mpieval.kinds.wuauc.result import (
+        COMPARE_FIELDS,
+        DIFFS,
+        FIELDS,
+        WuaucResult,
+        block_from_sums,
+        blocks_from_sums,
+    )
+
+    names = FIELDS + COMPARE_FIELDS
+    sums = np.array([[block[name] for name in names] for block in
+                     (_wuauc_sums_with_compare(rng, i) for i in range(n_blocks))])
+    tags = ["all", *(f"t{i}" for i in range(1, n_blocks))]
+    at_once, held = blocks_from_sums(tags, {name: sums[:, i] for i, name in enumerate(names)},
+                                     "pred_b")
+    one_by_one, reasons = [], {}
+    for tag, block_sums in zip(tags, sums, strict=True):
+        block, why = block_from_sums(tag, block_sums, "pred_b")
+        one_by_one.append(block)
+        for text in why:
+            reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
+    plain = WuaucResult(tuple(one_by_one)).with_q_values(DIFFS)
+    kept = WuaucResult(at_once)
+    assert repr(tuple(at_once)) == repr(plain.blocks)  # every float's repr: its bits
+    assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
+    assert kept.to_log_line("m") == plain.to_log_line("m")
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    if n_blocks > 1:
+        compared = [block.compare for block in plain.blocks[1:]]
+        assert sum(not np.isnan(c.p("uauc_diff")) for c in compared) > 50  # p-values made
+        assert sum(c.q["uauc_diff"] < 0.05 for c in compared) > 10  # and some q-values small
+        assert any("uauc_diff is null" in text for text, _ in held)  # equal differences
+        _columns_read_as_their_blocks(at_once, tags, WuaucResult)
+    else:
+        assert plain.blocks[0].compare.q == {} and "_q" not in json.dumps(kept.to_dict())
+
+
 def _columns_read_as_their_blocks(columns: object, tags: list[str],
                                   result_of: Any) -> None:
     """A result whose blocks are kept as columns (``ColumnBlocks``) reads as the tuple of

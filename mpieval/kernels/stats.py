@@ -118,6 +118,30 @@ def cluster_stderrs(stderr: np.ndarray, units: np.ndarray) -> np.ndarray:
     return np.where((units < 2) | np.isnan(stderr), math.nan, scaled)
 
 
+def weighted_cluster_stderrs(stderr: np.ndarray, total: np.ndarray, total_sq: np.ndarray,
+                             total_cube: np.ndarray) -> np.ndarray:
+    """:func:`weighted_cluster_stderr` of each element (float64 arrays), the same floats."""
+    with np.errstate(all="ignore"):
+        k = 1 - 2 * total_cube / (total * total_sq) + total_sq / (total * total)
+        scaled = stderr / np.sqrt(k)
+    undefined = np.isnan(stderr) | (total <= 0) | (total_sq <= 0) | ~(k > 0)
+    return np.where(undefined, math.nan, scaled)
+
+
+def bh_q_values_of(p_values: np.ndarray) -> np.ndarray:
+    """:func:`bh_q_values` of a float64 array (many tags: no Python step a p-value), the
+    same floats: the defined p-values ranked by a stable sort, ``m p / rank`` each, the
+    running minimum from the largest down, from 1."""
+    q = np.full(len(p_values), math.nan)
+    defined = np.flatnonzero(~np.isnan(p_values))
+    m = len(defined)
+    if m:
+        order = defined[np.argsort(p_values[defined], kind="stable")]
+        scaled = m * p_values[order] / np.arange(1, m + 1, dtype=np.float64)
+        q[order] = np.minimum.accumulate(np.concatenate(([1.0], scaled[::-1])))[:0:-1]
+    return q
+
+
 def effective_units_of(total: np.ndarray, total_sq: np.ndarray) -> np.ndarray:
     """:func:`effective_units` of each element (float64 arrays), the same floats."""
     with np.errstate(all="ignore"):

@@ -41,17 +41,16 @@ from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.kinds.wuauc import KIND
 from mpieval.kinds.wuauc.kernels import row_sums_windowed, user_auc_windows
 from mpieval.kinds.wuauc.result import (
-    DIFFS,
+    COMPARE_FIELDS,
     FIELDS,
     N_ROW_SUMS,
     WuaucResult,
-    block_from_sums,
     blocks_from_sums,
 )
 from mpieval.metric import Metric, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import SHOWN_TAGS, BlockNames, grouped_reasons_text, reasons_text
+from mpieval.tags import SHOWN_TAGS, BlockNames, grouped_reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import (
     as_vector,
@@ -263,25 +262,17 @@ class WuaucMetric(UserRowsMetric):
         # each part taken out of sums as it is rounded: freed then on a rank alone, whose
         # parts are the sums themselves (many tags)
         parts = [exact.rounded(sums.pop(name), self._first_digit[name]) for name in list(sums)]
-        if self.compare is None:  # every block's values at once (many tags)
-            # each field's column as the part holds it (a rank alone: contiguous), no copy
-            columns = dict(zip(FIELDS, (column for part in parts for column in part.T),
-                               strict=True))
-            blocks, held = blocks_from_sums(names, columns)
-            if held:
-                warn_undefined(comm, "wuauc: " + grouped_reasons_text(
-                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
-                     for reason, where in held]))
-            return WuaucResult(blocks, weights=self.weights)
-        values = np.concatenate([part.T for part in parts]).T  # one row a block
-        compared, reasons = [], []  # reasons: (tag, why)
-        for name, block_sums in zip(names, values, strict=True):
-            block, why = block_from_sums(name, block_sums, self.compare)
-            compared.append(block)
-            reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
-        if reasons:
-            warn_undefined(comm, "wuauc: " + reasons_text(reasons))
-        return WuaucResult(tuple(compared), weights=self.weights).with_q_values(DIFFS)
+        # every block's values at once (many tags), each field's column as the part holds
+        # it (a rank alone: contiguous), no copy; with compare, the comparisons' too
+        fields = FIELDS if self.compare is None else FIELDS + COMPARE_FIELDS
+        columns = dict(zip(fields, (column for part in parts for column in part.T),
+                           strict=True))
+        blocks, held = blocks_from_sums(names, columns, self.compare)
+        if held:
+            warn_undefined(comm, "wuauc: " + grouped_reasons_text(
+                [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                 for reason, where in held]))
+        return WuaucResult(blocks, weights=self.weights)
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:

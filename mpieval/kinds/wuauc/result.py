@@ -262,7 +262,10 @@ class WuaucResult(TagBlocks[WuaucBlock]):
         """One Abacus line per tag, ``all`` first, joined with newlines; with ``compare``,
         then one comparison line per tag (:meth:`WuaucComparison.to_log_line`)."""
         lines = _log_lines(name, self.blocks)
-        if not isinstance(self.blocks, ColumnBlocks):  # (blocks kept as columns: no compare)
+        table = getattr(self.blocks, "source", None)
+        if isinstance(table, _BlockColumns):  # (blocks kept as columns: theirs, if any)
+            lines += [] if table.compare is None else table.compare_lines(name)
+        else:
             lines += [block.compare.to_log_line(name, block.tag) for block in self.blocks
                       if block.compare is not None]
         return "\n".join(lines)
@@ -352,26 +355,31 @@ def block_from_sums(tag: str, sums: np.ndarray,
     return block, reasons
 
 
-def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray]
+def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray],
+                     compare: str | None = None
                      ) -> tuple[ColumnBlocks[WuaucBlock], list[tuple[str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: each of ``FIELDS``' column,
-    an element a block, no ``compare``), each value computed for all blocks as arrays
-    (:func:`mpieval.kernels.stats.ratio_stderrs` and its kin), the same floats; the
-    blocks, kept as those arrays (:class:`_BlockColumns`: a block made when read), and
-    each reason a value is NaN with the indexes of the blocks it holds for, in order of
-    the first block it holds for (the order of :func:`block_from_sums`' reasons tag after
-    tag)."""
+    an element a block, then with ``compare`` each of ``COMPARE_FIELDS``'), each value
+    computed for all blocks as arrays (:func:`mpieval.kernels.stats.ratio_stderrs` and its
+    kin), the same floats, with ``compare`` the comparisons' too and their q-values over
+    the tags (:meth:`WuaucResult.with_q_values`'); the blocks, kept as those arrays
+    (:class:`_BlockColumns`: a block made when read), and each reason a value is NaN with
+    the indexes of the blocks it holds for, in order of the first block it holds for (the
+    order of :func:`block_from_sums`' reasons tag after tag)."""
     s = {name: np.ascontiguousarray(sums[name], dtype=np.float64) for name in FIELDS}
     rows, valid_rows, users, valid = s["rows"], s["valid_rows"], s["users"], s["valid_users"]
     actual = _ratios(s["clicks"], rows)
     predicted = _ratios(s["pred_sum"], rows)
     stderr = _stderrs_of(s)
     effective = _effective_of(s)
+    compared = None if compare is None else _CompareColumns(
+        compare, s, {name: np.ascontiguousarray(sums[name], dtype=np.float64)
+                     for name in COMPARE_FIELDS}, effective)
     table = _BlockColumns(
         tags, [_ratios(s["auc_rows_sum"], valid_rows), _ratios(s["auc_sum"], valid),
                _ratios(s["logloss_sum"], rows), actual, predicted, _ratios(actual, predicted)],
         _ratios(s["auc_clicks_sum"], s["valid_clicks"]),
-        [users, rows, valid, valid_rows, s["valid_clicks"]], stderr, effective)
+        [users, rows, valid, valid_rows, s["valid_clicks"]], stderr, effective, compared)
     blocks = ColumnBlocks(tags, table.blocks, table.dicts, source=table)
     # the reasons, each with its rank among a block's reasons (block_from_sums' order)
     minimum = stats.MIN_CLUSTERS
@@ -396,6 +404,10 @@ def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray]
     for rank, name in enumerate(INTERVAL_FIELDS):
         reasons.append((5 + rank, f"ci95 of {name} is null: its spread over the users is 0",
                         (stderr[name] == 0) & (units[name] >= minimum)))
+    if compared is not None:  # then the differences' (block_from_sums' order)
+        for rank, name in enumerate(DIFFS, start=5 + len(INTERVAL_FIELDS)):
+            reasons.append((rank, f"ci95 of {name} is null: its spread over the users is 0",
+                            (compared.stderr[name] == 0) & (compared.units[name] >= minimum)))
     return blocks, held_reasons(reasons)
 
 
@@ -403,19 +415,22 @@ _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(WuaucBlock))
 
 
 class _BlockColumns:
-    """The values of a result's blocks (no ``compare``) as arrays, one element a block
-    (:func:`blocks_from_sums`): the blocks ``start .. stop - 1`` made from them
-    (:meth:`blocks`), or their ``to_dict()`` written from them (:meth:`dicts`)."""
+    """The values of a result's blocks as arrays, one element a block
+    (:func:`blocks_from_sums`), with ``compare`` their comparisons' (:class:`_CompareColumns`):
+    the blocks ``start .. stop - 1`` made from them (:meth:`blocks`), or their
+    ``to_dict()`` written from them (:meth:`dicts`)."""
 
     def __init__(self, tags: Sequence[str], values: list[np.ndarray], click_wuauc: np.ndarray,
                  counts: list[np.ndarray], stderr: dict[str, np.ndarray],
-                 effective: dict[str, np.ndarray]) -> None:
+                 effective: dict[str, np.ndarray],
+                 compare: _CompareColumns | None = None) -> None:
         self.tags = tags
         self.values = values  # wuauc, uauc, logloss, actual_ctr, predicted_ctr, copc
         self.click_wuauc = click_wuauc
         self.counts = counts  # users, rows, valid users, valid rows, valid clicks
         self.stderr = stderr
         self.effective = effective
+        self.compare = compare
 
     def _count_lists(self, start: int, stop: int, clicks: bool = True) -> list[list[Any]]:
         """The counts as the blocks hold them (users as ints, rows and clicks as ints or,
@@ -443,13 +458,31 @@ class _BlockColumns:
         effective_rows = zip(*(array[start:stop].tolist()
                                for array in self.effective.values()), strict=True)
         with gc_paused():  # many tags: a block's dicts are no cycles to look for
+            compared: list[WuaucComparison | None] = (
+                [None] * (stop - start) if self.compare is None
+                else [*self.compare.comparisons(start, stop)])
             return [
                 _block((tag, *fields, dict(zip(INTERVAL_FIELDS, stderr_row, strict=True)),
-                        None, dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
-                for tag, *fields, stderr_row, effective_row in zip(
+                        comparison, dict(zip(EFFECTIVE_FIELDS, effective_row, strict=True))))
+                for tag, *fields, stderr_row, comparison, effective_row in zip(
                     self.tags[start:stop], *self._columns(start, stop), stderr_rows,
-                    effective_rows, strict=True)
+                    compared, effective_rows, strict=True)
             ]
+
+    def compare_lines(self, name: str) -> list[str]:
+        """The comparisons' log lines (:meth:`WuaucComparison.to_log_line`), a chunk of
+        blocks at a time; a comparison made only for a block of MIN_CLUSTERS valid users
+        (its interval)."""
+        assert self.compare is not None, "a result with compare="
+        lines = []
+        for start in range(0, len(self.tags), ColumnBlocks.CHUNK):
+            stop = min(start + ColumnBlocks.CHUNK, len(self.tags))
+            enough = self.compare.users[start:stop] >= stats.MIN_CLUSTERS
+            made: list[WuaucComparison | None] = [None] * (stop - start)
+            for k in np.flatnonzero(enough).tolist():
+                made[k] = self.compare.comparisons(start + k, start + k + 1)[0]
+            lines += self.compare.log_lines(name, self.tags[start:stop], start, stop, made)
+        return lines
 
     def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
         """:meth:`WuaucBlock.to_dict` of the blocks ``start .. stop - 1``: a block below
@@ -458,14 +491,171 @@ class _BlockColumns:
         time (``json_numbers``, ``json_counts``); the others made and asked."""
         users, rows, valid, valid_rows, valid_clicks = self._count_lists(start, stop)
         numbers, counts = logline.json_numbers, logline.json_counts
-        out = dicts_of(_DICT_KEYS, [
+        compared = [] if self.compare is None else [self.compare.dicts(start, stop)]
+        out = dicts_of(_DICT_KEYS + ("compare",) * len(compared), [
             *(numbers(v[start:stop]) for v in self.values), users, counts(rows), valid,
             counts(valid_rows), numbers(self.click_wuauc[start:stop]), counts(valid_clicks),
-            fresh_dicts(INTERVAL_FIELDS, len(users))])
+            fresh_dicts(INTERVAL_FIELDS, len(users)), *compared])
         enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
         return out
+
+
+class _CompareColumns:
+    """The comparisons of a result's blocks as arrays, one element a block
+    (:func:`_comparison` of every block at once, the same floats), and their p-values and
+    q-values over the tags (:meth:`mpieval.tags.TagBlocks.with_q_values`'): the blocks'
+    comparisons made from them (:meth:`comparisons`), their ``to_dict()`` written from them
+    (:meth:`dicts`), their log lines (:meth:`log_lines`). ``s``: the blocks' ``FIELDS``,
+    ``c``: their ``COMPARE_FIELDS``, ``effective``: :func:`_effective_of` of ``s``."""
+
+    def __init__(self, pred: str, s: dict[str, np.ndarray], c: dict[str, np.ndarray],
+                 effective: dict[str, np.ndarray]) -> None:
+        self.pred = pred
+        valid, valid_rows, users, rows = (s["valid_users"], s["valid_rows"], s["users"],
+                                          s["rows"])
+        logloss_a, logloss_b = _ratios(s["logloss_sum"], rows), _ratios(c["b_logloss_sum"],
+                                                                        rows)
+        copc_a, copc_b = _ratios(s["clicks"], s["pred_sum"]), _ratios(s["clicks"],
+                                                                      c["b_pred_sum"])
+        self.values = {  # WuaucComparison's floats, in its fields' order
+            "uauc": _ratios(c["b_auc_sum"], valid), "wuauc": _ratios(c["b_auc_rows_sum"],
+                                                                     valid_rows),
+            "uauc_diff": _ratios(c["diff_sum"], valid),
+            "wuauc_diff": _ratios(c["diff_rows_sum"], valid_rows),
+            "logloss": logloss_b, "copc": copc_b, "logloss_diff": logloss_b - logloss_a,
+            "copc_diff": copc_b - copc_a}
+        some, every = valid >= 2, users >= 2
+        self.stderr = {
+            "uauc_diff": stats.cluster_stderrs(stats.ratio_stderrs(
+                c["diff_sum"], valid, c["diff_sq_sum"], c["diff_sum"], valid, where=some),
+                valid),
+            "wuauc_diff": stats.ratio_stderrs(
+                c["diff_rows_sum"], valid_rows, c["diff_sq_rows_sq_sum"], c["diff_rows_sq_sum"],
+                s["rows_sq_sum"], where=some, weights=_weights_of(s, "wuauc")),
+            "logloss_diff": stats.ratio_stderrs(
+                c["b_logloss_sum"] - s["logloss_sum"], rows, c["user_logloss_diff_sq_sum"],
+                c["user_logloss_diff_rows_sum"], s["user_rows_sq_sum"], where=every,
+                weights=_weights_of(s, "logloss")),
+            "copc_diff": stats.weighted_cluster_stderrs(
+                _copc_diff_stderrs(s, c, every), *_weights_of(s, "copc")),
+        }
+        self.users = valid
+        self.units = {"uauc_diff": valid, "wuauc_diff": valid, "logloss_diff": users,
+                      "copc_diff": users}
+        b_copc = stats.effective_units_of(c["b_pred_sum"], c["user_b_pred_sq_sum"])
+        self.effective = {  # (copc_diff: the smaller of the two models' pred weights, as min)
+            "uauc_diff": effective["uauc"], "wuauc_diff": effective["wuauc"],
+            "logloss_diff": effective["logloss"],
+            "copc_diff": np.where(b_copc < effective["copc"], b_copc, effective["copc"])}
+        own = _per_user_stderrs({**s, **{name: c[f"b_{name}"] for name in USER_SUM_FIELDS}})
+        self.own_stderr = {name: own[name] for name in PER_USER}
+        # p-values where some are defined (MIN_CLUSTERS units), one at a time (few blocks)
+        self.p = {name: np.full(len(valid), math.nan) for name in DIFFS}
+        for name in DIFFS:
+            for i in np.flatnonzero(self.units[name] >= stats.MIN_CLUSTERS).tolist():
+                self.p[name][i] = stats.cluster_p(
+                    float(self.values[name][i]), float(self.stderr[name][i]),
+                    float(self.units[name][i]), effective=float(self.effective[name][i]))
+        # q-values over the tags (none without a tag: all alone)
+        self.q = {name: np.concatenate(([math.nan], stats.bh_q_values_of(p[1:])))
+                  for name, p in self.p.items()} if len(valid) > 1 else None
+
+    def comparisons(self, start: int, stop: int) -> list[WuaucComparison]:
+        """The comparisons of the blocks ``start .. stop - 1``."""
+        lists = {name: array[start:stop].tolist() for name, array in self.values.items()}
+        by_diff = [{name: array[name][start:stop].tolist() for name in DIFFS}
+                   for array in (self.stderr, self.units, self.effective)]
+        own = {name: self.own_stderr[name][start:stop].tolist() for name in PER_USER}
+        users = whole_ints(self.users[start:stop])
+        q = None if self.q is None else {name: self.q[name][start:stop].tolist()
+                                         for name in DIFFS}
+        made = []
+        for k, i in enumerate(range(start, stop)):
+            stderr, units, effective = ({name: d[name][k] for name in DIFFS} for d in by_diff)
+            made.append(WuaucComparison(
+                pred=self.pred, uauc=lists["uauc"][k], wuauc=lists["wuauc"][k],
+                uauc_diff=lists["uauc_diff"][k], wuauc_diff=lists["wuauc_diff"][k],
+                stderr=stderr, users=users[k],
+                q={} if q is None or i == 0 else {name: q[name][k] for name in DIFFS},
+                logloss=lists["logloss"][k], copc=lists["copc"][k],
+                logloss_diff=lists["logloss_diff"][k], copc_diff=lists["copc_diff"][k],
+                units=units, effective=effective,
+                own_stderr={name: own[name][k] for name in PER_USER}))
+        return made
+
+    def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """:meth:`WuaucComparison.to_dict` of the blocks ``start .. stop - 1`` as a block
+        below :data:`~mpieval.kernels.stats.MIN_CLUSTERS` users writes it (its intervals,
+        p-values and q-values null: too few units), a column at a time; the caller asks the
+        others' blocks themselves."""
+        n = stop - start
+        numbers, none = logline.json_numbers, [None] * n
+        keys: list[str] = ["pred", "uauc", "wuauc", "logloss", "copc", "ci95"]
+        columns: list[list[Any]] = [[self.pred] * n, *(numbers(self.values[name][start:stop])
+                                                       for name in keys[1:5]),
+                                    fresh_dicts(PER_USER, n)]
+        for name in DIFFS:
+            keys += [name, f"{name}_ci95", f"{name}_p"]
+            columns += [numbers(self.values[name][start:stop]), none, none]
+        made = dicts_of(tuple(keys), columns)
+        if self.q is not None:  # the tags' (not all's) q-values, null
+            for name in DIFFS:
+                keys.append(f"{name}_q")
+            tagged = dicts_of(tuple(keys), [*columns, *([none] * len(DIFFS))])
+            made = made[:1] + tagged[1:] if start == 0 else tagged
+        return made
+
+    def log_lines(self, name: str, tags: Sequence[str], start: int, stop: int,
+                  made: Sequence[WuaucComparison | None]) -> list[str]:
+        """:meth:`WuaucComparison.to_log_line` of the blocks ``start .. stop - 1``
+        (``made``: each block's comparison where it has MIN_CLUSTERS units, else None: its
+        interval and p-value ``nan``), a column at a time."""
+        v = logline.values
+        columns = [list(tags), v(self.values["uauc"][start:stop]),
+                   v(self.values["wuauc"][start:stop])]
+        for diff in ("uauc_diff", "wuauc_diff"):
+            low, high = np.full(stop - start, math.nan), np.full(stop - start, math.nan)
+            for k, comparison in enumerate(made):
+                if comparison is not None:
+                    low[k], high[k] = comparison.ci(diff) or (math.nan, math.nan)
+            columns += [v(self.values[diff][start:stop]), v(low), v(high),
+                        v(self.p[diff][start:stop])]
+        pieces = [f"{name}: compare={self.pred} Tag=", " UAUC=", " WUAUC="]
+        for diff in ("uauc_diff", "wuauc_diff"):
+            pieces += [f" {diff}=", f" {diff}_low=", f" {diff}_high=", f" {diff}_p="]
+        return logline.joined([*pieces, ""], columns)
+
+
+def _copc_diff_stderrs(s: dict[str, np.ndarray], c: dict[str, np.ndarray],
+                       where: np.ndarray) -> np.ndarray:
+    """:func:`_copc_diff_stderr` of every block (arrays), the same floats: the terms made
+    a column at a time, each block's sums exact (:func:`mpieval.kernels.exact.row_fsums`);
+    NaN where ``where`` is false or a pred sum is 0; a block with a term that is not finite
+    through :func:`_copc_diff_stderr` itself."""
+    from mpieval.kernels import exact
+
+    pa, pb, clicks = s["pred_sum"], c["b_pred_sum"], s["clicks"]
+    chosen = np.flatnonzero(where & (pa != 0) & (pb != 0))
+    out = np.full(len(pa), math.nan)
+    with np.errstate(all="ignore"):
+        a = 1 / pb[chosen] - 1 / pa[chosen]
+        b = clicks[chosen] / pb[chosen] / pb[chosen]
+        g = clicks[chosen] / pa[chosen] / pa[chosen]
+        terms = np.stack([a * a * s["user_clicks_sq_sum"][chosen],
+                          b * b * c["user_b_pred_sq_sum"][chosen],
+                          g * g * s["user_pred_sq_sum"][chosen],
+                          -2 * a * b * c["user_clicks_b_pred_sum"][chosen],
+                          2 * a * g * s["user_clicks_pred_sum"][chosen],
+                          -2 * b * g * c["user_pred_b_pred_sum"][chosen]], axis=1)
+    finite = np.isfinite(terms).all(axis=1)
+    spread, size = exact.row_fsums(terms[finite]), exact.row_fsums(np.abs(terms[finite]))
+    out[chosen[finite]] = np.sqrt(np.where(spread <= 8 * 2.0**-52 * size, 0.0, spread))
+    for i in chosen[~finite].tolist():
+        out[i] = _copc_diff_stderr({name: float(x[i]) for name, x in s.items()},
+                                   {name: float(x[i]) for name, x in c.items()})
+    return out
 
 
 _DICT_KEYS = ("wuauc", "uauc", "logloss", "actual_ctr", "predicted_ctr", "copc",
@@ -503,15 +693,7 @@ def _stderrs_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for the blocks where :func:`_stderrs` computes it (two valid users, or two users),
     NaN elsewhere (each step of an array at once, the others' elements NaN: no copy of
     the chosen blocks' sums)."""
-    some = s["valid_users"] >= 2
-    stderr = {
-        "uauc": stats.cluster_stderrs(stats.ratio_stderrs(
-            s["auc_sum"], s["valid_users"], s["auc_sq_sum"], s["auc_sum"], s["valid_users"],
-            where=some), s["valid_users"]),
-        "wuauc": stats.ratio_stderrs(
-            s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
-            s["rows_sq_sum"], where=some, weights=_weights_of(s, "wuauc")),
-    }
+    stderr = _per_user_stderrs(s)
     every = s["users"] >= 2
     for name, fields in {
         "actual_ctr": ("clicks", "rows", "user_clicks_sq_sum", "user_clicks_rows_sum",
@@ -527,6 +709,18 @@ def _stderrs_of(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         stderr[name] = stats.ratio_stderrs(a, b, aa, ab, bb, where=every,
                                            weights=_weights_of(s, name))
     return stderr
+
+
+def _per_user_stderrs(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:func:`_stderrs_of`'s ``uauc`` and ``wuauc`` (over the valid users)."""
+    some, valid = s["valid_users"] >= 2, s["valid_users"]
+    return {
+        "uauc": stats.cluster_stderrs(stats.ratio_stderrs(
+            s["auc_sum"], valid, s["auc_sq_sum"], s["auc_sum"], valid, where=some), valid),
+        "wuauc": stats.ratio_stderrs(
+            s["auc_rows_sum"], s["valid_rows"], s["auc_sq_rows_sq_sum"], s["auc_rows_sq_sum"],
+            s["rows_sq_sum"], where=some, weights=_weights_of(s, "wuauc")),
+    }
 
 
 _WEIGHTS = {"wuauc": ("valid_rows", "rows_sq_sum", "rows_cube_sum"),
