@@ -29,21 +29,12 @@ ALL = "all"
 SHOWN_TAGS = 5  # tags named in one warning line; the rest are counted
 
 
-def reasons_text(reasons: list[tuple[str, str]]) -> str:
-    """The warning of per-tag reasons, ``(tag, reason)``, one clause per reason with the tags
-    it holds for: ``tags t1, t2, t3, t4, t5 and 148 more: ci95 ... needs 10 valid users``
-    (a 300-tag run gives one short line, not one clause a tag)."""
-    tags_of: dict[str, list[str]] = {}
-    for tag, reason in reasons:
-        tags_of.setdefault(reason, []).append(tag)
-    return grouped_reasons_text([(reason, tags[:SHOWN_TAGS], len(tags))
-                                 for reason, tags in tags_of.items()])
-
-
 def grouped_reasons_text(groups: Sequence[tuple[str, Sequence[str], int]]) -> str:
-    """:func:`reasons_text` of reasons given grouped, in order of their first tag: each
-    reason with its first tags (``SHOWN_TAGS`` of them, or all when fewer) and the number
-    of tags it holds for (many tags: no pair a tag)."""
+    """The warning of per-tag reasons given grouped, in order of their first tag, one clause
+    per reason with the tags it holds for: ``tags t1, t2, t3, t4, t5 and 148 more: ci95 ...
+    needs 10 valid users`` (a 300-tag run gives one short line, not one clause a tag).
+    Each reason comes with its first tags (``SHOWN_TAGS`` of them, or all when fewer) and
+    the number of tags it holds for (many tags: no pair a tag)."""
     clauses = []
     for reason, tags, count in groups:
         named = ", ".join(tags[:SHOWN_TAGS])

@@ -470,6 +470,92 @@ def test_ranking_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
     _columns_read_as_their_blocks(at_once, tags, partial(RankingResult, k))
 
 
+@pytest.mark.parametrize("n_blocks", [1, 600])
+def test_ranking_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_blocks) -> None:
+    """With ``compare``, ``ranking``'s ``blocks_from_sums`` (the comparisons, their p-values
+    and q-values over the tags at once) against ``block_from_sums`` then
+    ``with_q_values``: blocks of 0 to 30 valid users, users of equal values and equal
+    differences (a spread of 0), B equal to A, better, or unrelated (correlations of 1, of
+    0, between): every value, the JSON and every reason the same, to the last bit; one
+    block (``all`` alone) has no q-values."""
+    from mpieval.kinds.ranking.kernels import sum_fields, value_names
+    from mpieval.kinds.ranking.metric import block_from_sums, blocks_from_sums
+
+    k = (5, 10)
+    names = value_names(k)
+    blocks = []
+    for i in range(n_blocks):
+        valid = int(rng.integers(0, 31))
+        s = {"rows": 0.0 if i % 19 == 0 else float(valid + rng.integers(0, 5)),
+             "users": float(valid + rng.integers(0, 3)), "valid_users": float(valid)}
+        for name in names:
+            a = rng.random(valid) if i % 6 else np.full(valid, 0.5)
+            b = {0: a, 1: a + rng.normal(0.05, 0.05, valid), 2: rng.random(valid)}.get(
+                i % 4, a * 0.5 + 0.3)
+            if name.startswith("hit_rate"):
+                a, b = np.round(a), np.round(np.clip(b, 0, 1))
+            d = b - a
+            s.update({f"{name}_sum": a.sum(), f"{name}_sq_sum": (a * a).sum(),
+                      f"b_{name}_sum": b.sum(), f"b_{name}_sq_sum": (b * b).sum(),
+                      f"{name}_diff_sum": d.sum(), f"{name}_diff_sq_sum": (d * d).sum()})
+        for cutoff in k:
+            s[f"users_le_{cutoff}"] = float(rng.integers(0, valid + 1))
+        blocks.append([float(s[name]) for name in sum_fields(k, True)])
+    sums = np.array(blocks)
+    tags = ["all", *(f"t{i}" for i in range(1, n_blocks))]
+    at_once, held = blocks_from_sums(tags, k, sums, "pred_b")
+    one_by_one, reasons = [], {}
+    for tag, block_sums in zip(tags, sums, strict=True):
+        block, why = block_from_sums(tag, k, block_sums, "pred_b")
+        one_by_one.append(block)
+        for text in why:
+            reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
+    plain = RankingResult(k, tuple(one_by_one)).with_q_values(names)
+    kept = RankingResult(k, at_once)
+    assert repr(tuple(at_once)) == repr(plain.blocks)  # every float's repr: its bits
+    assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
+    assert kept.to_log_line("m") == plain.to_log_line("m")
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    if n_blocks > 1:
+        compared = [block.compare for block in plain.blocks[1:]]
+        assert sum(c.q["ndcg"] < 0.05 for c in compared) > 10  # B better in a quarter
+        correlations = {round(c.correlation["ndcg"], 6) for c in compared}
+        assert {0.0, 1.0} <= correlations and len(correlations) > 100
+        assert any("ndcg_diff is null" in text for text, _ in held)  # equal differences
+        _columns_read_as_their_blocks(at_once, tags, partial(RankingResult, k))
+    else:
+        assert plain.blocks[0].compare.q == {} and "_q" not in json.dumps(kept.to_dict())
+
+
+def test_correlations_of_arrays_are_the_correlation_of_each_element(rng) -> None:
+    """``ranking``'s compiled ``_correlations`` against ``_correlation`` one element at a
+    time, bit for bit (``** 2`` as Python's power, libm's ``pow``, which differs from ``x *
+    x`` in the last bit now and then): below two users, values that do not vary, equal
+    values (a correlation of 1, cut there), opposite ones (-1), NaN sums."""
+    from mpieval.kinds.ranking.metric import _correlation, _correlations
+
+    n = 20_000
+    units = rng.integers(0, 40, n).astype(np.float64)
+    a, b = units * rng.random(n), units * rng.random(n)
+    aa, bb = a * a / np.maximum(units, 1) * (1 + rng.random(n)), b * b / np.maximum(units, 1) * (
+        1 + rng.random(n))
+    dd = (aa + bb) * rng.random(n)
+    same = rng.random(n) < 0.1
+    b[same], bb[same], dd[same] = a[same], aa[same], 0.0  # B = A: a correlation of 1
+    flat = rng.random(n) < 0.05
+    aa[flat] = a[flat] ** 2 / np.maximum(units[flat], 1)  # A does not vary
+    a[:3], dd[3] = [np.nan, np.inf, -0.0], np.nan
+    got = _correlations(a, aa, b, bb, dd, units)
+    want = np.array([_correlation(*x) for x in zip(a.tolist(), aa.tolist(), b.tolist(),
+                                                     bb.tolist(), dd.tolist(), units.tolist(),
+                                                     strict=True)])
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert (got == 1.0).sum() > 100 and (got == 0.0).sum() > 500 and (np.abs(got) < 1).sum() > 5000
+    with np.errstate(all="ignore"):
+        mean = (a / units).tolist()
+    assert sum(x**2 != x * x for x in mean) > 3  # pow's last bit met
+
+
 def test_ratio_stderrs_of_arrays_are_ratio_stderr_of_each_element(rng) -> None:
     """The compiled ``ratio_stderrs`` (many tags) against ``ratio_stderr`` one element at a
     time, bit for bit: a ``b`` of 0, spreads of 0 and within the terms' rounding, terms

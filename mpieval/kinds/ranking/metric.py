@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from mpieval import logline
+from mpieval import _core, logline
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UidCollisionError
 from mpieval.exchange import group_rows
@@ -66,7 +66,6 @@ from mpieval.tags import (
     gc_paused,
     grouped_reasons_text,
     held_reasons,
-    reasons_text,
     whole_ints,
 )
 from mpieval.user_rows import UserRowsMetric
@@ -320,59 +319,161 @@ def block_from_sums(tag: str, k: tuple[int, ...], sums: np.ndarray,
     return block, reasons
 
 
-def blocks_from_sums(tags: Sequence[str], k: tuple[int, ...], sums: np.ndarray
+def blocks_from_sums(tags: Sequence[str], k: tuple[int, ...], sums: np.ndarray,
+                     compare: str | None = None
                      ) -> tuple[ColumnBlocks[RankingBlock], list[tuple[str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: one row of
-    :func:`sum_fields` a block, no ``compare``), each value computed for all blocks as
-    arrays (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats; the blocks,
-    kept as those arrays (:class:`_BlockColumns`: a block made when read), and each
-    reason a value is NaN with the indexes of the blocks it holds for, in order of the
+    :func:`sum_fields` a block), each value computed for all blocks as arrays
+    (:func:`mpieval.kernels.stats.ratio_stderrs`), the same floats, with ``compare`` the
+    comparisons' too and their q-values over the tags (:meth:`RankingResult.with_q_values`');
+    the blocks, kept as those arrays (:class:`_BlockColumns`: a block made when read), and
+    each reason a value is NaN with the indexes of the blocks it holds for, in order of the
     first block it holds for (the order of :func:`block_from_sums`' reasons tag after
     tag)."""
     s = {name: np.ascontiguousarray(sums[:, i])
-         for i, name in enumerate(sum_fields(k, False))}
+         for i, name in enumerate(sum_fields(k, compare is not None))}
     valid, rows = s["valid_users"], s["rows"]
     names = value_names(k)
-    means, stderr = {}, {}
-    with np.errstate(all="ignore"):
-        for name in names:
-            total = s[f"{name}_sum"]
-            means[name] = np.where(valid != 0, total / valid, math.nan)
-            stderr[name] = stats.cluster_stderrs(stats.ratio_stderrs(
-                total, valid, s[f"{name}_sq_sum"], total, valid), valid)
+    means, stderr = _means_and_stderrs(s, names, valid, "{}")
+    compared = None if compare is None else _CompareColumns(compare, s, names, means)
     table = _BlockColumns(tags, k, means, stderr, [valid, s["users"], rows],
-                          [s[f"users_le_{cutoff}"] for cutoff in k])
+                          [s[f"users_le_{cutoff}"] for cutoff in k], compared)
     blocks = ColumnBlocks(tags, table.blocks, table.dicts, source=table)
     some = (rows != 0) & (valid != 0)
+    what = "the values" if compare is None else "the values and their differences"
     reasons: list[tuple[int, str, np.ndarray]] = [
         (0, "no rows", rows == 0),
         (1, "no user has a relevant row (label > 0), the values are undefined",
          (rows != 0) & (valid == 0)),
-        (2, f"ci95 of the values needs {stats.MIN_CLUSTERS} valid users",
+        (2, f"ci95 of {what} needs {stats.MIN_CLUSTERS} valid users",
          some & (valid < stats.MIN_CLUSTERS)),
     ]
+    spreads = [(name, stderr[name]) for name in names if not _is_rate(name)]
+    if compared is not None:  # then the differences' (block_from_sums' order)
+        spreads += [(f"{name}_diff", compared.diff_stderr[name]) for name in names
+                    if not _is_rate(name)]
     reasons += [(3 + rank, f"ci95 of {name} is null: its spread over the users is 0",
-                 some & (valid >= stats.MIN_CLUSTERS) & (stderr[name] == 0))
-                for rank, name in enumerate(names) if not _is_rate(name)]
+                 some & (valid >= stats.MIN_CLUSTERS) & (se == 0))
+                for rank, (name, se) in enumerate(spreads)]
     return blocks, held_reasons(reasons)
+
+
+def _means_and_stderrs(s: dict[str, np.ndarray], names: Sequence[str], valid: np.ndarray,
+                       field: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """:func:`_mean_and_stderr` of every block (arrays), the same floats, of each value
+    ``name`` whose sums are ``field.format(name) + "_sum"`` and ``"_sq_sum"``."""
+    means, stderr = {}, {}
+    with np.errstate(all="ignore"):
+        for name in names:
+            total, squares = s[f"{field.format(name)}_sum"], s[f"{field.format(name)}_sq_sum"]
+            means[name] = np.where(valid != 0, total / valid, math.nan)
+            stderr[name] = stats.cluster_stderrs(stats.ratio_stderrs(
+                total, valid, squares, total, valid), valid)
+    return means, stderr
+
+
+def _correlations(a: np.ndarray, aa: np.ndarray, b: np.ndarray, bb: np.ndarray,
+                  dd: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """:func:`_correlation` of every block (float64 arrays), in one compiled pass
+    (``stats.hpp``'s ``correlation``: its steps, ``** 2`` as libm's ``pow``), the same
+    floats."""
+    a, aa, b, bb, dd, units = (np.ascontiguousarray(x, dtype=np.float64)
+                               for x in (a, aa, b, bb, dd, units))
+    out = np.empty(len(a))
+    _core.stats.correlations(a, aa, b, bb, dd, units, out)
+    return out
+
+
+class _CompareColumns:
+    """The comparisons of a result's blocks as arrays, one element a block (as
+    :func:`block_from_sums` makes each, the same floats), and their p-values and q-values
+    over the tags (:meth:`mpieval.tags.TagBlocks.with_q_values`'): the blocks' comparisons
+    made from them (:meth:`comparisons`) or their ``to_dict()`` written from them
+    (:meth:`dicts`). ``s``: the blocks' sums (:func:`sum_fields` with ``compare``),
+    ``means``: A's values."""
+
+    def __init__(self, pred: str, s: dict[str, np.ndarray], names: Sequence[str],
+                 means: dict[str, np.ndarray]) -> None:
+        self.pred, self.names, self.a_means = pred, tuple(names), means
+        valid = self.valid = s["valid_users"]
+        self.b_means, self.b_stderr = _means_and_stderrs(s, names, valid, "b_{}")
+        self.diffs, self.diff_stderr = _means_and_stderrs(s, names, valid, "{}_diff")
+        self.correlation = {name: _correlations(
+            s[f"{name}_sum"], s[f"{name}_sq_sum"], s[f"b_{name}_sum"], s[f"b_{name}_sq_sum"],
+            s[f"{name}_diff_sq_sum"], valid) for name in names}
+        # p-values where defined (MIN_CLUSTERS valid users), one at a time (few blocks)
+        self.p = {name: np.full(len(valid), math.nan) for name in names}
+        for i in np.flatnonzero(valid >= stats.MIN_CLUSTERS).tolist():
+            for name in names:
+                self.p[name][i] = stats.cluster_p(float(self.diffs[name][i]),
+                                                  float(self.diff_stderr[name][i]),
+                                                  int(valid[i]))
+        # q-values over the tags (none without a tag: all alone)
+        self.q = {name: np.concatenate(([math.nan], stats.bh_q_values_of(p[1:])))
+                  for name, p in self.p.items()} if len(valid) > 1 else None
+
+    def comparisons(self, start: int, stop: int) -> list[RankingComparison]:
+        """The comparisons of the blocks ``start .. stop - 1``."""
+        names = self.names
+
+        def rows(columns: dict[str, np.ndarray]) -> list[dict[str, float]]:
+            lists = [columns[name][start:stop].tolist() for name in names]
+            return [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)]
+
+        q = [{}] * (stop - start) if self.q is None else rows(self.q)
+        if start == 0 and self.q is not None:
+            q[0] = {}  # (all's: none)
+        return [RankingComparison(self.pred, values, diffs, stderr, users, q=block_q,
+                                  a_values=a_values, correlation=correlation,
+                                  own_stderr=own)
+                for values, diffs, stderr, users, block_q, a_values, correlation, own in zip(
+                    rows(self.b_means), rows(self.diffs), rows(self.diff_stderr),
+                    whole_ints(self.valid[start:stop]), q, rows(self.a_means),
+                    rows(self.correlation), rows(self.b_stderr), strict=True)]
+
+    def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """:meth:`RankingComparison.to_dict` of the blocks ``start .. stop - 1`` as a block
+        below :data:`~mpieval.kernels.stats.MIN_CLUSTERS` valid users writes it (its
+        intervals, p-values and q-values null), a column at a time; the caller asks the
+        others' blocks themselves."""
+        n, names = stop - start, self.names
+        numbers, none = logline.json_numbers, [None] * n
+        keys = ["pred", *names, "ci95"]
+        columns: list[list[Any]] = [[self.pred] * n, *(numbers(self.b_means[name][start:stop])
+                                                       for name in names),
+                                    fresh_dicts(names, n)]
+        tagged_keys, tagged = list(keys), list(columns)
+        for name in names:
+            keys += [f"{name}_diff", f"{name}_diff_ci95", f"{name}_diff_p"]
+            columns += [numbers(self.diffs[name][start:stop]), none, none]
+            tagged_keys += [f"{name}_diff", f"{name}_diff_ci95", f"{name}_diff_p",
+                            f"{name}_diff_q"]
+            tagged += [numbers(self.diffs[name][start:stop]), none, none, none]
+        if self.q is None:
+            return dicts_of(tuple(keys), columns)
+        made = dicts_of(tuple(tagged_keys), tagged)
+        if start == 0:  # all's: no q-values
+            made[0] = dicts_of(tuple(keys), [column[:1] for column in columns])[0]
+        return made
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(RankingBlock))
 
 
 class _BlockColumns:
-    """The values of a result's blocks (no ``compare``) as arrays, one element a block
-    (:func:`blocks_from_sums`): the blocks ``start .. stop - 1`` made from them
-    (:meth:`blocks`), their ``to_dict()`` (:meth:`dicts`) or log lines (:meth:`lines`)
-    written from them."""
+    """The values of a result's blocks as arrays, one element a block
+    (:func:`blocks_from_sums`), with ``compare`` their comparisons' (:class:`_CompareColumns`):
+    the blocks ``start .. stop - 1`` made from them (:meth:`blocks`), their ``to_dict()``
+    (:meth:`dicts`) or log lines (:meth:`lines`) written from them."""
 
     def __init__(self, tags: Sequence[str], k: tuple[int, ...], means: dict[str, np.ndarray],
                  stderr: dict[str, np.ndarray], counts: list[np.ndarray],
-                 users_le_k: list[np.ndarray]) -> None:
+                 users_le_k: list[np.ndarray], compare: _CompareColumns | None = None) -> None:
         self.tags, self.k = tags, k
         self.means, self.stderr = means, stderr
         self.counts = counts  # valid users, users, rows
         self.users_le_k = users_le_k  # one array a cutoff
+        self.compare = compare
 
     def _counts(self, start: int, stop: int) -> list[list[int]]:
         return [whole_ints(c[start:stop]) for c in self.counts]
@@ -384,13 +485,16 @@ class _BlockColumns:
                           strict=True)
         le_rows = zip(*(whole_ints(le[start:stop]) for le in self.users_le_k), strict=True)
         with gc_paused():  # many tags: a block's dicts are no cycles to look for
+            compared: list[RankingComparison | None] = (
+                [None] * (stop - start) if self.compare is None
+                else [*self.compare.comparisons(start, stop)])
             return [
                 _block((tag, k, dict(zip(names, mean_row, strict=True)), n_valid, n_users,
-                        n_rows, dict(zip(names, stderr_row, strict=True)), None,
+                        n_rows, dict(zip(names, stderr_row, strict=True)), comparison,
                         dict(zip(k, le_row, strict=True))))
-                for tag, mean_row, n_valid, n_users, n_rows, stderr_row, le_row in zip(
-                    self.tags[start:stop], mean_rows, *self._counts(start, stop),
-                    stderr_rows, le_rows, strict=True)
+                for tag, mean_row, n_valid, n_users, n_rows, stderr_row, comparison, le_row
+                in zip(self.tags[start:stop], mean_rows, *self._counts(start, stop),
+                       stderr_rows, compared, le_rows, strict=True)
             ]
 
     def dicts(self, start: int, stop: int) -> list[dict[str, Any]]:
@@ -403,11 +507,12 @@ class _BlockColumns:
         valid, users, rows = self._counts(start, stop)
         cutoffs = [str(cutoff) for cutoff in self.k]
         les = [whole_ints(le[start:stop]) for le in self.users_le_k]
+        compared = [] if self.compare is None else [self.compare.dicts(start, stop)]
         keys = (*names, "valid_user_count", "real_user_count", "real_ins_num",
-                *(("users_le_k",) if cutoffs else ()), "ci95")
+                *(("users_le_k",) if cutoffs else ()), "ci95", *(("compare",) * len(compared)))
         out = dicts_of(keys, [*means, valid, users, rows,
                               *([dicts_of(tuple(cutoffs), les)] if cutoffs else []),
-                              fresh_dicts(names, len(valid))])
+                              fresh_dicts(names, len(valid)), *compared])
         enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
@@ -569,21 +674,13 @@ class RankingMetric(UserRowsMetric):
         names = BlockNames(self._layout.tags)  # (many tags: no text a tag until read)
         # taken out of sums: freed once rounded on a rank alone (its sums themselves)
         values = exact.rounded(sums.pop("blocks"), self._first_digit["blocks"])
-        if self.compare is None:  # every block's values at once (many tags)
-            blocks, held = blocks_from_sums(names, self.k, values)
-            if held:
-                warn_undefined(comm, "ranking: " + grouped_reasons_text(
-                    [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
-                     for reason, where in held]))
-            return RankingResult(self.k, blocks)
-        compared, reasons = [], []  # reasons: (tag, why)
-        for name, block_sums in zip(names, values, strict=True):
-            block, why = block_from_sums(name, self.k, block_sums, self.compare)
-            compared.append(block)
-            reasons += [(name, text.removeprefix(f"tag {name}: ")) for text in why]
-        if reasons:
-            warn_undefined(comm, "ranking: " + reasons_text(reasons))
-        return RankingResult(self.k, tuple(compared)).with_q_values(value_names(self.k))
+        # every block's values at once (many tags), with compare the comparisons' too
+        blocks, held = blocks_from_sums(names, self.k, values, self.compare)
+        if held:
+            warn_undefined(comm, "ranking: " + grouped_reasons_text(
+                [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
+                 for reason, where in held]))
+        return RankingResult(self.k, blocks)
 
 
 def check_relevance(field: str, values: np.ndarray, largest: float = math.inf) -> None:
