@@ -7,6 +7,10 @@ against 4, paired.
     .venv/bin/python scripts/bench_tags.py --python OLD/bin/python .venv/bin/python  # before, after
     .venv/bin/python scripts/bench_tags.py --compare --kinds wuauc  # paired A/B per tag
 
+For ``eval``, measure builds installed from wheels (``pip wheel .``, one venv each): the
+checkout's editable install compiles its bytecode at every start where none is written
+(``PYTHONDONTWRITEBYTECODE``), which adds to the 4-tag time and lowers the ratio.
+
 Data (generated once under ``bench-data/tags/``, which git ignores): one Parquet file of
 ``--rows`` rows shaped like traffic (many light users, uniform over ``rows / 10`` users,
 plus a Zipf head of a third of the rows over 10,000 users; preds Beta(2, 8), labels
