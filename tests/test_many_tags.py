@@ -276,32 +276,8 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
 
     blocks = []
     for i in range(600):
-        users = int(rng.integers(0, 41))
-        n = rng.integers(1, 30, users).astype(np.float64)
-        if i % 7 == 0:
-            n[:] = 3  # equal users
-        if i % 11 == 0 and users:
-            n[0] = 1e6  # one heavy user
-        if i % 13 == 0:
-            n *= rng.random(users) * 2  # weights
-        c = np.floor(n * rng.random(users)) if i % 5 else np.zeros(users)
-        p = n * rng.beta(2, 8, users) * (0 if i % 17 == 0 else 1)
-        lo = n * rng.random(users)
-        auc = rng.random(users) if i % 9 else np.full(users, 0.5)
-        valid = (c > 0) & (c < n)
-        nv, av = n[valid], auc[valid]
-        s = {"rows": n.sum(), "clicks": c.sum(), "pred_sum": p.sum(), "logloss_sum": lo.sum(),
-             "users": users, "valid_users": valid.sum(), "valid_rows": nv.sum(),
-             "valid_clicks": c[valid].sum(), "auc_sum": av.sum(), "auc_rows_sum": (av * nv).sum(),
-             "auc_clicks_sum": (av * c[valid]).sum(), "auc_sq_sum": (av**2).sum(),
-             "rows_sq_sum": (nv**2).sum(), "auc_rows_sq_sum": (av * nv**2).sum(),
-             "auc_sq_rows_sq_sum": (av**2 * nv**2).sum(), "rows_cube_sum": (nv**3).sum(),
-             "user_clicks_sq_sum": (c**2).sum(), "user_clicks_rows_sum": (c * n).sum(),
-             "user_rows_sq_sum": (n**2).sum(), "user_pred_sq_sum": (p**2).sum(),
-             "user_pred_rows_sum": (p * n).sum(), "user_clicks_pred_sum": (c * p).sum(),
-             "user_logloss_sq_sum": (lo**2).sum(), "user_logloss_rows_sum": (lo * n).sum(),
-             "user_rows_cube_sum": (n**3).sum(), "user_pred_cube_sum": (p**3).sum()}
-        blocks.append([float(s[name]) for name in FIELDS])
+        block = _wuauc_block_sums(rng, i)
+        blocks.append([block[name] for name in FIELDS])
     sums = np.array(blocks)
     tags = [f"t{i}" for i in range(len(sums))]
     at_once, held = blocks_from_sums(tags, {name: sums[:, i] for i, name in enumerate(FIELDS)})
@@ -318,12 +294,14 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
     _columns_read_as_their_blocks(at_once, tags, WuaucResult)
 
 
-def _wuauc_sums_with_compare(rng, i: int) -> dict[str, float]:
+def _wuauc_block_sums(rng, i: int) -> dict[str, float]:
     """A block's ``FIELDS`` and ``COMPARE_FIELDS`` summed over 0 to 40 users of model A and
-    B: no users, few, many; B's pred sum 0, equal differences (a spread of 0), one heavy
-    user, weights."""
+    B: no users, few, many; equal users (a spread of 0), one heavy user, weights, no
+    clicks, a pred sum of 0, B's pred sum 0, equal differences."""
     users = int(rng.integers(0, 41))
     n = rng.integers(1, 30, users).astype(np.float64)
+    if i % 7 == 0:
+        n[:] = 3  # equal users
     if i % 11 == 0 and users:
         n[0] = 1e6  # one heavy user
     if i % 13 == 0:
@@ -381,7 +359,7 @@ def test_wuauc_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_block
 
     names = FIELDS + COMPARE_FIELDS
     sums = np.array([[block[name] for name in names] for block in
-                     (_wuauc_sums_with_compare(rng, i) for i in range(n_blocks))])
+                     (_wuauc_block_sums(rng, i) for i in range(n_blocks))])
     tags = ["all", *(f"t{i}" for i in range(1, n_blocks))]
     at_once, held = blocks_from_sums(tags, {name: sums[:, i] for i, name in enumerate(names)},
                                      "pred_b")
@@ -393,10 +371,7 @@ def test_wuauc_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_block
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     plain = WuaucResult(tuple(one_by_one)).with_q_values(DIFFS)
     kept = WuaucResult(at_once)
-    assert repr(tuple(at_once)) == repr(plain.blocks)  # every float's repr: its bits
-    assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
-    assert kept.to_log_line("m") == plain.to_log_line("m")
-    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    _kept_as_made_one_by_one(kept, plain, tags, held, reasons)
     if n_blocks > 1:
         compared = [block.compare for block in plain.blocks[1:]]
         assert sum(not np.isnan(c.p("uauc_diff")) for c in compared) > 50  # p-values made
@@ -405,6 +380,18 @@ def test_wuauc_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_block
         _columns_read_as_their_blocks(at_once, tags, WuaucResult)
     else:
         assert plain.blocks[0].compare.q == {} and "_q" not in json.dumps(kept.to_dict())
+
+
+def _kept_as_made_one_by_one(kept: Any, plain: Any, tags: list[str],
+                             held: list[tuple[str, np.ndarray]],
+                             reasons: dict[str, list[str]]) -> None:
+    """A result whose blocks are kept as columns (``kept``, with the reasons ``held``)
+    against the same blocks made one by one (``plain``, their ``reasons`` by text): every
+    float (its repr: its bits), the JSON, the log lines and the reasons the same."""
+    assert repr(tuple(kept.blocks)) == repr(tuple(plain.blocks))
+    assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
+    assert kept.to_log_line("m") == plain.to_log_line("m")
+    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
 
 
 def _columns_read_as_their_blocks(columns: object, tags: list[str],
@@ -512,10 +499,7 @@ def test_ranking_compared_blocks_at_once_are_the_blocks_one_at_a_time(rng, n_blo
             reasons.setdefault(text.removeprefix(f"tag {tag}: "), []).append(tag)
     plain = RankingResult(k, tuple(one_by_one)).with_q_values(names)
     kept = RankingResult(k, at_once)
-    assert repr(tuple(at_once)) == repr(plain.blocks)  # every float's repr: its bits
-    assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
-    assert kept.to_log_line("m") == plain.to_log_line("m")
-    assert [(text, [tags[i] for i in where]) for text, where in held] == list(reasons.items())
+    _kept_as_made_one_by_one(kept, plain, tags, held, reasons)
     if n_blocks > 1:
         compared = [block.compare for block in plain.blocks[1:]]
         assert sum(c.q["ndcg"] < 0.05 for c in compared) > 10  # B better in a quarter
