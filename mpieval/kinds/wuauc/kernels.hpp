@@ -1507,18 +1507,10 @@ void grouped_user_sums(Workspace& work, Output& out) {
     const int64_t moment_blocks = (1 + n_tags) * MOMENT_FIELDS;
     int64_t moment_groups = 0;
     int64_t lo = 0;
-    const int64_t total = ends.empty() ? 0 : ends.back();
     for (size_t u = 0; u < ends.size(); ++u) {
         const int64_t hi = ends[u], m = hi - lo;
         uint64_t* keys = grouped + lo;
         uint32_t* low = sizeof(P) == 4 ? nullptr : payload + lo;  // float64: tag << 1 | label
-        if (out.users != nullptr && has_tags && lo + AHEAD < total) {
-            // (many tags: the group count of a later row's tag, anywhere in them)
-            const int64_t k = lo + AHEAD;
-            const uint32_t code = sizeof(P) == 4 ? uint32_t(grouped[k] & 0xFFFFFFFFu) >> 1
-                                                 : payload[k] >> 1;
-            if (int64_t(code) < n_tags) __builtin_prefetch(out.users + 1 + code, 1);
-        }
         if (m <= SHORT) {
             if (out.moments)
                 moments.stage(
