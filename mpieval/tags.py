@@ -360,6 +360,19 @@ class TagCodes:
             self._values += new
             self._type = type(new[-1])
 
+    def _taken(self, values: list[Any]) -> np.ndarray:
+        """:meth:`take` then :meth:`of`, with one look-up a value seen before (many tags: a
+        later batch's tags, most seen, looked up once rather than three times)."""
+        codes = np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
+                            dtype=np.int64, count=len(values))
+        new_at = np.flatnonzero(codes < 0).tolist()
+        if new_at:
+            new = [values[i] for i in new_at]
+            self.take(new)
+            codes[new_at] = self.of(new)
+        taken: np.ndarray = codes.astype(TAG_DTYPE)
+        return taken
+
     def of(self, values: Sequence[Any]) -> np.ndarray:
         """The code (:data:`TAG_DTYPE`) of each of ``values``, every one seen (a KeyError
         else)."""
@@ -402,8 +415,7 @@ class TagCodes:
         """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
         codes); a new array, or ``out`` (one a row) for a uint16 ``inverse`` (a column the
         file reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        self.take(distinct)
-        lookup = self.of(distinct)
+        lookup = self._taken(distinct)
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != TAG_DTYPE):
                 out = None

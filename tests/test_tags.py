@@ -200,3 +200,16 @@ def test_integer_tags_agreed_by_numpy_are_the_sorted_set(ranks, mine) -> None:
     assert tags_ == tuple(sorted({value for rank in ranks for value in rank}))
     assert codes.dtype == TAG_DTYPE and codes.tolist() == TagCodes(tags_).of(own).tolist()
     assert _sorted_int_tags([*ranks, [2**64 - 1]], own) == (None, None)
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=12), max_size=5))
+def test_codes_of_batches_take_the_new_values_as_take_then_of(batches) -> None:
+    """A batch's codes (``TagCodes.codes``: one look-up a value seen before, the new ones
+    taken in order, a value twice in a batch one code) are ``take`` then ``of``'s, batch
+    after batch, and the values by code the same."""
+    fast, plain = TagCodes(), TagCodes()
+    for batch in batches:
+        got = fast.codes(batch, np.arange(len(batch)))
+        plain.take(batch)
+        assert got.tolist() == plain.of(batch).tolist() and got.dtype == TAG_DTYPE
+        assert list(fast.values) == list(plain.values)
