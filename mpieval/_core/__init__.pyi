@@ -11,6 +11,7 @@ from mpieval._core import (
     logloss as logloss,
     moves as moves,
     pn as pn,
+    ranking as ranking,
     sort as sort,
     stats as stats,
     text as text,

@@ -516,23 +516,6 @@ void bind_moves(nb::module_ m) {
 
 void bind_stats(nb::module_ m) {
     m.doc() = "The intervals' special functions (stats.hpp).";
-    m.def("correlations", [](In a, In aa, In b, In bb, In dd, In units, Out out) {
-        const int64_t n = length(a);
-        for (const In* x : {&aa, &b, &bb, &dd, &units})
-            if (length(*x) != n || x->ndim() != 1)
-                throw nb::value_error("mpieval._core: correlations takes arrays of one length");
-        if (length(out) != n || a.ndim() != 1)
-            throw nb::value_error("mpieval._core: correlations' out holds one a value");
-        const double *pa = as<double>(a, "a"), *paa = as<double>(aa, "aa"),
-                     *pb = as<double>(b, "b"), *pbb = as<double>(bb, "bb"),
-                     *pdd = as<double>(dd, "dd"), *pu = as<double>(units, "units");
-        double* o = as<double>(out, "out");
-        Release r;
-        for (int64_t i = 0; i < n; ++i)
-            o[i] = stats::correlation(pa[i], paa[i], pb[i], pbb[i], pdd[i], pu[i]);
-    }, nb::arg("a").noconvert(), nb::arg("aa").noconvert(), nb::arg("b").noconvert(),
-       nb::arg("bb").noconvert(), nb::arg("dd").noconvert(), nb::arg("units").noconvert(),
-       nb::arg("out").noconvert());
     m.def("beta_fraction", &stats::beta_fraction, nb::arg("a"), nb::arg("b"), nb::arg("x"));
     // where (uint8, one a value, or empty: every value): the values computed; NaN elsewhere.
     // weights (3 rows of one a value, or empty): each value then weighted_cluster_stderr's

@@ -375,12 +375,12 @@ def _means_and_stderrs(s: dict[str, np.ndarray], names: Sequence[str], valid: np
 def _correlations(a: np.ndarray, aa: np.ndarray, b: np.ndarray, bb: np.ndarray,
                   dd: np.ndarray, units: np.ndarray) -> np.ndarray:
     """:func:`_correlation` of every block (float64 arrays), in one compiled pass
-    (``stats.hpp``'s ``correlation``: its steps, ``** 2`` as libm's ``pow``), the same
+    (``kernels.hpp``'s ``correlation``: its steps, ``** 2`` as libm's ``pow``), the same
     floats."""
     a, aa, b, bb, dd, units = (np.ascontiguousarray(x, dtype=np.float64)
                                for x in (a, aa, b, bb, dd, units))
     out = np.empty(len(a))
-    _core.stats.correlations(a, aa, b, bb, dd, units, out)
+    _core.ranking.correlations(a, aa, b, bb, dd, units, out)
     return out
 
 
