@@ -29,15 +29,16 @@ ALL = "all"
 SHOWN_TAGS = 5  # tags named in one warning line; the rest are counted
 
 
-def grouped_reasons_text(groups: Sequence[tuple[str, Sequence[str], int]]) -> str:
-    """The warning of per-tag reasons given grouped, in order of their first tag, one clause
-    per reason with the tags it holds for: ``tags t1, t2, t3, t4, t5 and 148 more: ci95 ...
-    needs 10 valid users`` (a 300-tag run gives one short line, not one clause a tag).
-    Each reason comes with its first tags (``SHOWN_TAGS`` of them, or all when fewer) and
-    the number of tags it holds for (many tags: no pair a tag)."""
+def held_reasons_text(held: Sequence[tuple[str, np.ndarray]], names: Sequence[str]) -> str:
+    """The warning of the reasons ``held`` (:func:`held_reasons`: each with the indexes of
+    the blocks it holds for, in order of their first block; ``names``: the blocks'), one
+    clause per reason with the tags it holds for: ``tags t1, t2, t3, t4, t5 and 148 more:
+    ci95 ... needs 10 valid users`` (a 300-tag run gives one short line, not one clause a
+    tag). Only the first ``SHOWN_TAGS`` names of each are read (many tags: no text a tag)."""
     clauses = []
-    for reason, tags, count in groups:
-        named = ", ".join(tags[:SHOWN_TAGS])
+    for reason, where in held:
+        count = len(where)
+        named = ", ".join(names[i] for i in where[:SHOWN_TAGS].tolist())
         if count > SHOWN_TAGS:
             named += f" and {count - SHOWN_TAGS} more"
         clauses.append(f"{'tag' if count == 1 else 'tags'} {named}: {reason}")

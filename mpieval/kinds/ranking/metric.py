@@ -56,7 +56,6 @@ from mpieval.kinds.ranking.kernels import (
 )
 from mpieval.metric import narrowed_sums, warn_undefined
 from mpieval.tags import (
-    SHOWN_TAGS,
     BlockNames,
     ColumnBlocks,
     TagBlocks,
@@ -64,8 +63,8 @@ from mpieval.tags import (
     dicts_of,
     fresh_dicts,
     gc_paused,
-    grouped_reasons_text,
     held_reasons,
+    held_reasons_text,
     whole_ints,
 )
 from mpieval.user_rows import UserRowsMetric
@@ -677,9 +676,7 @@ class RankingMetric(UserRowsMetric):
         # every block's values at once (many tags), with compare the comparisons' too
         blocks, held = blocks_from_sums(names, self.k, values, self.compare)
         if held:
-            warn_undefined(comm, "ranking: " + grouped_reasons_text(
-                [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
-                 for reason, where in held]))
+            warn_undefined(comm, "ranking: " + held_reasons_text(held, names))
         return RankingResult(self.k, blocks)
 
 

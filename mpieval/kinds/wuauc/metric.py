@@ -50,7 +50,7 @@ from mpieval.kinds.wuauc.result import (
 from mpieval.metric import Metric, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
-from mpieval.tags import SHOWN_TAGS, BlockNames, grouped_reasons_text
+from mpieval.tags import BlockNames, held_reasons_text
 from mpieval.user_rows import UserLayout, UserRowsMetric
 from mpieval.validation import (
     as_vector,
@@ -269,9 +269,7 @@ class WuaucMetric(UserRowsMetric):
                            strict=True))
         blocks, held = blocks_from_sums(names, columns, self.compare)
         if held:
-            warn_undefined(comm, "wuauc: " + grouped_reasons_text(
-                [(reason, [names[i] for i in where[:SHOWN_TAGS].tolist()], len(where))
-                 for reason, where in held]))
+            warn_undefined(comm, "wuauc: " + held_reasons_text(held, names))
         return WuaucResult(blocks, weights=self.weights)
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
