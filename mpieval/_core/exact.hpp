@@ -485,24 +485,21 @@ inline std::vector<std::pair<int64_t, double>> spills_by_index(const int64_t* in
 // out[i]: the exact sum of pair i (table[2i] + table[2i + 1]) and its spills (index, value:
 // n_spills of them, indexes in 0 .. rows - 1) rounded once to a float64, ties to even: the
 // float64 sum of the pair when it has no spill (the pair's sum is then exact), else its
-// terms added to DIGITS digits and rounded by to_double. With columns > 0 (pairs of a
-// table of that many columns), out holds the table's columns one after the other: pair i
-// at out[(i % columns) * (rows / columns) + i / columns].
+// terms added to DIGITS digits and rounded by to_double. out holds the pairs of a table
+// of `columns` columns a column after the other: pair i at out[(i % columns) * (rows /
+// columns) + i / columns] (one column, the default: pair i at out[i]).
 inline void pairs_to_floats(const double* table, int64_t rows, const int64_t* index,
                             const double* value, int64_t n_spills, double* out,
-                            int64_t columns = 0) {
-    const int64_t lines = columns > 0 ? rows / columns : 0;
+                            int64_t columns = 1) {
+    const int64_t lines = rows / columns;
     const auto at = [&](int64_t i) -> double& {
-        return columns > 0 ? out[(i % columns) * lines + i / columns] : out[i];
+        return out[(i % columns) * lines + i / columns];
     };
-    if (columns > 0) {
-        for (int64_t line = 0; line < lines; ++line)
-            for (int64_t c = 0; c < columns; ++c)
-                out[c * lines + line] = table[2 * (line * columns + c)] +
-                                        table[2 * (line * columns + c) + 1];
-    } else {
-        for (int64_t i = 0; i < rows; ++i) out[i] = table[2 * i] + table[2 * i + 1];
-    }
+    for (int64_t line = 0; line < lines; ++line)
+        for (int64_t c = 0; c < columns; ++c) {
+            const int64_t i = line * columns + c;
+            out[c * lines + line] = table[2 * i] + table[2 * i + 1];
+        }
     const auto sorted = spills_by_index(index, value, n_spills);
     double full[DIGITS];
     for (size_t k = 0; k < sorted.size();) {

@@ -196,18 +196,19 @@ void bind_exact(nb::module_ m) {
         }
     }, nb::arg("into").noconvert(), nb::arg("other").noconvert());
     m.def("pairs_to_floats", [](In table, In index, In value, Out out, int64_t columns) {
-        // columns > 0: out holds the columns of the table's last axis, one after the other
+        // columns: out holds the columns of the table's last axis, one after the other (1:
+        // the pairs in order)
         const PairsIn in = pairs_in(table, index, value, "pairs_to_floats");
         double* o = as<double>(out, "out");
         if (int64_t(out.size()) != in.rows)
             throw nb::value_error("mpieval._core: pairs_to_floats' out holds one value a pair");
-        if (columns < 0 || (columns > 0 && (table.ndim() < 2 ||
+        if (columns < 1 || (columns > 1 && (table.ndim() < 2 ||
                                             int64_t(table.shape(table.ndim() - 2)) != columns)))
             throw nb::value_error("mpieval._core: pairs_to_floats' columns are the table's last");
         Release r;
         exact::pairs_to_floats(in.table, in.rows, in.index, in.value, in.spills, o, columns);
     }, nb::arg("table").noconvert(), nb::arg("index").noconvert(), nb::arg("value").noconvert(),
-       nb::arg("out").noconvert(), nb::arg("columns") = 0);
+       nb::arg("out").noconvert(), nb::arg("columns") = 1);
     m.def("pairs_to_digits", [](In table, In index, In value, Out out, int first) {
         // out: zeroed accumulators of a window of digits from `first` on (every digit:
         // first 0, DIGITS of them); True when some value falls outside the window
