@@ -599,12 +599,13 @@ class _CompareColumns:
         for name in DIFFS:
             keys += [name, f"{name}_ci95", f"{name}_p"]
             columns += [numbers(self.values[name][start:stop]), none, none]
-        made = dicts_of(tuple(keys), columns)
-        if self.q is not None:  # the tags' (not all's) q-values, null
-            for name in DIFFS:
-                keys.append(f"{name}_q")
-            tagged = dicts_of(tuple(keys), [*columns, *([none] * len(DIFFS))])
-            made = made[:1] + tagged[1:] if start == 0 else tagged
+        if self.q is None:
+            return dicts_of(tuple(keys), columns)
+        # the tags' q-values, null (all's: none)
+        made = dicts_of((*keys, *(f"{name}_q" for name in DIFFS)),
+                        [*columns, *([none] * len(DIFFS))])
+        if start == 0:
+            made[0] = dicts_of(tuple(keys), [column[:1] for column in columns])[0]
         return made
 
     def log_lines(self, name: str, tags: Sequence[str], start: int, stop: int,
