@@ -14,7 +14,8 @@ from mpieval.kernels.moves import owners, split_columns
 from mpieval.rows import RowBuffer
 
 DTYPES = {"key": np.uint64, "pred": np.float32, "wide": np.float64, "label": np.uint8,
-          "tag": np.uint16, "check": np.uint32, "flag": np.bool_}
+          "tag": np.uint16, "check": np.uint32, "flag": np.bool_,
+          "pair": np.complex128}  # 16 bytes: the kernel's path for other widths
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 7, 16, 1000, 1023, 65535, 65536])

@@ -500,17 +500,18 @@ void bind_moves(nb::module_ m) {
             widths.push_back(int64_t(column.shape(1)));
             record += widths.back();
         }
-        uint16_t top = 0;
-        for (int64_t i = 0; i < n; ++i) top = std::max(top, d[i]);
-        if (n && top >= size)
-            throw nb::value_error("mpieval._core: split_columns: a dest past len(firsts)");
-        std::vector<uint32_t> place(static_cast<size_t>(n));
         Release r;
-        moves::places(d, n, size, place.data(), c);
+        for (int64_t j = 0; j < size; ++j) c[j] = 0;
+        bool past = false;
+        for (int64_t i = 0; i < n; ++i) {
+            past |= d[i] >= size;
+            if (d[i] < size) ++c[d[i]];
+        }
+        if (past) throw nb::value_error("mpieval._core: split_columns: a dest past len(firsts)");
         for (int64_t j = 0; j < size; ++j)
             if (j != rank && c[j] && (f[j] < 0 || (f[j] + c[j]) * record > room))
                 throw std::out_of_range("mpieval._core: split_columns: out too small");
-        moves::split_columns(d, n, size, rank, pointers, widths, o, f, place.data(), c);
+        moves::split_columns(d, n, size, rank, pointers, widths, o, f, c);
     }, nb::arg("dest").noconvert(), nb::arg("rank"), nb::arg("columns"),
        nb::arg("out").noconvert(), nb::arg("firsts").noconvert(), nb::arg("counts").noconvert());
 }

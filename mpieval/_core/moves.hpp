@@ -1,10 +1,12 @@
 // The per-user rows' moves to the ranks that own their users (see mpieval/kernels/moves.py):
-// each row's owner and the rows per owner in one pass, then each column split in one pass
-// into the rows that stay (compacted in place) and the rows that leave (packed by owner).
+// each row's owner and the rows per owner in one pass, then the columns split in one pass
+// over the rows into the rows that stay (compacted in place) and the rows that leave (packed
+// by owner).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "keys.hpp"
@@ -61,24 +63,35 @@ inline void owners(const uint64_t* keys, int64_t n, uint64_t size, uint16_t* des
     for (int64_t i = 0; i < n; ++i) ++counts[dest[i]];
 }
 
-// Each row's place among its owner's rows (place[i]: the rows of dest[i] before row i) and
-// the rows of each owner (counts, `size` of them, zeroed first).
-inline void places(const uint16_t* dest, int64_t n, int64_t size, uint32_t* place,
-                   int64_t* counts) {
-    for (int64_t d = 0; d < size; ++d) counts[d] = 0;
-    for (int64_t i = 0; i < n; ++i) place[i] = uint32_t(counts[dest[i]]++);
+// Each row's place among its owner's rows: place[i], the rows of dest[i] before row i.
+inline void places(const uint16_t* dest, int64_t n, int64_t size, uint32_t* place) {
+    std::vector<uint32_t> placed(static_cast<size_t>(size), 0);
+    for (int64_t i = 0; i < n; ++i) place[i] = placed[dest[i]]++;
 }
 
-// Column rows of W bytes: row i goes to starts[dest[i]] + place[i] * W. This rank's start is
-// the column itself, so its rows are compacted to its front, in order (place[i] <= i: a row
-// is never written before it is read). Branch-free: the owners come at random.
+// Column rows of W bytes: row i goes to starts[dest[i]] + (its place among its owner's rows)
+// * W. This rank's start is the column itself, so its rows are compacted to its front, in
+// order (a place is at most i: a row is never written before it is read). Branch-free: the
+// owners come at random. The places: `place` (see places), or with two owners and no
+// `place`, counted as the rows come (two counts in registers: no store to wait for).
 template <int64_t W>
 void scatter_rows(const uint16_t* dest, const uint32_t* place, int64_t n, uint8_t* column,
                   uint8_t* const* starts) {
-    for (int64_t i = 0; i < n; ++i) {
+    const auto move = [&](int64_t i, int64_t at) {
         unsigned char row[W];
         std::memcpy(row, column + i * W, W);
-        std::memcpy(starts[dest[i]] + int64_t(place[i]) * W, row, W);
+        std::memcpy(starts[dest[i]] + at * W, row, W);
+    };
+    if (place) {
+        for (int64_t i = 0; i < n; ++i) move(i, place[i]);
+        return;
+    }
+    int64_t placed[2] = {0, 0};
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t d = dest[i];
+        move(i, d ? placed[1] : placed[0]);
+        placed[0] += d ^ 1;
+        placed[1] += d;
     }
 }
 
@@ -91,6 +104,12 @@ inline void scatter_rows(const uint16_t* dest, const uint32_t* place, int64_t n,
         case 8: scatter_rows<8>(dest, place, n, column, starts); return;
         default: break;
     }
+    std::vector<uint32_t> counted;
+    if (!place) {
+        counted.resize(static_cast<size_t>(n));
+        places(dest, n, 2, counted.data());
+        place = counted.data();
+    }
     for (int64_t i = 0; i < n; ++i)
         std::memmove(starts[dest[i]] + int64_t(place[i]) * width, column + i * width,
                      size_t(width));
@@ -99,20 +118,25 @@ inline void scatter_rows(const uint16_t* dest, const uint32_t* place, int64_t n,
 // Every column (widths[c] bytes a row) split: the rows of `rank` compacted to the front of
 // their column, the others packed into `out` as records of sum(widths) bytes, owner d's from
 // record firsts[d] on, each owner's rows column after column (column c's from byte
-// firsts[d] * record + counts[d] * (widths before c)). The rows of each owner in order.
+// firsts[d] * record + counts[d] * (widths before c)). The rows of each owner in order;
+// counts[d] (`size` of them) is the rows of owner d.
 inline void split_columns(const uint16_t* dest, int64_t n, int64_t size, int64_t rank,
                           const std::vector<uint8_t*>& columns, const std::vector<int64_t>& widths,
-                          uint8_t* out, const int64_t* firsts, const uint32_t* place,
-                          const int64_t* counts) {
+                          uint8_t* out, const int64_t* firsts, const int64_t* counts) {
     int64_t record = 0;
     for (int64_t w : widths) record += w;
+    std::unique_ptr<uint32_t[]> place;  // two owners: none (counted in each column's pass)
+    if (size > 2) {
+        place.reset(new uint32_t[static_cast<size_t>(n)]);  // every entry written: not zeroed
+        places(dest, n, size, place.get());
+    }
     std::vector<uint8_t*> starts(static_cast<size_t>(size));
     int64_t before = 0;
     for (size_t c = 0; c < columns.size(); ++c) {
         for (int64_t d = 0; d < size; ++d)
             starts[size_t(d)] = out + firsts[d] * record + counts[d] * before;
         starts[size_t(rank)] = columns[c];
-        scatter_rows(dest, place, n, columns[c], widths[c], starts.data());
+        scatter_rows(dest, place.get(), n, columns[c], widths[c], starts.data());
         before += widths[c];
     }
 }
