@@ -36,8 +36,10 @@ def split_columns(dest: np.ndarray, rank: int, columns: list[np.ndarray], out: n
     place, in order, and their count returned; the rows of another rank ``d`` go to
     ``out`` (uint8) as records of the columns' bytes one after the other, from record
     ``firsts[d]`` on (int64, one a rank), each rank's rows column after column (rows of one
-    owner in order). One compiled pass finds each row's place among its owner's rows,
-    then one a column copies the rows there (branch-free: the owners come at random)."""
+    owner in order). Compiled: one pass counts the owners' rows, one finds each row's place
+    among its owner's rows (with two owners none: each column's pass counts them as it
+    goes), then one a column copies the rows there (branch-free: the owners come at
+    random)."""
     pieces = []
     for column in columns:
         if not column.flags.c_contiguous or not column.flags.writeable:
