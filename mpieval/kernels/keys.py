@@ -13,6 +13,8 @@ same on every rank, host and run.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from mpieval import _core
@@ -139,7 +141,7 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
     if longest is None:
         longest = text_lengths(offsets)[0]
     width = -(-max(longest, 1) // 8)
-    constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
+    constants, zero_terms = _text_constants(width)
     if out is not None:
         keys, checks = out
         if len(keys) != n or len(checks) != n or keys.dtype != _U64 or \
@@ -147,7 +149,6 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
             raise ValueError("hash_texts: out must be uint64 keys and checks of the texts' length")
     else:
         keys, checks = np.empty(n, dtype=_U64), np.empty(n, dtype=check_dtype)
-    zero_terms = mix64(constants)
     slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
 
     def hash_slice(rows: tuple[int, int]) -> None:
@@ -157,6 +158,18 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
 
     on_threads(hash_slice, slices)
     return keys, checks
+
+
+@functools.lru_cache(maxsize=64)
+def _text_constants(width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(constants, zero_terms)`` of :func:`hash_texts` for strings of up to ``width``
+    words: both seeds' ``K_j`` and their ``mix64``, made once a width (a batch of a few
+    rows, such as a slice's, would otherwise pay more for them than for its hashing);
+    read-only."""
+    constants = np.stack([_position_constants(width, seed) for seed in SEED_BYTES])
+    zero_terms = mix64(constants)
+    constants.flags.writeable = zero_terms.flags.writeable = False
+    return constants, zero_terms
 
 
 def combine_keys(columns: list[np.ndarray], seed: int) -> np.ndarray:
