@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,29 @@ from mpieval.validation import check_given, from_tensor, unmasked
 
 KEY_DTYPE = np.dtype(np.uint64)
 _EXACT_FLOAT_LIMIT = 2.0**53  # whole floats above this are not exact integers
+
+
+@dataclass(frozen=True)
+class HashedIds:
+    """Ids already made keys (:func:`hashed_ids`), given again as the ids of an
+    ``update()`` (``uid=``) or taken by rows (``ids[rows]``), so that the rows of one batch
+    given to several metrics (a sliced metric's base and slices) are hashed once.
+    ``checks``: the 64-bit checks of hashed ids (None: integer ids)."""
+
+    keys: np.ndarray
+    checks: np.ndarray | None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, rows: Any) -> HashedIds:
+        return HashedIds(self.keys[rows], None if self.checks is None else self.checks[rows])
+
+
+def hashed_ids(field: str, uid: Any) -> HashedIds:
+    """``uid`` made keys once (:class:`HashedIds`); an :class:`InputError` naming ``field``
+    as :func:`uid_keys_checked` raises it."""
+    return uid if isinstance(uid, HashedIds) else HashedIds(*uid_keys_checked(field, uid))
 
 
 def uid_keys(field: str, uid: Any) -> np.ndarray:
@@ -41,6 +65,9 @@ def uid_keys_checked(field: str, uid: Any, check_dtype: type = np.uint64,
     ``check_dtype`` uint32, its low 32 bits); ``None`` for integer uids, whose keys are
     exact. ``out``: where Arrow text may be hashed to (keys and checks of its length),
     a hint."""
+    if isinstance(uid, HashedIds):
+        checks = uid.checks
+        return uid.keys, None if checks is None else checks.astype(check_dtype, copy=False)
     if _is_arrow(uid):
         return _arrow_keys(field, uid, check_dtype, out)
     values = _as_ids(field, uid)

@@ -31,6 +31,7 @@ base's, then one set per slice named ``NAME[COL=VALUE]``.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,6 +45,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.kernels.codes import lookup_counted
 from mpieval.kernels.stats import bh_q_values
+from mpieval.keys import HashedIds, hashed_ids
 from mpieval.logline import json_number
 from mpieval.metric import (
     Metric,
@@ -292,6 +294,8 @@ class SlicedMetric(Metric):
         rows = self._length(args, columns)
         with self._validating():
             coded = [self._codes(dimension, slices, rows) for dimension in self.dimensions]
+            if self._stacked is None:  # the slices are updated a slice at a time
+                args, columns = self._ids_hashed(args, columns)
         # stacked: the base's rows are counted with its slices' (_update_stacked)
         with self.base._keeping_validated(defer=self._stacked is not None) as validated:
             self.base.update(*args, **columns)
@@ -365,6 +369,21 @@ class SlicedMetric(Metric):
                     self._finisher._accumulate(state, **{
                         name: None if value is None else value[start:stop]
                         for name, value in ordered.items()})
+
+    def _ids_hashed(self, args: tuple[Any, ...], columns: Mapping[str, Any]
+                    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments with the kind's ids (``uid``) made keys once
+        (:class:`~mpieval.keys.HashedIds`), for the base and every slice's rows: a slice's
+        ``update()`` then takes its rows' keys, not its rows' text to hash again."""
+        ids = {spec.name for spec in self.base.inputs if spec.role == "id"}
+        if not ids:
+            return args, dict(columns)
+        names = list(inspect.signature(self.base.update).parameters)[: len(args)]
+        names += [""] * (len(args) - len(names))  # too many: the base's update() says so
+        return (tuple(hashed_ids(name, value) if name in ids and value is not None else value
+                      for name, value in zip(names, args, strict=True)),
+                {name: hashed_ids(name, value) if name in ids and value is not None else value
+                 for name, value in columns.items()})
 
     @staticmethod
     def _update_slice(metric: Metric, args: tuple[Any, ...], columns: Mapping[str, Any],
@@ -688,7 +707,7 @@ def _take(values: Any, rows: np.ndarray) -> Any:
     """The rows ``rows`` (indexes, ascending) of one ``update()`` argument."""
     if values is None:
         return None
-    if isinstance(values, Coded):
+    if isinstance(values, (Coded, HashedIds)):
         return values[rows]
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values.take(pa.array(rows))

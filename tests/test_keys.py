@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from mpieval.errors import InputError
 from mpieval.kernels import keys as kernels
-from mpieval.keys import group_keys, group_keys_checked, uid_keys, uid_keys_checked
+from mpieval.keys import (
+    HashedIds,
+    group_keys,
+    group_keys_checked,
+    hashed_ids,
+    uid_keys,
+    uid_keys_checked,
+)
 
 # -- uid keys --------------------------------------------------------------------------
 
@@ -212,3 +219,32 @@ def test_short_checks_are_the_low_bits_of_the_checks() -> None:
         assert short.dtype == np.uint32
         np.testing.assert_array_equal(short_keys, keys)
         np.testing.assert_array_equal(short, (checks & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+
+
+def test_hashed_ids_give_the_keys_and_checks_of_their_ids_whole_or_taken() -> None:
+    """Ids made keys once (a sliced metric's batch) give what the ids give, whole, with
+    short checks and taken by rows; integer ids have no checks; made keys are not made
+    again; bad ids fail where they are made keys, named."""
+    pa = pytest.importorskip("pyarrow")
+    rows = np.array([3, 0, 2])
+    for uid in (pa.array(["a", "user-123456789012", "b", "c"]), np.array(["a", "u-1", "b", "c"]),
+                np.array([7, -1, 2**40, 0])):
+        hashed = hashed_ids("uid", uid)
+        assert isinstance(hashed, HashedIds) and len(hashed) == 4
+        assert hashed_ids("uid", hashed) is hashed
+        for dtype in (np.uint64, np.uint32):
+            keys, checks = uid_keys_checked("uid", uid, dtype)
+            got_keys, got_checks = uid_keys_checked("uid", hashed, dtype)
+            np.testing.assert_array_equal(got_keys, keys)
+            if checks is None:
+                assert got_checks is None
+            else:
+                assert got_checks is not None and got_checks.dtype == dtype
+                np.testing.assert_array_equal(got_checks, checks)
+            taken_keys, taken_checks = uid_keys_checked("uid", hashed[rows], dtype)
+            np.testing.assert_array_equal(taken_keys, keys[rows])
+            assert (taken_checks is None) == (checks is None)
+            if checks is not None:
+                np.testing.assert_array_equal(taken_checks, checks[rows])
+    with pytest.raises(InputError, match="user"):
+        hashed_ids("user", pa.array(["a", None]))
