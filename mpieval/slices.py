@@ -72,8 +72,14 @@ CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
 STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
 _DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
+# A per-user kind's slices: a batch of more slices than this (in a dimension) keeps its
+# rows waiting, joined with the next batches' and given to each slice in one update() once
+# PENDING_ROWS rows wait (:meth:`SlicedMetric._flush`): not an update() a slice and batch.
+_WAIT_FROM = 32
+PENDING_ROWS = 1 << 21
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
+Coding = tuple[list[Key], np.ndarray]  # a batch's slices in a dimension, each row's index
 
 
 def parse_slices(field: str, given: Sequence[str]) -> tuple[tuple[str, ...], ...]:
@@ -260,9 +266,13 @@ class SlicedMetric(Metric):
                          else Stacked(self._finisher.state_layout()))
         self._row_of: list[dict[Key, int]] = [{} for _ in self.dimensions]
         self._checked: dict[str, set[Any]] = {}  # per column: the text values found good
+        # batches whose slices' rows wait (_flush): their arguments and slice codes
+        self._pending: list[tuple[tuple[Any, ...], dict[str, Any], list[Coding]]] = []
+        self._pending_rows = 0
 
     @property
     def error(self) -> InputError | None:
+        self._flush()  # read before every compute (compute_all): the slices get their rows
         if self._error is not None:
             return self._error
         return self.base.error or next((m.error for ms in self._metrics for m in ms.values()
@@ -310,9 +320,34 @@ class SlicedMetric(Metric):
                                 "not end in counting its validated columns")
             self._update_stacked(coded, batch, rows)
             return
+        for counts, (keys, local) in zip(self._rows, coded, strict=True):
+            for key, count in zip(keys, np.bincount(local, minlength=len(keys)).tolist(),
+                                  strict=True):
+                counts[key] = counts.get(key, 0) + count
+        kept = None if batch is not None or max(len(keys) for keys, _ in coded) <= _WAIT_FROM \
+            else _kept(args, columns)
+        if kept is not None and (not self._pending or _shape(*kept) == _shape(
+                *self._pending[0][:2])):
+            self._pending.append((*kept, coded))
+            self._pending_rows += rows
+            if self._pending_rows >= PENDING_ROWS:
+                self._flush()
+            return
+        self._flush()  # the rows that wait go first: each slice's rows in their order
+        if kept is not None:
+            self._pending.append((*kept, coded))
+            self._pending_rows = rows
+            return
+        self._update_slices(args, columns, coded, batch)
+
+    def _update_slices(self, args: tuple[Any, ...], columns: Mapping[str, Any],
+                       coded: list[Coding], batch: dict[str, np.ndarray | None] | None
+                       ) -> None:
+        """Each slice's metric given its rows of ``args`` and ``columns`` (the rows' slices
+        ``coded``), in their order; a new slice's metric made first. ``batch``: the base's
+        validated columns (a kind that counts them), given instead."""
         groups = [_grouped(keys, codes) for keys, codes in coded]
-        for metrics, counts, (keys, order, bounds) in zip(self._metrics, self._rows, groups,
-                                                         strict=True):
+        for metrics, (keys, order, bounds) in zip(self._metrics, groups, strict=True):
             if batch is not None:  # the base's validated rows, in slice order once
                 ordered = {name: None if value is None else value[order]
                            for name, value in batch.items()}
@@ -328,7 +363,28 @@ class SlicedMetric(Metric):
                                    for name, value in ordered.items()})
                 else:
                     self._update_slice(metric, args, columns, order[start:stop])
-                counts[key] = counts.get(key, 0) + stop - start
+
+    def _flush(self) -> None:
+        """The rows that wait (:meth:`update`) given to their slices: the batches joined,
+        each slice's rows in one ``update()``, in their order, its metric made first in
+        the order the slices came (a checkpoint numbers them so). A slice's
+        ``update()`` that fails (the metric itself took these rows) is remembered: the
+        next compute fails on every rank."""
+        pending, self._pending, self._pending_rows = self._pending, [], 0
+        if not pending:
+            return
+        args = tuple(_joined([batch[0][i] for batch in pending])
+                     for i in range(len(pending[0][0])))
+        columns = {name: _joined([batch[1][name] for batch in pending])
+                   for name in pending[0][1]}
+        coded = [_joined_codes([batch[2][index] for batch in pending])
+                 for index in range(len(self.dimensions))]
+        del pending
+        try:
+            self._update_slices(args, columns, coded, None)
+        except InputError as error:
+            if self._error is None:
+                self._error = error
 
     def _update_stacked(self, coded: list[tuple[list[Key], np.ndarray]],
                         batch: dict[str, np.ndarray | None], rows: int) -> None:
@@ -432,6 +488,7 @@ class SlicedMetric(Metric):
     def _agreed(self, comm: Comm) -> list[list[tuple[Key, int]]]:
         """Collective: every dimension's slices over every rank (sorted) with their rows;
         each rank makes the metrics of the slices it lacks."""
+        self._flush()
         views = comm.allgather(self._rows)
         agreed: list[list[tuple[Key, int]]] = []
         for index, metrics in enumerate(self._metrics):
@@ -504,6 +561,8 @@ class SlicedMetric(Metric):
     def merge(self, other: Metric) -> Metric:
         if not isinstance(other, SlicedMetric) or self.layout() != other.layout():
             raise ValueError(f"cannot merge {self.layout()} with {other.layout()}")
+        self._flush()
+        other._flush()
         merged = copy.copy(self)
         merged.base = self.base.merge(other.base)
         if self._stacked is not None and other._stacked is not None:
@@ -530,6 +589,7 @@ class SlicedMetric(Metric):
         """The base's state, beside it :data:`STATE_KEY` (the dimensions, ``min_rows``,
         the slices' options and each slice's values and rows, as JSON text) and each
         slice's own state under ``slices.DIMENSION.NUMBER.``."""
+        self._flush()
         state = self.base.state_dict()
         layout: dict[str, Any] = {
             "dimensions": [dimension_name(columns) for columns in self.dimensions],
@@ -712,6 +772,72 @@ def _take(values: Any, rows: np.ndarray) -> Any:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values.take(pa.array(rows))
     return np.asarray(values)[rows]
+
+
+def _kept(args: tuple[Any, ...], columns: Mapping[str, Any]
+          ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The arguments of a batch kept to wait for their slices (:meth:`SlicedMetric._flush`):
+    copies (the caller may reuse its arrays), or None when one of them is of a type not
+    joined here (its slices then take their rows at once)."""
+    def copied(values: Any) -> Any:
+        if values is None:
+            return None
+        if isinstance(values, HashedIds):
+            return HashedIds(np.array(values.keys),
+                             None if values.checks is None else np.array(values.checks))
+        if isinstance(values, Coded):
+            return Coded(values.values, np.array(values.codes))
+        if isinstance(values, np.ndarray) and values.ndim == 1:
+            return np.array(values)
+        raise TypeError
+
+    try:
+        return (tuple(copied(values) for values in args),
+                {name: copied(values) for name, values in columns.items()})
+    except TypeError:
+        return None
+
+
+def _shape(args: tuple[Any, ...], columns: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What must be the same of two batches for their kept arguments to be joined: the
+    arguments given, their types and dtypes."""
+    def of(values: Any) -> Any:
+        if isinstance(values, HashedIds):
+            return (HashedIds, values.keys.dtype, values.checks is None)
+        if isinstance(values, Coded):
+            return (Coded, values.codes.dtype)
+        return None if values is None else (np.ndarray, values.dtype)
+
+    return (tuple(of(values) for values in args),
+            tuple((name, of(values)) for name, values in columns.items()))
+
+
+def _joined(parts: list[Any]) -> Any:
+    """Kept arguments of several batches (:func:`_kept`, of one :func:`_shape`) as one."""
+    first = parts[0]
+    if first is None or len(parts) == 1:
+        return first
+    if isinstance(first, HashedIds):
+        return HashedIds(np.concatenate([part.keys for part in parts]),
+                         None if first.checks is None
+                         else np.concatenate([part.checks for part in parts]))
+    if isinstance(first, Coded):
+        index: dict[Any, int] = {}
+        codes = [np.array([index.setdefault(value, len(index)) for value in part.values],
+                          dtype=np.int64)[part.codes] for part in parts]
+        return Coded(tuple(index), np.concatenate(codes))
+    return np.concatenate(parts)
+
+
+def _joined_codes(parts: list[Coding]) -> Coding:
+    """The slices of several batches in one dimension as one: the slices in the order
+    they came, each row's index among them."""
+    if len(parts) == 1:
+        return parts[0]
+    index: dict[Key, int] = {}
+    codes = [np.array([index.setdefault(key, len(index)) for key in keys],
+                      dtype=np.int64)[local] for keys, local in parts]
+    return list(index), np.concatenate(codes)
 
 
 def _slice_values(column: str, values: Any, rows: int, checked: set[Any]

@@ -145,6 +145,54 @@ def test_each_slice_equals_a_run_over_its_rows(name: str, compare: bool) -> None
     check_slices(name, result, batches, compare, bits=True)
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-user kind's batch of many slices keeps its rows waiting, given to each slice
+    in one update() of several batches (slices._WAIT_FROM, PENDING_ROWS): the same JSON
+    and a checkpoint of the same slices as each slice updated a batch at a time, each
+    slice the block of a run over its rows; the caller's arrays reused after update()
+    change nothing."""
+    from mpieval import slices
+
+    rng = np.random.default_rng(57)
+    rows = data(name, rng, 1500, compare=True)
+    rows["site"] = rng.integers(0, 80, len(rows["site"]))  # 80 slices a batch: they wait
+    batches = batches_of(rows, [0, 100, 101, 480, 900, 1200])
+
+    def run(wait_from: int, pending: int) -> SlicedMetric:
+        monkeypatch.setattr(slices, "_WAIT_FROM", wait_from)
+        monkeypatch.setattr(slices, "PENDING_ROWS", pending)
+        given = [{k: np.array(v) for k, v in batch.items()} for batch in batches]
+        metric = sliced(name, Comm.local(), given, compare=True, dims=("site", "country*site"))
+        for batch in given:  # the caller reuses its arrays
+            for values in batch.values():
+                values[...] = values[::-1]
+        return metric
+
+    at_once, waiting, joined = run(10**9, 1), run(0, 450), run(0, 10**9)
+    assert waiting._pending and not at_once._pending  # 300 rows of the last batch wait
+    # a checkpoint: the same slices in the same order (a slice's own tag codes may be
+    # numbered otherwise), and a metric restored from it computes the same
+    saved = at_once.state_dict()
+    restored = []
+    for metric in (waiting, joined):
+        state = metric.state_dict()
+        assert state["slices.layout"] == saved["slices.layout"] and list(state) == list(saved)
+        again = sliced(name, Comm.local(), [], compare=True, dims=("site", "country*site"))
+        again.load_state_dict(state)
+        restored.append(again)
+    want = quiet(at_once)
+    for metric in (waiting, joined, *restored):
+        assert_same(quiet(metric), want, bits=True)
+    assert len(want["slices"]) > 80
+    for site in (0, 17, 79):
+        pick = lambda b, s=site: b["site"] == s  # noqa: E731
+        alone_block = alone(name, batches, pick, compare=True)
+        assert_same(without_slice_fields(want["slices"][f"site={site}"], alone_block),
+                    alone_block, f"site={site}", bits=True)
+
+
 def make_fed(name: str, batches: list[Rows], compare: bool) -> Metric:
     metric = KINDS[name].load()(comm=Comm.local(), **options(name, compare))
     for batch in batches:
