@@ -353,6 +353,33 @@ def test_slices_across_ranks_equal_a_run_over_their_rows(name: str, compare: boo
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_many_slices_waiting_across_ranks_equal_one_rank(name: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-user kind's many slices (80 a batch: their rows wait) with rows scattered
+    over the ranks (rank 1 with none), each rank giving its slices their rows at its own
+    point (PENDING_ROWS differs by rank): every rank's JSON is one rank's over every row."""
+    from mpieval import slices
+
+    comm = Comm()
+    rng = np.random.default_rng(78)  # alike on every rank
+    rows = data(name, rng, 1500, compare=True)
+    rows["site"] = rng.integers(0, 80, len(rows["site"]))
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    monkeypatch.setattr(slices, "_WAIT_FROM", 10**9)
+    whole = quiet(sliced(name, Comm.local(), batches_of(rows, [500]), compare=True,
+                         min_rows=5, dims=("site",)))
+    monkeypatch.setattr(slices, "_WAIT_FROM", 0)
+    monkeypatch.setattr(slices, "PENDING_ROWS", 100 + 150 * comm.rank)
+    metric = sliced(name, comm, batches_of(mine, [len(mine["site"]) // 3, 400]),
+                    compare=True, min_rows=5, dims=("site",))
+    metric.move_rows(comm)
+    result = quiet(metric)
+    assert len(result["slices"]) == 80
+    assert_same(result, whole, bits=True)
+
+
+@pytest.mark.mpi
 def test_a_slice_seen_on_one_rank_only() -> None:
     """A slice value only rank 0 has: every rank agrees on it before the sum."""
     comm = Comm()
