@@ -9,7 +9,11 @@ each group updates its slice's metric with the rows in their order, as a run giv
 those rows would: a slice's result is that run's, bit for bit, on any number of ranks.
 A kind whose ``update()`` ends in counting its validated columns (``Metric._add``) is
 checked once, by the base: its slices count the base's validated columns, taken in slice
-order once per dimension.
+order once per dimension. A per-user kind's slices get the batch's uids made keys once
+(:class:`~mpieval.keys.HashedIds`); a batch of more than :data:`WAIT_FROM` slices (in a
+dimension) keeps its rows until :data:`PENDING_ROWS` rows wait, then each slice takes its
+rows of all of them in one ``update()`` (:meth:`SlicedMetric._flush`; before a compute, a
+checkpoint or a merge too).
 At compute the ranks first agree on the slices and their rows (one ``allgather`` of
 small dicts); every rank then packs the same slices' parts in the same order (sorted
 values) into the one ``Allreduce`` of :func:`mpieval.metric.compute_all`. A slice of
@@ -72,11 +76,13 @@ CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
 STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
 _DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
-# A per-user kind's slices: a batch of more slices than this (in a dimension) keeps its
-# rows waiting, joined with the next batches' and given to each slice in one update() once
-# PENDING_ROWS rows wait (:meth:`SlicedMetric._flush`): not an update() a slice and batch.
-_WAIT_FROM = 32
+WAIT_FROM = 32
+"""A per-user kind's batch of more slices than this (in a dimension) keeps its rows
+waiting, joined with the next batches' and given to each slice in one ``update()`` once
+:data:`PENDING_ROWS` rows wait (:meth:`SlicedMetric._flush`), not an ``update()`` a slice
+and batch."""
 PENDING_ROWS = 1 << 21
+"""Rows kept waiting for their slices (:data:`WAIT_FROM`) before they are given."""
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
 Coding = tuple[list[Key], np.ndarray]  # a batch's slices in a dimension, each row's index
@@ -324,7 +330,7 @@ class SlicedMetric(Metric):
             for key, count in zip(keys, np.bincount(local, minlength=len(keys)).tolist(),
                                   strict=True):
                 counts[key] = counts.get(key, 0) + count
-        kept = None if batch is not None or max(len(keys) for keys, _ in coded) <= _WAIT_FROM \
+        kept = None if batch is not None or max(len(keys) for keys, _ in coded) <= WAIT_FROM \
             else _kept(args, columns)
         if kept is not None and (not self._pending or _shape(*kept) == _shape(
                 *self._pending[0][:2])):

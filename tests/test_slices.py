@@ -149,7 +149,7 @@ def test_each_slice_equals_a_run_over_its_rows(name: str, compare: bool) -> None
 def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A per-user kind's batch of many slices keeps its rows waiting, given to each slice
-    in one update() of several batches (slices._WAIT_FROM, PENDING_ROWS): the same JSON
+    in one update() of several batches (slices.WAIT_FROM, PENDING_ROWS): the same JSON
     and a checkpoint of the same slices as each slice updated a batch at a time, each
     slice the block of a run over its rows; the caller's arrays reused after update()
     change nothing."""
@@ -161,7 +161,7 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
     batches = batches_of(rows, [0, 100, 101, 480, 900, 1200])
 
     def run(wait_from: int, pending: int) -> SlicedMetric:
-        monkeypatch.setattr(slices, "_WAIT_FROM", wait_from)
+        monkeypatch.setattr(slices, "WAIT_FROM", wait_from)
         monkeypatch.setattr(slices, "PENDING_ROWS", pending)
         given = [{k: np.array(v) for k, v in batch.items()} for batch in batches]
         metric = sliced(name, Comm.local(), given, compare=True, dims=("site", "country*site"))
@@ -366,10 +366,10 @@ def test_many_slices_waiting_across_ranks_equal_one_rank(name: str,
     rows = data(name, rng, 1500, compare=True)
     rows["site"] = rng.integers(0, 80, len(rows["site"]))
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
-    monkeypatch.setattr(slices, "_WAIT_FROM", 10**9)
+    monkeypatch.setattr(slices, "WAIT_FROM", 10**9)
     whole = quiet(sliced(name, Comm.local(), batches_of(rows, [500]), compare=True,
                          min_rows=5, dims=("site",)))
-    monkeypatch.setattr(slices, "_WAIT_FROM", 0)
+    monkeypatch.setattr(slices, "WAIT_FROM", 0)
     monkeypatch.setattr(slices, "PENDING_ROWS", 100 + 150 * comm.rank)
     metric = sliced(name, comm, batches_of(mine, [len(mine["site"]) // 3, 400]),
                     compare=True, min_rows=5, dims=("site",))
