@@ -15,8 +15,13 @@ from oracle_pairs import pn_pairs_by_user, pn_totals
 
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kinds.pn import TIES_MODES
-from mpieval.kinds.pn.kernels import LONG_USER, MAX_CODES, pair_counts, pair_counts_per_user
+from mpieval.kinds.pn import TIES_MODES, kernels
+from mpieval.kinds.pn.kernels import (
+    LONG_USER,
+    MAX_CODES,
+    pair_counts,
+    pair_counts_per_user,
+)
 from mpieval.kinds.pn.metric import PnMetric, PnResult
 
 SEED_LINE = (
@@ -330,3 +335,38 @@ def test_a_key_collision_is_named() -> None:
         pred=np.linspace(0.1, 0.5, 5), label=np.array([0.0, 1, 1, 0, 1]))
     with pytest.raises(UidCollisionError, match="rows share the 64-bit key 0x0000000000000005"):
         metric.compute()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=60), st.booleans(), st.integers(0, 2**32 - 1))
+def test_grouped_rows_are_numpys_gathers_and_boundaries(keys: list[int], clash: bool,
+                                                        seed: int) -> None:
+    """The compiled grouping against numpy: the keys sorted with their rows' numbers give
+    each user's first row, the preds and labels gathered in that order, and a collision
+    exactly when two rows of one key have different checks."""
+    rng = np.random.default_rng(seed)
+    raw = np.array(keys, dtype=np.uint64)
+    n = len(raw)
+    order = np.argsort(raw, kind="stable").astype(np.uint32)
+    sorted_keys = raw[order]
+    pred, label = rng.random(n), rng.integers(0, 3, n).astype(np.float64)
+    checks = raw * np.uint64(7) + np.uint64(1)
+    if clash and n:
+        checks[rng.integers(0, n)] += np.uint64(1)
+    for given_checks in (None, checks):
+        starts, got_pred, got_label, collision = kernels.grouped(sorted_keys, order, pred,
+                                                                 label, given_checks)
+        new = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if n else []
+        assert starts.tolist() == [*np.asarray(new).tolist(), n]
+        np.testing.assert_array_equal(got_pred, pred[order])
+        np.testing.assert_array_equal(got_label, label[order])
+        sorted_checks = checks[order]
+        want = given_checks is not None and bool(np.any(
+            (sorted_keys[1:] == sorted_keys[:-1]) & (sorted_checks[1:] != sorted_checks[:-1])))
+        assert collision == want
+
+
+def test_grouped_refuses_a_row_number_past_the_rows() -> None:
+    with pytest.raises(IndexError, match="row number"):
+        kernels.grouped(np.zeros(2, np.uint64), np.array([0, 2], np.uint32), np.zeros(2),
+                        np.zeros(2), None)

@@ -172,4 +172,39 @@ inline void pair_counts_per_user(const int64_t* starts, int64_t users, const dou
     }
 }
 
+// The rows grouped by user from their keys sorted with the rows' numbers (`order`): each
+// user's first row (`starts`, then n; returns the users), the rows' pred and label in that
+// order, and whether two rows of one key have different checks (a collision; `checks` null:
+// keys without checks). One pass, the three reads of a row at a random place issued
+// together and those of rows further on prefetched.
+inline int64_t grouped(const uint64_t* keys, const uint32_t* order, int64_t n,
+                       const double* pred, const double* label, const uint64_t* checks,
+                       double* out_pred, double* out_label, int64_t* starts, bool* collision) {
+    constexpr int64_t AHEAD = 16;
+    int64_t users = 0;
+    uint64_t last_check = 0;
+    bool clash = false;
+    for (int64_t i = 0; i < n; ++i) {
+        if (i + AHEAD < n) {
+            const uint32_t ahead = order[i + AHEAD];
+            __builtin_prefetch(pred + ahead);
+            __builtin_prefetch(label + ahead);
+            if (checks) __builtin_prefetch(checks + ahead);
+        }
+        const uint32_t row = order[i];
+        out_pred[i] = pred[row];
+        out_label[i] = label[row];
+        const bool first = i == 0 || keys[i] != keys[i - 1];
+        if (first) starts[users++] = i;
+        if (checks) {
+            const uint64_t check = checks[row];
+            clash |= !first && check != last_check;
+            last_check = check;
+        }
+    }
+    starts[users] = n;
+    *collision = clash;
+    return users;
+}
+
 }  // namespace mpieval::pn

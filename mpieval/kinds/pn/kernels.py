@@ -73,3 +73,22 @@ def pair_counts(starts: np.ndarray, pred: np.ndarray, label: np.ndarray,
     """Total (positive, negative, tie) pair counts over the users delimited by ``starts``."""
     positive, negative, tie = pair_counts_per_user(starts, pred, label, long_user)
     return int(positive.sum()), int(negative.sum()), int(tie.sum())
+
+
+def grouped(sorted_keys: np.ndarray, order: np.ndarray, pred: np.ndarray, label: np.ndarray,
+            checks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``(starts, pred, label, collision)`` of rows grouped by user from their uint64 keys
+    sorted with the rows' uint32 numbers (``order``): each user's first row and the rows'
+    count (int64), the rows' float64 ``pred`` and ``label`` in that order, and whether two
+    rows of one key have different uint64 ``checks`` (None: not compared). One compiled
+    pass (``kernels.hpp``)."""
+    n = len(sorted_keys)
+    out_pred, out_label = np.empty(n), np.empty(n)
+    starts = np.empty(n + 1, dtype=np.int64)
+    users, collision = _core.pn.grouped(
+        np.ascontiguousarray(sorted_keys, dtype=np.uint64),
+        np.ascontiguousarray(order, dtype=np.uint32),
+        np.ascontiguousarray(pred, dtype=np.float64), np.ascontiguousarray(label, dtype=np.float64),
+        None if checks is None else np.ascontiguousarray(checks, dtype=np.uint64),
+        out_pred, out_label, starts)
+    return starts[: users + 1], out_pred, out_label, bool(collision)

@@ -30,7 +30,7 @@ from mpieval.exchange import group_rows, move_to_owners
 from mpieval.kernels.sort import radix_sort
 from mpieval.keys import uid_keys_checked
 from mpieval.kinds.pn import KIND
-from mpieval.kinds.pn.kernels import pair_counts
+from mpieval.kinds.pn.kernels import grouped, pair_counts
 from mpieval.metric import FieldsResult, Metric, warn_undefined
 from mpieval.state import Part, Rows
 from mpieval.validation import as_vector, check_finite, check_lengths
@@ -215,8 +215,10 @@ def _grouped(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray,
     user's rows together (the users in key order, a user's rows in some order: the counts
     do not depend on it), by a radix sort of the keys carrying the row numbers
     (:func:`mpieval.kernels.sort.radix_sort`; beside the rows, 24 bytes a row while it
-    sorts). Two rows of one key with different ``checks`` raise the
-    :class:`UidCollisionError` of :func:`mpieval.exchange.group_rows`."""
+    sorts), then one compiled pass for the users' first rows, the rows' preds and labels in
+    that order and the checks (:func:`~mpieval.kinds.pn.kernels.grouped`). Two rows of one
+    key with different ``checks`` raise the :class:`UidCollisionError` of
+    :func:`mpieval.exchange.group_rows`."""
     n = len(keys)
     if n >= 2**32:  # row numbers past uint32: numpy's sort
         users = group_rows(keys, {"pred": pred, "label": label}, checks=checks)
@@ -224,14 +226,7 @@ def _grouped(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray,
     sorted_keys = np.array(keys, dtype=np.uint64, order="C")
     order = np.arange(n, dtype=np.uint32)
     radix_sort(sorted_keys, order, np.empty_like(sorted_keys), np.empty_like(order), n)
-    new_user = sorted_keys[1:] != sorted_keys[:-1]
-    if checks is not None:
-        sorted_checks = checks[order]
-        if np.any(~new_user & (sorted_checks[1:] != sorted_checks[:-1])):
-            group_rows(keys, {}, checks=checks)  # raises the collision, named as always
-        del sorted_checks
-    starts = np.concatenate(([0], np.flatnonzero(new_user) + 1, [n])).astype(np.int64)
-    if n == 0:
-        starts = np.zeros(1, np.int64)
-    del sorted_keys, new_user
-    return starts, pred[order], label[order]
+    starts, pred, label, collision = grouped(sorted_keys, order, pred, label, checks)
+    if collision:
+        group_rows(keys, {}, checks=checks)  # raises the collision, named as always
+    return starts, pred, label
