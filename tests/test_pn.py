@@ -354,8 +354,8 @@ def test_grouped_rows_are_numpys_gathers_and_boundaries(keys: list[int], clash: 
     if clash and n:
         checks[rng.integers(0, n)] += np.uint64(1)
     for given_checks in (None, checks):
-        starts, got_pred, got_label, collision = kernels.grouped(sorted_keys, order, pred,
-                                                                 label, given_checks)
+        starts, got_pred, got_label, collision = kernels.grouped(
+            sorted_keys.copy(), order, pred, label, given_checks)  # the keys are consumed
         new = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if n else []
         assert starts.tolist() == [*np.asarray(new).tolist(), n]
         np.testing.assert_array_equal(got_pred, pred[order])

@@ -176,13 +176,14 @@ inline void pair_counts_per_user(const int64_t* starts, int64_t users, const dou
 // user's first row (`starts`, then n; returns the users), the rows' pred and label in that
 // order, and whether two rows of one key have different checks (a collision; `checks` null:
 // keys without checks). One pass, the three reads of a row at a random place issued
-// together and those of rows further on prefetched.
+// together and those of rows further on prefetched. `out_pred` may be `keys` itself (the
+// preds then take the keys' place: each key is read before its place is written).
 inline int64_t grouped(const uint64_t* keys, const uint32_t* order, int64_t n,
                        const double* pred, const double* label, const uint64_t* checks,
                        double* out_pred, double* out_label, int64_t* starts, bool* collision) {
     constexpr int64_t AHEAD = 16;
     int64_t users = 0;
-    uint64_t last_check = 0;
+    uint64_t last_key = 0, last_check = 0;
     bool clash = false;
     for (int64_t i = 0; i < n; ++i) {
         if (i + AHEAD < n) {
@@ -192,9 +193,11 @@ inline int64_t grouped(const uint64_t* keys, const uint32_t* order, int64_t n,
             if (checks) __builtin_prefetch(checks + ahead);
         }
         const uint32_t row = order[i];
+        const uint64_t key = keys[i];
+        const bool first = i == 0 || key != last_key;
+        last_key = key;
         out_pred[i] = pred[row];
         out_label[i] = label[row];
-        const bool first = i == 0 || keys[i] != keys[i - 1];
         if (first) starts[users++] = i;
         if (checks) {
             const uint64_t check = checks[row];
