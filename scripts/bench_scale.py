@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_scale.py memory               # auc,wuauc at 1, 2, 4 ranks
     .venv/bin/python scripts/bench_scale.py memory --metrics pn --ranks 1 2 4
     .venv/bin/python scripts/bench_scale.py weak --repeats 5     # 2 ranks on 2x vs 2 runs of 1x
+    .venv/bin/python scripts/bench_scale.py weak --metrics pn --builds OLD/mpieval NEW/mpieval
     .venv/bin/python scripts/bench_scale.py heavy --repeats 5    # one 10%-user vs 100 users
 
 Data (generated once under ``bench-data/scale/``, which git ignores): Parquet files of
@@ -137,23 +138,30 @@ def memory(args: argparse.Namespace) -> None:
 def weak(args: argparse.Namespace) -> None:
     a = generate(DATA / f"rows{args.rows}.parquet", args.rows, args.users, 1)
     b = generate(DATA / f"rows{args.rows}b.parquet", args.rows, args.users, 2)
-    both = [MPIEXEC, "-n", "2", MPIEVAL, "eval", *metric_args(args.metrics), str(a), str(b)]
-    alone = [[MPIEXEC, "-n", "1", MPIEVAL, "eval", *metric_args(args.metrics), str(p)]
-             for p in (a, b)]
-    together, apart = [], []
+    builds = args.builds or [MPIEVAL]
+    together: dict[str, list[float]] = {build: [] for build in builds}
+    apart: dict[str, list[float]] = {build: [] for build in builds}
     for _ in range(args.repeats):
-        start = time.perf_counter()
-        subprocess.run(both, check=True, stdout=subprocess.DEVNULL)
-        together.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        running = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in alone]
-        for process in running:
-            assert process.wait() == 0
-        apart.append(time.perf_counter() - start)
-    ratios = [t / s for t, s in zip(together, apart, strict=True)]
-    print(f"weak scaling, {args.metrics}: 2 ranks on 2 files {statistics.median(together):.2f} s, "
-          f"two 1-rank runs together {statistics.median(apart):.2f} s: median ratio "
-          f"{statistics.median(ratios):.3f} (of {args.repeats}); load {os.getloadavg()}")
+        for build in builds:  # every build in turn within a repeat: the machine's drift shared
+            both = [MPIEXEC, "-n", "2", build, "eval", *metric_args(args.metrics), str(a), str(b)]
+            alone = [[MPIEXEC, "-n", "1", build, "eval", *metric_args(args.metrics), str(p)]
+                     for p in (a, b)]
+            start = time.perf_counter()
+            subprocess.run(both, check=True, stdout=subprocess.DEVNULL)
+            together[build].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            running = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in alone]
+            for process in running:
+                assert process.wait() == 0
+            apart[build].append(time.perf_counter() - start)
+    for build in builds:
+        ratios = [t / s for t, s in zip(together[build], apart[build], strict=True)]
+        named = "" if len(builds) == 1 else f" ({build})"
+        print(f"weak scaling, {args.metrics}{named}: 2 ranks on 2 files "
+              f"{statistics.median(together[build]):.2f} s, two 1-rank runs together "
+              f"{statistics.median(apart[build]):.2f} s: median ratio "
+              f"{statistics.median(ratios):.3f} (of {args.repeats}; each "
+              f"{' '.join(f'{r:.2f}' for r in ratios)}); load {os.getloadavg()}")
 
 
 def heavy(args: argparse.Namespace) -> None:
@@ -189,6 +197,8 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--heavy-ranks", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--builds", nargs="+", metavar="MPIEVAL",
+                        help="weak: these mpieval commands in turn within each repeat")
     args = parser.parse_args()
     {"memory": memory, "weak": weak, "heavy": heavy}[args.what](args)
 
