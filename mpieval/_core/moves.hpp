@@ -1,7 +1,6 @@
 // The per-user rows' moves to the ranks that own their users (see mpieval/kernels/moves.py):
-// each row's owner and the rows per owner in one pass, then the columns split in one pass
-// over the rows into the rows that stay (compacted in place) and the rows that leave (packed
-// by owner).
+// each row's owner and the rows per owner in one pass, then each column split in one pass
+// into the rows that stay (compacted in place) and the rows that leave (packed by owner).
 #pragma once
 
 #include <cstdint>
