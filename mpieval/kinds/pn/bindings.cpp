@@ -30,20 +30,20 @@ void bind_pn(nb::module_ m) {
     }, nb::arg("starts").noconvert(), nb::arg("pred").noconvert(), nb::arg("label").noconvert(),
        nb::arg("positive").noconvert(), nb::arg("negative").noconvert(),
        nb::arg("tie").noconvert(), nb::arg("long_user"));
-    m.def("grouped", [](In keys, In order, In pred, In label, std::optional<In> checks,
-                        Out out_pred, Out out_label, Out starts) {
+    m.def("grouped", [](Out keys, In order, In pred, In label, std::optional<In> checks,
+                        Out out_label, Out starts) {
         const int64_t n = length(keys);
         if (length(order) != n || length(pred) != n || length(label) != n ||
-            (checks && length(*checks) != n) || length(out_pred) != n ||
-            length(out_label) != n || length(starts) != n + 1)
+            (checks && length(*checks) != n) || length(out_label) != n ||
+            length(starts) != n + 1)
             throw nb::value_error("mpieval._core.pn: grouped takes keys, order, pred, label "
-                                  "(and checks) of one length, outputs of it, starts of one more");
-        const uint64_t* k = as<uint64_t>(keys, "keys");
+                                  "(and checks) of one length, out_label of it, starts of one "
+                                  "more");
+        uint64_t* k = as<uint64_t>(keys, "keys");
         const uint32_t* o = as<uint32_t>(order, "order");
         const double* p = as<double>(pred, "pred");
         const double* y = as<double>(label, "label");
         const uint64_t* c = checks ? as<uint64_t>(*checks, "checks") : nullptr;
-        double* op = as<double>(out_pred, "out_pred");
         double* oy = as<double>(out_label, "out_label");
         int64_t* s = as<int64_t>(starts, "starts");
         bool collision = false;
@@ -53,13 +53,12 @@ void bind_pn(nb::module_ m) {
             for (int64_t i = 0; i < n; ++i)
                 if (o[i] >= uint64_t(n)) throw std::out_of_range("mpieval._core.pn: grouped: "
                                                                  "a row number past the rows");
-            users = pn::grouped(k, o, n, p, y, c, op, oy, s, &collision);
+            users = pn::grouped(k, o, n, p, y, c, oy, s, &collision);
         }
         return nb::make_tuple(users, collision);
     }, nb::arg("keys").noconvert(), nb::arg("order").noconvert(), nb::arg("pred").noconvert(),
        nb::arg("label").noconvert(), nb::arg("checks").noconvert().none(),
-       nb::arg("out_pred").noconvert(), nb::arg("out_label").noconvert(),
-       nb::arg("starts").noconvert());
+       nb::arg("out_label").noconvert(), nb::arg("starts").noconvert());
 }
 
 }  // namespace mpieval::bindings

@@ -176,11 +176,11 @@ inline void pair_counts_per_user(const int64_t* starts, int64_t users, const dou
 // user's first row (`starts`, then n; returns the users), the rows' pred and label in that
 // order, and whether two rows of one key have different checks (a collision; `checks` null:
 // keys without checks). One pass, the three reads of a row at a random place issued
-// together and those of rows further on prefetched. `out_pred` may be `keys` itself (the
-// preds then take the keys' place: each key is read before its place is written).
-inline int64_t grouped(const uint64_t* keys, const uint32_t* order, int64_t n,
-                       const double* pred, const double* label, const uint64_t* checks,
-                       double* out_pred, double* out_label, int64_t* starts, bool* collision) {
+// together and those of rows further on prefetched. The preds take the keys' place (their
+// bits, written through the keys' own type: each key is read before its place is written).
+inline int64_t grouped(uint64_t* keys, const uint32_t* order, int64_t n, const double* pred,
+                       const double* label, const uint64_t* checks, double* out_label,
+                       int64_t* starts, bool* collision) {
     constexpr int64_t AHEAD = 16;
     int64_t users = 0;
     uint64_t last_key = 0, last_check = 0;
@@ -196,7 +196,9 @@ inline int64_t grouped(const uint64_t* keys, const uint32_t* order, int64_t n,
         const uint64_t key = keys[i];
         const bool first = i == 0 || key != last_key;
         last_key = key;
-        out_pred[i] = pred[row];
+        uint64_t bits;
+        std::memcpy(&bits, pred + row, sizeof bits);
+        keys[i] = bits;
         out_label[i] = label[row];
         if (first) starts[users++] = i;
         if (checks) {

@@ -81,16 +81,17 @@ def grouped(sorted_keys: np.ndarray, order: np.ndarray, pred: np.ndarray, label:
     sorted with the rows' uint32 numbers (``order``): each user's first row and the rows'
     count (int64), the rows' float64 ``pred`` and ``label`` in that order, and whether two
     rows of one key have different uint64 ``checks`` (None: not compared). One compiled
-    pass (``kernels.hpp``). A contiguous uint64 ``sorted_keys`` is consumed: the preds
-    take its place (no more memory for them)."""
+    pass (``kernels.hpp``). A writable contiguous uint64 ``sorted_keys`` is consumed: the
+    preds take its place (no more memory for them); another is copied first."""
     n = len(sorted_keys)
-    keys = np.ascontiguousarray(sorted_keys, dtype=np.uint64)
-    out_pred = keys.view(np.float64) if keys.flags.writeable else np.empty(n)
+    keys = sorted_keys
+    if not (keys.dtype == np.uint64 and keys.flags.c_contiguous and keys.flags.writeable):
+        keys = np.array(keys, dtype=np.uint64)
     out_label = np.empty(n)
     starts = np.empty(n + 1, dtype=np.int64)
     users, collision = _core.pn.grouped(
         keys, np.ascontiguousarray(order, dtype=np.uint32),
         np.ascontiguousarray(pred, dtype=np.float64), np.ascontiguousarray(label, dtype=np.float64),
         None if checks is None else np.ascontiguousarray(checks, dtype=np.uint64),
-        out_pred, out_label, starts)
-    return starts[: users + 1], out_pred, out_label, bool(collision)
+        out_label, starts)
+    return starts[: users + 1], keys.view(np.float64), out_label, bool(collision)
