@@ -326,6 +326,8 @@ class SlicedMetric(Metric):
                                 "not end in counting its validated columns")
             self._update_stacked(coded, batch, rows)
             return
+        if rows == 0:
+            return
         for counts, (keys, local) in zip(self._rows, coded, strict=True):
             for key, count in zip(keys, np.bincount(local, minlength=len(keys)).tolist(),
                                   strict=True):
