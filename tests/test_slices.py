@@ -292,6 +292,26 @@ def test_checkpoints_round_trip(name: str) -> None:
         other.load_state_dict(parts[0].state_dict())
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_a_bad_uid_of_a_sliced_per_user_kind_is_named_and_changes_nothing(name: str) -> None:
+    """The sliced metric makes the batch's uids keys (once, for the base and its slices):
+    a missing one fails there, named ``uid`` with its row, before any row is kept, and
+    compute fails after it."""
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(5)
+    rows = data(name, rng, 40)
+    rows["site"] = np.arange(40)  # 40 slices: the waiting path
+    metric = sliced(name, Comm.local(), [], dims=("site",))
+    inputs = {k: v for k, v in rows.items() if k not in ("country", "site")}
+    inputs["uid"] = pa.array([str(u) for u in rows["uid"][:-1]] + [None])
+    with pytest.raises(InputError) as caught:
+        metric.update(**inputs, slices={"site": rows["site"]})
+    assert caught.value.field == "uid" and caught.value.first_index == 39
+    assert not metric._pending and not any(metric._rows)
+    with pytest.raises(InputError):
+        metric.compute()
+
+
 def test_bad_slice_values_name_the_column() -> None:
     metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["country"])
     pred, label = np.array([0.2, 0.4]), np.array([0, 1])
