@@ -495,7 +495,8 @@ class SlicedMetric(Metric):
 
     def _agreed(self, comm: Comm) -> list[list[tuple[Key, int]]]:
         """Collective: every dimension's slices over every rank (sorted) with their rows;
-        each rank makes the metrics of the slices it lacks."""
+        each rank makes the metrics it lacks of the slices with values (a slice too small
+        for them is neither summed nor finished: no metric of its own is made here)."""
         self._flush()
         views = comm.allgather(self._rows)
         agreed: list[list[tuple[Key, int]]] = []
@@ -506,8 +507,8 @@ class SlicedMetric(Metric):
                     totals[key] = totals.get(key, 0) + rows
             ordered = sorted(totals.items(), key=lambda item: _sort_key(item[0]))
             if self._stacked is None:
-                for key, _ in ordered:
-                    if key not in metrics:
+                for key, rows in ordered:
+                    if key not in metrics and rows >= self.min_rows:
                         metrics[key] = self._slice_metric()
             agreed.append(ordered)
         return agreed
