@@ -245,6 +245,9 @@ class SlicedMetric(Metric):
             raise InputError("min_slice_rows", f"must be an integer >= 0, got {min_rows!r}")
         self.kind = metric.kind  # type: ignore[misc]  # the base's kind, per instance
         self.base = metric
+        # the base's id inputs (uid), and its update()'s arguments by position (_ids_hashed)
+        self._ids = frozenset(spec.name for spec in metric.inputs if spec.role == "id")
+        self._positions = tuple(inspect.signature(metric.update).parameters)
         self.dimensions = parse_slices("slices", slices)
         self.min_rows = min_rows
         # the declared options (not a class's own arguments such as extra_keys)
@@ -439,10 +442,10 @@ class SlicedMetric(Metric):
         """The arguments with the kind's ids (``uid``) made keys once
         (:class:`~mpieval.keys.HashedIds`), for the base and every slice's rows: a slice's
         ``update()`` then takes its rows' keys, not its rows' text to hash again."""
-        ids = {spec.name for spec in self.base.inputs if spec.role == "id"}
+        ids = self._ids
         if not ids:
             return args, dict(columns)
-        names = list(inspect.signature(self.base.update).parameters)[: len(args)]
+        names = list(self._positions[: len(args)])
         names += [""] * (len(args) - len(names))  # too many: the base's update() says so
         return (tuple(hashed_ids(name, value) if name in ids and value is not None else value
                       for name, value in zip(names, args, strict=True)),
