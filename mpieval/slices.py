@@ -834,21 +834,22 @@ def _joined(parts: list[Any]) -> Any:
                          None if first.checks is None
                          else np.concatenate([part.checks for part in parts]))
     if isinstance(first, Coded):
-        index: dict[Any, int] = {}
-        codes = [np.array([index.setdefault(value, len(index)) for value in part.values],
-                          dtype=np.int64)[part.codes] for part in parts]
-        return Coded(tuple(index), np.concatenate(codes))
+        values, codes = _union([(part.values, part.codes) for part in parts])
+        return Coded(tuple(values), codes)
     return np.concatenate(parts)
 
 
 def _joined_codes(parts: list[Coding]) -> Coding:
-    """The slices of several batches in one dimension as one: the slices in the order
-    they came, each row's index among them."""
-    if len(parts) == 1:
-        return parts[0]
-    index: dict[Key, int] = {}
-    codes = [np.array([index.setdefault(key, len(index)) for key in keys],
-                      dtype=np.int64)[local] for keys, local in parts]
+    """The slices of several batches in one dimension as one (:func:`_union`)."""
+    return parts[0] if len(parts) == 1 else _union(parts)
+
+
+def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any], np.ndarray]:
+    """Several batches' values, each with its rows' indexes among them, as one: the values
+    in the order they came, each row's index among them."""
+    index: dict[Any, int] = {}
+    codes = [np.array([index.setdefault(value, len(index)) for value in values],
+                      dtype=np.int64)[local] for values, local in parts]
     return list(index), np.concatenate(codes)
 
 

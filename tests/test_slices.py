@@ -29,6 +29,7 @@ from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 from mpieval.metric import Metric
 from mpieval.slices import SlicedMetric, SlicedResult
+from mpieval.validation import Coded
 
 SLICE_TABLE = 64  # the slices' auc table in these tests (the base's: the fixture's fast one)
 
@@ -163,11 +164,19 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
     def run(wait_from: int, pending: int) -> SlicedMetric:
         monkeypatch.setattr(slices, "WAIT_FROM", wait_from)
         monkeypatch.setattr(slices, "PENDING_ROWS", pending)
-        given = [{k: np.array(v) for k, v in batch.items()} for batch in batches]
+        given: list[dict[str, Any]] = [{k: np.array(v) for k, v in batch.items()}
+                                       for batch in batches]
+        for number, batch in enumerate(given):  # tags coded as the reader codes them
+            if "tag" in batch:  # (each batch its own values' order: joined by their union)
+                values, codes = np.unique(batch["tag"], return_inverse=True)
+                if number % 2:
+                    values, codes = values[::-1], len(values) - 1 - codes
+                batch["tag"] = Coded(tuple(values.tolist()), codes.astype(np.uint16))
         metric = sliced(name, Comm.local(), given, compare=True, dims=("site", "country*site"))
         for batch in given:  # the caller reuses its arrays
             for values in batch.values():
-                values[...] = values[::-1]
+                reused = values.codes if isinstance(values, Coded) else values
+                reused[...] = reused[::-1]
         return metric
 
     at_once, waiting, joined = run(10**9, 1), run(0, 450), run(0, 10**9)
