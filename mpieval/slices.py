@@ -247,7 +247,7 @@ class SlicedMetric(Metric):
         self.base = metric
         # the base's id inputs (uid), and its update()'s arguments by position (_ids_hashed)
         self._ids = frozenset(spec.name for spec in metric.inputs if spec.role == "id")
-        self._positions = tuple(inspect.signature(metric.update).parameters)
+        self._arguments = tuple(inspect.signature(metric.update).parameters)
         self.dimensions = parse_slices("slices", slices)
         self.min_rows = min_rows
         # the declared options (not a class's own arguments such as extra_keys)
@@ -445,7 +445,7 @@ class SlicedMetric(Metric):
         ids = self._ids
         if not ids:
             return args, dict(columns)
-        names = list(self._positions[: len(args)])
+        names = list(self._arguments[: len(args)])
         names += [""] * (len(args) - len(names))  # too many: the base's update() says so
         return (tuple(hashed_ids(name, value) if name in ids and value is not None else value
                       for name, value in zip(names, args, strict=True)),
