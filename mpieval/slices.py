@@ -13,7 +13,10 @@ order once per dimension. A per-user kind's slices get the batch's uids made key
 (:class:`~mpieval.keys.HashedIds`); a batch of more than :data:`WAIT_FROM` slices (in a
 dimension) keeps its rows until :data:`PENDING_ROWS` rows wait, then each slice takes its
 rows of all of them in one ``update()`` (:meth:`SlicedMetric._flush`; before a compute, a
-checkpoint or a merge too).
+checkpoint or a merge too). A slice of fewer than ``min_rows`` rows so far has no metric:
+its rows wait on (joined as one batch), and it gets a metric once it has the rows (at a
+compute, over every rank), a checkpoint or a merge; a slice that never has them never
+costs a metric.
 At compute the ranks first agree on the slices and their rows (one ``allgather`` of
 small dicts); every rank then packs the same slices' parts in the same order (sorted
 values) into the one ``Allreduce`` of :func:`mpieval.metric.compute_all`. A slice of
@@ -38,8 +41,10 @@ import copy
 import inspect
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -85,6 +90,7 @@ PENDING_ROWS = 1 << 21
 """Rows kept waiting for their slices (:data:`WAIT_FROM`) before they are given."""
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
+_GIVEN: Key = ()  # a waiting row's mark in a dimension whose slice already has it (_flush)
 Coding = tuple[list[Key], np.ndarray]  # a batch's slices in a dimension, each row's index
 
 
@@ -132,7 +138,7 @@ class Slice:
     rows: int
     result: Result | None
 
-    @property
+    @cached_property  # read for its JSON, its log lines and its q-values
     def name(self) -> str:
         return slice_name(self.columns, self.key)
 
@@ -278,10 +284,14 @@ class SlicedMetric(Metric):
         # batches whose slices' rows wait (_flush): their arguments and slice codes
         self._pending: list[tuple[tuple[Any, ...], dict[str, Any], list[Coding]]] = []
         self._pending_rows = 0
+        self._small_rows = 0  # of those, the rows of small slices that waited on (_flush)
+        self._counted = 0  # the first batches that wait whose rows are counted in _rows
 
     @property
     def error(self) -> InputError | None:
-        self._flush()  # read before every compute (compute_all): the slices get their rows
+        # read before every compute (compute_all): the slices with rows enough here get
+        # theirs, and any error of their update() fails every rank's compute
+        self._flush(self._small_here)
         if self._error is not None:
             return self._error
         return self.base.error or next((m.error for ms in self._metrics for m in ms.values()
@@ -331,25 +341,39 @@ class SlicedMetric(Metric):
             return
         if rows == 0:
             return
-        for counts, (keys, local) in zip(self._rows, coded, strict=True):
-            for key, count in zip(keys, np.bincount(local, minlength=len(keys)).tolist(),
-                                  strict=True):
-                counts[key] = counts.get(key, 0) + count
         kept = None if batch is not None or max(len(keys) for keys, _ in coded) <= WAIT_FROM \
             else _kept(args, columns)
         if kept is not None and (not self._pending or _shape(*kept) == _shape(
                 *self._pending[0][:2])):
-            self._pending.append((*kept, coded))
+            self._pending.append((*kept, coded))  # its rows counted when it is joined
             self._pending_rows += rows
-            if self._pending_rows >= PENDING_ROWS:
-                self._flush()
+            if self._pending_rows >= max(PENDING_ROWS, 2 * self._small_rows):
+                self._flush(self._small_here)
             return
         self._flush()  # the rows that wait go first: each slice's rows in their order
         if kept is not None:
             self._pending.append((*kept, coded))
             self._pending_rows = rows
             return
+        self._count(coded)
         self._update_slices(args, columns, coded, batch)
+
+    def _count(self, coded: list[Coding], first: int = 0) -> None:
+        """Add the rows from row ``first`` of ``coded`` (each row's slice in every
+        dimension) to the slices' row counts, a slice new here after those before it."""
+        for counts, (keys, codes) in zip(self._rows, coded, strict=True):
+            for key, count in zip(keys, np.bincount(codes[first:], minlength=len(keys)).tolist(),
+                                  strict=True):
+                if count:
+                    counts[key] = counts.get(key, 0) + count
+
+    def _count_waiting(self) -> None:
+        """The row counts of the batches that wait and are not counted yet added."""
+        fresh = self._pending[self._counted:]
+        if fresh:
+            self._count([_joined_codes([batch[2][index] for batch in fresh])
+                         for index in range(len(self.dimensions))])
+            self._counted = len(self._pending)
 
     def _update_slices(self, args: tuple[Any, ...], columns: Mapping[str, Any],
                        coded: list[Coding], batch: dict[str, np.ndarray | None] | None
@@ -364,7 +388,7 @@ class SlicedMetric(Metric):
                            for name, value in batch.items()}
             for index, key in enumerate(keys):
                 start, stop = int(bounds[index]), int(bounds[index + 1])
-                if start == stop:
+                if start == stop or key == _GIVEN:
                     continue
                 metric = metrics.get(key)
                 if metric is None:
@@ -375,13 +399,16 @@ class SlicedMetric(Metric):
                 else:
                     self._update_slice(metric, args, columns, order[start:stop])
 
-    def _flush(self) -> None:
+    def _flush(self, small: Callable[[int, list[Key]], np.ndarray] | None = None) -> None:
         """The rows that wait (:meth:`update`) given to their slices: the batches joined,
-        each slice's rows in one ``update()``, in their order, its metric made first in
-        the order the slices came (a checkpoint numbers them so). A slice's
-        ``update()`` that fails (the metric itself took these rows) is remembered: the
-        next compute fails on every rank."""
+        each slice's rows in one ``update()``, in their order, its metric made first.
+        ``small``: which slices (of a dimension's number, its slices' values) have too
+        few rows yet for a metric of their own, as booleans: their rows wait on, joined as one batch
+        (a row given to its slice of one dimension marked :data:`_GIVEN` in it), and
+        no metric is made for them. A slice's ``update()`` that fails (the metric itself
+        took these rows) is remembered: the next compute fails on every rank."""
         pending, self._pending, self._pending_rows = self._pending, [], 0
+        counted, self._counted, self._small_rows = self._counted, 0, 0
         if not pending:
             return
         args = tuple(_joined([batch[0][i] for batch in pending])
@@ -390,12 +417,37 @@ class SlicedMetric(Metric):
                    for name in pending[0][1]}
         coded = [_joined_codes([batch[2][index] for batch in pending])
                  for index in range(len(self.dimensions))]
+        self._count(coded, sum(len(batch[2][0][1]) for batch in pending[:counted]))
         del pending
+        given, waiting = coded, None
+        if small is not None:
+            given, waiting = _waiting(coded, small)
         try:
-            self._update_slices(args, columns, coded, None)
+            self._update_slices(args, columns, given, None)
         except InputError as error:
             if self._error is None:
                 self._error = error
+        if waiting is not None:
+            rows, codes = waiting
+            self._pending = [(tuple(_take(values, rows) for values in args),
+                              {name: _take(values, rows) for name, values in columns.items()},
+                              codes)]
+            self._pending_rows = self._small_rows = len(rows)
+            self._counted = 1
+
+    def _small_here(self, dimension: int, keys: list[Key]) -> np.ndarray:
+        """Which slices of ``keys`` are without a metric and of fewer than ``min_rows``
+        rows on this rank."""
+        return self._small(dimension, keys, self._rows[dimension])
+
+    def _small(self, dimension: int, keys: list[Key], rows: Mapping[Key, int]) -> np.ndarray:
+        """Which slices of ``keys`` are without a metric and of fewer than ``min_rows``
+        ``rows``, as booleans (a map a list, not a call a slice: many slices)."""
+        made = self._metrics[dimension]
+        counts = np.fromiter(map(rows.get, keys, repeat(0)), dtype=np.int64, count=len(keys))
+        small: np.ndarray = (counts < self.min_rows) & ~np.fromiter(
+            map(made.__contains__, keys), dtype=bool, count=len(keys))
+        return small
 
     def _update_stacked(self, coded: list[tuple[list[Key], np.ndarray]],
                         batch: dict[str, np.ndarray | None], rows: int) -> None:
@@ -478,7 +530,7 @@ class SlicedMetric(Metric):
             distinct.append(values)
             inverse.append(codes)
         if len(dimension) == 1:
-            return [(value,) for value in distinct[0]], inverse[0]
+            return list(zip(distinct[0])), inverse[0]  # (value,) each
         inverse = [codes.astype(np.int64, copy=False) for codes in inverse]
         width = len(distinct[1])
         pair = inverse[0] * width + inverse[1]
@@ -500,15 +552,18 @@ class SlicedMetric(Metric):
         """Collective: every dimension's slices over every rank (sorted) with their rows;
         each rank makes the metrics it lacks of the slices with values (a slice too small
         for them is neither summed nor finished: no metric of its own is made here)."""
-        self._flush()
+        self._count_waiting()
         views = comm.allgather(self._rows)
-        agreed: list[list[tuple[Key, int]]] = []
-        for index, metrics in enumerate(self._metrics):
-            totals: dict[Key, int] = {}
-            for view in views:
+        totals: list[dict[Key, int]] = [dict(rows) for rows in views[0]]
+        for view in views[1:]:
+            for index, counts in enumerate(totals):
                 for key, rows in view[index].items():
-                    totals[key] = totals.get(key, 0) + rows
-            ordered = sorted(totals.items(), key=lambda item: _sort_key(item[0]))
+                    counts[key] = counts.get(key, 0) + rows
+        # the waiting rows of the slices with values now (over every rank) given
+        self._flush(lambda index, keys: self._small(index, keys, totals[index]))
+        agreed: list[list[tuple[Key, int]]] = []
+        for metrics, counts in zip(self._metrics, totals, strict=True):
+            ordered = sorted(counts.items(), key=lambda item: _sort_key(item[0]))
             if self._stacked is None:
                 for key, rows in ordered:
                     if key not in metrics and rows >= self.min_rows:
@@ -576,6 +631,7 @@ class SlicedMetric(Metric):
         self._flush()
         other._flush()
         merged = copy.copy(self)
+        merged._pending = []  # its own list, not self's (both are flushed above)
         merged.base = self.base.merge(other.base)
         if self._stacked is not None and other._stacked is not None:
             merged._stacked = copy.deepcopy(self._stacked)
@@ -614,11 +670,16 @@ class SlicedMetric(Metric):
             state.update({f"slices.{STACKED}{name}": np.array(self._stacked[name])
                           for name in self._stacked.layout})
             return state
-        layout["slices"] = [[[list(key), self._rows[index].get(key, 0)] for key in metrics]
-                            for index, metrics in enumerate(self._metrics)]
+        # the slices in the order their rows came (then those made at a compute without
+        # rows here), not as their rows were given: the same checkpoint however they waited
+        ordered = [[(key, metrics[key]) for key in rows if key in metrics]
+                   + [(key, metric) for key, metric in metrics.items() if key not in rows]
+                   for metrics, rows in zip(self._metrics, self._rows, strict=True)]
+        layout["slices"] = [[[list(key), self._rows[index].get(key, 0)] for key, _ in slices]
+                            for index, slices in enumerate(ordered)]
         state[STATE_KEY] = json.dumps(layout)
-        for index, metrics in enumerate(self._metrics):
-            for number, metric in enumerate(metrics.values()):
+        for index, slices in enumerate(ordered):
+            for number, (_, metric) in enumerate(slices):
                 state.update({f"slices.{index}.{number}.{name}": value
                               for name, value in metric.state_dict().items()})
         return state
@@ -786,6 +847,34 @@ def _take(values: Any, rows: np.ndarray) -> Any:
     return np.asarray(values)[rows]
 
 
+def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
+             ) -> tuple[list[Coding], tuple[np.ndarray, list[Coding]] | None]:
+    """The rows' slices ``coded`` split by ``small`` (:meth:`SlicedMetric._flush`): the
+    slices to give (a row of a small slice marked :data:`_GIVEN` in its dimension), and
+    the rows that wait on (those of a small slice in any dimension; None: none) with
+    their slices (a row given in a dimension marked :data:`_GIVEN` there)."""
+    stays = [small(dimension, keys) for dimension, (keys, _) in enumerate(coded)]
+    for small_slice, (keys, _) in zip(stays, coded, strict=True):
+        if _GIVEN in keys:  # the rows given already: not a slice
+            small_slice[keys.index(_GIVEN)] = False
+    waits = np.zeros(len(coded[0][1]), dtype=bool)
+    for small_slice, (_, codes) in zip(stays, coded, strict=True):
+        waits |= small_slice[codes]
+    if not waits.any():
+        return coded, None
+    rows = np.flatnonzero(waits)
+    given: list[Coding] = []
+    kept: list[Coding] = []
+    for small_slice, (keys, codes) in zip(stays, coded, strict=True):
+        if _GIVEN not in keys:
+            keys = [*keys, _GIVEN]
+        mark = keys.index(_GIVEN)
+        given.append((keys, np.where(small_slice[codes], mark, codes)))
+        taken = codes[rows]
+        kept.append((keys, np.where(small_slice[taken], taken, mark).astype(np.int32)))
+    return given, (rows, kept)
+
+
 def _kept(args: tuple[Any, ...], columns: Mapping[str, Any]
           ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The arguments of a batch kept to wait for their slices (:meth:`SlicedMetric._flush`):
@@ -847,10 +936,11 @@ def _joined_codes(parts: list[Coding]) -> Coding:
 def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any], np.ndarray]:
     """Several batches' values, each with its rows' indexes among them, as one: the values
     in the order they came, each row's index among them."""
-    index: dict[Any, int] = {}
-    codes = [np.array([index.setdefault(value, len(index)) for value in values],
-                      dtype=np.int64)[local] for values, local in parts]
-    return list(index), np.concatenate(codes)
+    values = list(dict.fromkeys(chain.from_iterable(values for values, _ in parts)))
+    index = dict(zip(values, range(len(values)), strict=True))
+    codes = [np.fromiter(map(index.__getitem__, part), dtype=np.int64, count=len(part))[local]
+             for part, local in parts]
+    return values, np.concatenate(codes)
 
 
 def _slice_values(column: str, values: Any, rows: int, checked: set[Any]
@@ -867,8 +957,9 @@ def _slice_values(column: str, values: Any, rows: int, checked: set[Any]
                          value=error.value) from None
     if len(inverse) != rows:
         raise InputError(column, f"length mismatch: {column}={len(inverse)}, rows={rows}")
-    for value in values_seen:
-        if isinstance(value, str) and value not in checked:
+    if values_seen and isinstance(values_seen[0], str):  # a column's values: all text or none
+        new = set(values_seen).difference(checked)
+        for value in [value for value in values_seen if value in new] if new else ():  # in order
             check_log_word(column, value)
             if "*" in value or "[" in value or "]" in value:
                 raise InputError(column, f"slice value {value!r} holds *, [ or ], which "

@@ -146,14 +146,16 @@ def test_each_slice_equals_a_run_over_its_rows(name: str, compare: bool) -> None
     check_slices(name, result, batches, compare, bits=True)
 
 
+@pytest.mark.parametrize("min_rows", [0, 12])
 @pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
 def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
-        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, min_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A per-user kind's batch of many slices keeps its rows waiting, given to each slice
     in one update() of several batches (slices.WAIT_FROM, PENDING_ROWS): the same JSON
     and a checkpoint of the same slices as each slice updated a batch at a time, each
     slice the block of a run over its rows; the caller's arrays reused after update()
-    change nothing."""
+    change nothing. With ``min_rows``, the rows of a slice with fewer wait on (a row may
+    be given in one dimension and wait in the other) and no metric is made for it."""
     from mpieval import slices
 
     rng = np.random.default_rng(57)
@@ -172,7 +174,8 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
                 if number % 2:
                     values, codes = values[::-1], len(values) - 1 - codes
                 batch["tag"] = Coded(tuple(values.tolist()), codes.astype(np.uint16))
-        metric = sliced(name, Comm.local(), given, compare=True, dims=("site", "country*site"))
+        metric = sliced(name, Comm.local(), given, compare=True, min_rows=min_rows,
+                        dims=("site", "country*site"))
         for batch in given:  # the caller reuses its arrays
             for values in batch.values():
                 reused = values.codes if isinstance(values, Coded) else values
@@ -181,6 +184,15 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
 
     at_once, waiting, joined = run(10**9, 1), run(0, 450), run(0, 10**9)
     assert waiting._pending and not at_once._pending  # 300 rows of the last batch wait
+    want = quiet(at_once)
+    for metric in (waiting, joined):
+        assert_same(quiet(metric), want, bits=True)
+        made = [len(metrics) for metrics in metric._metrics]
+        if min_rows:  # slices too small for values: no metric, their rows still wait
+            assert made[1] < len(at_once._metrics[1]) and metric._pending
+            assert sum(1 for block in want["slices"].values() if "too_small" in block) > 100
+        else:
+            assert made == [len(metrics) for metrics in at_once._metrics]
     # a checkpoint: the same slices in the same order (a slice's own tag codes may be
     # numbered otherwise), and a metric restored from it computes the same
     saved = at_once.state_dict()
@@ -188,18 +200,57 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
     for metric in (waiting, joined):
         state = metric.state_dict()
         assert state["slices.layout"] == saved["slices.layout"] and list(state) == list(saved)
-        again = sliced(name, Comm.local(), [], compare=True, dims=("site", "country*site"))
+        again = sliced(name, Comm.local(), [], compare=True, min_rows=min_rows,
+                       dims=("site", "country*site"))
         again.load_state_dict(state)
         restored.append(again)
-    want = quiet(at_once)
     for metric in (waiting, joined, *restored):
         assert_same(quiet(metric), want, bits=True)
     assert len(want["slices"]) > 80
-    for site in (0, 17, 79):
+    valued = [int(k.split("=")[1]) for k, block in want["slices"].items()
+              if k.startswith("site=") and "too_small" not in block]
+    for site in (valued[0], valued[len(valued) // 2], valued[-1]):
         pick = lambda b, s=site: b["site"] == s  # noqa: E731
         alone_block = alone(name, batches, pick, compare=True)
         assert_same(without_slice_fields(want["slices"][f"site={site}"], alone_block),
                     alone_block, f"site={site}", bits=True)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_rows_of_small_slices_wait_across_computes_in_their_order(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slice too small for values at one compute keeps its rows waiting; rows that come
+    after make it big enough, and its metric then gets every row in their order: each
+    compute's JSON is that of slices given their rows a batch at a time, bit for bit."""
+    from mpieval import slices
+
+    rng = np.random.default_rng(58)
+    rows = data(name, rng, 2400, compare=True)
+    rows["site"] = rng.integers(0, 90, len(rows["site"]))
+    batches = batches_of(rows, [300, 700, 1100, 1500, 2000])
+    metrics = []
+    for wait_from in (10**9, 0):
+        monkeypatch.setattr(slices, "WAIT_FROM", wait_from)
+        monkeypatch.setattr(slices, "PENDING_ROWS", 500)
+        metrics.append(sliced(name, Comm.local(), batches[:3], compare=True, min_rows=15,
+                              dims=("site", "country*site")))
+    at_once, waiting = metrics
+    first = quiet(at_once)
+    assert_same(quiet(waiting), first, bits=True)
+    assert 0 < sum(1 for block in first["slices"].values() if "too_small" in block)
+    for batch in batches[3:]:
+        for metric in metrics:
+            inputs = {k: v for k, v in batch.items() if k not in ("country", "site")}
+            metric.update(**inputs, slices={"country": batch["country"], "site": batch["site"]})
+    last = quiet(at_once)
+    assert_same(quiet(waiting), last, bits=True)
+    grown = [name for name, block in last["slices"].items()
+             if "too_small" not in block and "too_small" in first["slices"].get(name, {})]
+    assert grown  # slices small at the first compute, with values at the second
+    for site in (int(name.split("=")[1]) for name in grown if name.startswith("site=")):
+        block = alone(name, batches, lambda b, s=site: b["site"] == s, compare=True)
+        assert_same(without_slice_fields(last["slices"][f"site={site}"], block), block,
+                    f"site={site}", bits=True)
 
 
 def make_fed(name: str, batches: list[Rows], compare: bool) -> Metric:
@@ -382,12 +433,15 @@ def test_slices_across_ranks_equal_a_run_over_their_rows(name: str, compare: boo
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("min_rows", [5, 15])
 @pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
-def test_many_slices_waiting_across_ranks_equal_one_rank(name: str,
+def test_many_slices_waiting_across_ranks_equal_one_rank(name: str, min_rows: int,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A per-user kind's many slices (80 a batch: their rows wait) with rows scattered
     over the ranks (rank 1 with none), each rank giving its slices their rows at its own
-    point (PENDING_ROWS differs by rank): every rank's JSON is one rank's over every row."""
+    point (PENDING_ROWS differs by rank), a slice's rows waiting while it has fewer than
+    ``min_rows`` here and given at compute when it has them over every rank: every rank's
+    JSON is one rank's over every row."""
     from mpieval import slices
 
     comm = Comm()
@@ -397,11 +451,11 @@ def test_many_slices_waiting_across_ranks_equal_one_rank(name: str,
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
     monkeypatch.setattr(slices, "WAIT_FROM", 10**9)
     whole = quiet(sliced(name, Comm.local(), batches_of(rows, [500]), compare=True,
-                         min_rows=5, dims=("site",)))
+                         min_rows=min_rows, dims=("site",)))
     monkeypatch.setattr(slices, "WAIT_FROM", 0)
     monkeypatch.setattr(slices, "PENDING_ROWS", 100 + 150 * comm.rank)
     metric = sliced(name, comm, batches_of(mine, [len(mine["site"]) // 3, 400]),
-                    compare=True, min_rows=5, dims=("site",))
+                    compare=True, min_rows=min_rows, dims=("site",))
     metric.move_rows(comm)
     result = quiet(metric)
     assert len(result["slices"]) == 80
