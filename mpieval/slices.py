@@ -14,9 +14,9 @@ order once per dimension. A per-user kind's slices get the batch's uids made key
 dimension) keeps its rows until :data:`PENDING_ROWS` rows wait, then each slice takes its
 rows of all of them in one ``update()`` (:meth:`SlicedMetric._flush`; before a compute, a
 checkpoint or a merge too). A slice of fewer than ``min_rows`` rows so far has no metric:
-its rows wait on (joined as one batch), and it gets a metric once it has the rows (at a
-compute, over every rank), a checkpoint or a merge; a slice that never has them never
-costs a metric.
+its rows wait on (joined as one batch; a checkpoint saves them so), and it gets a
+metric once it has the rows (at a compute, over every rank) or at a merge; a slice that
+never has them never costs a metric.
 At compute the ranks first agree on the slices and their rows (one ``allgather`` of
 small dicts); every rank then packs the same slices' parts in the same order (sorted
 values) into the one ``Allreduce`` of :func:`mpieval.metric.compute_all`. A slice of
@@ -80,6 +80,7 @@ slice's values are those of ``--table-size`` of this size over its rows, and its
 CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
 STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
+WAITING = "waiting."  # the rows of slices too small for a metric (state_dict: slices.waiting.)
 _DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
 WAIT_FROM = 32
 """A per-user kind's batch of more slices than this (in a dimension) keeps its rows
@@ -656,8 +657,9 @@ class SlicedMetric(Metric):
     def state_dict(self) -> dict[str, Any]:
         """The base's state, beside it :data:`STATE_KEY` (the dimensions, ``min_rows``,
         the slices' options and each slice's values and rows, as JSON text) and each
-        slice's own state under ``slices.DIMENSION.NUMBER.``."""
-        self._flush()
+        slice's own state under ``slices.DIMENSION.NUMBER.``; the rows of slices still
+        too small for a metric of their own as they wait, under ``slices.waiting.``."""
+        self._flush(self._small_here)  # a slice with rows enough here gets them
         state = self.base.state_dict()
         layout: dict[str, Any] = {
             "dimensions": [dimension_name(columns) for columns in self.dimensions],
@@ -677,6 +679,19 @@ class SlicedMetric(Metric):
                    for metrics, rows in zip(self._metrics, self._rows, strict=True)]
         layout["slices"] = [[[list(key), self._rows[index].get(key, 0)] for key, _ in slices]
                             for index, slices in enumerate(ordered)]
+        if self._pending:  # (one batch: the flush above joined them)
+            args, columns, coded = self._pending[0]
+            layout["small"] = [[[list(key), count] for key, count in rows.items()
+                                if key not in metrics]
+                               for metrics, rows in zip(self._metrics, self._rows, strict=True)]
+            layout["waiting"] = {
+                "args": [_saved(f"slices.{WAITING}arg{i}", values, state)
+                         for i, values in enumerate(args)],
+                "columns": {name: _saved(f"slices.{WAITING}col.{name}", values, state)
+                            for name, values in columns.items()},
+                "slices": [[list(key) for key in keys] for keys, _ in coded]}
+            state.update({f"slices.{WAITING}codes{index}": codes
+                          for index, (_, codes) in enumerate(coded)})
         state[STATE_KEY] = json.dumps(layout)
         for index, slices in enumerate(ordered):
             for number, (_, metric) in enumerate(slices):
@@ -711,11 +726,34 @@ class SlicedMetric(Metric):
                     parts[index].setdefault(key, []).append(
                         {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
                     self._rows[index][key] = self._rows[index].get(key, 0) + int(rows)
+            for index, listed in enumerate(saved.get("small", [])):
+                for values, rows in listed:
+                    key = tuple(values)
+                    self._rows[index][key] = self._rows[index].get(key, 0) + int(rows)
+            if "waiting" in saved:
+                self._load_waiting(saved["waiting"], state)
         for index, by_key in enumerate(parts):
             for key, states_of in by_key.items():
                 metric = self._metrics[index][key] = self._slice_metric()
                 metric.load_state_dicts(states_of)
 
+
+    def _load_waiting(self, saved: Mapping[str, Any], state: Mapping[str, Any]) -> None:
+        """Add a saved state's waiting rows (:meth:`state_dict`; their slices' rows are
+        counted) as a batch that waits."""
+        args = tuple(_loaded(f"slices.{WAITING}arg{i}", kind, state)
+                     for i, kind in enumerate(saved["args"]))
+        columns = {name: _loaded(f"slices.{WAITING}col.{name}", kind, state)
+                   for name, kind in saved["columns"].items()}
+        coded = [([tuple(values) for values in keys],
+                  np.asarray(state[f"slices.{WAITING}codes{index}"]))
+                 for index, keys in enumerate(saved["slices"])]
+        if self._pending and _shape(args, columns) != _shape(*self._pending[0][:2]):
+            self._flush()  # other arguments (another rank's pred dtype): given first
+        self._pending.append((args, columns, coded))
+        self._pending_rows += len(coded[0][1])
+        self._small_rows = self._pending_rows
+        self._counted = len(self._pending)
 
     def _load_stacked(self, listed: list[list[list[Any]]], state: Mapping[str, Any]) -> None:
         """Add a saved state's stacked slices (``listed``: per dimension each slice's
@@ -873,6 +911,35 @@ def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
         taken = codes[rows]
         kept.append((keys, np.where(small_slice[taken], taken, mark).astype(np.int32)))
     return given, (rows, kept)
+
+
+def _saved(name: str, values: Any, state: dict[str, Any]) -> Any:
+    """A waiting argument saved in ``state`` under ``name`` (:meth:`SlicedMetric.state_dict`,
+    of a type :func:`_kept` keeps): what it is, for :func:`_loaded`."""
+    if values is None:
+        return None
+    if isinstance(values, HashedIds):
+        state[f"{name}.keys"] = values.keys
+        if values.checks is not None:
+            state[f"{name}.checks"] = values.checks
+        return "hashed" if values.checks is not None else "hashed unchecked"
+    if isinstance(values, Coded):
+        state[f"{name}.codes"] = np.asarray(values.codes)
+        return ["coded", list(values.values)]
+    state[name] = values
+    return "array"
+
+
+def _loaded(name: str, kind: Any, state: Mapping[str, Any]) -> Any:
+    """A waiting argument :func:`_saved` saved."""
+    if kind is None:
+        return None
+    if kind in ("hashed", "hashed unchecked"):
+        checks = None if kind == "hashed unchecked" else np.asarray(state[f"{name}.checks"])
+        return HashedIds(np.asarray(state[f"{name}.keys"]), checks)
+    if isinstance(kind, list) and kind[0] == "coded":
+        return Coded(tuple(kind[1]), np.asarray(state[f"{name}.codes"]))
+    return np.asarray(state[name])
 
 
 def _kept(args: tuple[Any, ...], columns: Mapping[str, Any]

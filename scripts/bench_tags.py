@@ -6,6 +6,8 @@ against 4, paired.
     .venv/bin/python scripts/bench_tags.py --rows 2000000 --repeats 5 --tags 4 60000
     .venv/bin/python scripts/bench_tags.py --python OLD/bin/python .venv/bin/python  # before, after
     .venv/bin/python scripts/bench_tags.py --compare --kinds wuauc  # paired A/B per tag
+    .venv/bin/python scripts/bench_tags.py --slice --modes eval --kinds wuauc pn ranking
+    .venv/bin/python scripts/bench_tags.py --slice --modes eval --zipf --rows 2000000
 
 For ``eval``, measure builds installed from wheels (``pip wheel .``, one venv each): the
 checkout's editable install compiles its bytecode at every start where none is written
@@ -18,7 +20,12 @@ Bernoulli(pred)) with one integer tag column per tag count (``tag4``, ``tag60000
 each tag drawn uniformly, every tag present: the runs differ only in the tag column.
 ``--compare``: a copy of that file with a second model's pred (``pred_b``, the pred plus
 Normal(0, 0.05) noise), every run then comparing the two (``compare="pred_b"``,
-``--compare pred_b``).
+``--compare pred_b``). ``--zipf``: a file whose tag columns are drawn Zipf-like instead
+(value ``k`` with weight ``1 / (k + 10) ** 1.1``, every value present): a head of large
+values and a long tail of small ones, as item or page ids are.
+
+``--slice``: the column is a slice column (``eval --slice COL``, ``eval`` only): each
+value's whole block, below ``--min-slice-rows`` (100) only its row count.
 
 Each repeat runs every tag count once, in turn (paired: the ratio against the fewest tags
 is taken within a repeat, then its median over ``--repeats``). ``compute``: a child
@@ -80,15 +87,17 @@ print(json.dumps(out))
 """
 
 
-def generate(rows: int, tag_counts: list[int], seed: int = 36, compare: bool = False) -> Path:
+def generate(rows: int, tag_counts: list[int], seed: int = 36, compare: bool = False,
+             zipf: bool = False) -> Path:
     """The rows with a tag column per count (written once; a new count adds a file); with
     ``compare`` a second model's pred too (``pred_b``: the pred plus noise, the other
-    columns the same rows)."""
-    path = DATA / f"rows{rows}-tags{'-'.join(map(str, tag_counts))}.parquet"
+    columns the same rows); ``zipf``: tags drawn Zipf-like (module docstring)."""
+    path = DATA / (f"rows{rows}-tags{'-'.join(map(str, tag_counts))}"
+                   + ("-zipf" if zipf else "") + ".parquet")
     if compare:
         compared = path.with_name(path.stem + "-compare.parquet")
         if not compared.exists():
-            table = pq.read_table(generate(rows, tag_counts, seed))
+            table = pq.read_table(generate(rows, tag_counts, seed, zipf=zipf))
             pred = table.column("pred").to_numpy()
             noisy = pred + np.random.default_rng(seed + 1).normal(0, 0.05, len(pred))
             tmp = compared.with_suffix(".part")
@@ -108,7 +117,11 @@ def generate(rows: int, tag_counts: list[int], seed: int = 36, compare: bool = F
     label = (rng.random(rows) < pred).astype(np.int8)
     columns = {"uid": uid, "pred": pred, "label": label}
     for count in tag_counts:
-        tag = rng.integers(0, count, rows)
+        if zipf:
+            weight = 1 / (np.arange(count) + 10.0) ** 1.1
+            tag = rng.choice(count, rows, p=weight / weight.sum())
+        else:
+            tag = rng.integers(0, count, rows)
         tag[: min(count, rows)] = rng.permutation(count)[: min(count, rows)]  # each present
         columns[f"tag{count}"] = tag.astype(np.int64)
     tmp = path.with_suffix(".part")
@@ -124,12 +137,13 @@ def compute_once(python: str, path: Path, kind: str, count: int, compare: bool) 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def eval_once(python: str, path: Path, kind: str, count: int, compare: bool) -> dict:
+def eval_once(python: str, path: Path, kind: str, count: int, compare: bool,
+              by: str = "--tag") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         times = Path(tmp) / "time"
         done = subprocess.run(
             ["/usr/bin/time", "-o", str(times), "-f", "%U %S %M", python, "-m", "mpieval",
-             "eval", "--metrics", kind, "--uid", "uid", "--tag", f"tag{count}",
+             "eval", "--metrics", kind, "--uid", "uid", by, f"tag{count}",
              *(["--compare", "pred_b"] if compare else []),
              "--json", str(Path(tmp) / "out.json"), str(path)],
             capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -159,9 +173,16 @@ def main() -> None:
     parser.add_argument("--python", nargs="+", default=[sys.executable],
                         help="the interpreters whose mpieval is measured (a build before, "
                         "this one): each repeat runs every one in turn")
+    parser.add_argument("--slice", action="store_true",
+                        help="the column as a slice column (eval --slice), eval only")
+    parser.add_argument("--zipf", action="store_true",
+                        help="tag columns drawn Zipf-like, not uniformly")
     args = parser.parse_args()
-    path = generate(args.rows, sorted(set(args.tags)), compare=args.compare)
-    print(f"# {args.rows:,} rows, tags {args.tags}, python {' '.join(args.python)}"
+    if args.slice and "compute" in args.modes:
+        parser.error("--slice measures eval only: add --modes eval")
+    path = generate(args.rows, sorted(set(args.tags)), compare=args.compare, zipf=args.zipf)
+    print(f"# {args.rows:,} rows, {'slices' if args.slice else 'tags'} {args.tags}"
+          f"{' (Zipf)' if args.zipf else ''}, python {' '.join(args.python)}"
           + (", compare pred_b" if args.compare else ""))
     print(f"# load before: {uptime()}")
     base = min(args.tags)
@@ -172,28 +193,33 @@ def main() -> None:
             for _ in range(args.repeats):
                 for python in args.python:  # in turn, within one repeat
                     for count in args.tags:
-                        runs[python, count].append(once(python, path, kind, count,
-                                                        args.compare))
+                        runs[python, count].append(
+                            once(python, path, kind, count, args.compare)
+                            if mode == "compute" else eval_once(
+                                python, path, kind, count, args.compare,
+                                "--slice" if args.slice else "--tag"))
             for python in args.python:
                 if len(args.python) > 1:
                     print(f"# {python}")
                 for count in args.tags:
-                    report(mode, kind, count, base, runs[python, count], runs[python, base])
+                    report(mode, kind, count, base, runs[python, count], runs[python, base],
+                           "slices" if args.slice else "tags")
     print(f"# load after: {uptime()}")
 
 
 def report(mode: str, kind: str, count: int, base: int, runs: list[dict],
-           base_runs: list[dict]) -> None:
-    """One line: the CPU median, its paired ratio against ``base`` tags, the peak."""
+           base_runs: list[dict], what: str = "tags") -> None:
+    """One line: the CPU median, its paired ratio against ``base`` tags (or slices:
+    ``what``), the peak."""
     cpu = [run["cpu"] for run in runs if "cpu" in run]
     peak = statistics.median(run["peak_kb"] for run in runs) / 1024
     refused = next((run["refused"] for run in runs if "refused" in run), "")
     ratio = [run["cpu"] / base_runs[i]["cpu"] for i, run in enumerate(runs)
              if "cpu" in run and "cpu" in base_runs[i] and "refused" not in run]
-    print(f"{mode:8} {kind:8} tags={count:>9,}  cpu median "
+    print(f"{mode:8} {kind:8} {what}={count:>9,}  cpu median "
           f"{statistics.median(cpu) if cpu else float('nan'):8.3f} s  "
           f"x{statistics.median(ratio) if ratio else float('nan'):7.2f} vs "
-          f"{base} tags (paired median of {len(ratio)})  peak {peak:8.1f} MB"
+          f"{base} {what} (paired median of {len(ratio)})  peak {peak:8.1f} MB"
           + (f"  refused: {refused}" if refused else ""), flush=True)
 
 

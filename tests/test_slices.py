@@ -23,7 +23,7 @@ from test_cli import rows as cli_rows
 from test_cli import write
 from test_kinds_common import assert_same, batches_of, make
 
-from mpieval import cli, gate
+from mpieval import checkpoint, cli, gate
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
@@ -199,7 +199,12 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
     restored = []
     for metric in (waiting, joined):
         state = metric.state_dict()
-        assert state["slices.layout"] == saved["slices.layout"] and list(state) == list(saved)
+        if min_rows:  # the small slices' rows saved as they wait, no metric of theirs
+            assert "slices.waiting.codes1" in state and len(state) < len(saved)
+        else:
+            assert state["slices.layout"] == saved["slices.layout"]
+            assert list(state) == list(saved)
+        state = checkpoint.from_bytes(checkpoint.to_bytes({"m": state}))["m"]  # as a file
         again = sliced(name, Comm.local(), [], compare=True, min_rows=min_rows,
                        dims=("site", "country*site"))
         again.load_state_dict(state)
@@ -251,6 +256,39 @@ def test_rows_of_small_slices_wait_across_computes_in_their_order(
         block = alone(name, batches, lambda b, s=site: b["site"] == s, compare=True)
         assert_same(without_slice_fields(last["slices"][f"site={site}"], block), block,
                     f"site={site}", bits=True)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_waiting_rows_saved_resume_on_one_rank_and_after_more_rows(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two metrics (two ranks' states) whose small slices' rows wait, saved and loaded
+    into one: its JSON is one metric's over every row, and so after more rows come
+    (slices small when saved get their values)."""
+    from mpieval import slices
+
+    monkeypatch.setattr(slices, "WAIT_FROM", 0)
+    monkeypatch.setattr(slices, "PENDING_ROWS", 400)
+    rng = np.random.default_rng(59)
+    rows = data(name, rng, 2400, compare=True)
+    rows["site"] = rng.integers(0, 90, len(rows["site"]))
+    batches = batches_of(rows, [500, 1000, 1800])
+    dims = ("site", "country*site")
+    whole = sliced(name, Comm.local(), batches[:3], compare=True, min_rows=15, dims=dims)
+    parts = [sliced(name, Comm.local(), part, compare=True, min_rows=15, dims=dims)
+             for part in (batches[:1], batches[1:3])]
+    states = [checkpoint.from_bytes(checkpoint.to_bytes({"m": part.state_dict()}))["m"]
+              for part in parts]
+    assert all("slices.waiting.codes0" in state for state in states)
+    restored = sliced(name, Comm.local(), [], compare=True, min_rows=15, dims=dims)
+    restored.load_state_dicts(states)
+    assert_same(quiet(restored), quiet(whole), bits=True)
+    for metric in (whole, restored):
+        inputs = {k: v for k, v in batches[3].items() if k not in ("country", "site")}
+        metric.update(**inputs, slices={"country": batches[3]["country"],
+                                        "site": batches[3]["site"]})
+    want = quiet(whole)
+    assert_same(quiet(restored), want, bits=True)
+    assert sum(1 for block in want["slices"].values() if "too_small" in block) > 10
 
 
 def make_fed(name: str, batches: list[Rows], compare: bool) -> Metric:
@@ -634,6 +672,34 @@ def test_saved_sliced_runs_merge(tmp_path: Any, capsys: Any) -> None:
     a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
     assert_same({k: v for k, v in b.items() if k != "run"},
                 {k: v for k, v in a.items() if k != "run"}, bits=True)
+
+
+def test_saved_runs_of_many_small_slices_merge_to_one_run(tmp_path: Any, capsys: Any) -> None:
+    """Per-user kinds sliced by a column of many values (their rows wait; most slices
+    too small to have a metric when saved): two runs saved and merged give the JSON of
+    one run over both files, bit for bit, small slices and slices with values alike."""
+    table = cli_rows(6000, seed=23)
+    rng = np.random.default_rng(23)
+    table["item"] = np.minimum(rng.zipf(1.3, 6000), 400)  # a head and a tail of items
+    paths = [write(str(tmp_path / f"part{i}.tsv"), {k: v[i::2] for k, v in table.items()})
+             for i in range(2)]
+    argv = ("--metrics", "wuauc,pn,ranking", "--slice", "item", "--min-slice-rows", "20")
+    for i, path in enumerate(paths):
+        status, _, _ = run(capsys, "eval", path, *argv, "--save-state", tmp_path / f"s{i}")
+        assert status == 0
+    status, whole, _ = run(capsys, "eval", *paths, *argv, "--json", tmp_path / "a.json")
+    assert status == 0
+    status, merged, _ = run(capsys, "merge", tmp_path / "s0", tmp_path / "s1",
+                            "--json", tmp_path / "b.json")
+    assert status == 0 and merged == whole
+    a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
+    assert_same({k: v for k, v in b.items() if k != "run"},
+                {k: v for k, v in a.items() if k != "run"}, bits=True)
+    blocks = a["wuauc"]["slices"].values()
+    assert sum("too_small" in block for block in blocks) > 30
+    assert sum("too_small" not in block for block in blocks) > 5
+    saved = checkpoint.load(str(tmp_path / "s0" / "state-00000.npz"))
+    assert any("slices.waiting." in name for state in saved.values() for name in state)
 
 
 def test_sliced_json_of_every_kind_validates(tmp_path: Any, capsys: Any) -> None:
