@@ -91,7 +91,7 @@ PENDING_ROWS = 1 << 21
 """Rows kept waiting for their slices (:data:`WAIT_FROM`) before they are given."""
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
-_GIVEN: Key = ()  # a waiting row's mark in a dimension whose slice already has it (_flush)
+GIVEN = -1  # a waiting row's slice code in a dimension whose slice already has it (_flush)
 Coding = tuple[list[Key], np.ndarray]  # a batch's slices in a dimension, each row's index
 
 
@@ -389,7 +389,7 @@ class SlicedMetric(Metric):
                            for name, value in batch.items()}
             for index, key in enumerate(keys):
                 start, stop = int(bounds[index]), int(bounds[index + 1])
-                if start == stop or key == _GIVEN:
+                if start == stop:
                     continue
                 metric = metrics.get(key)
                 if metric is None:
@@ -405,7 +405,7 @@ class SlicedMetric(Metric):
         each slice's rows in one ``update()``, in their order, its metric made first.
         ``small``: which slices (of a dimension's number, its slices' values) have too
         few rows yet for a metric of their own, as booleans: their rows wait on, joined as one batch
-        (a row given to its slice of one dimension marked :data:`_GIVEN` in it), and
+        (a row given to its slice of one dimension coded :data:`GIVEN` in it), and
         no metric is made for them. A slice's ``update()`` that fails (the metric itself
         took these rows) is remembered: the next compute fails on every rank."""
         pending, self._pending, self._pending_rows = self._pending, [], 0
@@ -843,12 +843,20 @@ def _slices_warning(name: str, slices: list[str], message: str) -> str:
 
 def _grouped(keys: list[Key], code: np.ndarray) -> tuple[list[Key], np.ndarray, np.ndarray]:
     """The rows of a batch in slice order (stable: each slice's rows in their order) and
-    each slice's bounds in it, from each row's slice ``code`` among ``keys``."""
+    each slice's bounds in it, from each row's slice ``code`` among ``keys``; rows coded
+    :data:`GIVEN` (in no slice here: :meth:`SlicedMetric._flush`) come first, before the
+    first slice's bound."""
+    given = code.dtype.kind == "i" and len(code) > 0 and int(code.min()) < 0
+    code = code + 1 if given else code  # GIVEN as 0, the slices from 1
+    width = len(keys) + given
     # a stable sort of small integers is numpy's radix sort: one pass, not a merge sort
-    small = np.uint8 if len(keys) <= 1 << 8 else np.uint16 if len(keys) <= 1 << 16 else None
+    small = np.uint8 if width <= 1 << 8 else np.uint16 if width <= 1 << 16 else None
     order = np.argsort(code if small is None else code.astype(small), kind="stable")
+    counts = np.bincount(code, minlength=width)
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(code, minlength=len(keys)), out=bounds[1:])
+    bounds[0] = counts[0] if given else 0
+    np.cumsum(counts[1:] if given else counts, out=bounds[1:])
+    bounds[1:] += bounds[0]
     return keys, order, bounds
 
 
@@ -888,13 +896,12 @@ def _take(values: Any, rows: np.ndarray) -> Any:
 def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
              ) -> tuple[list[Coding], tuple[np.ndarray, list[Coding]] | None]:
     """The rows' slices ``coded`` split by ``small`` (:meth:`SlicedMetric._flush`): the
-    slices to give (a row of a small slice marked :data:`_GIVEN` in its dimension), and
+    slices to give (a row of a small slice coded :data:`GIVEN` in its dimension), and
     the rows that wait on (those of a small slice in any dimension; None: none) with
-    their slices (a row given in a dimension marked :data:`_GIVEN` there)."""
-    stays = [small(dimension, keys) for dimension, (keys, _) in enumerate(coded)]
-    for small_slice, (keys, _) in zip(stays, coded, strict=True):
-        if _GIVEN in keys:  # the rows given already: not a slice
-            small_slice[keys.index(_GIVEN)] = False
+    their slices (a row given in a dimension coded :data:`GIVEN` there)."""
+    # each slice's flag, and False last: what a row coded GIVEN (-1) reads
+    stays = [np.append(small(dimension, keys), False)
+             for dimension, (keys, _) in enumerate(coded)]
     waits = np.zeros(len(coded[0][1]), dtype=bool)
     for small_slice, (_, codes) in zip(stays, coded, strict=True):
         waits |= small_slice[codes]
@@ -904,12 +911,10 @@ def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
     given: list[Coding] = []
     kept: list[Coding] = []
     for small_slice, (keys, codes) in zip(stays, coded, strict=True):
-        if _GIVEN not in keys:
-            keys = [*keys, _GIVEN]
-        mark = keys.index(_GIVEN)
-        given.append((keys, np.where(small_slice[codes], mark, codes)))
+        codes = codes.astype(np.int64, copy=False)  # signed, for GIVEN (-1)
+        given.append((keys, np.where(small_slice[codes], GIVEN, codes)))
         taken = codes[rows]
-        kept.append((keys, np.where(small_slice[taken], taken, mark).astype(np.int32)))
+        kept.append((keys, np.where(small_slice[taken], taken, GIVEN).astype(np.int32)))
     return given, (rows, kept)
 
 
@@ -1005,8 +1010,9 @@ def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any]
     in the order they came, each row's index among them."""
     values = list(dict.fromkeys(chain.from_iterable(values for values, _ in parts)))
     index = dict(zip(values, range(len(values)), strict=True))
-    codes = [np.fromiter(map(index.__getitem__, part), dtype=np.int64, count=len(part))[local]
-             for part, local in parts]
+    # (an index GIVEN reads the last: GIVEN)
+    codes = [np.append(np.fromiter(map(index.__getitem__, part), dtype=np.int64,
+                                   count=len(part)), GIVEN)[local] for part, local in parts]
     return values, np.concatenate(codes)
 
 
