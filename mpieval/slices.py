@@ -126,6 +126,8 @@ def dimension_name(columns: Sequence[str]) -> str:
 
 def slice_name(columns: Sequence[str], key: Key) -> str:
     """The slice's JSON key and log-line suffix: ``country=US``, ``country=US*device=ios``."""
+    if len(columns) == 1 == len(key):  # (many slices of one column: no join)
+        return f"{columns[0]}={key[0]}"
     return CROSS.join(f"{column}={value}" for column, value in zip(columns, key, strict=True))
 
 
@@ -193,6 +195,8 @@ def _add_q_values(blocks: list[dict[str, Any]]) -> None:
     slices (a p-value that is null, or a slice without it, does not count)."""
     found: dict[tuple[tuple[str, ...], str], list[tuple[dict[str, Any], float]]] = {}
     for block in blocks:
+        if "too_small" in block:  # its row count only
+            continue
         for path, node in _objects(block, ()):
             for key, value in node.items():
                 if key.endswith("_diff_p") and key[:-2] + "_q" not in node:
@@ -387,10 +391,8 @@ class SlicedMetric(Metric):
             if batch is not None:  # the base's validated rows, in slice order once
                 ordered = {name: None if value is None else value[order]
                            for name, value in batch.items()}
-            for index, key in enumerate(keys):
-                start, stop = int(bounds[index]), int(bounds[index + 1])
-                if start == stop:
-                    continue
+            for index in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():  # with rows
+                key, start, stop = keys[index], int(bounds[index]), int(bounds[index + 1])
                 metric = metrics.get(key)
                 if metric is None:
                     metric = metrics[key] = self._slice_metric()
@@ -867,7 +869,8 @@ def _sort_key(key: Key) -> tuple[tuple[Any, ...], ...]:
     in natural order, its runs of digits compared as numbers (``site2`` before
     ``site10``). Ties (``02`` and ``2``) go by the text: no two values compare equal."""
     return tuple((0, value) if not isinstance(value, str)
-                 else (1, float(value), value) if _NUMBER.fullmatch(value)
+                 else (1, float(value), value) if (value.isascii() and value.isdigit())
+                 or _NUMBER.fullmatch(value)
                  else (2, _natural(value), value) for value in key)
 
 
