@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,6 +90,13 @@ waiting, joined with the next batches' and given to each slice in one ``update()
 and batch."""
 PENDING_ROWS = 1 << 21
 """Rows kept waiting for their slices (:data:`WAIT_FROM`) before they are given."""
+ONE_RANK_ROWS = 1 << 20
+"""On several ranks, a slice with values of at most this many rows (over every rank), of
+a kind whose slices are metrics of their own (the per-user kinds), is computed whole on
+one rank (:meth:`SlicedMetric._computed_whole`), not by its own moves and sums with every
+rank in step: those cost a few collectives a slice, at each of which the ranks wait for
+each other, slice after slice."""
+_WHOLE = "\x00"  # the name a slice computed whole warns under until finish() names it
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
 GIVEN = -1  # a waiting row's slice code in a dimension whose slice already has it (_flush)
@@ -276,6 +284,7 @@ class SlicedMetric(Metric):
         self._error: InputError | None = None
         self._moved = None
         self._recent = None
+        self._whole: dict[tuple[int, int], tuple[Result, list[str]]] = {}
         # per dimension: slice values -> its metric, and its rows on this rank
         self._metrics: list[dict[Key, Metric]] = [{} for _ in self.dimensions]
         self._rows: list[dict[Key, int]] = [{} for _ in self.dimensions]
@@ -586,13 +595,74 @@ class SlicedMetric(Metric):
                 sums.update({f"{STACKED}{number}.{name}": zeros[name] if row < 0
                              else array[row] for name, array in arrays.items()})
             return sums
+        self._whole = self._computed_whole(comm)
         for index, (metrics, ordered) in enumerate(zip(self._metrics, self._layout,
                                                        strict=True)):
             for number, (key, rows) in enumerate(ordered):
-                if rows >= self.min_rows:
+                if rows >= self.min_rows and (index, number) not in self._whole:
                     sums.update({f"{index}.{number}.{name}": value for name, value
                                  in metrics[key].local_sums(comm).items()})
         return sums
+
+    def _computed_whole(self, comm: Comm) -> dict[tuple[int, int], tuple[Result, list[str]]]:
+        """Collective, on several ranks (slices that are metrics of their own): each slice
+        with values of at most :data:`ONE_RANK_ROWS` rows computed whole on one rank, its
+        owner (the largest first, each to the rank with the fewest rows so far), from
+        every rank's state of it (one exchange), its result and warnings then shared (one
+        ``allgather``); by (dimension, number in the agreed order). A slice's compute
+        that fails on its owner fails every rank's."""
+        if comm.size < 2 or self._stacked is not None:
+            return {}
+        chosen = [(index, number, key, rows) for index, ordered in enumerate(self._layout)
+                  for number, (key, rows) in enumerate(ordered)
+                  if self.min_rows <= rows <= ONE_RANK_ROWS]
+        if not chosen:
+            return {}
+        loads = [0] * comm.size
+        owner: dict[tuple[int, int], int] = {}
+        for index, number, _, rows in sorted(chosen, key=lambda one: -one[3]):
+            rank = loads.index(min(loads))
+            owner[index, number] = rank
+            loads[rank] += rows
+        outgoing: list[list[tuple[tuple[int, int], dict[str, Any]]]] = [
+            [] for _ in range(comm.size)]
+        for index, number, key, _ in chosen:
+            if self._rows[index].get(key, 0):  # its rows here: its metric holds them
+                outgoing[owner[index, number]].append(
+                    ((index, number), self._metrics[index][key].state_dict()))
+        states: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for part in _exchanged(comm, outgoing):
+            for slot, state in part:
+                states.setdefault(slot, []).append(state)
+        del outgoing
+        mine: dict[tuple[int, int], Any] = {}
+        for index, number, _, _ in chosen:
+            if owner[index, number] == comm.rank:
+                try:
+                    mine[index, number] = self._whole_result(states.pop((index, number), []))
+                except Exception as error:  # failed everywhere, below
+                    mine[index, number] = _sendable(error)
+                    break
+        done: dict[tuple[int, int], tuple[Result, list[str]]] = {}
+        for view in comm.allgather(mine):
+            for slot, value in view.items():
+                if isinstance(value, BaseException):
+                    raise value
+                done[slot] = value
+        return done
+
+    def _whole_result(self, states: list[dict[str, Any]]) -> tuple[Result, list[str]]:
+        """A slice's result from every rank's state of it, on this rank alone, and its
+        undefined-value warnings (named :data:`_WHOLE`, renamed at :meth:`finish`)."""
+        local = Comm.local()
+        metric = type(self.base)(comm=local, **self.sub_options)
+        metric.load_state_dicts(states)
+        with warnings_named(_WHOLE, self.kind), undefined_collected() as said:
+            part = metric.local_sums(local)
+            sums = {name: np.asarray(value, np.float64) if metric.fresh_sums
+                    else np.array(value, np.float64) for name, value in part.items()}
+            result = metric.finish(sums, local)
+        return result, said
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
         parts = _by_metric(sums)
@@ -605,7 +675,13 @@ class SlicedMetric(Metric):
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
                 result = None
-                if rows >= self.min_rows:
+                whole = self._whole.get((index, number))
+                if whole is not None:  # computed on one rank (its warnings: rank 0's)
+                    name = f"{named}[{slice_name(columns, key)}]"
+                    result = whole[0]
+                    said = [name + message[len(_WHOLE):] if message.startswith(_WHOLE)
+                            else message for message in whole[1]] if comm.rank == 0 else []
+                elif rows >= self.min_rows:
                     name = f"{named}[{slice_name(columns, key)}]"
                     with warnings_named(name, self.kind), undefined_collected() as said:
                         if self._finisher is not None:
@@ -615,6 +691,7 @@ class SlicedMetric(Metric):
                         else:
                             result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
                                                          comm)
+                if result is not None:
                     for message in said:
                         if message.startswith(f"{name}: "):
                             warned.setdefault(message[len(name) + 2:], []).append(
@@ -919,6 +996,35 @@ def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
         taken = codes[rows]
         kept.append((keys, np.where(small_slice[taken], taken, GIVEN).astype(np.int32)))
     return given, (rows, kept)
+
+
+def _exchanged(comm: Comm, outgoing: list[Any]) -> list[Any]:
+    """Collective: ``outgoing[r]`` sent to rank ``r`` (pickled, one ``Alltoallv`` of their
+    bytes), and what every rank sent to this one, by source rank (this rank's own not
+    pickled)."""
+    payloads = [b"" if rank == comm.rank else pickle.dumps(part, pickle.HIGHEST_PROTOCOL)
+                for rank, part in enumerate(outgoing)]
+    counts = np.array([len(payload) for payload in payloads], dtype=np.int64)
+    packed = np.frombuffer(bytearray(b"".join(payloads)), dtype=np.uint8)
+    del payloads
+    received_counts, received = comm.exchange_packed(packed, counts)
+    del packed
+    parts, at = [], 0
+    for rank, count in enumerate(received_counts.tolist()):
+        parts.append(outgoing[rank] if rank == comm.rank
+                     else pickle.loads(received[at:at + count].tobytes()))
+        at += count
+    return parts
+
+
+def _sendable(error: BaseException) -> BaseException:
+    """``error`` if it survives pickling (to raise on every rank), else a
+    ``RuntimeError`` that says it."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
 
 
 def _saved(name: str, values: Any, state: dict[str, Any]) -> Any:

@@ -440,13 +440,20 @@ def test_a_sliced_result_reads_as_its_base() -> None:
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("one_rank", [0, 10**9])
 @pytest.mark.parametrize("compare", [False, True])
 @pytest.mark.parametrize("name", NAMES)
-def test_slices_across_ranks_equal_a_run_over_their_rows(name: str, compare: bool) -> None:
+def test_slices_across_ranks_equal_a_run_over_their_rows(
+        name: str, compare: bool, one_rank: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows scattered over the ranks (a user's rows on several, rank 1 with none); each
-    rank's metric moves its rows between batches as the command line does."""
+    rank's metric moves its rows between batches as the command line does. A per-user
+    kind's slices computed each by every rank in step (``ONE_RANK_ROWS`` 0) or each whole
+    on one rank."""
+    from mpieval import slices as sliced_module
+
     if compare and "compare" not in fixture(name).option_inputs:
         pytest.skip(f"kind {name} takes no --compare")
+    monkeypatch.setattr(sliced_module, "ONE_RANK_ROWS", one_rank)
     comm = Comm()
     rng = np.random.default_rng(77)  # alike on every rank
     rows = data(name, rng, 1500, compare)
@@ -471,17 +478,20 @@ def test_slices_across_ranks_equal_a_run_over_their_rows(name: str, compare: boo
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("one_rank", [0, 20, 10**9])
 @pytest.mark.parametrize("min_rows", [5, 15])
 @pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
-def test_many_slices_waiting_across_ranks_equal_one_rank(name: str, min_rows: int,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_slices_waiting_across_ranks_equal_one_rank(
+        name: str, min_rows: int, one_rank: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A per-user kind's many slices (80 a batch: their rows wait) with rows scattered
     over the ranks (rank 1 with none), each rank giving its slices their rows at its own
     point (PENDING_ROWS differs by rank), a slice's rows waiting while it has fewer than
-    ``min_rows`` here and given at compute when it has them over every rank: every rank's
-    JSON is one rank's over every row."""
+    ``min_rows`` here and given at compute when it has them over every rank; the slices
+    computed by every rank in step, each whole on one rank, or those of up to 20 rows so
+    (``ONE_RANK_ROWS``): every rank's JSON and warnings are one rank's over every row."""
     from mpieval import slices
 
+    monkeypatch.setattr(slices, "ONE_RANK_ROWS", one_rank)
     comm = Comm()
     rng = np.random.default_rng(78)  # alike on every rank
     rows = data(name, rng, 1500, compare=True)
@@ -495,9 +505,45 @@ def test_many_slices_waiting_across_ranks_equal_one_rank(name: str, min_rows: in
     metric = sliced(name, comm, batches_of(mine, [len(mine["site"]) // 3, 400]),
                     compare=True, min_rows=min_rows, dims=("site",))
     metric.move_rows(comm)
-    result = quiet(metric)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        result = metric.compute().to_dict()
     assert len(result["slices"]) == 80
     assert_same(result, whole, bits=True)
+    with warnings.catch_warnings(record=True) as alone_said:  # one rank's warnings
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        monkeypatch.setattr(slices, "WAIT_FROM", 10**9)
+        sliced(name, Comm.local(), batches_of(rows, [500]), compare=True,
+               min_rows=min_rows, dims=("site",)).compute()
+    messages = [str(w.message) for w in said]
+    want = [str(w.message) for w in alone_said]
+    assert messages == (want if comm.rank == 0 else []), messages
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds
+def test_a_slice_that_fails_on_its_rank_fails_every_rank(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slice computed whole on one rank whose compute fails there (an error of its
+    rows): every rank raises that error, none waits for the others."""
+
+    comm = Comm()
+    rng = np.random.default_rng(79)
+    rows = data(name, rng, 900)
+    rows["site"] = rng.integers(0, 40, len(rows["site"]))
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    metric = sliced(name, comm, [mine], min_rows=5, dims=("site",))
+    real = SlicedMetric._whole_result
+
+    def failing(self: SlicedMetric, states: list[dict[str, Any]]) -> Any:
+        result = real(self, states)
+        if result[0].to_dict() and comm.rank == comm.size - 1:  # this rank's first slice
+            raise InputError("uid", "a collision of two uids' keys (as if)")
+        return result
+
+    monkeypatch.setattr(SlicedMetric, "_whole_result", failing)
+    with pytest.raises(InputError, match="as if"):
+        metric.compute()
 
 
 @pytest.mark.mpi
