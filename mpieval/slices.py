@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import io
 import json
 import pickle
 import re
@@ -624,17 +625,26 @@ class SlicedMetric(Metric):
             rank = loads.index(min(loads))
             owner[index, number] = rank
             loads[rank] += rows
-        outgoing: list[list[tuple[tuple[int, int], dict[str, Any]]]] = [
-            [] for _ in range(comm.size)]
+        # each slice's state here pickled as it is made (a copy of its rows at a time)
+        outgoing: list[list[bytes]] = [[] for _ in range(comm.size)]
+        own: list[tuple[tuple[int, int], dict[str, Any]]] = []
         for index, number, key, _ in chosen:
             if self._rows[index].get(key, 0):  # its rows here: its metric holds them
-                outgoing[owner[index, number]].append(
-                    ((index, number), self._metrics[index][key].state_dict()))
+                state = self._metrics[index][key].state_dict()
+                rank = owner[index, number]
+                if rank == comm.rank:
+                    own.append(((index, number), state))
+                else:
+                    outgoing[rank].append(pickle.dumps(((index, number), state),
+                                                       pickle.HIGHEST_PROTOCOL))
+                del state
+        received = _exchanged(comm, outgoing)
+        received[comm.rank] = own
         states: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for part in _exchanged(comm, outgoing):
+        for part in received:  # by source rank
             for slot, state in part:
                 states.setdefault(slot, []).append(state)
-        del outgoing
+        del received, own
         mine: dict[tuple[int, int], Any] = {}
         for index, number, _, _ in chosen:
             if owner[index, number] == comm.rank:
@@ -998,23 +1008,30 @@ def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
     return given, (rows, kept)
 
 
-def _exchanged(comm: Comm, outgoing: list[Any]) -> list[Any]:
-    """Collective: ``outgoing[r]`` sent to rank ``r`` (pickled, one ``Alltoallv`` of their
-    bytes), and what every rank sent to this one, by source rank (this rank's own not
-    pickled)."""
-    payloads = [b"" if rank == comm.rank else pickle.dumps(part, pickle.HIGHEST_PROTOCOL)
-                for rank, part in enumerate(outgoing)]
-    counts = np.array([len(payload) for payload in payloads], dtype=np.int64)
-    packed = np.frombuffer(bytearray(b"".join(payloads)), dtype=np.uint8)
-    del payloads
+def _exchanged(comm: Comm, outgoing: list[list[bytes]]) -> list[list[Any]]:
+    """Collective: the pickles ``outgoing[r]`` sent to rank ``r`` (one ``Alltoallv`` of
+    their bytes, each copied once into the send buffer and then let go), and the objects
+    each rank sent to this one, by source rank, in their order (none from this rank)."""
+    counts = np.array([sum(map(len, pickles)) for pickles in outgoing], dtype=np.int64)
+    packed = np.empty(int(counts.sum()), dtype=np.uint8)
+    at = 0
+    for pickles in outgoing:
+        while pickles:
+            data = pickles.pop(0)
+            packed[at:at + len(data)] = np.frombuffer(data, dtype=np.uint8)
+            at += len(data)
+            del data
     received_counts, received = comm.exchange_packed(packed, counts)
     del packed
-    parts, at = [], 0
-    for rank, count in enumerate(received_counts.tolist()):
-        parts.append(outgoing[rank] if rank == comm.rank
-                     else pickle.loads(received[at:at + count].tobytes()))
+    by_source: list[list[Any]] = []
+    at = 0
+    for count in received_counts.tolist():
+        stream = io.BytesIO(received[at:at + count].tobytes())
+        by_source.append([])
+        while stream.tell() < count:
+            by_source[-1].append(pickle.load(stream))
         at += count
-    return parts
+    return by_source
 
 
 def _sendable(error: BaseException) -> BaseException:

@@ -528,6 +528,8 @@ def test_a_slice_that_fails_on_its_rank_fails_every_rank(
     rows): every rank raises that error, none waits for the others."""
 
     comm = Comm()
+    if comm.size < 2:
+        pytest.skip("a slice is computed whole on one of several ranks")
     rng = np.random.default_rng(79)
     rows = data(name, rng, 900)
     rows["site"] = rng.integers(0, 40, len(rows["site"]))
@@ -543,7 +545,7 @@ def test_a_slice_that_fails_on_its_rank_fails_every_rank(
 
     monkeypatch.setattr(SlicedMetric, "_whole_result", failing)
     with pytest.raises(InputError, match="as if"):
-        metric.compute()
+        silenced(metric)
 
 
 @pytest.mark.mpi
