@@ -93,10 +93,10 @@ PENDING_ROWS = 1 << 21
 """Rows kept waiting for their slices (:data:`WAIT_FROM`) before they are given."""
 ONE_RANK_ROWS = 1 << 20
 """On several ranks, a slice with values of at most this many rows (over every rank), of
-a kind whose slices are metrics of their own (the per-user kinds), is computed whole on
-one rank (:meth:`SlicedMetric._computed_whole`), not by its own moves and sums with every
-rank in step: those cost a few collectives a slice, at each of which the ranks wait for
-each other, slice after slice."""
+a kind whose slices are metrics of their own (the per-user kinds, ``auc`` with a compared
+model), is computed whole on one rank (:meth:`SlicedMetric._computed_whole`), not by its
+own moves and sums with every rank in step: those cost a few collectives a slice, at each
+of which the ranks wait for each other, slice after slice."""
 _WHOLE = "\x00"  # the name a slice computed whole warns under until finish() names it
 
 Key = tuple[Any, ...]  # a slice's values, one per column of its dimension
@@ -1016,8 +1016,9 @@ def _exchanged(comm: Comm, outgoing: list[list[bytes]]) -> list[list[Any]]:
     packed = np.empty(int(counts.sum()), dtype=np.uint8)
     at = 0
     for pickles in outgoing:
+        pickles.reverse()  # each let go once copied, in order
         while pickles:
-            data = pickles.pop(0)
+            data = pickles.pop()
             packed[at:at + len(data)] = np.frombuffer(data, dtype=np.uint8)
             at += len(data)
             del data

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import IO
 
 import numpy as np
@@ -25,7 +26,7 @@ HERE = os.path.dirname(__file__)
 WORKER = os.path.join(HERE, "paddle_worker.py")
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 SECONDS = 240
-SCENARIOS = "kinds,exchange,bad_input,mismatch"  # one job per size (paddle starts slowly)
+SCENARIOS = "kinds,exchange,bad_input,mismatch,sliced"  # one job a size (paddle starts slowly)
 
 
 def scenarios(size: int) -> str:
@@ -160,6 +161,27 @@ def test_every_kind_gives_the_json_of_mpi_byte_for_byte(size):
         whole = _make(kind, Comm.local())  # the values of every row on one rank
         whole.update(**_rows(kind, np.random.default_rng(7)))
         assert json.loads(results[0][kind]) == _values(whole.compute()), kind
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_slices_of_the_per_user_kinds_over_paddle_give_the_one_rank_json(size):
+    """Each slice computed whole on one process: its rows' states and the results travel
+    over Paddle's collectives; the JSON is one process's, byte for byte."""
+    from test_trainer import KINDS, _make, _rows
+
+    from mpieval.kinds import KINDS as REGISTRY
+    from mpieval.slices import SlicedMetric
+
+    results = [r["sliced"] for r in run(scenarios(size), size)]
+    for kind in (k for k in KINDS if REGISTRY[k].ids):
+        rows = _rows(kind, np.random.default_rng(8))
+        site = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
+        whole = SlicedMetric(_make(kind, Comm.local()), ["site"], min_rows=5)
+        whole.update(**rows, slices={"site": site})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = json.dumps(whole.compute().to_dict())
+        assert {r[kind] for r in results} == {expected}, kind
 
 
 @pytest.mark.parametrize("size", [2, 3])

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ def scenarios(size: int) -> str:
     torch process takes seconds)."""
     if size == 1:
         return "kinds"
-    return "kinds,exchange,bad_input,mismatch" + (",subgroup" if size == 3 else ",loop")
+    return "kinds,exchange,bad_input,mismatch,sliced" + (",subgroup" if size == 3 else ",loop")
 
 
 class _PortTaken(Exception):
@@ -112,6 +113,27 @@ def _close(got: object, expected: object) -> bool:
     if isinstance(expected, float) and got is not None:
         return got == pytest.approx(expected, rel=1e-12, nan_ok=True)
     return got == expected
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_slices_of_the_per_user_kinds_over_gloo_give_the_one_rank_numbers(size):
+    """Each slice computed whole on one process: its rows' states and the results travel
+    over gloo (``SlicedMetric._computed_whole``)."""
+    from mpieval.kinds import KINDS as REGISTRY
+    from mpieval.slices import SlicedMetric
+
+    results = [r["sliced"] for r in run(scenarios(size), size)]
+    for kind in (k for k in KINDS if REGISTRY[k].ids):
+        rows = _rows(kind, np.random.default_rng(8))
+        site = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
+        reference = SlicedMetric(_make(kind, Comm.local()), ["site"], min_rows=5)
+        reference.update(**rows, slices={"site": site})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = json.loads(json.dumps(reference.compute().to_dict()))
+        assert sum("too_small" not in block for block in expected["slices"].values()) > 10
+        for got in results:
+            assert _close(got[kind], expected), kind
 
 
 @pytest.mark.parametrize("size", [2, 3])

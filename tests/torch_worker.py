@@ -45,6 +45,25 @@ def kinds(rank: int, size: int) -> dict:
     return out
 
 
+def sliced(rank: int, size: int) -> dict:
+    """The per-user kinds sliced by a column of 40 values over uneven shards: each slice
+    computed whole on one process (the slices' states and results over gloo)."""
+    from mpieval.kinds import KINDS as REGISTRY
+    from mpieval.slices import SlicedMetric
+
+    warnings.simplefilter("ignore")
+    out = {}
+    for kind in (k for k in KINDS if REGISTRY[k].ids):
+        rows = _rows(kind, np.random.default_rng(8))
+        rows["site"] = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
+        mine = _part(rows, rank, size)
+        metric = SlicedMetric(_make(kind, None), ["site"], min_rows=5)
+        site = mine.pop("site")
+        metric.update(**mine, slices={"site": site})
+        out[kind] = metric.compute().to_dict()
+    return out
+
+
 def subgroup(rank: int, size: int) -> dict:
     """A subgroup of the even ranks computes over its members only."""
     evens = list(range(0, size, 2))
