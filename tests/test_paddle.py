@@ -167,17 +167,11 @@ def test_every_kind_gives_the_json_of_mpi_byte_for_byte(size):
 def test_slices_of_the_per_user_kinds_over_paddle_give_the_one_rank_json(size):
     """Each slice computed whole on one process: its rows' states and the results travel
     over Paddle's collectives; the JSON is one process's, byte for byte."""
-    from test_trainer import KINDS, _make, _rows
-
-    from mpieval.kinds import KINDS as REGISTRY
-    from mpieval.slices import SlicedMetric
+    from test_trainer import per_user_kinds, sliced_part
 
     results = [r["sliced"] for r in run(scenarios(size), size)]
-    for kind in (k for k in KINDS if REGISTRY[k].ids):
-        rows = _rows(kind, np.random.default_rng(8))
-        site = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
-        whole = SlicedMetric(_make(kind, Comm.local()), ["site"], min_rows=5)
-        whole.update(**rows, slices={"site": site})
+    for kind in per_user_kinds():
+        whole = sliced_part(kind, 0, 1, Comm.local())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = json.dumps(whole.compute().to_dict())

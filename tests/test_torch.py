@@ -119,15 +119,11 @@ def _close(got: object, expected: object) -> bool:
 def test_slices_of_the_per_user_kinds_over_gloo_give_the_one_rank_numbers(size):
     """Each slice computed whole on one process: its rows' states and the results travel
     over gloo (``SlicedMetric._computed_whole``)."""
-    from mpieval.kinds import KINDS as REGISTRY
-    from mpieval.slices import SlicedMetric
+    from test_trainer import per_user_kinds, sliced_part
 
     results = [r["sliced"] for r in run(scenarios(size), size)]
-    for kind in (k for k in KINDS if REGISTRY[k].ids):
-        rows = _rows(kind, np.random.default_rng(8))
-        site = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
-        reference = SlicedMetric(_make(kind, Comm.local()), ["site"], min_rows=5)
-        reference.update(**rows, slices={"site": site})
+    for kind in per_user_kinds():
+        reference = sliced_part(kind, 0, 1, Comm.local())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = json.loads(json.dumps(reference.compute().to_dict()))

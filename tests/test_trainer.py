@@ -47,6 +47,27 @@ def _make(kind: str, comm: Comm | None = None) -> Metric:
 KINDS = NAMES
 
 
+def sliced_part(kind: str, index: int, parts: int, comm: Comm | object | None) -> Metric:
+    """A per-user kind's metric sliced by a column of 40 values, given part ``index`` of
+    ``parts`` of its rows (:func:`_part`): the torch and Paddle workers' (each slice then
+    computed whole on one process) and, with ``0, 1``, their one-process reference."""
+    from mpieval.slices import SlicedMetric
+
+    rows = _rows(kind, np.random.default_rng(8))
+    rows["site"] = np.random.default_rng(9).integers(0, 40, len(rows["pred"]))
+    mine = _part(rows, index, parts)
+    site = mine.pop("site")
+    metric = SlicedMetric(_make(kind, comm), ["site"], min_rows=5)
+    metric.update(**mine, slices={"site": site})
+    return metric
+
+
+def per_user_kinds() -> list[str]:
+    from mpieval.kinds import KINDS as REGISTRY
+
+    return [kind for kind in KINDS if REGISTRY[kind].ids]
+
+
 def _part(rows: dict[str, np.ndarray], index: int, parts: int) -> dict[str, np.ndarray]:
     """Part ``index`` of ``parts`` contiguous slices of growing length; part 1 of 2+ is
     empty (its rows go to part 0)."""
