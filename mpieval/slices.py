@@ -808,12 +808,11 @@ class SlicedMetric(Metric):
             if self._stacked is not None:
                 self._load_stacked(saved["stacked"], state)
                 continue
+            of_slice = _by_slice(state)
             for index, listed in enumerate(saved["slices"]):
                 for number, (values, rows) in enumerate(listed):
                     key = tuple(values)
-                    prefix = f"slices.{index}.{number}."
-                    parts[index].setdefault(key, []).append(
-                        {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
+                    parts[index].setdefault(key, []).append(of_slice.get((index, number), {}))
                     self._rows[index][key] = self._rows[index].get(key, 0) + int(rows)
             for index, listed in enumerate(saved.get("small", [])):
                 for values, rows in listed:
@@ -873,6 +872,19 @@ class SlicedMetric(Metric):
             taken = np.array(theirs, dtype=np.int64)
             self._stacked.add(np.array(mine, dtype=np.int64),
                               {name: array[taken] for name, array in arrays.items()})
+
+
+def _by_slice(state: Mapping[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
+    """A saved sliced state's slices' own states (``slices.DIMENSION.NUMBER.NAME``), each
+    under its names, by (dimension, number): one pass over the state's entries, not one a
+    slice (many slices)."""
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for name, value in state.items():
+        parts = name.split(".", 3)
+        if len(parts) == 4 and parts[0] == "slices" and parts[1].isdigit() \
+                and parts[2].isdigit():
+            found.setdefault((int(parts[1]), int(parts[2])), {})[parts[3]] = value
+    return found
 
 
 def read_layout(state: Mapping[str, Any]) -> dict[str, Any]:
