@@ -61,6 +61,7 @@ from mpieval.logline import json_number
 from mpieval.metric import (
     Metric,
     Result,
+    compute_all,
     finishing_name,
     undefined_collected,
     warn_undefined_message,
@@ -442,9 +443,10 @@ class SlicedMetric(Metric):
                 self._error = error
         if waiting is not None:
             rows, codes = waiting
-            self._pending = [(tuple(_take(values, rows) for values in args),
-                              {name: _take(values, rows) for name, values in columns.items()},
-                              codes)]
+            if len(rows) < len(coded[0][1]):  # (every row waiting on: the joined ones kept)
+                args = tuple(_take(values, rows) for values in args)
+                columns = {name: _take(values, rows) for name, values in columns.items()}
+            self._pending = [(args, columns, codes)]
             self._pending_rows = self._small_rows = len(rows)
             self._counted = 1
 
@@ -645,20 +647,19 @@ class SlicedMetric(Metric):
             for slot, state in part:
                 states.setdefault(slot, []).append(state)
         del received, own
-        mine: dict[tuple[int, int], Any] = {}
+        mine: dict[tuple[int, int], tuple[Result, list[str]]] = {}
+        failed: Exception | None = None
         for index, number, _, _ in chosen:
             if owner[index, number] == comm.rank:
                 try:
                     mine[index, number] = self._whole_result(states.pop((index, number), []))
-                except Exception as error:  # failed everywhere, below
-                    mine[index, number] = _sendable(error)
+                except Exception as error:  # raised on every rank by the agreement below
+                    failed = error
                     break
+        comm.agree(failed)
         done: dict[tuple[int, int], tuple[Result, list[str]]] = {}
         for view in comm.allgather(mine):
-            for slot, value in view.items():
-                if isinstance(value, BaseException):
-                    raise value
-                done[slot] = value
+            done.update(view)
         return done
 
     def _whole_result(self, states: list[dict[str, Any]]) -> tuple[Result, list[str]]:
@@ -667,11 +668,8 @@ class SlicedMetric(Metric):
         local = Comm.local()
         metric = type(self.base)(comm=local, **self.sub_options)
         metric.load_state_dicts(states)
-        with warnings_named(_WHOLE, self.kind), undefined_collected() as said:
-            part = metric.local_sums(local)
-            sums = {name: np.asarray(value, np.float64) if metric.fresh_sums
-                    else np.array(value, np.float64) for name, value in part.items()}
-            result = metric.finish(sums, local)
+        with undefined_collected() as said:
+            result = compute_all({_WHOLE: metric}, local)[_WHOLE]
         return result, said
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
@@ -824,7 +822,6 @@ class SlicedMetric(Metric):
             for key, states_of in by_key.items():
                 metric = self._metrics[index][key] = self._slice_metric()
                 metric.load_state_dicts(states_of)
-
 
     def _load_waiting(self, saved: Mapping[str, Any], state: Mapping[str, Any]) -> None:
         """Add a saved state's waiting rows (:meth:`state_dict`; their slices' rows are
@@ -1045,16 +1042,6 @@ def _exchanged(comm: Comm, outgoing: list[list[bytes]]) -> list[list[Any]]:
             by_source[-1].append(pickle.load(stream))
         at += count
     return by_source
-
-
-def _sendable(error: BaseException) -> BaseException:
-    """``error`` if it survives pickling (to raise on every rank), else a
-    ``RuntimeError`` that says it."""
-    try:
-        pickle.loads(pickle.dumps(error))
-    except Exception:
-        return RuntimeError(f"{type(error).__name__}: {error}")
-    return error
 
 
 def _saved(name: str, values: Any, state: dict[str, Any]) -> Any:
