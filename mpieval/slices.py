@@ -38,6 +38,7 @@ base's, then one set per slice named ``NAME[COL=VALUE]``.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import io
 import json
@@ -45,7 +46,6 @@ import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import chain, repeat
 from typing import Any
 
@@ -68,7 +68,7 @@ from mpieval.metric import (
     warnings_named,
 )
 from mpieval.state import Part, Stacked
-from mpieval.tags import distinct, gc_paused
+from mpieval.tags import TagCodes, distinct, gc_paused
 from mpieval.validation import Coded, check_log_word
 
 DEFAULT_MIN_ROWS = 100
@@ -84,7 +84,6 @@ CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
 STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
 WAITING = "waiting."  # the rows of slices too small for a metric (state_dict: slices.waiting.)
-_DENSE_PAIRS = 1 << 22  # a cross of at most this many pairs of values is coded without a sort
 WAIT_FROM = 32
 """A per-user kind's batch of more slices than this (in a dimension) keeps its rows
 waiting, joined with the next batches' and given to each slice in one ``update()`` once
@@ -151,7 +150,7 @@ class Slice:
     rows: int
     result: Result | None
 
-    @cached_property  # read for its JSON, its log lines and its q-values
+    @property  # (not a cached_property: its lock costs more than the name, many slices)
     def name(self) -> str:
         return slice_name(self.columns, self.key)
 
@@ -296,7 +295,12 @@ class SlicedMetric(Metric):
         self._stacked = (None if self._finisher is None
                          else Stacked(self._finisher.state_layout()))
         self._row_of: list[dict[Key, int]] = [{} for _ in self.dimensions]
-        self._checked: dict[str, set[Any]] = {}  # per column: the text values found good
+        # every slice value seen, numbered in order of first appearance, per column; a
+        # cross's pairs of numbers numbered so too; per dimension, its slices by number:
+        # the batches' slices are coded by these numbers (_codes)
+        self._known: dict[str, TagCodes] = {}
+        self._pairs = [TagCodes() for _ in self.dimensions]
+        self._keys: list[list[Key]] = [[] for _ in self.dimensions]
         # batches whose slices' rows wait (_flush): their arguments and slice codes
         self._pending: list[tuple[tuple[Any, ...], dict[str, Any], list[Coding]]] = []
         self._pending_rows = 0
@@ -338,7 +342,9 @@ class SlicedMetric(Metric):
         """Add a batch: the base's arguments, and each slice column's values."""
         rows = self._length(args, columns)
         with self._validating():
-            coded = [self._codes(dimension, slices, rows) for dimension in self.dimensions]
+            found = [self._codes(number, slices, rows)
+                     for number in range(len(self.dimensions))]
+            coded = [coding for coding, _ in found]
             if self._stacked is None:  # the slices are updated a slice at a time
                 args, columns = self._ids_hashed(args, columns)
         # stacked: the base's rows are counted with its slices' (_update_stacked)
@@ -353,11 +359,11 @@ class SlicedMetric(Metric):
             if batch is None:
                 raise TypeError(f"kind {self.kind} stacks its slices but its update() does "
                                 "not end in counting its validated columns")
-            self._update_stacked(coded, batch, rows)
+            self._update_stacked([_present(*coding) for coding in coded], batch, rows)
             return
         if rows == 0:
             return
-        kept = None if batch is not None or max(len(keys) for keys, _ in coded) <= WAIT_FROM \
+        kept = None if batch is not None or max(count for _, count in found) <= WAIT_FROM \
             else _kept(args, columns)
         if kept is not None and (not self._pending or _shape(*kept) == _shape(
                 *self._pending[0][:2])):
@@ -378,10 +384,11 @@ class SlicedMetric(Metric):
         """Add the rows from row ``first`` of ``coded`` (each row's slice in every
         dimension) to the slices' row counts, a slice new here after those before it."""
         for counts, (keys, codes) in zip(self._rows, coded, strict=True):
-            for key, count in zip(keys, np.bincount(codes[first:], minlength=len(keys)).tolist(),
-                                  strict=True):
-                if count:
-                    counts[key] = counts.get(key, 0) + count
+            found = np.bincount(codes[first:], minlength=len(keys))
+            numbers = np.flatnonzero(found)  # (the slices of the rows, not every one seen)
+            for number, count in zip(numbers.tolist(), found[numbers].tolist(), strict=True):
+                key = keys[number]
+                counts[key] = counts.get(key, 0) + count
 
     def _count_waiting(self) -> None:
         """The row counts of the batches that wait and are not counted yet added."""
@@ -433,11 +440,13 @@ class SlicedMetric(Metric):
                  for index in range(len(self.dimensions))]
         self._count(coded, sum(len(batch[2][0][1]) for batch in pending[:counted]))
         del pending
-        given, waiting = coded, None
+        given: list[Coding] | None = coded
+        waiting = None
         if small is not None:
             given, waiting = _waiting(coded, small)
         try:
-            self._update_slices(args, columns, given, None)
+            if given is not None:
+                self._update_slices(args, columns, given, None)
         except InputError as error:
             if self._error is None:
                 self._error = error
@@ -532,34 +541,52 @@ class SlicedMetric(Metric):
         first = args[0] if args else next(v for v in columns.values() if v is not None)
         return len(first)
 
-    def _codes(self, dimension: tuple[str, ...], slices: Mapping[str, Any], rows: int
-               ) -> tuple[list[Key], np.ndarray]:
-        """The slices of a batch in one dimension: their values, each of which some row
-        has, and each row's slice among them (an index: an array of integers)."""
-        distinct, inverse = [], []
+    def _codes(self, number: int, slices: Mapping[str, Any], rows: int
+               ) -> tuple[Coding, int]:
+        """The slices of a batch in dimension ``number``: the dimension's slices seen so far
+        (:meth:`_keyed`, this batch's added) and each row's index among them, and how many
+        of them the batch's rows hold."""
+        dimension = self.dimensions[number]
+        numbered = []
         for column in dimension:
             if column not in slices:
                 raise InputError(column, "a slice column without values")
-            values, codes = _slice_values(column, slices[column], rows,
-                                          self._checked.setdefault(column, set()))
-            distinct.append(values)
-            inverse.append(codes)
+            seen, inverse = _slice_values(column, slices[column], rows)
+            numbered.append(self._known.setdefault(column, TagCodes()).codes(
+                seen, inverse, check=functools.partial(_check_slice_value, column)))
         if len(dimension) == 1:
-            return list(zip(distinct[0])), inverse[0]  # (value,) each
-        inverse = [codes.astype(np.int64, copy=False) for codes in inverse]
-        width = len(distinct[1])
-        pair = inverse[0] * width + inverse[1]
-        if len(distinct[0]) * width <= _DENSE_PAIRS:  # the pairs seen, without a sort
-            seen = np.bincount(pair, minlength=len(distinct[0]) * width)
-            pairs = np.flatnonzero(seen)
-            renumber = np.zeros(len(seen), dtype=np.int64)
-            renumber[pairs] = np.arange(len(pairs))
-            code = renumber[pair]
+            return (self._keyed(number), numbered[0]), len(seen)
+        pairs, code = np.unique((numbered[0].astype(np.int64) << 32) | numbered[1],
+                                return_inverse=True)
+        codes = self._pairs[number].codes(pairs.tolist(), code.reshape(-1))
+        return (self._keyed(number), codes), len(pairs)
+
+    def _keyed(self, number: int) -> list[Key]:
+        """Dimension ``number``'s slices seen so far, by their number (a column's: its
+        value's; a cross's: its pair's, ``first << 32 | second``), the new ones' keys made."""
+        keys, dimension = self._keys[number], self.dimensions[number]
+        if len(dimension) == 1:
+            keys.extend(zip(self._known[dimension[0]].values[len(keys):]))  # (value,) each
         else:
-            pairs, code = np.unique(pair, return_inverse=True)
-            code = code.reshape(-1)
-        keys = [(distinct[0][p // width], distinct[1][p % width]) for p in pairs.tolist()]
-        return keys, code
+            one, two = (self._known[column].values for column in dimension)
+            keys.extend((one[pair >> 32], two[pair & 0xFFFFFFFF])
+                        for pair in self._pairs[number].values[len(keys):])
+        return keys
+
+    def _global(self, number: int, keys: list[Key], codes: np.ndarray) -> Coding:
+        """Rows' slices of dimension ``number`` coded among ``keys`` (a saved state's
+        waiting rows: :data:`GIVEN` too) as among the dimension's slices (:meth:`_codes`);
+        the values were checked when they were first read."""
+        numbered = []
+        for at, column in enumerate(self.dimensions[number]):
+            values, known = [key[at] for key in keys], self._known.setdefault(column, TagCodes())
+            known.take(values)
+            numbered.append(known.of(values).astype(np.int64))
+        if len(numbered) == 2:
+            pairs = ((numbered[0] << 32) | numbered[1]).tolist()
+            self._pairs[number].take(pairs)
+            numbered = [self._pairs[number].of(pairs).astype(np.int64)]
+        return self._keyed(number), np.append(numbered[0], GIVEN)[codes]  # GIVEN: the last
 
     # -- compute -----------------------------------------------------------------------
 
@@ -578,7 +605,7 @@ class SlicedMetric(Metric):
         self._flush(lambda index, keys: self._small(index, keys, totals[index]))
         agreed: list[list[tuple[Key, int]]] = []
         for metrics, counts in zip(self._metrics, totals, strict=True):
-            ordered = sorted(counts.items(), key=lambda item: _sort_key(item[0]))
+            ordered = _in_order(counts)
             if self._stacked is None:
                 for key, rows in ordered:
                     if key not in metrics and rows >= self.min_rows:
@@ -830,8 +857,8 @@ class SlicedMetric(Metric):
                      for i, kind in enumerate(saved["args"]))
         columns = {name: _loaded(f"slices.{WAITING}col.{name}", kind, state)
                    for name, kind in saved["columns"].items()}
-        coded = [([tuple(values) for values in keys],
-                  np.asarray(state[f"slices.{WAITING}codes{index}"]))
+        coded = [self._global(index, [tuple(values) for values in keys],
+                              np.asarray(state[f"slices.{WAITING}codes{index}"]))
                  for index, keys in enumerate(saved["slices"])]
         if self._pending and _shape(args, columns) != _shape(*self._pending[0][:2]):
             self._flush()  # other arguments (another rank's pred dtype): given first
@@ -958,6 +985,30 @@ def _grouped(keys: list[Key], code: np.ndarray) -> tuple[list[Key], np.ndarray, 
     return keys, order, bounds
 
 
+def _present(keys: list[Key], codes: np.ndarray) -> Coding:
+    """A batch's slices coded among a dimension's (:meth:`SlicedMetric._codes`) as among
+    those its rows hold, in the dimension's order."""
+    found = np.bincount(codes, minlength=len(keys))
+    present = np.flatnonzero(found)
+    renumber = np.zeros(len(keys), dtype=np.int64)
+    renumber[present] = np.arange(len(present))
+    return [keys[number] for number in present.tolist()], renumber[codes]
+
+
+def _in_order(counts: Mapping[Key, int]) -> list[tuple[Key, int]]:
+    """The slices of ``counts`` with their rows, sorted by their values (:func:`_sort_key`);
+    those of one column of ASCII digits only (ids read as text) by arrays: their numbers,
+    then their text (as the key compares them), not a key a slice."""
+    keys = list(counts)
+    if keys and all(len(key) == 1 for key in keys):
+        texts = [value for value, in keys]
+        if all(type(text) is str and text.isascii() and text.isdigit() for text in texts):
+            numbers = np.fromiter(map(float, texts), dtype=np.float64, count=len(texts))
+            order = np.lexsort((np.array(texts), numbers)).tolist()
+            return [(keys[at], counts[keys[at]]) for at in order]
+    return sorted(counts.items(), key=lambda item: _sort_key(item[0]))
+
+
 def _sort_key(key: Key) -> tuple[tuple[Any, ...], ...]:
     """Slices in order of their values: integers first (should a column mix them with
     text), in order; then text that is a decimal number (``-5``, ``2``, ``10.25``; the
@@ -993,27 +1044,28 @@ def _take(values: Any, rows: np.ndarray) -> Any:
 
 
 def _waiting(coded: list[Coding], small: Callable[[int, list[Key]], np.ndarray]
-             ) -> tuple[list[Coding], tuple[np.ndarray, list[Coding]] | None]:
+             ) -> tuple[list[Coding] | None, tuple[np.ndarray, list[Coding]] | None]:
     """The rows' slices ``coded`` split by ``small`` (:meth:`SlicedMetric._flush`): the
-    slices to give (a row of a small slice coded :data:`GIVEN` in its dimension), and
-    the rows that wait on (those of a small slice in any dimension; None: none) with
-    their slices (a row given in a dimension coded :data:`GIVEN` there)."""
+    slices to give (a row of a small slice coded :data:`GIVEN` in its dimension; None:
+    every row's slices are small), and the rows that wait on (those of a small slice in any
+    dimension; None: none) with their slices (a row given in a dimension coded
+    :data:`GIVEN` there)."""
     # each slice's flag, and False last: what a row coded GIVEN (-1) reads
-    stays = [np.append(small(dimension, keys), False)
-             for dimension, (keys, _) in enumerate(coded)]
-    waits = np.zeros(len(coded[0][1]), dtype=bool)
-    for small_slice, (_, codes) in zip(stays, coded, strict=True):
-        waits |= small_slice[codes]
+    smalls = [np.append(small(dimension, keys), False)[codes]
+              for dimension, (keys, codes) in enumerate(coded)]
+    waits = np.logical_or.reduce(smalls)
     if not waits.any():
         return coded, None
     rows = np.flatnonzero(waits)
-    given: list[Coding] = []
+    every = len(rows) == len(waits)
+    given: list[Coding] | None = None if all(one.all() for one in smalls) else []
     kept: list[Coding] = []
-    for small_slice, (keys, codes) in zip(stays, coded, strict=True):
+    for small_rows, (keys, codes) in zip(smalls, coded, strict=True):
         codes = codes.astype(np.int64, copy=False)  # signed, for GIVEN (-1)
-        given.append((keys, np.where(small_slice[codes], GIVEN, codes)))
-        taken = codes[rows]
-        kept.append((keys, np.where(small_slice[taken], taken, GIVEN).astype(np.int32)))
+        if given is not None:
+            given.append((keys, np.where(small_rows, GIVEN, codes)))
+        taken, small_taken = (codes, small_rows) if every else (codes[rows], small_rows[rows])
+        kept.append((keys, np.where(small_taken, taken, GIVEN).astype(np.int32)))
     return given, (rows, kept)
 
 
@@ -1133,7 +1185,10 @@ def _joined_codes(parts: list[Coding]) -> Coding:
 
 def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any], np.ndarray]:
     """Several batches' values, each with its rows' indexes among them, as one: the values
-    in the order they came, each row's index among them."""
+    in the order they came, each row's index among them. Batches coded among the same
+    values (a dimension's slices: :meth:`SlicedMetric._codes`) keep them."""
+    if all(values is parts[0][0] for values, _ in parts):
+        return parts[0][0], np.concatenate([codes for _, codes in parts])  # type: ignore[return-value]
     values = list(dict.fromkeys(chain.from_iterable(values for values, _ in parts)))
     index = dict(zip(values, range(len(values)), strict=True))
     # (an index GIVEN reads the last: GIVEN)
@@ -1142,12 +1197,10 @@ def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any]
     return values, np.concatenate(codes)
 
 
-def _slice_values(column: str, values: Any, rows: int, checked: set[Any]
-                  ) -> tuple[list[Any], np.ndarray]:
-    """A slice column's distinct values (Python ints or strs, each a word of the log
-    line) and each row's index among them; an :class:`InputError` naming the column.
-    ``checked``: the column's values already found good (each text is checked once), to
-    which this batch's are added."""
+def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.ndarray]:
+    """A slice column's distinct values (Python ints or strs; each new one then checked
+    once, :func:`_check_slice_value`) and each row's index among them; an
+    :class:`InputError` naming the column."""
     try:
         values_seen, inverse = distinct(values)
     except InputError as error:
@@ -1156,12 +1209,14 @@ def _slice_values(column: str, values: Any, rows: int, checked: set[Any]
                          value=error.value) from None
     if len(inverse) != rows:
         raise InputError(column, f"length mismatch: {column}={len(inverse)}, rows={rows}")
-    if values_seen and isinstance(values_seen[0], str):  # a column's values: all text or none
-        new = set(values_seen).difference(checked)
-        for value in [value for value in values_seen if value in new] if new else ():  # in order
-            check_log_word(column, value)
-            if "*" in value or "[" in value or "]" in value:
-                raise InputError(column, f"slice value {value!r} holds *, [ or ], which "
-                                 "would break the slice's name", value=value)
-            checked.add(value)
     return values_seen, np.asarray(inverse)
+
+
+def _check_slice_value(column: str, value: Any) -> None:
+    """A slice value that is text is a word of the log line without ``*``, ``[`` or
+    ``]`` (which would break its slice's name); an :class:`InputError` naming the column."""
+    if isinstance(value, str):
+        check_log_word(column, value)
+        if "*" in value or "[" in value or "]" in value:
+            raise InputError(column, f"slice value {value!r} holds *, [ or ], which "
+                             "would break the slice's name", value=value)

@@ -361,14 +361,19 @@ class TagCodes:
             self._values += new
             self._type = type(new[-1])
 
-    def _taken(self, values: list[Any]) -> np.ndarray:
+    def _taken(self, values: list[Any], check: Callable[[Any], None] | None = None
+               ) -> np.ndarray:
         """:meth:`take` then :meth:`of`, with one look-up a value seen before (many tags: a
-        later batch's tags, most seen, looked up once rather than three times)."""
+        later batch's tags, most seen, looked up once rather than three times); ``check``
+        called on each new value, in order, before any is taken."""
         codes = np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
                             dtype=np.int64, count=len(values))
         new_at = np.flatnonzero(codes < 0).tolist()
         if new_at:
             new = [values[i] for i in new_at]
+            if check is not None:
+                for value in new:
+                    check(value)
             self.take(new)
             codes[new_at] = self.of(new)
         taken: np.ndarray = codes.astype(TAG_DTYPE)
@@ -412,11 +417,13 @@ class TagCodes:
         return distinct_values, inverse
 
     def codes(self, distinct: list[Any], inverse: np.ndarray,
-              out: np.ndarray | None = None) -> np.ndarray:
+              out: np.ndarray | None = None,
+              check: Callable[[Any], None] | None = None) -> np.ndarray:
         """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
-        codes); a new array, or ``out`` (one a row) for a uint16 ``inverse`` (a column the
-        file reader coded), remapped compiled, without numpy's intp copy of the indexes."""
-        lookup = self._taken(distinct)
+        codes; ``check``: called on each new one first, :meth:`_taken`); a new array, or
+        ``out`` (one a row) for a uint16 ``inverse`` (a column the file reader coded),
+        remapped compiled, without numpy's intp copy of the indexes."""
+        lookup = self._taken(distinct, check)
         if inverse.dtype == np.uint16:
             if out is not None and (len(out) != len(inverse) or out.dtype != TAG_DTYPE):
                 out = None

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kinds import NAMES, Rows, fixture
 from sharding import my_rows
 from test_cli import rows as cli_rows
@@ -28,7 +30,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 from mpieval.metric import Metric
-from mpieval.slices import SlicedMetric, SlicedResult
+from mpieval.slices import SlicedMetric, SlicedResult, _in_order, _sort_key
 from mpieval.validation import Coded
 
 SLICE_TABLE = 64  # the slices' auc table in these tests (the base's: the fixture's fast one)
@@ -932,6 +934,19 @@ def test_slices_are_in_numeric_then_natural_order() -> None:
     lines = result.to_log_line("auc").splitlines()[1:]
     assert [line.split(":")[0] for line in lines] == [f"auc[{one.name}]"
                                                       for one in result.slices]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 10**25).map(str),
+                          st.from_regex(r"0[0-9]{0,20}", fullmatch=True),
+                          st.sampled_from(["9007199254740993", "9007199254740992", "٣"])),
+                min_size=1, max_size=40, unique=True))
+def test_slices_of_digits_sort_as_their_key(texts: list[str]) -> None:
+    """A column of ASCII digits sorted by arrays (many item ids) is the key's order: by
+    number, ties (``02`` and ``2``, ids past 2**53 that are one float) by their text; a
+    value of other digits (``٣``) takes the key a slice."""
+    counts = {(text,): number for number, text in enumerate(texts)}
+    assert _in_order(counts) == sorted(counts.items(), key=lambda item: _sort_key(item[0]))
 
 
 def test_slices_warn_once_per_reason() -> None:

@@ -174,6 +174,8 @@ def names_coded(text: pa.Array | pa.ChunkedArray) -> FirstAppearance | None:
             return None
         local, local_first = found
         values = _texts_at(offsets, data, local_first)
+        if len(chunks) == 1:  # its codes and values are the column's
+            return local, local_first.astype(np.int64, copy=False), values
         if not code_of:  # the first chunk: its values are new, in their order
             code_of = dict(zip(values, range(len(values)), strict=True))
             first_rows = (start + local_first).tolist()
@@ -187,9 +189,7 @@ def names_coded(text: pa.Array | pa.ChunkedArray) -> FirstAppearance | None:
                         return None
                     first_rows.append(start + int(local_first[index]))
                 lookup[index] = code
-        if len(chunks) == 1:  # its codes are the column's
-            codes = local
-        elif lookup.tolist() != list(range(len(lookup))):
+        if lookup.tolist() != list(range(len(lookup))):
             remap(local, lookup, out=local)  # local: codes[start:...], in place
         start += len(chunk)
     return codes, np.array(first_rows, dtype=np.int64), list(code_of)
