@@ -470,6 +470,15 @@ class Metric(OnComm, ABC):
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> Result:
         """The result from the parts summed over ranks."""
 
+    @classmethod
+    def finished_together(cls, metrics: Sequence[Metric], sums: Sequence[dict[str, np.ndarray]],
+                          comm: Comm) -> list[tuple[Result, str | None]] | None:
+        """The results of several metrics of this kind (a sliced metric's slices) from
+        their parts, each as its :meth:`finish` makes it, with the undefined-value warning
+        it would give (None: none), in one pass over them all; None when the kind (or
+        these metrics' options) finishes them one at a time."""
+        return None
+
     def compute(self) -> Result:
         """Collective: the result over every rank's rows (on every rank)."""
         return compute_all({self.kind: self}, self.comm)[self.kind]

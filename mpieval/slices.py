@@ -706,13 +706,14 @@ class SlicedMetric(Metric):
         slices = []
         done = 0  # the stacked slices finished
         warned: dict[str, list[str]] = {}  # a slice's warning without its name -> slices
+        together = self._finished_together(parts, comm)
         for index, (columns, metrics, ordered) in enumerate(zip(
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
                 result = None
-                whole = self._whole.get((index, number))
-                if whole is not None:  # computed on one rank (its warnings: rank 0's)
-                    name = f"{named}[{slice_name(columns, key)}]"
+                whole = self._whole.get((index, number)) or together.get((index, number))
+                if whole is not None:  # computed on one rank, or with the others here
+                    name = f"{named}[{slice_name(columns, key)}]"  # (warnings: rank 0's)
                     result = whole[0]
                     said = [name + message[len(_WHOLE):] if message.startswith(_WHOLE)
                             else message for message in whole[1]] if comm.rank == 0 else []
@@ -737,6 +738,31 @@ class SlicedMetric(Metric):
         for message, names in warned.items():
             warn_undefined_message(_slices_warning(named, names, message))
         return SlicedResult(base, tuple(slices))
+
+    def _finished_together(self, parts: dict[str, dict[str, np.ndarray]], comm: Comm
+                           ) -> dict[tuple[int, int], tuple[Result, list[str]]]:
+        """The slices with values that are metrics of their own, not computed whole on one
+        rank, finished at once by their kind (:meth:`Metric.finished_together`: many
+        slices, one pass), by (dimension, number in the agreed order), each with its
+        warning named :data:`_WHOLE` (as :meth:`_whole_result`'s); none when the kind
+        finishes them one at a time."""
+        if self._finisher is not None:
+            return {}
+        slots = [(index, number, self._metrics[index][key])
+                 for index, ordered in enumerate(self._layout)
+                 for number, (key, rows) in enumerate(ordered)
+                 if rows >= self.min_rows and (index, number) not in self._whole]
+        if len(slots) < 2:
+            return {}
+        done = type(self.base).finished_together(
+            [metric for _, _, metric in slots],
+            [parts.get(f"{index}.{number}.", {}) for index, number, _ in slots], comm)
+        if done is None:
+            return {}
+        kind = f"{self.kind}:"
+        return {(index, number): (result, [] if said is None else [
+                    _WHOLE + said[len(self.kind):] if said.startswith(kind) else said])
+                for (index, number, _), (result, said) in zip(slots, done, strict=True)}
 
     # -- merging and checkpoints -------------------------------------------------------
 

@@ -294,6 +294,40 @@ def test_wuauc_blocks_at_once_are_the_blocks_one_at_a_time(rng) -> None:
     _columns_read_as_their_blocks(at_once, tags, WuaucResult)
 
 
+def test_wuauc_blocks_of_many_results_are_each_result_alone(rng) -> None:
+    """``blocks_of_many`` (many slices' results in one pass, their blocks joined) against
+    ``blocks_from_sums`` of each result alone: results of 1 to 6 blocks, every block's
+    JSON, log line and reason the same, to the last bit."""
+    from mpieval.kinds.wuauc.result import (
+        FIELDS,
+        WuaucResult,
+        blocks_from_sums,
+        blocks_of_many,
+    )
+
+    sizes = rng.integers(1, 7, 150)
+    sums = np.array([[_wuauc_block_sums(rng, i)[name] for name in FIELDS]
+                     for i in range(int(sizes.sum()))])
+    names = [["all", *(f"t{k}" for k in range(1, size))] for size in sizes.tolist()]
+    many = blocks_of_many(names, {name: sums[:, i] for i, name in enumerate(FIELDS)})
+    start, said = 0, 0
+    for one, (blocks, held) in zip(names, many, strict=True):
+        part = sums[start : start + len(one)]
+        alone, held_alone = blocks_from_sums(one, {name: part[:, i]
+                                                   for i, name in enumerate(FIELDS)})
+        assert [(text, where.tolist()) for text, where in held] == [
+            (text, where.tolist()) for text, where in held_alone]
+        got, want = WuaucResult(blocks), WuaucResult(alone)
+        assert json.dumps(got.to_dict()) == json.dumps(want.to_dict())
+        assert got.to_log_line("w") == want.to_log_line("w")
+        assert [repr(block) for block in blocks] == [repr(block) for block in alone]
+        start, said = start + len(one), said + bool(held)
+    assert said > 20  # results with reasons (their masks cut to their blocks)
+    with pytest.raises(ValueError, match="q-values"):
+        blocks_of_many(names[:2], {name: sums[:3, i] for i, name in enumerate(FIELDS)},
+                       "pred_b")
+
+
 def _wuauc_block_sums(rng, i: int) -> dict[str, float]:
     """A block's ``FIELDS`` and ``COMPARE_FIELDS`` summed over 0 to 40 users of model A and
     B: no users, few, many; equal users (a spread of 0), one heavy user, weights, no
@@ -591,3 +625,10 @@ def test_ratio_stderrs_of_arrays_are_ratio_stderr_of_each_element(rng) -> None:
     assert np.array_equal(weighted.view(np.int64), expected.view(np.int64))
     assert np.isnan(weighted[~where]).all() and (weighted > 0).sum() > 500
     assert np.isnan(weighted[:50]).all()  # a total or its squares' sum not above 0, NaN
+    # one element (a slice's own block: the scalar steps) as it is among many, bit for bit
+    for i in [i for i in range(0, n, 7) if i not in raises]:
+        one = stats.ratio_stderrs(a[i : i + 1], b[i : i + 1], aa[i : i + 1], ab[i : i + 1],
+                                  bb[i : i + 1], where=where[i : i + 1],
+                                  weights=(total[i : i + 1], total_sq[i : i + 1],
+                                           total_cube[i : i + 1]))
+        assert one.shape == (1,) and one.view(np.int64)[0] == weighted.view(np.int64)[i]

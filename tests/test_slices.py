@@ -949,6 +949,42 @@ def test_slices_of_digits_sort_as_their_key(texts: list[str]) -> None:
     assert _in_order(counts) == sorted(counts.items(), key=lambda item: _sort_key(item[0]))
 
 
+@pytest.mark.parametrize("tagged", [False, True])
+def test_slices_finished_together_are_each_finished_alone(
+        tagged: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind that finishes its slices in one pass (``wuauc``: Metric.finished_together)
+    gives each slice the result and the warnings of its own finish(): the JSON, the log
+    lines and every undefined-value warning as with the pass turned off."""
+    rng = np.random.default_rng(71)
+    rows = data("wuauc", rng, 1200)
+    rows["site"] = rng.integers(0, 40, len(rows["site"]))  # slices of few users: warnings
+    if not tagged:
+        rows.pop("tag", None)
+    batches = batches_of(rows, [0, 500])
+
+    def finished() -> tuple[dict[str, Any], str, list[str]]:
+        metric = sliced("wuauc", Comm.local(), batches, min_rows=5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UndefinedMetricWarning)
+            result = metric.compute()
+        return result.to_dict(), result.to_log_line("w"), [str(w.message) for w in caught]
+
+    from mpieval.kinds.wuauc.metric import WuaucMetric
+
+    passes: list[int] = []  # how many metrics each of the kind's passes finished
+    original = WuaucMetric.finished_together.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(WuaucMetric, "finished_together", classmethod(
+        lambda cls, metrics, sums, comm: passes.append(len(metrics))
+        or original(cls, metrics, sums, comm)))
+    together = finished()
+    assert max(passes) > 20  # the slices in one pass
+    monkeypatch.setattr(SlicedMetric, "_finished_together", lambda self, parts, comm: {})
+    alone_each = finished()
+    assert json.dumps(together[0]) == json.dumps(alone_each[0])
+    assert together[1] == alone_each[1]
+    assert together[2] == alone_each[2] and len(together[2]) >= 2
+
+
 def test_slices_warn_once_per_reason() -> None:
     """An undefined value of many slices is one warning naming how many (and the first
     few); a slice alone with its reason keeps its own warning."""

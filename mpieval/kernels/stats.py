@@ -96,6 +96,14 @@ def ratio_stderrs(a: np.ndarray, b: np.ndarray, aa: np.ndarray, ab: np.ndarray,
     pass (the same floats)."""
     columns = [np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
                for x in (a, b, aa, ab, bb)]
+    if len(columns[0]) == 1:  # one block (a slice's own): the scalar steps, not an array's
+        one = math.nan
+        if where is None or bool(np.asarray(where).reshape(-1)[0]):
+            one = ratio_stderr(*(float(x[0]) for x in columns))
+            if weights is not None:
+                one = weighted_cluster_stderr(one, *(float(np.asarray(w).reshape(-1)[0])
+                                                     for w in weights))
+        return np.array([one])
     out = np.empty(len(columns[0]))
     scalar = np.empty(len(columns[0]), np.uint8)
     chosen = (np.zeros(0, np.uint8) if where is None

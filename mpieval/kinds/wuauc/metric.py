@@ -45,9 +45,9 @@ from mpieval.kinds.wuauc.result import (
     FIELDS,
     N_ROW_SUMS,
     WuaucResult,
-    blocks_from_sums,
+    blocks_of_many,
 )
-from mpieval.metric import Metric, narrowed_sums, warn_undefined
+from mpieval.metric import Metric, Result, narrowed_sums, warn_undefined
 from mpieval.rows import RowBuffer
 from mpieval.state import Part, Rows
 from mpieval.tags import BlockNames, held_reasons_text
@@ -257,20 +257,44 @@ class WuaucMetric(UserRowsMetric):
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
-        assert self._layout is not None, "finish() follows local_sums()"
-        names = BlockNames(self._layout.tags)  # (many tags: no text a tag until read)
-        # each part taken out of sums as it is rounded: freed then on a rank alone, whose
-        # parts are the sums themselves (many tags)
-        parts = [exact.rounded(sums.pop(name), self._first_digit[name]) for name in list(sums)]
+        finished = self.finished_together([self], [sums], comm)
+        assert finished is not None  # (one metric: with compare too)
+        (result, said), = finished
+        assert isinstance(result, WuaucResult)
+        if said is not None:
+            warn_undefined(comm, said)
+        return result
+
+    @classmethod
+    def finished_together(cls, metrics: Sequence[Metric], sums: Sequence[dict[str, np.ndarray]],
+                          comm: Comm) -> list[tuple[Result, str | None]] | None:
+        """Every block of every metric at once (many slices: one pass, not one a slice);
+        with ``compare`` one metric at a time (its q-values are over its own blocks)."""
+        chosen = [metric for metric in metrics if isinstance(metric, WuaucMetric)]
+        if len(chosen) != len(metrics) or (
+                len(chosen) > 1 and any(metric.compare is not None for metric in chosen)):
+            return None
+        names = []
+        columns: list[list[np.ndarray]] = []
+        for metric, parts in zip(chosen, sums, strict=True):
+            assert metric._layout is not None, "finish() follows local_sums()"
+            names.append(BlockNames(metric._layout.tags))  # (many tags: no text a tag yet)
+            # each part taken out of sums as it is rounded: freed then on a rank alone,
+            # whose parts are the sums themselves (many tags)
+            rounded = [exact.rounded(parts.pop(name), metric._first_digit[name])
+                       for name in list(parts)]
+            columns.append([column for part in rounded for column in part.T])
         # every block's values at once (many tags), each field's column as the part holds
-        # it (a rank alone: contiguous), no copy; with compare, the comparisons' too
-        fields = FIELDS if self.compare is None else FIELDS + COMPARE_FIELDS
-        columns = dict(zip(fields, (column for part in parts for column in part.T),
-                           strict=True))
-        blocks, held = blocks_from_sums(names, columns, self.compare)
-        if held:
-            warn_undefined(comm, "wuauc: " + held_reasons_text(held, names))
-        return WuaucResult(blocks, weights=self.weights)
+        # it (one metric, a rank alone: contiguous, no copy); with compare, the
+        # comparisons' too
+        compare = chosen[0].compare
+        fields = FIELDS if compare is None else FIELDS + COMPARE_FIELDS
+        joined = dict(zip(fields, columns[0] if len(columns) == 1 else map(
+            np.concatenate, zip(*columns, strict=True)), strict=True))
+        return [(WuaucResult(blocks, weights=metric.weights),
+                 f"{KIND.name}: " + held_reasons_text(held, one) if held else None)
+                for metric, one, (blocks, held)
+                in zip(chosen, names, blocks_of_many(names, joined, compare), strict=True)]
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:

@@ -358,6 +358,40 @@ def block_from_sums(tag: str, sums: np.ndarray,
 def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray],
                      compare: str | None = None
                      ) -> tuple[ColumnBlocks[WuaucBlock], list[tuple[str, np.ndarray]]]:
+    """:func:`blocks_of_many` of one result's blocks."""
+    return blocks_of_many([tags], sums, compare)[0]
+
+
+def blocks_of_many(names: Sequence[Sequence[str]], sums: Mapping[str, np.ndarray],
+                   compare: str | None = None
+                   ) -> list[tuple[ColumnBlocks[WuaucBlock], list[tuple[str, np.ndarray]]]]:
+    """The blocks of several results (``names``: each one's blocks' names; ``sums``: their
+    columns joined, each result's blocks in turn; ``compare`` of one result only), each
+    result's as :func:`_block_columns` makes them alone (the same floats: its values are
+    computed a block at a time, a slice's own among many slices' in one pass), with their
+    reasons."""
+    if len(names) > 1 and compare is not None:
+        raise ValueError("the comparisons' q-values are over one result's blocks")
+    joined = names[0] if len(names) == 1 else [name for one in names for name in one]
+    table, reasons = _block_columns(joined, sums, compare)
+    if len(names) == 1:
+        return [(ColumnBlocks(joined, table.blocks, table.dicts, source=table),
+                 held_reasons(reasons))]
+    made = []
+    start = 0
+    for one in names:
+        stop = start + len(one)
+        part = table.part(start, stop, one)
+        made.append((ColumnBlocks(one, part.blocks, part.dicts, source=part),
+                     held_reasons([(rank, text, mask[start:stop])
+                                   for rank, text, mask in reasons])))
+        start = stop
+    return made
+
+
+def _block_columns(tags: Sequence[str], sums: Mapping[str, np.ndarray],
+                   compare: str | None = None
+                   ) -> tuple[_BlockColumns, list[tuple[int, str, np.ndarray]]]:
     """:func:`block_from_sums` of every block at once (``sums``: each of ``FIELDS``' column,
     an element a block, then with ``compare`` each of ``COMPARE_FIELDS``'), each value
     computed for all blocks as arrays (:func:`mpieval.kernels.stats.ratio_stderrs` and its
@@ -365,7 +399,8 @@ def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray],
     the tags (:meth:`WuaucResult.with_q_values`'); the blocks, kept as those arrays
     (:class:`_BlockColumns`: a block made when read), and each reason a value is NaN with
     the indexes of the blocks it holds for, in order of the first block it holds for (the
-    order of :func:`block_from_sums`' reasons tag after tag)."""
+    order of :func:`block_from_sums`' reasons tag after tag: :func:`held_reasons`, here
+    each with its rank and mask over the blocks)."""
     s = {name: np.ascontiguousarray(sums[name], dtype=np.float64) for name in FIELDS}
     rows, valid_rows, users, valid = s["rows"], s["valid_rows"], s["users"], s["valid_users"]
     actual = _ratios(s["clicks"], rows)
@@ -380,7 +415,6 @@ def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray],
                _ratios(s["logloss_sum"], rows), actual, predicted, _ratios(actual, predicted)],
         _ratios(s["auc_clicks_sum"], s["valid_clicks"]),
         [users, rows, valid, valid_rows, s["valid_clicks"]], stderr, effective, compared)
-    blocks = ColumnBlocks(tags, table.blocks, table.dicts, source=table)
     # the reasons, each with its rank among a block's reasons (block_from_sums' order)
     minimum = stats.MIN_CLUSTERS
     reasons: list[tuple[int, str, np.ndarray]] = [
@@ -408,7 +442,7 @@ def blocks_from_sums(tags: Sequence[str], sums: Mapping[str, np.ndarray],
         for rank, name in enumerate(DIFFS, start=5 + len(INTERVAL_FIELDS)):
             reasons.append((rank, f"ci95 of {name} is null: its spread over the users is 0",
                             (compared.stderr[name] == 0) & (compared.units[name] >= minimum)))
-    return blocks, held_reasons(reasons)
+    return table, reasons
 
 
 _BLOCK_FIELDS = tuple(field.name for field in dataclasses.fields(WuaucBlock))
@@ -431,6 +465,16 @@ class _BlockColumns:
         self.stderr = stderr
         self.effective = effective
         self.compare = compare
+
+    def part(self, start: int, stop: int, tags: Sequence[str]) -> _BlockColumns:
+        """The blocks ``start .. stop - 1`` alone (views), named ``tags`` (without
+        comparisons: their q-values are over every block)."""
+        assert self.compare is None, "the comparisons' q-values are over every block"
+        cut = slice(start, stop)
+        return _BlockColumns(tags, [v[cut] for v in self.values], self.click_wuauc[cut],
+                             [c[cut] for c in self.counts],
+                             {name: v[cut] for name, v in self.stderr.items()},
+                             {name: v[cut] for name, v in self.effective.items()})
 
     def _count_lists(self, start: int, stop: int, clicks: bool = True) -> list[list[Any]]:
         """The counts as the blocks hold them (users as ints, rows and clicks as ints or,
