@@ -45,7 +45,7 @@ import json
 import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
 
@@ -69,7 +69,7 @@ from mpieval.metric import (
 )
 from mpieval.state import Part, Stacked
 from mpieval.tags import TagCodes, distinct, gc_paused
-from mpieval.validation import Coded, check_log_word
+from mpieval.validation import Coded, all_log_words, check_log_word
 
 DEFAULT_MIN_ROWS = 100
 """Rows a slice needs (over every rank) for its values; fewer: its row count and
@@ -143,16 +143,19 @@ def slice_name(columns: Sequence[str], key: Key) -> str:
 @dataclass(frozen=True)
 class Slice:
     """One slice of a result: its dimension's columns, its values, the rows it holds over
-    every rank, and its result (None: fewer rows than the metric's ``min_rows``)."""
+    every rank, its result (None: fewer rows than the metric's ``min_rows``) and its name
+    (:func:`slice_name`; made here when not given)."""
 
     columns: tuple[str, ...]
     key: Key
     rows: int
     result: Result | None
+    name: str = field(default="", compare=False)
 
-    @property  # (not a cached_property: its lock costs more than the name, many slices)
-    def name(self) -> str:
-        return slice_name(self.columns, self.key)
+    def __post_init__(self) -> None:
+        if not self.name:  # (an attribute, not a property: read for the JSON, the log
+            # lines and the q-values of each of many slices)
+            object.__setattr__(self, "name", slice_name(self.columns, self.key))
 
 
 @dataclass(frozen=True)
@@ -552,8 +555,14 @@ class SlicedMetric(Metric):
             if column not in slices:
                 raise InputError(column, "a slice column without values")
             seen, inverse = _slice_values(column, slices[column], rows)
-            numbered.append(self._known.setdefault(column, TagCodes()).codes(
-                seen, inverse, check=functools.partial(_check_slice_value, column)))
+            try:
+                numbered.append(self._known.setdefault(column, TagCodes()).codes(
+                    seen, inverse, check=functools.partial(_check_slice_values, column)))
+            except InputError as error:  # a value's: named by its first row (file, line)
+                if error.value is None or error.value not in seen:
+                    raise
+                first = int(np.flatnonzero(inverse == seen.index(error.value))[0])
+                raise InputError(column, error.problem, first_index=first) from None
         if len(dimension) == 1:
             return (self._keyed(number), numbered[0]), len(seen)
         pairs, code = np.unique((numbered[0].astype(np.int64) << 32) | numbered[1],
@@ -710,15 +719,17 @@ class SlicedMetric(Metric):
         for index, (columns, metrics, ordered) in enumerate(zip(
                 self.dimensions, self._metrics, self._layout, strict=True)):
             for number, (key, rows) in enumerate(ordered):
-                result = None
+                text = slice_name(columns, key)
+                if rows < self.min_rows:  # too small: its rows only
+                    slices.append(Slice(columns, key, rows, None, text))
+                    continue
+                name = f"{named}[{text}]"
                 whole = self._whole.get((index, number)) or together.get((index, number))
                 if whole is not None:  # computed on one rank, or with the others here
-                    name = f"{named}[{slice_name(columns, key)}]"  # (warnings: rank 0's)
-                    result = whole[0]
+                    result = whole[0]  # (its warnings: rank 0's)
                     said = [name + message[len(_WHOLE):] if message.startswith(_WHOLE)
                             else message for message in whole[1]] if comm.rank == 0 else []
-                elif rows >= self.min_rows:
-                    name = f"{named}[{slice_name(columns, key)}]"
+                else:
                     with warnings_named(name, self.kind), undefined_collected() as said:
                         if self._finisher is not None:
                             result = self._finisher.finish(
@@ -727,14 +738,12 @@ class SlicedMetric(Metric):
                         else:
                             result = metrics[key].finish(parts.get(f"{index}.{number}.", {}),
                                                          comm)
-                if result is not None:
-                    for message in said:
-                        if message.startswith(f"{name}: "):
-                            warned.setdefault(message[len(name) + 2:], []).append(
-                                slice_name(columns, key))
-                        else:
-                            warn_undefined_message(message)
-                slices.append(Slice(columns, key, rows, result))
+                for message in said:
+                    if message.startswith(f"{name}: "):
+                        warned.setdefault(message[len(name) + 2:], []).append(text)
+                    else:
+                        warn_undefined_message(message)
+                slices.append(Slice(columns, key, rows, result, text))
         for message, names in warned.items():
             warn_undefined_message(_slices_warning(named, names, message))
         return SlicedResult(base, tuple(slices))
@@ -1225,7 +1234,7 @@ def _union(parts: Sequence[tuple[Sequence[Any], np.ndarray]]) -> tuple[list[Any]
 
 def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.ndarray]:
     """A slice column's distinct values (Python ints or strs; each new one then checked
-    once, :func:`_check_slice_value`) and each row's index among them; an
+    once, :func:`_check_slice_values`) and each row's index among them; an
     :class:`InputError` naming the column."""
     try:
         values_seen, inverse = distinct(values)
@@ -1238,10 +1247,15 @@ def _slice_values(column: str, values: Any, rows: int) -> tuple[list[Any], np.nd
     return values_seen, np.asarray(inverse)
 
 
-def _check_slice_value(column: str, value: Any) -> None:
-    """A slice value that is text is a word of the log line without ``*``, ``[`` or
-    ``]`` (which would break its slice's name); an :class:`InputError` naming the column."""
-    if isinstance(value, str):
+def _check_slice_values(column: str, values: list[Any]) -> None:
+    """Each slice value that is text is a word of the log line without ``*``, ``[`` or
+    ``]`` (which would break its slice's name); an :class:`InputError` naming the column
+    and the first that is not (all of them looked at once first: many slices)."""
+    texts = [value for value in values if isinstance(value, str)]
+    joined = "a".join(texts)
+    if all_log_words(texts) and not ("*" in joined or "[" in joined or "]" in joined):
+        return
+    for value in texts:
         check_log_word(column, value)
         if "*" in value or "[" in value or "]" in value:
             raise InputError(column, f"slice value {value!r} holds *, [ or ], which "

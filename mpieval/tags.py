@@ -361,19 +361,18 @@ class TagCodes:
             self._values += new
             self._type = type(new[-1])
 
-    def _taken(self, values: list[Any], check: Callable[[Any], None] | None = None
+    def _taken(self, values: list[Any], check: Callable[[list[Any]], None] | None = None
                ) -> np.ndarray:
         """:meth:`take` then :meth:`of`, with one look-up a value seen before (many tags: a
         later batch's tags, most seen, looked up once rather than three times); ``check``
-        called on each new value, in order, before any is taken."""
+        called on the new values (in order) before any is taken."""
         codes = np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
                             dtype=np.int64, count=len(values))
         new_at = np.flatnonzero(codes < 0).tolist()
         if new_at:
             new = [values[i] for i in new_at]
             if check is not None:
-                for value in new:
-                    check(value)
+                check(new)
             self.take(new)
             codes[new_at] = self.of(new)
         taken: np.ndarray = codes.astype(TAG_DTYPE)
@@ -418,9 +417,9 @@ class TagCodes:
 
     def codes(self, distinct: list[Any], inverse: np.ndarray,
               out: np.ndarray | None = None,
-              check: Callable[[Any], None] | None = None) -> np.ndarray:
+              check: Callable[[list[Any]], None] | None = None) -> np.ndarray:
         """Local codes (:data:`TAG_DTYPE`) of checked tags (new values get the next
-        codes; ``check``: called on each new one first, :meth:`_taken`); a new array, or
+        codes; ``check``: called on the new ones first, :meth:`_taken`); a new array, or
         ``out`` (one a row) for a uint16 ``inverse`` (a column the file reader coded),
         remapped compiled, without numpy's intp copy of the indexes."""
         lookup = self._taken(distinct, check)

@@ -430,6 +430,32 @@ def test_bad_slice_values_name_the_column() -> None:
             SlicedMetric(make("auc", Comm.local(), fast=True), bad)
 
 
+@pytest.mark.parametrize("bad", ["x]", "a*b", "[1", "a b", "k=v"])
+def test_a_bad_slice_value_among_many_is_named_by_its_first_row(bad: str) -> None:
+    """Many new slice values are checked at once; the first bad one is named, with its
+    first row, and the values before it in the batch are not taken."""
+    rng = np.random.default_rng(3)
+    values = np.array([f"v{i}" for i in range(500)], dtype=object)
+    values[[321, 400]] = bad
+    metric = SlicedMetric(make("wuauc", Comm.local(), fast=True), ["page"])
+    rows = data("wuauc", rng, len(values))
+    with pytest.raises(InputError) as caught:
+        metric.update(rows["pred"], rows["label"], uid=rows["uid"], slices={"page": values})
+    assert caught.value.field == "page" and caught.value.first_index == 321
+    assert repr(bad) in caught.value.problem
+    assert not metric._keys[0]  # nothing numbered from the batch
+
+
+def test_a_bad_slice_value_in_a_file_names_its_line(tmp_path: Any, capsys: Any) -> None:
+    table = cli_rows(40, seed=4)
+    table["country"] = np.array(["US"] * 20 + ["FR"] * 19 + ["a*b"], dtype=object)
+    path = write(str(tmp_path / "rows.tsv"), table)
+    for kind in ("auc", "wuauc"):
+        status, _, err = run(capsys, "eval", "--metrics", kind, "--slice", "country", path)
+        assert status == 2
+        assert f"{path}:41: column country: slice value 'a*b' holds *, [ or ]" in err
+
+
 def test_a_sliced_result_reads_as_its_base() -> None:
     metric = sliced("auc", Comm.local(), [data("auc", np.random.default_rng(1), 300)])
     result = silenced(metric)
