@@ -51,3 +51,35 @@ def test_t_quantiles_cases() -> None:
         for a, b in ((df / 2, 0.5), (0.5, df / 2)):
             for x in (0.01, 0.3, 0.9, 0.999):
                 assert _core.stats.beta_fraction(a, b, x) == python_beta_fraction(a, b, x)
+
+
+def reference_t_value(level: float, df: float) -> float:
+    """The t quantile's bisection on :func:`stats.t_two_sided_p` itself (as ``t_value``
+    was written before its steps for one ``df`` were worked out once)."""
+    from mpieval.kernels import stats
+
+    target = 1 - level
+    low, high = 0.0, stats.z_value(level)
+    while stats.t_two_sided_p(high, df) > target:
+        low, high = high, 2 * high
+    for _ in range(200):
+        mid = (low + high) / 2
+        if stats.t_two_sided_p(mid, df) > target:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-13 * high:
+            break
+    return (low + high) / 2
+
+
+@given(st.floats(min_value=0.05, max_value=99_999.0), st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+       st.floats(min_value=0.0, max_value=60.0))
+def test_t_value_is_the_bisection_on_t_two_sided_p(df: float, level: float, t: float) -> None:
+    """``t_value`` (its p of one ``df`` worked out once) gives the bits of the bisection on
+    ``t_two_sided_p``, and so does the p it bisects, at any ``t``."""
+    from mpieval.kernels import stats
+
+    assert stats._t_two_sided_p_of(df)(t) == stats.t_two_sided_p(t, df)
+    stats.t_value.cache_clear()
+    assert stats.t_value(level, df) == reference_t_value(level, df)
