@@ -782,6 +782,10 @@ class SlicedMetric(Metric):
         other._flush()
         merged = copy.copy(self)
         merged._pending = []  # its own list, not self's (both are flushed above)
+        # its own numbering of the slice values (self's, then other's as they come)
+        merged._known = {column: codes.copy() for column, codes in self._known.items()}
+        merged._pairs = [codes.copy() for codes in self._pairs]
+        merged._keys = [list(keys) for keys in self._keys]
         merged.base = self.base.merge(other.base)
         if self._stacked is not None and other._stacked is not None:
             merged._stacked = copy.deepcopy(self._stacked)
