@@ -519,6 +519,8 @@ void bind_moves(nb::module_ m) {
 void bind_stats(nb::module_ m) {
     m.doc() = "The intervals' special functions (stats.hpp).";
     m.def("beta_fraction", &stats::beta_fraction, nb::arg("a"), nb::arg("b"), nb::arg("x"));
+    m.def("t_quantile", &stats::t_quantile, nb::arg("df"), nb::arg("target"),
+          nb::arg("log_gammas"), nb::arg("z"));
     // where (uint8, one a value, or empty: every value): the values computed; NaN elsewhere.
     // weights (3 rows of one a value, or empty): each value then weighted_cluster_stderr's
     // of them (sum w, sum w^2, sum w^3); scalar[i] set: neither computed

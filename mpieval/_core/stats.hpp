@@ -37,6 +37,40 @@ inline double beta_fraction(double a, double b, double x) {
     return h;
 }
 
+// mpieval/kernels/stats.py's t_two_sided_p of a finite t at df degrees of freedom (below
+// NORMAL_DF), its incomplete_beta's steps in the same order, so the same bits (its
+// log_gammas, lgamma(a + b) - lgamma(a) - lgamma(b) with a = df / 2 and b = 1 / 2, given:
+// Python's math.lgamma is its own, not the C library's; log, log1p and exp are the C
+// library's in both).
+inline double t_two_sided_p(double t, double df, double log_gammas) {
+    const double a = df / 2, b = 0.5;
+    const double x = df / (df + t * t);
+    if (x <= 0) return 0.0;
+    if (x >= 1) return 1.0;
+    const double log_front = log_gammas + a * std::log(x) + b * std::log1p(-x);
+    if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_fraction(a, b, x) / a;
+    return 1.0 - std::exp(log_front) * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+// mpieval/kernels/stats.py's t_value: the t with P(|T| >= t) = target by bisection from
+// [0, z] (z doubled until above it), the same steps, so the same bits.
+inline double t_quantile(double df, double target, double log_gammas, double z) {
+    double low = 0.0, high = z;
+    while (t_two_sided_p(high, df, log_gammas) > target) {
+        low = high;
+        high = 2 * high;
+    }
+    for (int i = 0; i < 200; ++i) {
+        const double mid = (low + high) / 2;
+        if (t_two_sided_p(mid, df, log_gammas) > target)
+            low = mid;
+        else
+            high = mid;
+        if (high - low <= 1e-13 * high) break;
+    }
+    return (low + high) / 2;
+}
+
 // mpieval/kernels/stats.py's ratio_stderr of one element (error 0), the same operations in
 // the same order, so the same bits: out = sqrt(spread) / |b| with spread = fsum(aa, -2 r
 // ab, r r bb), r = a / b, 0 when within 8 * 2**-52 * fsum(|terms|); NaN when b is 0.

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -209,44 +208,11 @@ def t_value(level: float, df: float) -> float:
         raise ValueError(f"df must be above 0, not {df}")
     if df >= NORMAL_DF:
         return z_value(level)
-    target = 1 - level
-    p = _t_two_sided_p_of(df)
-    low, high = 0.0, z_value(level)
-    while p(high) > target:
-        low, high = high, 2 * high
-    for _ in range(200):
-        mid = (low + high) / 2
-        if p(mid) > target:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-13 * high:
-            break
-    return (low + high) / 2
-
-
-def _t_two_sided_p_of(df: float) -> Callable[[float], float]:
-    """:func:`t_two_sided_p` of a finite ``t`` at ``df`` (below ``NORMAL_DF``) degrees of
-    freedom, with what does not depend on ``t`` (:func:`incomplete_beta`'s log-gammas and
-    its split of ``x``) worked out once: the same steps, the same floats (a t quantile's
-    bisection calls it some 50 times a ``df``, and many slices have a ``df`` each)."""
+    # the bisection compiled (_core.stats.t_quantile: its steps, its floats), from the
+    # log-gammas of its incomplete beta, which Python's own lgamma makes
     a, b = df / 2, 0.5
     log_gammas = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-    split = (a + 1) / (a + b + 2)
-    fraction = _core.stats.beta_fraction
-
-    def p(t: float) -> float:
-        x = df / (df + t * t)
-        if x <= 0:
-            return 0.0
-        if x >= 1:
-            return 1.0
-        log_front = log_gammas + a * math.log(x) + b * math.log1p(-x)
-        if x < split:
-            return math.exp(log_front) * fraction(a, b, x) / a
-        return 1.0 - math.exp(log_front) * fraction(b, a, 1.0 - x) / b
-
-    return p
+    return float(_core.stats.t_quantile(df, 1 - level, log_gammas, z_value(level)))
 
 
 def cluster_stderr(stderr: float, units: float) -> float:
