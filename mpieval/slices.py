@@ -635,13 +635,19 @@ class SlicedMetric(Metric):
                              else array[row] for name, array in arrays.items()})
             return sums
         self._whole = self._computed_whole(comm)
-        for index, (metrics, ordered) in enumerate(zip(self._metrics, self._layout,
-                                                       strict=True)):
+        for index, number, key in self._summed_here():
+            sums.update({f"{index}.{number}.{name}": value for name, value
+                         in self._metrics[index][key].local_sums(comm).items()})
+        return sums
+
+    def _summed_here(self) -> Iterator[tuple[int, int, Key]]:
+        """The slices with values that are metrics of their own summed by every rank (not
+        computed whole on one rank): their dimension, number in the agreed order and
+        values."""
+        for index, ordered in enumerate(self._layout):
             for number, (key, rows) in enumerate(ordered):
                 if rows >= self.min_rows and (index, number) not in self._whole:
-                    sums.update({f"{index}.{number}.{name}": value for name, value
-                                 in metrics[key].local_sums(comm).items()})
-        return sums
+                    yield index, number, key
 
     def _computed_whole(self, comm: Comm) -> dict[tuple[int, int], tuple[Result, list[str]]]:
         """Collective, on several ranks (slices that are metrics of their own): each slice
@@ -758,9 +764,7 @@ class SlicedMetric(Metric):
         if self._finisher is not None:
             return {}
         slots = [(index, number, self._metrics[index][key])
-                 for index, ordered in enumerate(self._layout)
-                 for number, (key, rows) in enumerate(ordered)
-                 if rows >= self.min_rows and (index, number) not in self._whole]
+                 for index, number, key in self._summed_here()]
         if len(slots) < 2:
             return {}
         done = type(self.base).finished_together(
