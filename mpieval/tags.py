@@ -107,7 +107,10 @@ def gc_paused() -> Iterator[None]:
 
 def whole_ints(x: np.ndarray) -> list[int]:
     """``int`` of each element of ``x`` (whole numbers: a per-tag block's counts), in one
-    conversion when they fit int64 (many tags: no Python call a tag)."""
+    conversion when they fit int64 (many tags: no Python call a tag); one element by the
+    scalar (a slice's own block: no array's steps)."""
+    if len(x) == 1:
+        return [int(x.item())]
     if len(x) and np.abs(x).max() < 2.0**63:
         whole: list[int] = x.astype(np.int64).tolist()
         return whole

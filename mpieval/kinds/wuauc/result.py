@@ -533,6 +533,9 @@ class _BlockColumns:
         :data:`~mpieval.kernels.stats.MIN_CLUSTERS` users (many tags: most) written from
         the columns, its intervals null (``WuaucBlock._too_few_users``), a column at a
         time (``json_numbers``, ``json_counts``); the others made and asked."""
+        enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
+        if enough.all():  # (a slice's own block, mostly: no columns' dicts made for none)
+            return [block.to_dict() for block in self.blocks(start, stop)]
         users, rows, valid, valid_rows, valid_clicks = self._count_lists(start, stop)
         numbers, counts = logline.json_numbers, logline.json_counts
         compared = [] if self.compare is None else [self.compare.dicts(start, stop)]
@@ -540,7 +543,6 @@ class _BlockColumns:
             *(numbers(v[start:stop]) for v in self.values), users, counts(rows), valid,
             counts(valid_rows), numbers(self.click_wuauc[start:stop]), counts(valid_clicks),
             fresh_dicts(INTERVAL_FIELDS, len(users)), *compared])
-        enough = self.counts[0][start:stop] >= stats.MIN_CLUSTERS
         for i in np.flatnonzero(enough).tolist():
             out[i] = self.blocks(start + i, start + i + 1)[0].to_dict()
         return out
@@ -921,7 +923,10 @@ def _count(x: float) -> int | float:
 
 
 def _counts(x: np.ndarray) -> list[int | float]:
-    """:func:`_count` of each element: ints at once when every one is whole."""
+    """:func:`_count` of each element: ints at once when every one is whole; one element
+    by the scalar (a slice's own block)."""
+    if len(x) == 1:
+        return [_count(float(x[0]))]
     if len(x) and bool(np.all((x == np.floor(x)) & (np.abs(x) < 2.0**53))):
         whole: list[int | float] = x.astype(np.int64).tolist()
         return whole
