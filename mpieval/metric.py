@@ -51,13 +51,15 @@ from mpieval.window import RecentRows
 if TYPE_CHECKING:  # imported where rows move: a kind without rows never loads the exchange
     from mpieval.exchange import Moved
 
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 """The layout of a metric's :meth:`~Metric.state_dict` (its keys and their meaning), saved
 in it as ``format``: raised when a change would make an older version misread a state
 (a part renamed, reshaped or meaning something else), so that such a state is refused by
 name. States saved before the field existed are format 1. Format 2: the per-user kinds'
 tag codes are uint32, 2**32 - 1 the code of a row without a tag (format 1's were uint16,
-65,535 for no tag: read as such, ``mpieval.user_rows``). tests/data/states
+65,535 for no tag: read as such, ``mpieval.user_rows``). Format 3: a sliced metric's
+slices' own states are packed into a few entries (``mpieval.slices``: format 2's, one
+entry a slice and part, read as such). tests/data/states
 keeps a saved run of every format, which each version must still read."""
 
 

@@ -46,14 +46,14 @@ import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from mpieval.comm import Comm
-from mpieval.errors import InputError
+from mpieval.errors import InputError, StateFormatError
 from mpieval.kernels.codes import lookup_counted
 from mpieval.kernels.stats import bh_q_values
 from mpieval.keys import HashedIds, hashed_ids
@@ -84,6 +84,9 @@ CROSS = "*"
 STATE_KEY = "slices.layout"  # the state_dict entry that marks a sliced metric's state
 STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dict: slices.stacked.)
 WAITING = "waiting."  # the rows of slices too small for a metric (state_dict: slices.waiting.)
+PACKED = "packed."  # the slices' own states packed (state_dict: slices.packed., _packed)
+PACKED_LENGTHS = "packed_lengths."  # each slice's length in a joined part (slices.packed_lengths.)
+PACKED_DTYPES = "packed_dtypes."  # each slice's float dtype in a joined part, when they differ
 WAIT_FROM = 32
 """A per-user kind's batch of more slices than this (in a dimension) keeps its rows
 waiting, joined with the next batches' and given to each slice in one ``update()`` once
@@ -813,9 +816,11 @@ class SlicedMetric(Metric):
 
     def state_dict(self) -> dict[str, Any]:
         """The base's state, beside it :data:`STATE_KEY` (the dimensions, ``min_rows``,
-        the slices' options and each slice's values and rows, as JSON text) and each
-        slice's own state under ``slices.DIMENSION.NUMBER.``; the rows of slices still
-        too small for a metric of their own as they wait, under ``slices.waiting.``."""
+        the slices' options and each slice's values and rows, as JSON text) and the
+        slices' own states packed into a few entries (:func:`_packed`: many slices, a
+        checkpoint of a few dozen arrays, not a dozen a slice), what does not pack under
+        ``slices.DIMENSION.NUMBER.``; the rows of slices still too small for a metric of
+        their own as they wait, under ``slices.waiting.``."""
         self._flush(self._small_here)  # a slice with rows enough here gets them
         state = self.base.state_dict()
         layout: dict[str, Any] = {
@@ -849,11 +854,15 @@ class SlicedMetric(Metric):
                 "slices": [[list(key) for key in keys] for keys, _ in coded]}
             state.update({f"slices.{WAITING}codes{index}": codes
                           for index, (_, codes) in enumerate(coded)})
+        slots = [(index, number) for index, slices in enumerate(ordered)
+                 for number in range(len(slices))]
+        packed, layout["packed"], rest = _packed(
+            [metric.state_dict() for slices in ordered for _, metric in slices])
         state[STATE_KEY] = json.dumps(layout)
-        for index, slices in enumerate(ordered):
-            for number, (_, metric) in enumerate(slices):
-                state.update({f"slices.{index}.{number}.{name}": value
-                              for name, value in metric.state_dict().items()})
+        state.update(packed)
+        for (index, number), own in zip(slots, rest, strict=True):
+            state.update({f"slices.{index}.{number}.{name}": value
+                          for name, value in own.items()})
         return state
 
     def load_state_dicts(self, states: Sequence[Mapping[str, Any]]) -> None:
@@ -877,6 +886,7 @@ class SlicedMetric(Metric):
                 self._load_stacked(saved["stacked"], state)
                 continue
             of_slice = _by_slice(state)
+            _unpacked(saved, state, of_slice)
             for index, listed in enumerate(saved["slices"]):
                 for number, (values, rows) in enumerate(listed):
                     key = tuple(values)
@@ -952,6 +962,92 @@ def _by_slice(state: Mapping[str, Any]) -> dict[tuple[int, int], dict[str, Any]]
                 and parts[2].isdigit():
             found.setdefault((int(parts[1]), int(parts[2])), {})[parts[3]] = value
     return found
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def _packed(states: list[dict[str, Any]]
+            ) -> tuple[dict[str, Any], dict[str, str], list[dict[str, Any]]]:
+    """The slices' own states (:meth:`SlicedMetric.state_dict`, in its order) packed: a
+    part every slice holds as the same plain value (its kind, format, options) saved once
+    (``"same"``), a part every slice holds as an array (:func:`_joinable`) joined along
+    its first axis with each slice's length, and each slice's dtype when they differ
+    (``"joined"``); the entries, how each part was packed (for the layout) and, for
+    each slice, its parts that were not."""
+    if not states:
+        return {}, {}, []
+    entries: dict[str, Any] = {}
+    how: dict[str, str] = {}
+    for name, first in states[0].items():
+        values: list[Any] = [state.get(name) for state in states]
+        if isinstance(first, _PLAIN) and all(
+                type(value) is type(first) and value == first for value in values):
+            entries[f"slices.{PACKED}{name}"], how[name] = first, "same"
+        elif _joinable(values):
+            held = [value for value in values if len(value)]
+            joined = entries[f"slices.{PACKED}{name}"] = (
+                np.concatenate(held) if held else values[0])
+            entries[f"slices.{PACKED_LENGTHS}{name}"] = np.array(
+                [len(value) for value in values], dtype=np.int64)
+            if any(value.dtype != joined.dtype for value in values):
+                entries[f"slices.{PACKED_DTYPES}{name}"] = np.array(
+                    [value.dtype.str for value in values])
+            how[name] = "joined"
+    rest = [{name: value for name, value in state.items() if name not in how}
+            for state in states]
+    return entries, how, rest
+
+
+def _joinable(values: list[Any]) -> bool:
+    """Whether :func:`_packed` joins a part whose value in each slice is ``values``: arrays
+    of one shape but the first axis, those with elements of one dtype, or of floats or
+    of text of several widths (each slice's dtype saved, its values held exactly)."""
+    first = values[0]
+    if not (isinstance(first, np.ndarray) and first.ndim and all(
+            isinstance(value, np.ndarray) and value.shape[1:] == first.shape[1:]
+            for value in values)):
+        return False
+    dtypes = {value.dtype for value in values if len(value)}
+    kinds = {dtype.kind for dtype in dtypes}
+    return len(dtypes) <= 1 or (len(kinds) == 1 and kinds <= {"f", "U"})
+
+
+def _unpacked(saved: Mapping[str, Any], state: Mapping[str, Any],
+              of_slice: dict[tuple[int, int], dict[str, Any]]) -> None:
+    """The parts :func:`_packed` packed in ``state`` (``saved``: its layout) added to
+    each slice's own state in ``of_slice`` (by dimension and number), a joined part's
+    piece a view of it (or of its own dtype, when saved); a state saved before slices
+    were packed has none."""
+    slots = [(index, number) for index, listed in enumerate(saved["slices"])
+             for number in range(len(listed))]
+    for name, how in saved.get("packed", {}).items():
+        value = state.get(f"slices.{PACKED}{name}")
+        if value is None or (how != "same" and f"slices.{PACKED_LENGTHS}{name}" not in state):
+            raise StateFormatError(f"a sliced state without its slices' part {name}: "
+                                   "damaged")
+        if how == "same":
+            pieces: list[Any] = [value] * len(slots)
+        else:
+            joined = np.asarray(value)
+            lengths = np.asarray(state[f"slices.{PACKED_LENGTHS}{name}"], dtype=np.int64)
+            if len(lengths) != len(slots) or int(lengths.sum()) != len(joined):
+                raise StateFormatError(
+                    f"a sliced state whose slices' part {name} has {len(lengths)} lengths "
+                    f"summing to {int(lengths.sum())} for {len(slots)} slices and "
+                    f"{len(joined)} rows: damaged")
+            bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+            pieces = [joined[start:stop] for start, stop in pairwise(bounds)]
+            dtypes = state.get(f"slices.{PACKED_DTYPES}{name}")
+            if dtypes is not None:
+                if len(dtypes) != len(slots):
+                    raise StateFormatError(f"a sliced state whose slices' part {name} has "
+                                           f"{len(dtypes)} dtypes for {len(slots)} slices: "
+                                           "damaged")
+                pieces = [piece.astype(dtype, copy=False) for piece, dtype
+                          in zip(pieces, np.asarray(dtypes).tolist(), strict=True)]
+        for slot, piece in zip(slots, pieces, strict=True):
+            of_slice.setdefault(slot, {})[name] = piece
 
 
 def read_layout(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,10 +27,18 @@ from test_kinds_common import assert_same, batches_of, make
 
 from mpieval import checkpoint, cli, gate
 from mpieval.comm import Comm
-from mpieval.errors import InputError, UndefinedMetricWarning
+from mpieval.errors import InputError, StateFormatError, UndefinedMetricWarning
 from mpieval.kinds import KINDS
 from mpieval.metric import Metric
-from mpieval.slices import SlicedMetric, SlicedResult, _in_order, _sort_key
+from mpieval.slices import (
+    STATE_KEY,
+    SlicedMetric,
+    SlicedResult,
+    _in_order,
+    _packed,
+    _sort_key,
+    _unpacked,
+)
 from mpieval.validation import Coded
 
 SLICE_TABLE = 64  # the slices' auc table in these tests (the base's: the fixture's fast one)
@@ -202,7 +210,9 @@ def test_many_slices_wait_for_their_rows_with_the_same_results_and_checkpoints(
     for metric in (waiting, joined):
         state = metric.state_dict()
         if min_rows:  # the small slices' rows saved as they wait, no metric of theirs
-            assert "slices.waiting.codes1" in state and len(state) < len(saved)
+            assert "slices.waiting.codes1" in state
+            assert sum(map(len, json.loads(state[STATE_KEY])["slices"])) < sum(
+                map(len, json.loads(saved[STATE_KEY])["slices"]))
         else:
             assert state["slices.layout"] == saved["slices.layout"]
             assert list(state) == list(saved)
@@ -390,6 +400,109 @@ def test_checkpoints_round_trip(name: str) -> None:
     other = SlicedMetric(KINDS[name].load()(comm=Comm.local(), **options(name)), ["site"])
     with pytest.raises(ValueError, match="saved slices"):
         other.load_state_dict(parts[0].state_dict())
+
+
+def _as_format_2(state: dict[str, Any]) -> dict[str, Any]:
+    """A sliced state as format 2 saved it: each slice's own state under
+    ``slices.DIMENSION.NUMBER.``, nothing packed, ``format`` 2 (no other part changed)."""
+    layout = json.loads(state[STATE_KEY])
+    of_slice: dict[tuple[int, int], dict[str, Any]] = {}
+    _unpacked(layout, state, of_slice)
+    old = {name: value for name, value in state.items()
+           if not name.startswith(("slices.packed.", "slices.packed_lengths."))}
+    for (index, number), own in of_slice.items():
+        old.update({f"slices.{index}.{number}.{name}": value for name, value in own.items()})
+    del layout["packed"]
+    old[STATE_KEY] = json.dumps(layout)
+    return {name: 2 if name.endswith("format") else value for name, value in old.items()}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_slices_of_their_own_are_packed_stacked_ones_are_not(name: str) -> None:
+    rows = data(name, np.random.default_rng(4), 300)
+    metric = sliced(name, Comm.local(), [rows])
+    state = metric.state_dict()
+    packed = [key for key in state if key.startswith("slices.packed")]
+    own = [key for key in state if key.startswith("slices.") and key.split(".")[1].isdigit()]
+    assert own == []
+    assert (packed == []) == (metric._stacked is not None)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # slices of their own
+def test_slices_states_are_packed_into_a_few_entries_and_load_as_format_2s(
+        tmp_path: Any, name: str) -> None:
+    """Every slice's own state in one entry a part, not one a slice and part (many slices:
+    a checkpoint of a few dozen arrays); saved, loaded and computed as each slice's own
+    entries were (format 2's, still read)."""
+    rng = np.random.default_rng(11)
+    rows = data(name, rng, 900)
+    rows["site"] = rng.integers(0, 40, 900)  # 40 sites, 160 crossed slices
+    metric = sliced(name, Comm.local(), batches_of(rows, [400]))
+    state = metric.state_dict()
+    own = [key for key in state if key.startswith("slices.") and key.split(".")[1].isdigit()]
+    assert own == []
+    layout = json.loads(state[STATE_KEY])
+    slices = sum(len(listed) for listed in layout["slices"])
+    assert slices > 150
+    packed = [key for key in state if key.startswith("slices.packed")]
+    assert 0 < len(packed) <= 2 * len(layout["packed"]) < 40
+    checkpoint.save(tmp_path / "c.npz", {"m": state})
+    want = quiet(metric)
+    for saved in (checkpoint.load(tmp_path / "c.npz")["m"], _as_format_2(state)):
+        restored = sliced(name, Comm.local(), [])
+        restored.load_state_dict(saved)
+        assert_same(quiet(restored), want, bits=True)
+    two = _as_format_2(state)
+    assert sum(key.startswith("slices.0.") for key in two) > len(layout["packed"])
+
+
+def test_packed_parts_unpack_to_each_slice_own() -> None:
+    """What packs (a plain value alike in every slice; arrays of one dtype, text of any
+    width, and one trailing shape) and what stays each slice's own; each slice's parts
+    back as they were."""
+    states = [
+        {"kind": "pn", "format": 3, "ratio": 0.5, "ratio_nan": math.nan, "count": 1 + i,
+         "keys": np.arange(i, dtype=np.uint64), "text": np.array(["x" * (i + 1)] * i),
+         "grid": np.ones((i, 3)), "mixed": np.zeros(2, np.float64 if i else np.float32),
+         "ints": np.zeros(2, np.int64 if i else np.int32),
+         "empty": np.arange(i) if i % 2 else np.array([], dtype=str),
+         "ragged": np.ones((2, i + 1)), "some": np.ones(1), "flag": True}
+        for i in range(4)]
+    states[2] = {k: v for k, v in states[2].items() if k != "some"}
+    states[3]["flag"] = 1  # an int is not a bool alike
+    entries, how, rest = _packed(states)
+    assert how == {"kind": "same", "format": "same", "ratio": "same", "keys": "joined",
+                   "text": "joined", "grid": "joined", "mixed": "joined", "empty": "joined"}
+    assert [key for key in entries if "dtypes" in key] == [
+        "slices.packed_dtypes.text", "slices.packed_dtypes.mixed",
+        "slices.packed_dtypes.empty"]
+    assert [sorted(own) for own in rest] == [
+        ["count", "flag", "ints", "ragged", "ratio_nan", "some"]] * 2 + [
+        ["count", "flag", "ints", "ragged", "ratio_nan"],
+        ["count", "flag", "ints", "ragged", "ratio_nan", "some"]]
+    layout = {"slices": [[[["a"], 1], [["b"], 1]], [[["c"], 1], [["d"], 1]]], "packed": how}
+    of_slice: dict[tuple[int, int], dict[str, Any]] = {}
+    _unpacked(layout, entries, of_slice)
+    slots = [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for slot, state, own in zip(slots, states, rest, strict=True):
+        back = {**of_slice[slot], **own}
+        assert sorted(back) == sorted(state)
+        for key, value in state.items():
+            if isinstance(value, np.ndarray):
+                assert np.array_equal(back[key], value) and back[key].shape == value.shape
+                assert back[key].dtype == value.dtype
+            else:
+                assert back[key] == value or math.isnan(value)
+    assert _packed([]) == ({}, {}, [])
+    short = {**entries, "slices.packed_lengths.keys": np.array([0, 1, 2])}
+    with pytest.raises(StateFormatError, match="part keys has 3 lengths"):
+        _unpacked(layout, short, {})
+    fewer = {**entries, "slices.packed_dtypes.mixed": np.array(["<f8"])}
+    with pytest.raises(StateFormatError, match="part mixed has 1 dtypes for 4 slices"):
+        _unpacked(layout, fewer, {})
+    missing = {k: v for k, v in entries.items() if k != "slices.packed.grid"}
+    with pytest.raises(StateFormatError, match="without its slices' part grid"):
+        _unpacked(layout, missing, {})
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if KINDS[n].ids])  # the per-user kinds

@@ -18,13 +18,16 @@ from mpieval import AucMetric, StateFormatError, WuaucMetric, checkpoint
 from mpieval.metric import STATE_FORMAT
 
 SAVED = sorted((Path(__file__).parent / "data" / "states").glob("format-*"))
+SLICED = Path(__file__).parent / "data" / "states" / "sliced-format-2"
+"""Sliced metrics (sliced.toml) saved by the last version of format 2, each slice's own
+state under entries of its own: format 3 packs them."""
 
 
 def test_every_format_up_to_this_one_is_kept():
     assert [path.name for path in SAVED] == [f"format-{n}" for n in range(1, STATE_FORMAT + 1)]
 
 
-@pytest.mark.parametrize("saved", SAVED, ids=lambda path: path.name)
+@pytest.mark.parametrize("saved", [*SAVED, SLICED], ids=lambda path: path.name)
 def test_a_saved_run_of_every_format_merges_to_its_results(tmp_path, capsys, saved):
     out = tmp_path / "merged.json"
     status, _, err = run(capsys, "merge", saved, "--json", out)
