@@ -20,7 +20,7 @@ import numpy as np
 
 from mpieval.errors import InputError
 from mpieval.kernels import stats
-from mpieval.kernels.codes import TAG_DTYPE, remap
+from mpieval.kernels.codes import TAG_DTYPE, TextCodes, remap, texted
 from mpieval.validation import Coded, all_log_words, check_log_word, from_tensor, unmasked
 
 ALL = "all"
@@ -328,7 +328,13 @@ class TagCodes:
     def __init__(self, values: Sequence[Any] = ()) -> None:
         self._values: list[Any] = list(values)
         self._lookup: dict[Any, int] | None = None  # made when first asked (many tags)
+        self._texts: TextCodes | None = None  # so too (text values)
         self._type: type | None = type(self._values[0]) if self._values else None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the look-ups are made again from the values (the compiled table is not pickled)
+        return {"_values": self._values, "_type": self._type, "_lookup": None,
+                "_texts": None}
 
     @property
     def _index(self) -> dict[Any, int]:
@@ -336,6 +342,19 @@ class TagCodes:
         if self._lookup is None:
             self._lookup = dict(zip(self._values, range(len(self._values)), strict=True))
         return self._lookup
+
+    def _looked_up(self, values: list[Any]) -> np.ndarray:
+        """Each value's code (``int64``), -1 for one not seen: text values in the compiled
+        table (:class:`~mpieval.kernels.codes.TextCodes`: many tags, a batch's values
+        without a dict look-up each), others in the dict."""
+        if values and self._type is not int:
+            if self._texts is None:
+                self._texts = TextCodes.of_values(self._values)
+            codes = self._texts.codes(values)
+            if codes is not None:
+                return codes
+        return np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
+                           dtype=np.int64, count=len(values))
 
     @property
     def values(self) -> Sequence[Any]:
@@ -357,10 +376,16 @@ class TagCodes:
     def take(self, values: Iterable[Any]) -> None:
         """Give the values not seen yet the next codes, in order (many tags: no Python step
         a value)."""
-        new = list(itertools.filterfalse(self._index.__contains__, dict.fromkeys(values)))
+        distinct = list(dict.fromkeys(values))
+        new = [distinct[i] for i in np.flatnonzero(self._looked_up(distinct) < 0).tolist()]
         if new:
             start = len(self._values)
-            self._index.update(zip(new, range(start, start + len(new)), strict=True))
+            if self._lookup is not None:
+                self._lookup.update(zip(new, range(start, start + len(new)), strict=True))
+            if self._texts is not None:
+                at = [i for i, value in enumerate(new) if texted(value)]
+                self._texts.add(new if len(at) == len(new) else [new[i] for i in at],
+                                start + np.array(at, dtype=np.int64))
             self._values += new
             self._type = type(new[-1])
 
@@ -369,8 +394,7 @@ class TagCodes:
         """:meth:`take` then :meth:`of`, with one look-up a value seen before (many tags: a
         later batch's tags, most seen, looked up once rather than three times); ``check``
         called on the new values (in order) before any is taken."""
-        codes = np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
-                            dtype=np.int64, count=len(values))
+        codes = self._looked_up(values)
         new_at = np.flatnonzero(codes < 0).tolist()
         if new_at:
             new = [values[i] for i in new_at]
@@ -384,8 +408,12 @@ class TagCodes:
     def of(self, values: Sequence[Any]) -> np.ndarray:
         """The code (:data:`TAG_DTYPE`) of each of ``values``, every one seen (a KeyError
         else)."""
-        return np.fromiter(map(self._index.__getitem__, values), dtype=TAG_DTYPE,
-                           count=len(values))
+        codes = self._looked_up(list(values))
+        unseen = np.flatnonzero(codes < 0)
+        if len(unseen):
+            raise KeyError(values[int(unseen[0])])
+        of: np.ndarray = codes.astype(TAG_DTYPE)
+        return of
 
     def add(self, other: TagCodes) -> np.ndarray:
         """Take in ``other``'s values (the new ones get the next codes): the lookup from
@@ -408,7 +436,8 @@ class TagCodes:
         kind = str if distinct_values and isinstance(distinct_values[0], str) else int
         if distinct_values and self._type is not None and kind is not self._type:
             raise InputError("tag", "integer tags in one batch and strings in another")
-        unseen = list(itertools.filterfalse(self._index.__contains__, distinct_values))
+        unseen = [distinct_values[i] for i in
+                  np.flatnonzero(self._looked_up(distinct_values) < 0).tolist()]
         # a tag is a word of the space-separated log line (seen: checked)
         if kind is str and not all_log_words(unseen):
             for value in unseen:

@@ -179,3 +179,38 @@ def test_lookup_counted_refuses_a_code_outside_the_lookup(codes) -> None:
     with pytest.raises(IndexError, match=f"code {codes[1]} \\(row 1\\)"):
         kernels.lookup_counted(np.array(codes, np.int64), np.array([1, 2, 3], np.int32),
                                np.empty(2, np.int32), np.zeros(3, np.int64))
+
+
+_text = _value.map(lambda raw: raw.decode("utf-8", "replace"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.lists(_text, max_size=40), max_size=6))
+def test_text_codes_are_a_dicts(batches) -> None:
+    """A run's text values and their codes (``TextCodes``) against a dict: each batch's
+    values looked up (-1: not here), its new ones then added with the next codes."""
+    table, index = kernels.TextCodes(), {}
+    for batch in batches:
+        assert table.codes(batch).tolist() == [index.get(value, -1) for value in batch]
+        new = list(dict.fromkeys(value for value in batch if value not in index))
+        table.add(new, np.arange(len(index), len(index) + len(new)))
+        index.update(zip(new, range(len(index), len(index) + len(new)), strict=True))
+        assert len(table) == len(index)
+    values = list(index)
+    made = kernels.TextCodes.of_values([*values, 7])
+    assert made.codes(values).tolist() == list(range(len(values))) and len(made) == len(values)
+
+
+def test_text_codes_leave_what_is_not_text_to_the_caller() -> None:
+    table = kernels.TextCodes.of_values(["a", "b"])
+    assert table.codes(["b", 1]) is None and table.codes([np.str_("a")]) is None
+    assert table.codes(["\ud800"]) is None  # a lone surrogate: no UTF-8
+    assert table.codes([]).tolist() == []
+    with pytest.raises(ValueError, match="'b' is already coded"):
+        table.add(["c", "b"], np.array([2, 3]))
+    with pytest.raises(TypeError, match="takes str values"):
+        table.add([5], np.array([9]))
+    with pytest.raises(TypeError, match="no lone surrogate"):
+        table.add(["\udc80"], np.array([9]))
+    assert kernels.TextCodes.of_values(["x", "\udc80", 3]).codes(["x"]).tolist() == [0]
+    assert not kernels.texted("\udc80") and not kernels.texted(b"x") and kernels.texted("é")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mpieval
@@ -67,6 +68,31 @@ def test_more_tags_than_the_codes_hold_is_an_error(monkeypatch):
     tags.codes(*tags.check(np.array(["a", "d", "e"]), 3))  # 5 values: at the limit
     with pytest.raises(InputError, match="more than 5 distinct tag values"):
         tags.check(np.array(["f", "a"]), 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.lists(st.one_of(st.text(max_size=12), st.integers(-3, 3),
+                                           st.sampled_from(["\ud800", "a\udc80"])),
+                                 max_size=30), max_size=6),
+       pickled=st.integers(0, 6))
+def test_tag_codes_number_values_in_order_of_arrival(batches, pickled):
+    """A run's values (text, kept in the compiled table, and ints, in a dict; mixed) coded
+    in the order they first came, as a plain dict numbers them; a pickled copy mid-run
+    (the table made again) goes on alike; ``of`` of a value not seen is a KeyError."""
+    coding, index = TagCodes(), {}
+    for number, batch in enumerate(batches):
+        if number == pickled:
+            coding = pickle.loads(pickle.dumps(coding))
+        distinct = list(dict.fromkeys(batch))
+        for value in distinct:
+            index.setdefault(value, len(index))
+        codes = coding.codes(distinct, np.arange(len(distinct)))
+        assert codes.tolist() == [index[value] for value in distinct]
+        assert coding.of(batch).tolist() == [index[value] for value in batch]
+        coding.take(batch)  # all seen: nothing new
+        assert list(coding.values) == list(index)
+    with pytest.raises(KeyError):
+        coding.of(["never seen"])
 
 
 def test_as_array_keeps_the_type_of_the_values():

@@ -94,6 +94,74 @@ inline uint64_t text_hash(uint64_t first, int64_t length, const uint8_t* data, i
     return h;
 }
 
+// Text values kept with their codes across calls (a run's tag or slice values,
+// mpieval.tags.TagCodes): an open-addressing table, as Seen's, over copies of the values'
+// bytes, each value's code given by its caller. A batch's values are looked up here
+// rather than in a Python dict of str (whose look-ups hash each new str object).
+struct Texts {
+    std::vector<Slot> slots = std::vector<Slot>(64, Slot{0, 0, -1});  // code: an entry
+    std::vector<uint64_t> hashes;
+    std::vector<int64_t> starts, codes;  // an entry's bytes start, its caller's code
+    std::vector<uint8_t> bytes;
+    int shift = 64 - 6;
+
+    int64_t size() const { return int64_t(codes.size()); }
+
+    // The slot of the value data[0:length] (hash h, first word `word`): its own, or the
+    // empty one where it goes.
+    Slot* find(uint64_t h, uint64_t word, const uint8_t* data, int64_t length) {
+        const uint64_t mask = slots.size() - 1;
+        for (uint64_t i = h >> shift;; i = (i + 1) & mask) {
+            Slot* slot = &slots[i];
+            if (slot->word == word && slot->length == length && slot->code >= 0 &&
+                (length <= 8 ||
+                 std::memcmp(bytes.data() + starts[size_t(slot->code)] + 8, data + 8,
+                             size_t(length - 8)) == 0))
+                return slot;
+            if (slot->code < 0) return slot;
+        }
+    }
+
+    // The code of the value data[0:length], or -1 when it is not here.
+    int64_t code_of(const uint8_t* data, int64_t length) {
+        const uint64_t word = length ? keys::word_at(data, length, 0, length < 8 ? length : 8)
+                                     : 0;
+        const Slot* slot = find(text_hash(word, length, data, length, 0, length), word, data,
+                                length);
+        return slot->code < 0 ? -1 : codes[size_t(slot->code)];
+    }
+
+    // The value data[0:length] with code `code`; false (nothing added) when it is here.
+    bool add(const uint8_t* data, int64_t length, int64_t code) {
+        const uint64_t word = length ? keys::word_at(data, length, 0, length < 8 ? length : 8)
+                                     : 0;
+        const uint64_t h = text_hash(word, length, data, length, 0, length);
+        Slot* slot = find(h, word, data, length);
+        if (slot->code >= 0) return false;
+        *slot = Slot{word, length, size()};
+        hashes.push_back(h);
+        starts.push_back(int64_t(bytes.size()));
+        codes.push_back(code);
+        bytes.insert(bytes.end(), data, data + length);
+        if (4 * size() > int64_t(slots.size())) grow();
+        return true;
+    }
+
+    // Twice the slots (as Seen::grow).
+    void grow() {
+        std::vector<Slot> old(slots.size() * 2, Slot{0, 0, -1});
+        old.swap(slots);
+        --shift;
+        const uint64_t mask = slots.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.code < 0) continue;
+            uint64_t i = hashes[size_t(slot.code)] >> shift;
+            while (slots[i].code >= 0) i = (i + 1) & mask;
+            slots[i] = slot;
+        }
+    }
+};
+
 // Row i's value is data[offsets[i]:offsets[i + 1]] (data holds `size` bytes). codes[i] gets
 // the index of row i's value among the distinct values in order of first appearance, and
 // first_rows the first row of each. False when there are more than `limit` distinct

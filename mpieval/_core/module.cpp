@@ -447,6 +447,56 @@ void bind_codes(nb::module_ m) {
         return bad;
     }, nb::arg("codes").noconvert(), nb::arg("lookup").noconvert(), nb::arg("out").noconvert(),
        nb::arg("none").none(), nb::arg("none_out"));
+    // The UTF-8 bytes of each str of `values` (each value its Python object's own UTF-8,
+    // made once and kept by it), to `each(i, bytes, length)`; -1, or the index of the first
+    // value that is not a str or has no UTF-8 (a lone surrogate), past which nothing is read.
+    auto texts_of = [](nb::list values, auto&& each) -> int64_t {
+        const int64_t n = int64_t(values.size());
+        for (int64_t i = 0; i < n; ++i) {
+            PyObject* value = PyList_GET_ITEM(values.ptr(), i);
+            if (!PyUnicode_CheckExact(value)) return i;
+            Py_ssize_t length = 0;
+            const char* text = PyUnicode_AsUTF8AndSize(value, &length);
+            if (text == nullptr) {
+                PyErr_Clear();
+                return i;
+            }
+            each(i, reinterpret_cast<const uint8_t*>(text), int64_t(length));
+        }
+        return -1;
+    };
+    nb::class_<codes::Texts>(m, "Texts",
+                             "Text values and their codes, kept across calls (codes.hpp).")
+        .def(nb::init<>())
+        .def("__len__", &codes::Texts::size)
+        .def("codes", [texts_of](codes::Texts& texts, nb::list values, Out out) {
+            int64_t* o = as<int64_t>(out, "out");
+            if (length(out) != int64_t(values.size()))
+                throw nb::value_error("mpieval._core: Texts.codes' out must be as long as "
+                                      "values");
+            return texts_of(values, [&](int64_t i, const uint8_t* text, int64_t length) {
+                o[i] = texts.code_of(text, length);
+            });
+        }, nb::arg("values"), nb::arg("out").noconvert(),
+           "Each value's code (-1: not here) into out (int64); -1, or the index of the "
+           "first value that is not a str or has no UTF-8 (out then filled before it only).")
+        .def("add", [texts_of](codes::Texts& texts, nb::list values, In codes_) {
+            const int64_t* c = as<int64_t>(codes_, "codes");
+            if (length(codes_) != int64_t(values.size()))
+                throw nb::value_error("mpieval._core: Texts.add's codes must be as long as "
+                                      "values");
+            int64_t present = -1;
+            const int64_t bad = texts_of(values, [&](int64_t i, const uint8_t* text,
+                                                     int64_t length) {
+                if (!texts.add(text, length, c[i]) && present < 0) present = i;
+            });
+            if (bad >= 0)
+                throw nb::type_error("mpieval._core: Texts.add takes str values with UTF-8 "
+                                     "(no lone surrogate)");
+            return present;
+        }, nb::arg("values"), nb::arg("codes").noconvert(),
+           "Each value (a str with UTF-8) with its code; -1, or the index of the first "
+           "value already here (kept with its first code).");
     m.def("lookup_counted", [](In codes_, In lookup, Out out, Out counts) {
         const int32_t* l = as<int32_t>(lookup, "lookup");
         int32_t* o = as<int32_t>(out, "out");

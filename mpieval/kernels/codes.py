@@ -1,11 +1,13 @@
 """Kernels of columns of a few distinct values (tags, slices): codes in order of first
-appearance, the remap of small codes, and codes looked up and counted, compiled
-(``mpieval/_core/codes.hpp``).
+appearance, a run's text values and their codes (:class:`TextCodes`), the remap of small
+codes, and codes looked up and counted, compiled (``mpieval/_core/codes.hpp``).
 
 Pure: arrays in, arrays out, no MPI, no I/O.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,54 @@ def first_appearance(offsets: np.ndarray, data: np.ndarray, limit: int,
     if first_rows is None:
         return None
     return codes, first_rows
+
+
+class TextCodes:
+    """Text values kept with their codes across calls (a run's tag or slice values:
+    :class:`mpieval.tags.TagCodes`), in a compiled table (``_core.codes.Texts``): a batch's
+    values looked up there at about 30 ns each, not hashed as new str objects into a dict
+    (about 130 ns each). Not pickled: made again from the values (:meth:`of_values`)."""
+
+    def __init__(self) -> None:
+        self._table = _core.codes.Texts()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def codes(self, values: list[object]) -> np.ndarray | None:
+        """Each value's code (``int64``; -1: not here); None when a value is not a
+        ``str`` (or cannot be UTF-8: a lone surrogate), for the caller to look up."""
+        out = np.empty(len(values), dtype=np.int64)
+        return out if self._table.codes(values, out) < 0 else None
+
+    def add(self, values: list[Any], codes: np.ndarray) -> None:
+        """Each value (a ``str`` not here, with UTF-8: no lone surrogate) with its code."""
+        present = self._table.add(values, np.ascontiguousarray(codes, dtype=np.int64))
+        if present >= 0:
+            raise ValueError(f"text value {values[present]!r} is already coded")
+
+    @classmethod
+    def of_values(cls, values: list[object]) -> TextCodes:
+        """A table of the text values of ``values`` (``str``, with UTF-8), each coded by
+        its index."""
+        made = cls()
+        at = [i for i, value in enumerate(values) if texted(value)]
+        if at:
+            made.add(values if len(at) == len(values) else [values[i] for i in at],
+                     np.array(at, dtype=np.int64))
+        return made
+
+
+def texted(value: object) -> bool:
+    """Whether ``value`` goes in a :class:`TextCodes`: a ``str`` with UTF-8 (the others are
+    looked up by their caller: a value of another type, or a lone surrogate)."""
+    if type(value) is not str:
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _CODES = (np.dtype(np.uint16), np.dtype(np.uint32))
