@@ -143,11 +143,12 @@ struct Texts {
         starts.push_back(int64_t(bytes.size()));
         codes.push_back(code);
         bytes.insert(bytes.end(), data, data + length);
-        if (4 * size() > int64_t(slots.size())) grow();
+        if (2 * size() > int64_t(slots.size())) grow();  // (half full: kept for the run)
         return true;
     }
 
-    // Twice the slots (as Seen::grow).
+    // Twice the slots (as Seen::grow), once half full: a run's table is kept while it lasts
+    // (Seen's, a batch's, is thrown away: a quarter full, fewer probes).
     void grow() {
         std::vector<Slot> old(slots.size() * 2, Slot{0, 0, -1});
         old.swap(slots);
