@@ -86,7 +86,7 @@ STACKED = "stacked."  # stacked slices' parts (local_sums: stacked.N., state_dic
 WAITING = "waiting."  # the rows of slices too small for a metric (state_dict: slices.waiting.)
 PACKED = "packed."  # the slices' own states packed (state_dict: slices.packed., _packed)
 PACKED_LENGTHS = "packed_lengths."  # each slice's length in a joined part (slices.packed_lengths.)
-PACKED_DTYPES = "packed_dtypes."  # each slice's float dtype in a joined part, when they differ
+PACKED_DTYPES = "packed_dtypes."  # each slice's dtype in a joined part, when they differ
 WAIT_FROM = 32
 """A per-user kind's batch of more slices than this (in a dimension) keeps its rows
 waiting, joined with the next batches' and given to each slice in one ``update()`` once

@@ -333,8 +333,11 @@ class TagCodes:
 
     def __getstate__(self) -> dict[str, Any]:
         # the look-ups are made again from the values (the compiled table is not pickled)
-        return {"_values": self._values, "_type": self._type, "_lookup": None,
-                "_texts": None}
+        return {"_values": self._values, "_type": self._type}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        TagCodes.__init__(self, state["_values"])  # (a pickle of before: its dict dropped)
+        self._type = state.get("_type", self._type)
 
     @property
     def _index(self) -> dict[Any, int]:

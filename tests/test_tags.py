@@ -95,6 +95,16 @@ def test_tag_codes_number_values_in_order_of_arrival(batches, pickled):
         coding.of(["never seen"])
 
 
+def test_a_tag_coding_pickled_before_its_text_table_loads():
+    """A pickle of a ``TagCodes`` from before the compiled table (its dict of values
+    pickled with it) loads and codes alike."""
+    old = TagCodes.__new__(TagCodes)
+    old.__setstate__({"_values": ["a", 3, "b"], "_lookup": {"a": 0, 3: 1, "b": 2},
+                      "_type": str})
+    assert old.of(["b", 3, "a"]).tolist() == [2, 1, 0] and old.type is str
+    assert pickle.loads(pickle.dumps(old)).of(["b"]).tolist() == [2]
+
+
 def test_as_array_keeps_the_type_of_the_values():
     assert TagCodes([5, 2]).as_array().dtype == np.int64
     assert TagCodes(["a"]).as_array().tolist() == ["a"] and TagCodes().as_array().size == 0
