@@ -21,47 +21,42 @@ struct Slot {
     int64_t code;
 };
 
-// The distinct values seen so far: an open-addressing table (linear probing from the top
-// bits of a value's hash) and, by code, each value's hash, first row and the start of its
-// bytes (data[starts[code]:starts[code] + length]).
-struct Seen {
-    std::vector<Slot> slots;
+// An open-addressing table of distinct byte strings (linear probing from the top bits of
+// a value's hash): by entry, each value's hash and the start of its bytes in a buffer
+// (stored[starts[entry]:starts[entry] + length], the buffer the caller's: Seen's, the
+// batch's own data; Texts', copies).
+struct Table {
+    std::vector<Slot> slots = std::vector<Slot>(64, Slot{0, 0, -1});  // code: an entry
     std::vector<uint64_t> hashes;
-    std::vector<int64_t> first_rows, starts;
+    std::vector<int64_t> starts;
     int shift = 64 - 6;  // a hash's slot: its top (64 - shift) bits
-
-    explicit Seen(int64_t room) : slots(64, Slot{0, 0, -1}) {
-        hashes.reserve(size_t(room));
-        first_rows.reserve(size_t(room));
-        starts.reserve(size_t(room));
-    }
 
     int64_t size() const { return int64_t(hashes.size()); }
 
-    // The slot of the value data[start:start + length] (hash h, first word `word`): its
+    // The slot of the value of `length` bytes at `value` (hash h, first word `word`): its
     // own, or the empty one where it goes. A seen value is found in its first slot
     // mostly: the compares come before the test for an empty slot (whose word and length
     // match an empty value's).
-    Slot* find(uint64_t h, uint64_t word, const uint8_t* data, int64_t start, int64_t length) {
+    Slot* find(uint64_t h, uint64_t word, const uint8_t* stored, const uint8_t* value,
+               int64_t length) {
         const uint64_t mask = slots.size() - 1;
         for (uint64_t i = h >> shift;; i = (i + 1) & mask) {
             Slot* slot = &slots[i];
             if (slot->word == word && slot->length == length && slot->code >= 0 &&
-                (length <= 8 || std::memcmp(data + starts[size_t(slot->code)] + 8,
-                                            data + start + 8, size_t(length - 8)) == 0))
+                (length <= 8 || std::memcmp(stored + starts[size_t(slot->code)] + 8,
+                                            value + 8, size_t(length - 8)) == 0))
                 return slot;
             if (slot->code < 0) return slot;
         }
     }
 
-    // A new value in its (empty) slot, code size(); the slots doubled once a quarter full
-    // (few collisions: most values found in their first slot).
-    void add(Slot* slot, uint64_t h, uint64_t word, int64_t length, int64_t row, int64_t start) {
+    // A new value in its (empty) slot, entry size(), its bytes at stored[start:]; the slots
+    // doubled once more than 1 / `fill` full.
+    void add(Slot* slot, uint64_t h, uint64_t word, int64_t length, int64_t start, int fill) {
         *slot = Slot{word, length, size()};
         hashes.push_back(h);
-        first_rows.push_back(row);
         starts.push_back(start);
-        if (4 * size() > int64_t(slots.size())) grow();
+        if (fill * size() > int64_t(slots.size())) grow();
     }
 
     // Twice the slots (every value is told apart already: each goes to the first empty
@@ -80,6 +75,24 @@ struct Seen {
     }
 };
 
+// A batch's distinct values (first_appearance): a Table over the batch's data, a value's
+// code its entry, and each value's first row; a quarter full at most (few collisions:
+// most values found in their first slot; the table is thrown away with the batch).
+struct Seen : Table {
+    std::vector<int64_t> first_rows;
+
+    explicit Seen(int64_t room) {
+        hashes.reserve(size_t(room));
+        first_rows.reserve(size_t(room));
+        starts.reserve(size_t(room));
+    }
+
+    void add(Slot* slot, uint64_t h, uint64_t word, int64_t length, int64_t row, int64_t start) {
+        first_rows.push_back(row);
+        Table::add(slot, h, word, length, start, 4);
+    }
+};
+
 // The table hash of a value of `length` bytes whose first word is `first`, the rest
 // data[start + 8:stop]: the words folded by multiplication (the top bits, on which every
 // bit of the words bears, are the slot).
@@ -95,39 +108,20 @@ inline uint64_t text_hash(uint64_t first, int64_t length, const uint8_t* data, i
 }
 
 // Text values kept with their codes across calls (a run's tag or slice values,
-// mpieval.tags.TagCodes): an open-addressing table, as Seen's, over copies of the values'
-// bytes, each value's code given by its caller. A batch's values are looked up here
-// rather than in a Python dict of str (whose look-ups hash each new str object).
-struct Texts {
-    std::vector<Slot> slots = std::vector<Slot>(64, Slot{0, 0, -1});  // code: an entry
-    std::vector<uint64_t> hashes;
-    std::vector<int64_t> starts, codes;  // an entry's bytes start, its caller's code
+// mpieval.tags.TagCodes): a Table over copies of the values' bytes, each value's code
+// given by its caller, half full at most (kept while the run lasts). A batch's values are
+// looked up here rather than in a Python dict of str (whose look-ups hash each new str
+// object).
+struct Texts : Table {
+    std::vector<int64_t> codes;  // an entry's caller's code
     std::vector<uint8_t> bytes;
-    int shift = 64 - 6;
-
-    int64_t size() const { return int64_t(codes.size()); }
-
-    // The slot of the value data[0:length] (hash h, first word `word`): its own, or the
-    // empty one where it goes.
-    Slot* find(uint64_t h, uint64_t word, const uint8_t* data, int64_t length) {
-        const uint64_t mask = slots.size() - 1;
-        for (uint64_t i = h >> shift;; i = (i + 1) & mask) {
-            Slot* slot = &slots[i];
-            if (slot->word == word && slot->length == length && slot->code >= 0 &&
-                (length <= 8 ||
-                 std::memcmp(bytes.data() + starts[size_t(slot->code)] + 8, data + 8,
-                             size_t(length - 8)) == 0))
-                return slot;
-            if (slot->code < 0) return slot;
-        }
-    }
 
     // The code of the value data[0:length], or -1 when it is not here.
     int64_t code_of(const uint8_t* data, int64_t length) {
         const uint64_t word = length ? keys::word_at(data, length, 0, length < 8 ? length : 8)
                                      : 0;
-        const Slot* slot = find(text_hash(word, length, data, length, 0, length), word, data,
-                                length);
+        const Slot* slot = find(text_hash(word, length, data, length, 0, length), word,
+                                bytes.data(), data, length);
         return slot->code < 0 ? -1 : codes[size_t(slot->code)];
     }
 
@@ -136,30 +130,13 @@ struct Texts {
         const uint64_t word = length ? keys::word_at(data, length, 0, length < 8 ? length : 8)
                                      : 0;
         const uint64_t h = text_hash(word, length, data, length, 0, length);
-        Slot* slot = find(h, word, data, length);
+        Slot* slot = find(h, word, bytes.data(), data, length);
         if (slot->code >= 0) return false;
-        *slot = Slot{word, length, size()};
-        hashes.push_back(h);
-        starts.push_back(int64_t(bytes.size()));
         codes.push_back(code);
+        const int64_t start = int64_t(bytes.size());
         bytes.insert(bytes.end(), data, data + length);
-        if (2 * size() > int64_t(slots.size())) grow();  // (half full: kept for the run)
+        Table::add(slot, h, word, length, start, 2);
         return true;
-    }
-
-    // Twice the slots (as Seen::grow), once half full: a run's table is kept while it lasts
-    // (Seen's, a batch's, is thrown away: a quarter full, fewer probes).
-    void grow() {
-        std::vector<Slot> old(slots.size() * 2, Slot{0, 0, -1});
-        old.swap(slots);
-        --shift;
-        const uint64_t mask = slots.size() - 1;
-        for (const Slot& slot : old) {
-            if (slot.code < 0) continue;
-            uint64_t i = hashes[size_t(slot.code)] >> shift;
-            while (slots[i].code >= 0) i = (i + 1) & mask;
-            slots[i] = slot;
-        }
     }
 };
 
@@ -179,7 +156,7 @@ bool first_appearance(const O* offsets, int64_t n, const uint8_t* data, int64_t 
         const uint64_t word = length ? keys::word_at(data, size, start, length < 8 ? length : 8)
                                      : 0;
         const uint64_t h = text_hash(word, length, data, size, start, stop);
-        Slot* slot = seen.find(h, word, data, start, length);
+        Slot* slot = seen.find(h, word, data, data + start, length);
         if (slot->code < 0) {
             if (seen.size() >= limit) {
                 fits = false;
