@@ -146,6 +146,13 @@ class Comm:
         the job's): there is nothing to sum, and nothing to send for one."""
         return self.size == 1 and not self.sums_only
 
+    @property
+    def sums_owned(self) -> bool:
+        """Several ranks whose collectives are the job's: a sum may be made by the rank
+        that owns it from every rank's part (many tags' sums: the tags split over the
+        ranks, :func:`mpieval.metric.narrowed_sums`), rather than by one ``sum``."""
+        return not self.alone and not self.sums_only
+
     def __init__(self, mpi_comm: Any | None = None) -> None:
         if mpi.mpi() is None:
             if mpi_comm is not None:

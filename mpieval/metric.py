@@ -34,6 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
@@ -786,37 +787,107 @@ class Evaluator(OnComm, Mapping[str, Metric]):
         return {name: r.to_dict() for name, r in results.items()}
 
 
-def narrowed_sums(parts: dict[str, np.ndarray], comm: Comm,
+def narrowed_sums(parts: dict[str, exact.Sums], comm: Comm,
                   firsts: dict[str, int] | None = None
-                  ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+                  ) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, np.ndarray]]:
     """Collective: per-tag exact sums (``mpieval.kernels.exact`` accumulators, 68 digits,
-    or the digits from ``firsts[name]`` on of a part cut to a window of them) cut to the
-    window of digits that some rank uses, each part's window and its first digit
+    or the digits from ``firsts[name]`` on of a part cut to a window of them; or pairs,
+    :class:`~mpieval.kernels.exact.Pairs`) made ready for the job's sum:
+    ``(narrowed, first_digit, totals)``.
+
+    A part every rank holds as pairs is summed here (:func:`_owners_summed`: each rank
+    sums the pairs of its share of the tags and rounds them, then every rank gets every
+    share's floats), and given in ``totals`` (first digit
+    :data:`~mpieval.kernels.exact.ROUNDED`), not in ``narrowed``: many tags, 16 bytes a
+    sum sent rather than a window of digits, and no rank makes every tag's digits. The
+    other parts (pairs made digits when some rank holds the part as digits) are cut to
+    the window of digits that some rank uses, with each part's first digit
     (:func:`mpieval.kernels.exact.window_to_floats` rounds them): the same floats, the
     digits outside the window being 0 on every rank, in a fraction of the bytes (a tag's
     sums use about 5 digits). One ``allgather`` of each rank's digits used; every digit on
     a communicator whose sums alone are the job's (:attr:`Comm.sums_only`); on one rank,
     which sends nothing (:func:`compute_all`), each part as it is, in its own window.
 
-    Memory: each part is taken out of ``parts`` as it is cut (left empty), so that a
-    caller that holds no other reference frees it then (many tags: the parts and their
-    cut copies are not all held at once)."""
+    Memory: each part is taken out of ``parts`` as it is cut or summed (left empty), so
+    that a caller that holds no other reference frees it then (many tags: the parts and
+    their cut copies are not all held at once)."""
     firsts = {name: (firsts or {}).get(name, 0) for name in parts}
     names = list(parts)
     if comm.alone:  # nothing sent: the windows (or floats: exact.ROUNDED) as they are
-        return {name: parts.pop(name) for name in names}, firsts
+        for name, part in parts.items():
+            if isinstance(part, exact.Pairs):  # (a kernel rounds them on a rank alone)
+                parts[name], firsts[name] = part.to_floats(columns=True), exact.ROUNDED
+        return {name: cast(np.ndarray, parts.pop(name)) for name in names}, firsts, {}
     assert exact.ROUNDED not in firsts.values(), "parts rounded on a rank alone only"
+    totals: dict[str, np.ndarray] = {}
+    paired = [name for name in names if isinstance(parts[name], exact.Pairs)]
+    if paired and not comm.sums_only:  # summed by their owners where every rank has pairs
+        views = comm.allgather(paired)
+        everywhere = [name for name in paired if all(name in view for view in views)]
+        totals = _owners_summed({name: cast(exact.Pairs, parts[name])
+                                 for name in everywhere}, comm)
+        for name in totals:
+            del parts[name]
+            firsts[name] = exact.ROUNDED
+    for name in names:  # pairs not summed above: as digits
+        held = parts.get(name)
+        if isinstance(held, exact.Pairs):
+            parts[name], firsts[name] = held.digits()
+    left = [name for name in names if name not in totals]
+    digits = cast(dict[str, np.ndarray], parts)
     if comm.sums_only:
-        return {name: _widened(parts.pop(name), firsts[name], 0, exact.DIGITS)
-                for name in names}, {name: 0 for name in names}
-    ranges = comm.allgather({name: _shifted(exact.used_digits(part), firsts[name])
-                             for name, part in parts.items()})
-    narrowed, first_digit = {}, {}
-    for name in names:
-        first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
-        first_digit[name] = first
-        narrowed[name] = _widened(parts.pop(name), firsts[name], first, stop)
-    return narrowed, first_digit
+        return ({name: _widened(digits.pop(name), firsts[name], 0, exact.DIGITS)
+                 for name in left}, {name: 0 for name in left}, totals)
+    narrowed, first_digit = {}, {name: firsts[name] for name in names}
+    if left:
+        ranges = comm.allgather({name: _shifted(exact.used_digits(digits[name]), firsts[name])
+                                 for name in left})
+        for name in left:
+            first, stop = exact.joined_digits([rank_ranges[name] for rank_ranges in ranges])
+            first_digit[name] = first
+            narrowed[name] = _widened(digits.pop(name), firsts[name], first, stop)
+    return narrowed, first_digit, totals
+
+
+def _owners_summed(parts: dict[str, exact.Pairs], comm: Comm) -> dict[str, np.ndarray]:
+    """Collective: each part's sums (pairs of shape ``(blocks, fields)``, the same shape on
+    every rank) over every rank, rounded once: rank ``r`` owns the blocks ``blocks * r //
+    size ..``, gets every rank's pairs and spills of them (an ``Alltoallv`` of 16 bytes a
+    sum, and one of the spills), adds them exactly and rounds them; then every rank gets
+    every owner's floats (an ``Alltoallv`` of 8 bytes a sum), each field's column whole
+    (Fortran order, as a rank alone rounds them). Empty when a sum overflowed on some
+    rank (the caller sums the parts as digits then, which hold any sum). Each part's
+    pairs are left as they are."""
+    rounded: dict[str, np.ndarray] = {}
+    overflow = False
+    for name, part in parts.items():
+        blocks, fields = part.shape
+        bounds = np.array([blocks * rank // comm.size for rank in range(comm.size + 1)],
+                          dtype=np.int64)
+        table, counts, spills, spill_counts = part.sent(bounds)
+        _, tables = comm.exchange_packed(table, counts)
+        received_counts, received = comm.exchange_packed(spills, spill_counts)
+        total, over = exact.Pairs.received(tables, received, received_counts, fields)
+        del tables, received
+        overflow |= over
+        rounded[name] = total.to_floats(columns=True).T  # (fields, my blocks), C order
+        del total
+    if comm.any(overflow):
+        return {}
+    totals: dict[str, np.ndarray] = {}
+    for name, mine in rounded.items():
+        blocks, fields = parts[name].shape
+        edges = [blocks * rank // comm.size for rank in range(comm.size + 1)]
+        _, every = comm.exchange_packed(np.tile(mine.reshape(-1), comm.size),
+                                        np.full(comm.size, mine.size, dtype=np.int64))
+        held = np.empty((fields, blocks), dtype=np.float64)
+        at = 0
+        for lo, hi in pairwise(edges):
+            held[:, lo:hi] = every[at: at + fields * (hi - lo)].reshape(fields, hi - lo)
+            at += fields * (hi - lo)
+        del every
+        totals[name] = held.T
+    return totals
 
 
 def _shifted(used: tuple[int, int], first: int) -> tuple[int, int]:

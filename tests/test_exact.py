@@ -609,3 +609,81 @@ def test_a_thread_compacts_its_spills_to_about_one_a_sum() -> None:
     assert 0 < len(pairs.index) <= 3 * 40  # (2**-553 .. 2**500: about 18 float64s a sum)
     want = [rounded_sum(values[index == k].tolist()) for k in range(3)]
     assert pairs.to_floats()[:, 0].tolist() == want
+
+
+def _spilled_pairs(rng: np.random.Generator, rows: int, fields: int) -> exact.Pairs:
+    """Pairs of shape ``(rows, fields)`` over values 2**-300 to 2**300 apart: most sums
+    spill."""
+    pairs = exact.Pairs.zeros(rows, fields)
+    values = rng.random((4 * rows, fields)) * 2.0 ** rng.integers(-300, 301, (4 * rows, fields))
+    with exact.thread_pairs() as outside:
+        _core.exact.add_at(pairs.table, rng.integers(0, rows, 4 * rows), values, 0, -1)
+        pairs.take_spills()
+    assert not outside[0] and len(pairs.index)
+    return pairs
+
+
+def test_pairs_columns_are_the_sums_of_those_fields() -> None:
+    """``Pairs.columns``: some fields' sums as pairs of their own, their spills with them
+    (renumbered), the same floats and digits as the whole table's; the window kept."""
+    rng = np.random.default_rng(11)
+    whole = _spilled_pairs(rng, 30, 7)
+    whole.window = (28, 11)
+    floats, digits = whole.to_floats(), whole.to_digits()
+    assert digits is not None
+    for start, stop in ((0, 7), (0, 3), (3, 7), (6, 7), (2, 2)):
+        part = whole.columns(start, stop)
+        assert part.shape == (30, stop - start) and part.window == (28, 11)
+        assert np.array_equal(part.to_floats(), floats[:, start:stop])
+        assert np.array_equal(part.to_digits(), digits[:, start:stop])
+        assert len(part.index) == np.sum((whole.index % 7 >= start) & (whole.index % 7 < stop))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 5])
+def test_pairs_sent_to_their_owners_sum_to_every_ranks_sum(ranks: int) -> None:
+    """Each rank's pairs split by rows for their owners (``Pairs.sent``), routed as an
+    ``Alltoallv`` would, and added on each owner (``Pairs.received``): every owner's rows
+    of the exact sum of every rank's pairs, the same floats as the digits summed; more
+    owners than rows leave some with none."""
+    rng = np.random.default_rng(ranks)
+    rows, fields = 4, 3  # (5 ranks: an owner of no row)
+    parts = [_spilled_pairs(rng, rows, fields) for _ in range(ranks)]
+    digits = [part.to_digits() for part in parts]
+    want_digits = sum(d for d in digits if d is not None)
+    exact.normalize(want_digits)
+    want = exact.to_floats(want_digits)
+    bounds = np.array([rows * r // ranks for r in range(ranks + 1)], dtype=np.int64)
+    sent = [part.sent(bounds) for part in parts]
+    for owner in range(ranks):
+        tables, spills, counts = [], [], []
+        for table, table_counts, spill, spill_counts in sent:
+            starts = np.concatenate([[0], np.cumsum(table_counts)])
+            tables.append(table[starts[owner]: starts[owner + 1]])
+            spill_starts = np.concatenate([[0], np.cumsum(spill_counts)])
+            spills.append(spill[spill_starts[owner]: spill_starts[owner + 1]])
+            counts.append(spill_counts[owner])
+        total, overflow = exact.Pairs.received(np.concatenate(tables), np.concatenate(spills),
+                                               np.array(counts), fields)
+        assert not overflow
+        lo, hi = bounds[owner], bounds[owner + 1]
+        assert total.shape == (hi - lo, fields)
+        assert np.array_equal(total.to_floats(), want[lo:hi])
+        assert np.array_equal(total.to_digits(), want_digits[lo:hi])  # (spills too)
+    big = exact.Pairs(np.array([[[1.7e308, 0.0]]]))
+    _, overflow = exact.Pairs.received(np.concatenate([big.table.reshape(-1)] * 2),
+                                       np.zeros(0, exact.SPILL), np.zeros(2, np.int64), 1)
+    assert overflow
+
+
+def test_pairs_made_digits_in_their_window_or_every_digit() -> None:
+    """``Pairs.digits``: the window's digits when they hold every sum, else every digit."""
+    narrow = _pairs_of([0.1, 0.2, 0.3])
+    narrow.window = (28, 11)
+    digits, first = narrow.digits()
+    assert first == 28 and digits.shape == (1, 11)
+    assert exact.window_to_floats(digits, 28)[0] == rounded_sum([0.1, 0.2, 0.3])
+    wide = _pairs_of([1.0, 2.0**-200])
+    wide.window = (28, 11)
+    digits, first = wide.digits()
+    assert first == 0 and digits.shape == (1, exact.DIGITS)
+    assert exact.to_floats(digits)[0] == rounded_sum([1.0, 2.0**-200])

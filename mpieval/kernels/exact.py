@@ -235,6 +235,8 @@ class Pairs:
         self.table = table
         self.index = np.zeros(0, np.int64)
         self.value = np.zeros(0, np.float64)
+        # the digits (first, count) it is made into to be summed as digits (:meth:`digits`)
+        self.window = (0, DIGITS)
 
     @classmethod
     def zeros(cls, *shape: int) -> Pairs:
@@ -283,6 +285,65 @@ class Pairs:
         _core.exact.pairs_to_floats(self.table, self.index, self.value, held, fields)
         return held.T
 
+    def columns(self, start: int, stop: int) -> Pairs:
+        """The sums of the fields ``start .. stop - 1`` (sums of shape ``(rows, fields)``)
+        as pairs of their own: a copy of the table's columns, the spills of those sums."""
+        fields = self.shape[1]
+        part = Pairs(np.ascontiguousarray(self.table[:, start:stop]))
+        part.window = self.window
+        field = self.index % fields
+        kept = (field >= start) & (field < stop)
+        part.index = self.index[kept] // fields * (stop - start) + field[kept] - start
+        part.value = self.value[kept]
+        return part
+
+    def digits(self) -> tuple[np.ndarray, int]:
+        """The sums as accumulators of the digits of :attr:`window`, or of every digit
+        when some sum has a digit outside them, and their first digit (to be summed as
+        digits over ranks)."""
+        window = self.to_digits(*self.window)
+        if window is not None:
+            return window, self.window[0]
+        every = self.to_digits()
+        assert every is not None, "every digit holds every finite sum"
+        return every, 0
+
+    def sent(self, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]:
+        """The sums of shape ``(rows, fields)`` split by rows for their owners, rank ``r``
+        owning the rows ``bounds[r] .. bounds[r + 1] - 1``: the table as float64s in
+        row order (no copy) and each owner's count of them; the spills as records of an
+        index among the owner's sums (int64) and a value (float64), grouped by owner
+        (:data:`SPILL`), and each owner's count of them."""
+        fields = self.shape[1]
+        owner = np.searchsorted(bounds, self.index // fields, side="right") - 1
+        order = np.argsort(owner, kind="stable")
+        spills = np.empty(len(order), dtype=SPILL)
+        spills["index"] = self.index[order] - bounds[owner[order]] * fields
+        spills["value"] = self.value[order]
+        return (self.table.reshape(-1), np.diff(bounds) * fields * 2,
+                spills, np.bincount(owner, minlength=len(bounds) - 1).astype(np.int64))
+
+    @classmethod
+    def received(cls, tables: np.ndarray, spills: np.ndarray, spill_counts: np.ndarray,
+                 fields: int) -> tuple[Pairs, bool]:
+        """The exact sum of every rank's pairs of the same sums (:meth:`sent` to this
+        rank: ``tables`` the ranks' tables one after the other, ``spills`` the ranks'
+        spills, ``spill_counts`` of them a rank), and whether a sum overflowed (then sum
+        again with every digit)."""
+        ranks = len(spill_counts)
+        table = tables.reshape(ranks, len(tables) // (ranks * fields * 2), fields, 2)
+        starts = np.concatenate([[0], np.cumsum(spill_counts)])
+        parts: list[Sums] = []
+        for rank in range(ranks):
+            part = cls(table[rank])
+            mine = spills[starts[rank]: starts[rank + 1]]
+            part.index, part.value = mine["index"].copy(), mine["value"].copy()
+            parts.append(part)
+        total, overflow = added(parts)
+        assert isinstance(total, Pairs)
+        return total, overflow
+
     def to_digits(self, first: int = 0, digits: int = DIGITS) -> np.ndarray | None:
         """The sums as accumulators of the digits ``first .. first + digits - 1`` (shape
         ``(*shape, digits)``, normalized), or None when some sum has a digit outside them."""
@@ -292,6 +353,8 @@ class Pairs:
         return out
 
 
+SPILL = np.dtype([("index", np.int64), ("value", np.float64)])
+"""A spill of :class:`Pairs` sent to the rank that owns its sum (:meth:`Pairs.sent`)."""
 PAIRS = (-1, 2)
 """The window ``(first, digits)`` of pairs (:class:`Pairs`, :func:`thread_pairs`): what the
 compiled passes that take a window (``thread_window``) take instead (many tags)."""
@@ -362,17 +425,23 @@ def rounded(part: np.ndarray, first: int) -> np.ndarray:
     return part if first == ROUNDED else window_to_floats(part, first)
 
 
-def settled(parts: list[Sums], alone: bool,
-            window: tuple[int, int]) -> tuple[list[np.ndarray], list[int]]:
+def settled(parts: list[Sums], alone: bool, window: tuple[int, int], *,
+            kept: bool = False) -> tuple[list[Sums], list[int]]:
     """Parts summed as pairs made ready for the sum over ranks, and each one's first digit:
-    on a rank alone rounded at once (``ROUNDED``: no sum is made); else as accumulators of
-    ``window``'s digits, of every digit when some sum falls outside them (the same exact
-    sums either way). Parts of digits are as they are."""
+    on a rank alone rounded at once (``ROUNDED``: no sum is made); else, ``kept``, as the
+    pairs themselves (their :attr:`Pairs.window` set: summed by the sums' owners,
+    :func:`mpieval.metric.narrowed_sums`), or as accumulators of ``window``'s digits, of
+    every digit when some sum falls outside them (the same exact sums either way). Parts
+    of digits are as they are."""
     if not all(isinstance(part, Pairs) for part in parts):
         return [table(part) for part in parts], [window[0]] * len(parts)
     pairs = [part for part in parts if isinstance(part, Pairs)]
     if alone:  # (each field's column whole: many tags' values are read a field at a time)
         return [part.to_floats(columns=True) for part in pairs], [ROUNDED] * len(parts)
+    if kept:
+        for part in pairs:
+            part.window = window
+        return list(pairs), [window[0]] * len(parts)
     windows = [part.to_digits(*window) for part in pairs]
     if all(w is not None for w in windows):
         return [w for w in windows if w is not None], [window[0]] * len(parts)

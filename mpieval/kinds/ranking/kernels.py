@@ -112,8 +112,9 @@ def user_sums(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
     ``keys``: uint64 user keys, every row of a user present; ``pred`` and ``label`` floats
     (labels finite and >= 0); ``tag``: each row's tag index, ``n_tags`` (or more) for a row
     without a tag, or None (no tags); ``compare``: model B's preds of the rows, or None."""
-    return exact.widened(*user_sums_window(keys, pred, label, tag, n_tags, cutoffs, gain,
-                                           compare))
+    sums, first = user_sums_window(keys, pred, label, tag, n_tags, cutoffs, gain, compare)
+    assert isinstance(sums, np.ndarray), "digits: pairs are kept only when asked"
+    return exact.widened(sums, first)
 
 
 WINDOW = (28, 11)
@@ -124,22 +125,23 @@ lowest bit is at least ``2**-178`` and below ``2**78``)."""
 def user_sums_window(keys: np.ndarray, pred: np.ndarray, label: np.ndarray,
                      tag: np.ndarray | None, n_tags: int, cutoffs: Sequence[int],
                      gain: str = "linear", compare: np.ndarray | None = None, *,
-                     alone: bool = False) -> tuple[np.ndarray, int]:
+                     alone: bool = False, kept: bool = False) -> tuple[exact.Sums, int]:
     """:func:`user_sums` cut to a window of digits (many tags: ``WINDOW``'s 11 digits a
     sum rather than 68), and its first digit: many tags
     (:func:`~mpieval.kernels.exact.summed_in`) summed as pairs
     (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum), then on a rank ``alone``
     rounded at once (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as
-    ``WINDOW``'s digits (every digit when a sum falls outside them); few tags summed in
-    ``WINDOW``'s digits; again with every digit when a value falls outside them, or is
-    infinite or NaN (the same exact sums, and floats, every way)."""
+    ``WINDOW``'s digits (every digit when a sum falls outside them), or ``kept`` as the
+    pairs (:func:`~mpieval.kernels.exact.settled`); few tags summed in ``WINDOW``'s
+    digits; again with every digit when a value falls outside them, or is infinite or NaN
+    (the same exact sums, and floats, every way)."""
     label = np.asarray(label, dtype=np.float64)
     fields = len(sum_fields(cutoffs, compare is not None))
     window = exact.summed_in(1 + n_tags, WINDOW)
     summed = exact.zeroed(window, 1 + n_tags, fields)
     if not _added_groups(summed, None if window == exact.PAIRS else window[0], keys, pred,
                          label, tag, n_tags, cutoffs, gain, compare):
-        (sums,), (first,) = exact.settled([summed], alone, WINDOW)
+        (sums,), (first,) = exact.settled([summed], alone, WINDOW, kept=kept)
         return sums, first
     sums = exact.accumulator(1 + n_tags, fields)
     _added_groups(sums, None, keys, pred, label, tag, n_tags, cutoffs, gain, compare)

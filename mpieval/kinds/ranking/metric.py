@@ -620,6 +620,7 @@ class RankingMetric(UserRowsMetric):
                  gain: str = "linear", compare: str | None = None) -> None:
         super().__init__(comm, k=k, gain=gain, compare=compare)
         self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
+        self._totals: dict[str, np.ndarray] = {}  # parts summed by their owners (local_sums)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`Metric.state_dict`, the cutoffs as an int64 array (a plain value)."""
@@ -659,20 +660,23 @@ class RankingMetric(UserRowsMetric):
         sums, first = user_sums_window(
             users.keys, users.columns["pred"], users.columns["label"],
             users.columns.get("tag"), len(layout.tags), self.k, self.gain,
-            users.columns.get("compare"), alone=comm.alone)
+            users.columns.get("compare"), alone=comm.alone, kept=comm.sums_owned)
         del users
-        # summed as pairs, sent as the window of digits some rank uses (many tags); on a
-        # rank alone, rounded already
+        # summed as pairs, sent as the window of digits some rank uses or summed by the
+        # tags' owners (many tags); on a rank alone, rounded already
         parts = {"blocks": sums}
         del sums  # (narrowed_sums takes the parts out of their dict as it cuts them)
-        narrowed, self._first_digit = narrowed_sums(parts, comm, {"blocks": first})
+        narrowed, self._first_digit, self._totals = narrowed_sums(parts, comm,
+                                                                  {"blocks": first})
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> RankingResult:
         assert self._layout is not None, "finish() follows local_sums()"
         names = BlockNames(self._layout.tags)  # (many tags: no text a tag until read)
         # taken out of sums: freed once rounded on a rank alone (its sums themselves)
-        values = exact.rounded(sums.pop("blocks"), self._first_digit["blocks"])
+        totals, self._totals = self._totals, {}
+        values = exact.rounded(totals.pop("blocks") if totals else sums.pop("blocks"),
+                               self._first_digit["blocks"])
         # every block's values at once (many tags), with compare the comparisons' too
         blocks, held = blocks_from_sums(names, self.k, values, self.compare)
         if held:

@@ -142,18 +142,19 @@ def row_sums(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
 def row_sums_windowed(pred: np.ndarray, label: np.ndarray, codes: np.ndarray | None,
                       tag_of_code: np.ndarray, blocks: int, fields: int,
                       weight: np.ndarray | None = None, *,
-                      alone: bool = False) -> tuple[np.ndarray, int]:
+                      alone: bool = False, kept: bool = False) -> tuple[exact.Sums, int]:
     """:func:`row_sums` into new accumulators (``(blocks, fields)``) and their first digit:
     many tags (:func:`~mpieval.kernels.exact.summed_in`) summed as pairs (16 bytes a sum,
     :class:`~mpieval.kernels.exact.Pairs`), then rounded at once on a rank ``alone``
     (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as accumulators of
-    ``WINDOW``'s digits (every digit when a sum falls outside them); few tags summed in
-    ``WINDOW``'s digits; again with every digit when a value falls outside them, or is
-    infinite or NaN (the same exact sums, and floats, every way)."""
+    ``WINDOW``'s digits (every digit when a sum falls outside them), or ``kept`` as the
+    pairs (:func:`~mpieval.kernels.exact.settled`); few tags summed in ``WINDOW``'s
+    digits; again with every digit when a value falls outside them, or is infinite or NaN
+    (the same exact sums, and floats, every way)."""
     window = exact.summed_in(blocks, WINDOW)
     summed = exact.zeroed(window, blocks, fields)
     if row_sums(pred, label, codes, tag_of_code, summed, weight, window):
-        (sums,), (first,) = exact.settled([summed], alone, WINDOW)
+        (sums,), (first,) = exact.settled([summed], alone, WINDOW, kept=kept)
         return sums, first
     sums = exact.accumulator(blocks, fields)
     inside = row_sums(pred, label, codes, tag_of_code, sums, weight)
@@ -203,7 +204,10 @@ def user_auc_parts(
     """:func:`user_auc_windows`' parts with every digit (``DIGITS``)."""
     parts, firsts, collision = user_auc_windows(keys, checks, pred, label, tag, n_tags,
                                                 compare=compare, weight=weight)
-    full = [exact.widened(part, first) for part, first in zip(parts, firsts, strict=True)]
+    full = []
+    for part, first in zip(parts, firsts, strict=True):
+        assert isinstance(part, np.ndarray), "digits: pairs are kept only when asked"
+        full.append(exact.widened(part, first))
     return full, collision
 
 
@@ -225,7 +229,8 @@ def user_auc_windows(
     compare: np.ndarray | None = None,
     weight: np.ndarray | None = None,
     alone: bool = False,
-) -> tuple[list[np.ndarray], list[int], bool]:
+    kept: bool = False,
+) -> tuple[list[exact.Sums], list[int], bool]:
     """:func:`user_auc_parts`' parts cut to a window of digits (many tags: ``WINDOW``'s
     11 digits a sum rather than 68), each part's first digit
     (:func:`mpieval.kernels.exact.window_to_floats`), and whether two rows of one key
@@ -233,14 +238,15 @@ def user_auc_windows(
     (:class:`~mpieval.kernels.exact.Pairs`: 16 bytes a sum, so the pass over users adds
     to a sixth of the bytes of ``WINDOW``'s digits), then on a rank ``alone`` rounded at
     once (first digit :data:`~mpieval.kernels.exact.ROUNDED`), else given as ``WINDOW``'s
-    digits (every digit when a sum falls outside them); few tags summed in ``WINDOW``'s
+    digits (every digit when a sum falls outside them), or ``kept`` as the pairs
+    (:func:`~mpieval.kernels.exact.settled`); few tags summed in ``WINDOW``'s
     digits; again with every digit when a value falls outside them, or is infinite or NaN.
     The same exact sums, and floats, every way."""
     parts, collision, outside = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
                                                 compare, weight,
                                                 exact.summed_in(1 + n_tags, WINDOW))
     if not outside:
-        settled, firsts = exact.settled(parts, alone, WINDOW)
+        settled, firsts = exact.settled(parts, alone, WINDOW, kept=kept)
     else:
         parts, collision, _ = _user_auc_parts(keys, checks, pred, label, tag, n_tags,
                                               compare, weight, (0, exact.DIGITS))
@@ -249,14 +255,22 @@ def user_auc_windows(
     return split, firsts[:1] * len(split), collision
 
 
-def _moments_split(parts: list[np.ndarray], compared: bool) -> list[np.ndarray]:
+def _moments_split(parts: list[exact.Sums], compared: bool) -> list[exact.Sums]:
     """:func:`_user_auc_parts`' parts (the moments of both models in one) in the order of
-    :func:`user_auc_parts`: A's moments apart from B's."""
-    moments = parts[1]
-    mine = moments[:, : len(MOMENT_FIELDS)]
+    :func:`user_auc_parts`: A's moments apart from B's (pairs: each its own copy)."""
+    moments, split = parts[1], len(MOMENT_FIELDS)
+    mine: exact.Sums
+    theirs: exact.Sums | None
+    if isinstance(moments, exact.Pairs):
+        whole = moments.shape[1] == split
+        mine = moments if whole else moments.columns(0, split)
+        theirs = None if whole else moments.columns(split, moments.shape[1])
+    else:
+        mine, theirs = moments[:, :split], moments[:, split:]
     if not compared:
         return [parts[0], mine]
-    return [parts[0], mine, parts[2], parts[3], moments[:, len(MOMENT_FIELDS):]]
+    assert theirs is not None
+    return [parts[0], mine, parts[2], parts[3], theirs]
 
 
 def _user_auc_parts(

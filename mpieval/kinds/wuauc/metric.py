@@ -121,6 +121,7 @@ class WuaucMetric(UserRowsMetric):
                  compare: str | None = None, weights: str = "frequency") -> None:
         super().__init__(comm, extra_keys=extra_keys, compare=compare, weights=weights)
         self._first_digit: dict[str, int] = {}  # of each part's window (local_sums)
+        self._totals: dict[str, np.ndarray] = {}  # parts summed by their owners (local_sums)
 
     def state_layout(self) -> dict[str, Part]:
         return {**super().state_layout(), "weights": Rows({"weight": np.float64})}
@@ -225,21 +226,22 @@ class WuaucMetric(UserRowsMetric):
         # the rows' tags as indexes among layout.tags (len(tags): none), each its block's
         tags = columns.get("tag")  # None: no tags
         block_of_tag = np.arange(blocks_n, dtype=TAG_DTYPE)
+        kept = comm.sums_owned  # (many tags: pairs summed by the tags' owners)
         by_row, row_first = row_sums_windowed(rows["pred"], rows["label"], tags,
                                               block_of_tag, blocks_n, N_ROW_SUMS, weight,
-                                              alone=comm.alone)
+                                              alone=comm.alone, kept=kept)
         blocks = {"rows": by_row}
         if self.compare is not None:  # B's row sums: its pred and logloss sums
             by_row_b, row_first_b = row_sums_windowed(
                 rows["compare"], rows["label"], tags, block_of_tag, blocks_n, N_ROW_SUMS,
-                weight, alone=comm.alone)
+                weight, alone=comm.alone, kept=kept)
         del tags, block_of_tag
         if weight is not None:
             columns["weight"] = weight
         owned = OwnedRows(keys=keys, checks=checks, columns=columns)
         del keys, columns, checks
-        user_parts, user_firsts = comm.agreed(partial(_user_sums, owned, layout, comm.alone),
-                                              catch=UidCollisionError)
+        user_parts, user_firsts = comm.agreed(partial(_user_sums, owned, layout, comm.alone,
+                                                      kept), catch=UidCollisionError)
         del owned  # (the rows: compute()'s peak comes later, with the sums)
         names = ("users", "moments") + (() if self.compare is None
                                         else ("users_b", "diffs", "moments_b"))
@@ -252,8 +254,8 @@ class WuaucMetric(UserRowsMetric):
             del by_row_b
         # each block's fields are these parts' side by side (block_from_sums), joined as
         # floats in finish(): the exact sums are not copied once more (many tags), and are
-        # sent as the window of digits some rank uses
-        narrowed, self._first_digit = narrowed_sums(blocks, comm, firsts)
+        # sent as the window of digits some rank uses, or summed by the tags' owners
+        narrowed, self._first_digit, self._totals = narrowed_sums(blocks, comm, firsts)
         return narrowed
 
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> WuaucResult:
@@ -279,10 +281,12 @@ class WuaucMetric(UserRowsMetric):
         for metric, parts in zip(chosen, sums, strict=True):
             assert metric._layout is not None, "finish() follows local_sums()"
             names.append(BlockNames(metric._layout.tags))  # (many tags: no text a tag yet)
-            # each part taken out of sums as it is rounded: freed then on a rank alone,
-            # whose parts are the sums themselves (many tags)
-            rounded = [exact.rounded(parts.pop(name), metric._first_digit[name])
-                       for name in list(parts)]
+            # each part taken out of sums (or the parts summed by their owners) as it is
+            # rounded: freed then on a rank alone, whose parts are the sums themselves
+            # (many tags)
+            totals, metric._totals = metric._totals, {}
+            rounded = [exact.rounded(totals.pop(name) if name in totals else parts.pop(name),
+                                     first) for name, first in metric._first_digit.items()]
             columns.append([column for part in rounded for column in part.T])
         # every block's values at once (many tags), each field's column as the part holds
         # it (one metric, a rank alone: contiguous, no copy); with compare, the
@@ -309,16 +313,17 @@ def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
 # -- per-user sums on the owner ----------------------------------------------------------
 
 
-def _user_sums(owned: OwnedRows, layout: UserLayout,
-               alone: bool) -> tuple[list[np.ndarray], list[int]]:
+def _user_sums(owned: OwnedRows, layout: UserLayout, alone: bool,
+               kept: bool) -> tuple[list[exact.Sums], list[int]]:
     """``USER_SUM_FIELDS`` per block (``all``, then tags) over the users this rank owns,
     then with a compared model its ``COMPARE_FIELDS``: the rows grouped by user (a table
     of the keys, no sort), then one compiled pass (per model) sorts each user's rows by
-    pred (:mod:`mpieval.kinds.wuauc.kernels`); rounded at once on a rank ``alone``."""
+    pred (:mod:`mpieval.kinds.wuauc.kernels`); rounded at once on a rank ``alone``, or
+    ``kept`` as pairs (many tags)."""
     sums, firsts, collision = user_auc_windows(
         owned.keys, owned.checks, owned.columns["pred"], owned.columns["label"],
         owned.columns.get("tag"), len(layout.tags), compare=owned.columns.get("compare"),
-        weight=owned.columns.get("weight"), alone=alone,
+        weight=owned.columns.get("weight"), alone=alone, kept=kept,
     )
     if collision:
         raise UidCollisionError(
