@@ -37,7 +37,8 @@ def scenarios(size: int) -> str:
     torch process takes seconds)."""
     if size == 1:
         return "kinds"
-    return "kinds,exchange,bad_input,mismatch,sliced" + (",subgroup" if size == 3 else ",loop")
+    return ("kinds,exchange,bad_input,mismatch,sliced,many_tags"
+            + (",subgroup" if size == 3 else ",loop"))
 
 
 class _PortTaken(Exception):
@@ -130,6 +131,26 @@ def test_slices_of_the_per_user_kinds_over_gloo_give_the_one_rank_numbers(size):
         assert sum("too_small" not in block for block in expected["slices"].values()) > 10
         for got in results:
             assert _close(got[kind], expected), kind
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_many_tags_over_gloo_give_the_one_rank_bits(size):
+    """1,500 tags: each tag's pairs summed by its owner process over gloo, then every
+    owner's floats to every process; the JSON of one process, bit for bit."""
+    from torch_worker import many_tags_rows
+
+    from mpieval import RankingMetric, WuaucMetric
+
+    results = [r["many_tags"] for r in run(scenarios(size), size)]
+    for kind, metric in (("wuauc", WuaucMetric(comm=Comm.local())),
+                         ("ranking", RankingMetric(comm=Comm.local()))):
+        metric.update(**many_tags_rows())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = json.loads(json.dumps(metric.compute().to_dict()))
+        assert len(expected["tags"]) > 1000
+        for got in results:
+            assert got[kind] == expected, kind
 
 
 @pytest.mark.parametrize("size", [2, 3])
