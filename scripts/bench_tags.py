@@ -32,8 +32,10 @@ is taken within a repeat, then its median over ``--repeats``). ``compute``: a ch
 process updates the metric with the rows, then times ``compute()`` by its CPU time
 (``time.process_time``: user + system, less sensitive than wall time to the other
 processes of a shared machine); ``eval``: ``python -m mpieval eval --metrics KIND --tag
-COL`` under ``/usr/bin/time`` (user + system seconds, the process's peak RSS). A run that
-fails (exit status 2: a tag count over the kinds' limit, 2**31 - 1) is reported as
+COL`` under ``/usr/bin/time`` (user + system seconds, the process's peak RSS; with
+``--ranks N`` under ``mpiexec -n N``: every rank's seconds, the largest rank's peak, and
+the wall time: many tags on several ranks, whose per-tag sums the tags' owners sum). A
+run that fails (exit status 2: a tag count over the kinds' limit, 2**31 - 1) is reported as
 ``refused``, with its peak. ``uptime``'s load is printed before and after.
 """
 
@@ -46,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,18 +141,27 @@ def compute_once(python: str, path: Path, kind: str, count: int, compare: bool) 
 
 
 def eval_once(python: str, path: Path, kind: str, count: int, compare: bool,
-              by: str = "--tag") -> dict:
+              by: str = "--tag", ranks: int = 1) -> dict:
+    """One ``mpieval eval`` (under ``mpiexec -n ranks``, the interpreter's own, from 2
+    ranks on): the CPU of every rank, the largest rank's peak, the wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         times = Path(tmp) / "time"
+        python = os.path.abspath(python)  # (the children run elsewhere: OUTSIDE)
+        launcher = [] if ranks == 1 else [str(Path(python).parent / "mpiexec"), "-n",
+                                          str(ranks)]
+        start = time.perf_counter()
         done = subprocess.run(
-            ["/usr/bin/time", "-o", str(times), "-f", "%U %S %M", python, "-m", "mpieval",
-             "eval", "--metrics", kind, "--uid", "uid", by, f"tag{count}",
+            [*launcher, "/usr/bin/time", "-a", "-o", str(times), "-f", "%U %S %M", python,
+             "-m", "mpieval", "eval", "--metrics", kind, "--uid", "uid", by, f"tag{count}",
              *(["--compare", "pred_b"] if compare else []),
              "--json", str(Path(tmp) / "out.json"), str(path)],
             capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
             cwd=OUTSIDE)
-        user, system, peak = times.read_text().split()[-3:]
-    out: dict = {"cpu": float(user) + float(system), "peak_kb": int(peak)}
+        wall = time.perf_counter() - start
+        each = [line.split()[-3:] for line in times.read_text().splitlines()
+                if len(line.split()) >= 3]
+    out: dict = {"cpu": sum(float(user) + float(system) for user, system, _ in each),
+                 "peak_kb": max(int(peak) for _, _, peak in each), "wall": wall}
     if done.returncode:
         out["refused"] = f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:120]}"
     return out
@@ -177,7 +189,12 @@ def main() -> None:
                         help="the column as a slice column (eval --slice), eval only")
     parser.add_argument("--zipf", action="store_true",
                         help="tag columns drawn Zipf-like, not uniformly")
+    parser.add_argument("--ranks", type=int, default=1,
+                        help="eval under mpiexec -n RANKS (the CPU of every rank, the "
+                        "largest rank's peak, the wall time), eval only")
     args = parser.parse_args()
+    if args.ranks > 1 and "compute" in args.modes:
+        parser.error("--ranks measures eval only: add --modes eval")
     if args.slice and "compute" in args.modes:
         parser.error("--slice measures eval only: add --modes eval")
     path = generate(args.rows, sorted(set(args.tags)), compare=args.compare, zipf=args.zipf)
@@ -197,7 +214,7 @@ def main() -> None:
                             once(python, path, kind, count, args.compare)
                             if mode == "compute" else eval_once(
                                 python, path, kind, count, args.compare,
-                                "--slice" if args.slice else "--tag"))
+                                "--slice" if args.slice else "--tag", args.ranks))
             for python in args.python:
                 if len(args.python) > 1:
                     print(f"# {python}")
@@ -216,8 +233,10 @@ def report(mode: str, kind: str, count: int, base: int, runs: list[dict],
     refused = next((run["refused"] for run in runs if "refused" in run), "")
     ratio = [run["cpu"] / base_runs[i]["cpu"] for i, run in enumerate(runs)
              if "cpu" in run and "cpu" in base_runs[i] and "refused" not in run]
+    wall = [run["wall"] for run in runs if "wall" in run]
     print(f"{mode:8} {kind:8} {what}={count:>9,}  cpu median "
           f"{statistics.median(cpu) if cpu else float('nan'):8.3f} s  "
+          + (f"wall median {statistics.median(wall):8.3f} s  " if wall else "") +
           f"x{statistics.median(ratio) if ratio else float('nan'):7.2f} vs "
           f"{base} {what} (paired median of {len(ratio)})  peak {peak:8.1f} MB"
           + (f"  refused: {refused}" if refused else ""), flush=True)
