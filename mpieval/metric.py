@@ -824,10 +824,8 @@ def narrowed_sums(parts: dict[str, exact.Sums], comm: Comm,
     if paired and not comm.sums_only:  # summed by their owners where every rank has pairs
         views = comm.allgather(paired)
         everywhere = [name for name in paired if all(name in view for view in views)]
-        totals = _owners_summed({name: cast(exact.Pairs, parts[name])
-                                 for name in everywhere}, comm)
+        totals = _owners_summed(parts, everywhere, comm)
         for name in totals:
-            del parts[name]
             firsts[name] = exact.ROUNDED
     for name in names:  # pairs not summed above: as digits
         held = parts.get(name)
@@ -849,19 +847,24 @@ def narrowed_sums(parts: dict[str, exact.Sums], comm: Comm,
     return narrowed, first_digit, totals
 
 
-def _owners_summed(parts: dict[str, exact.Pairs], comm: Comm) -> dict[str, np.ndarray]:
-    """Collective: each part's sums (pairs of shape ``(blocks, fields)``, the same shape on
-    every rank) over every rank, rounded once: rank ``r`` owns the blocks ``blocks * r //
-    size ..``, gets every rank's pairs and spills of them (an ``Alltoallv`` of 16 bytes a
-    sum, and one of the spills), adds them exactly and rounds them; then every rank gets
-    every owner's floats (an ``Alltoallv`` of 8 bytes a sum), each field's column whole
-    (Fortran order, as a rank alone rounds them). Empty when a sum overflowed on some
-    rank (the caller sums the parts as digits then, which hold any sum). Each part's
-    pairs are left as they are."""
+def _owners_summed(parts: dict[str, exact.Sums], names: list[str],
+                   comm: Comm) -> dict[str, np.ndarray]:
+    """Collective: the sums of each part of ``names`` (pairs of shape ``(blocks, fields)``,
+    the same shape on every rank) over every rank, rounded once: rank ``r`` owns the
+    blocks ``blocks * r // size ..``, gets every rank's pairs and spills of them (an
+    ``Alltoallv`` of 16 bytes a sum, and one of the spills), adds them exactly and rounds
+    them; then every rank gets every owner's floats (an ``Alltoallv`` of 8 bytes a sum),
+    each field's column whole (Fortran order, as a rank alone rounds them). Empty when a
+    sum overflowed on some rank (the caller sums the parts as digits then, which hold any
+    sum: they are left in ``parts``); else the parts are taken out of ``parts`` before
+    the floats are sent (many tags: the pairs freed first)."""
     rounded: dict[str, np.ndarray] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     overflow = False
-    for name, part in parts.items():
-        blocks, fields = part.shape
+    for name in names:
+        part = parts[name]
+        assert isinstance(part, exact.Pairs)
+        blocks, fields = shapes[name] = part.shape
         bounds = np.array([blocks * rank // comm.size for rank in range(comm.size + 1)],
                           dtype=np.int64)
         table, counts, spills, spill_counts = part.sent(bounds)
@@ -871,12 +874,14 @@ def _owners_summed(parts: dict[str, exact.Pairs], comm: Comm) -> dict[str, np.nd
         del tables, received
         overflow |= over
         rounded[name] = total.to_floats(columns=True).T  # (fields, my blocks), C order
-        del total
+        del total, part
     if comm.any(overflow):
         return {}
+    for name in names:
+        del parts[name]
     totals: dict[str, np.ndarray] = {}
     for name, mine in rounded.items():
-        blocks, fields = parts[name].shape
+        blocks, fields = shapes[name]
         edges = [blocks * rank // comm.size for rank in range(comm.size + 1)]
         _, every = comm.exchange_packed(np.tile(mine.reshape(-1), comm.size),
                                         np.full(comm.size, mine.size, dtype=np.int64))
