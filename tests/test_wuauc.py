@@ -1407,3 +1407,24 @@ def test_window_falls_back_to_every_digit() -> None:
         assert moments[0, cube] == math.fsum(float(p) ** 3 for p in pred)
         for t in (0, 1):
             assert moments[1 + t, cube] == math.fsum(float(p) ** 3 for p in pred[tag == t])
+
+
+def test_a_compared_block_of_tiny_preds_has_no_copc_difference_interval() -> None:
+    """A tag whose preds are all 1e-200 (model A): the standard error of the COPC
+    difference squares the inverse of a pred sum past float64's range (inf - inf in its
+    ``math.fsum``, which raised): no interval and no p-value there, the other values and
+    the other tag's as ever."""
+    rng = np.random.default_rng(3)
+    n = 400
+    pred = rng.random(n)
+    pred[:200] = 1e-200
+    metric = WuaucMetric(compare="b")
+    metric.update(rng.integers(0, 40, n), pred, (rng.random(n) < 0.4).astype(np.int64),
+                  np.where(np.arange(n) < 200, "tiny", "usual"), compare=rng.random(n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        tags = metric.compute().to_dict()["tags"]
+    tiny, usual = tags["tiny"]["compare"], tags["usual"]["compare"]
+    assert tiny["copc_diff"] < -1e199 and tiny["copc_diff_ci95"] is None
+    assert tiny["copc_diff_p"] is None and tiny["logloss_diff_ci95"] is not None
+    assert usual["copc_diff_ci95"] is not None and usual["copc_diff_p"] is not None

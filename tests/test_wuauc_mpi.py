@@ -6,6 +6,7 @@ anywhere: test_kinds_common.py)."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -289,3 +290,36 @@ def test_many_tags_give_the_bits_of_one_process(comm: Comm, rng: np.random.Gener
     got = quiet(metric)
     assert got.to_dict() == want.to_dict()
     assert got.to_log_line("x") == want.to_log_line("x")
+
+
+@pytest.mark.parametrize("compare", [None, "b"])
+def test_many_tags_of_slices_summed_by_every_rank_give_the_bits_of_one_process(
+        comm: Comm, rng: np.random.Generator, compare: str | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sliced metric with 1,500 tags, its slices summed by every rank in step
+    (``ONE_RANK_ROWS`` 0): each slice's pairs summed by the tags' owners and kept for its
+    finish (three slices finished together, or with ``compare`` one at a time); the JSON
+    of one process, bit for bit."""
+    from mpieval import slices
+
+    monkeypatch.setattr(slices, "ONE_RANK_ROWS", 0)
+    n = 9000
+    rows = {"uid": rng.integers(0, 900, n), "pred": rng.random(n),
+            "label": (rng.random(n) < 0.3).astype(np.int64),
+            "tag": np.char.add("t", rng.integers(0, 1500, n).astype(str)),
+            "site": rng.choice(np.array(["a", "b", "c"]), n)}
+    rows["pred"][rng.random(n) < 0.02] = 1e-200
+    rows["compare"] = rows["pred"][::-1].copy()
+
+    def computed(on: Comm, mine: dict[str, np.ndarray]) -> dict:
+        metric = slices.SlicedMetric(WuaucMetric(comm=on, compare=compare), ["site"],
+                                     min_rows=10)
+        metric.update(mine["uid"], mine["pred"], mine["label"], mine["tag"],
+                      slices={"site": mine["site"]},
+                      **({"compare": mine["compare"]} if compare else {}))
+        return quiet(metric).to_dict()
+
+    want = computed(Comm.local(), rows)
+    assert len(want["slices"]) == 3 and len(want["slices"]["site=a"]["tags"]) > 1000
+    got = computed(comm, my_rows(rows, comm.rank, comm.size, rng, scatter=True))
+    assert json.dumps(got) == json.dumps(want)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,6 +62,17 @@ def interval(value: float, stderr: float, level: float, low: float = -math.inf,
     return (float(max(low, value - half)), float(min(high, value + half)))  # not numpy's
 
 
+def fsum(terms: Iterable[float]) -> float:
+    """``math.fsum`` of ``terms`` (their exact sum rounded once), or NaN where it has none:
+    an infinite term of each sign, or a sum past float64's range on the way (``math.fsum``
+    raises there; a standard error from such terms, say a pred sum of 1e-200 squared in a
+    denominator, is not a number)."""
+    try:
+        return math.fsum(terms)
+    except (ValueError, OverflowError):
+        return math.nan
+
+
 def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
                  error: float = 0.0) -> float:
     """Delta-method standard error of ``r = a / b`` over independent rows ``i`` of weight
@@ -74,10 +86,10 @@ def ratio_stderr(a: float, b: float, aa: float, ab: float, bb: float, *,
         return math.nan
     r = a / b
     terms = (aa, -2 * r * ab, r * r * bb)
-    spread = math.fsum(terms)
+    spread = fsum(terms)
     # below the rounding of the rows' own terms (p * p against p, a weight times a pred),
     # the spread is 0: rows that all share one value have no spread, however weighted
-    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms) + error:
+    if spread <= 8 * 2.0**-52 * fsum(abs(t) for t in terms) + error:
         spread = 0.0
     return math.sqrt(spread) / abs(b)
 
@@ -89,11 +101,11 @@ def ratio_stderrs(a: np.ndarray, b: np.ndarray, aa: np.ndarray, ab: np.ndarray,
     """:func:`ratio_stderr` of each element of the float64 arrays (many tags at once), the
     same floats, in one compiled pass (``stats.hpp``'s ``ratio_stderr``: the same steps,
     each ``math.fsum`` of three terms an exact sum rounded once); an element with a term or
-    sum that is not finite goes through :func:`ratio_stderr` itself (which raises where
-    ``math.fsum`` does). ``where`` (bool, one an element): only those computed, NaN
-    elsewhere (the others are not looked at). ``weights`` (``sum w``, ``sum w^2``, ``sum
-    w^3`` of each element): each then :func:`weighted_cluster_stderr` of them, in the same
-    pass (the same floats)."""
+    sum that is not finite goes through :func:`ratio_stderr` itself (NaN where
+    ``math.fsum`` has no sum: :func:`fsum`). ``where`` (bool, one an element): only those
+    computed, NaN elsewhere (the others are not looked at). ``weights`` (``sum w``, ``sum
+    w^2``, ``sum w^3`` of each element): each then :func:`weighted_cluster_stderr` of them,
+    in the same pass (the same floats)."""
     columns = [np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
                for x in (a, b, aa, ab, bb)]
     if len(columns[0]) == 1:  # one block (a slice's own): the scalar steps, not an array's

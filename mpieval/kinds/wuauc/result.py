@@ -864,8 +864,8 @@ def _copc_diff_stderr(s: dict[str, float], c: dict[str, float]) -> float:
     terms = (a * a * s["user_clicks_sq_sum"], b * b * c["user_b_pred_sq_sum"],
              g * g * s["user_pred_sq_sum"], -2 * a * b * c["user_clicks_b_pred_sum"],
              2 * a * g * s["user_clicks_pred_sum"], -2 * b * g * c["user_pred_b_pred_sum"])
-    spread = math.fsum(terms)
-    if spread <= 8 * 2.0**-52 * math.fsum(abs(t) for t in terms):
+    spread = stats.fsum(terms)  # (NaN where a pred sum's inverse squared passes float64's range)
+    if spread <= 8 * 2.0**-52 * stats.fsum(abs(t) for t in terms):
         spread = 0.0
     return math.sqrt(spread)
 
