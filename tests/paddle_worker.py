@@ -19,7 +19,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from test_trainer import KINDS, _make, _part, _rows, per_user_kinds, sliced_part
+from test_trainer import (
+    KINDS,
+    _make,
+    _part,
+    _rows,
+    many_tags_part,
+    per_user_kinds,
+    sliced_part,
+)
 
 from mpieval import AucMetric, Evaluator, InputError, PairwiseMetric
 from mpieval.comm import Comm
@@ -59,6 +67,12 @@ def sliced(rank: int, size: int) -> dict:
     warnings.simplefilter("ignore")
     return {kind: json.dumps(sliced_part(kind, rank, size, None).compute().to_dict())
             for kind in per_user_kinds()}
+
+
+def many_tags(rank: int, size: int) -> dict:
+    """``wuauc`` and ``ranking`` over 1,500 tags, uneven shards: their pairs summed by the
+    tags' owners over Paddle's group (``metric.narrowed_sums``)."""
+    return many_tags_part(rank, size, None)
 
 
 def subgroup(rank: int, size: int) -> dict:

@@ -26,7 +26,7 @@ HERE = os.path.dirname(__file__)
 WORKER = os.path.join(HERE, "paddle_worker.py")
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 SECONDS = 240
-SCENARIOS = "kinds,exchange,bad_input,mismatch,sliced"  # one job a size (paddle starts slowly)
+SCENARIOS = "kinds,exchange,bad_input,mismatch,sliced,many_tags"  # one job a size (slow starts)
 
 
 def scenarios(size: int) -> str:
@@ -176,6 +176,17 @@ def test_slices_of_the_per_user_kinds_over_paddle_give_the_one_rank_json(size):
             warnings.simplefilter("ignore")
             expected = json.dumps(whole.compute().to_dict())
         assert {r[kind] for r in results} == {expected}, kind
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_many_tags_over_paddle_give_the_one_rank_bits(size):
+    """1,500 tags: each tag's pairs summed by its owner process over Paddle's group; the
+    JSON of one process, bit for bit."""
+    from test_trainer import many_tags_part
+
+    expected = json.loads(json.dumps(many_tags_part(0, 1, Comm.local())))
+    for got in (r["many_tags"] for r in run(scenarios(size), size)):
+        assert got == expected
 
 
 @pytest.mark.parametrize("size", [2, 3])

@@ -62,6 +62,30 @@ def sliced_part(kind: str, index: int, parts: int, comm: Comm | object | None) -
     return metric
 
 
+def many_tags_part(index: int, parts: int, comm: Comm | object | None) -> dict[str, dict]:
+    """``wuauc`` and ``ranking`` over 8,000 rows of 1,500 tags (the per-tag sums made as
+    pairs, summed by the tags' owners on several processes: ``exact.PAIRS_FROM``), preds
+    of 1e-200 among them (spills), given part ``index`` of ``parts`` of the rows
+    (:func:`_part`): each one's JSON object. The torch and Paddle workers' and, with ``0,
+    1``, their one-process reference."""
+    from mpieval import RankingMetric, WuaucMetric
+
+    rng = np.random.default_rng(36)
+    n = 8000
+    rows = {"uid": rng.integers(0, 900, n), "pred": rng.random(n),
+            "label": (rng.random(n) < 0.3).astype(np.float64),
+            "tag": np.char.add("t", rng.integers(0, 1500, n).astype(str))}
+    rows["pred"][rng.random(n) < 0.02] = 1e-200
+    mine = _part(rows, index, parts)
+    out = {}
+    for kind, metric in (("wuauc", WuaucMetric(comm=comm)), ("ranking", RankingMetric(comm=comm))):
+        metric.update(**mine)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[kind] = metric.compute().to_dict()
+    return out
+
+
 def per_user_kinds() -> list[str]:
     from mpieval.kinds import KINDS as REGISTRY
 

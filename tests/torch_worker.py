@@ -21,16 +21,17 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from test_trainer import KINDS, _make, _part, _rows, per_user_kinds, sliced_part
-
-from mpieval import (
-    AucMetric,
-    Evaluator,
-    InputError,
-    PairwiseMetric,
-    RankingMetric,
-    WuaucMetric,
+from test_trainer import (
+    KINDS,
+    _make,
+    _part,
+    _rows,
+    many_tags_part,
+    per_user_kinds,
+    sliced_part,
 )
+
+from mpieval import AucMetric, Evaluator, InputError, PairwiseMetric
 from mpieval.comm import Comm
 
 
@@ -60,28 +61,10 @@ def sliced(rank: int, size: int) -> dict:
             for kind in per_user_kinds()}
 
 
-def many_tags_rows() -> dict[str, np.ndarray]:
-    """8,000 rows of 1,500 tags (the per-tag sums made as pairs: ``exact.PAIRS_FROM``),
-    preds of 1e-200 among them (spills)."""
-    rng = np.random.default_rng(36)
-    n = 8000
-    rows = {"uid": rng.integers(0, 900, n), "pred": rng.random(n),
-            "label": (rng.random(n) < 0.3).astype(np.float64),
-            "tag": np.char.add("t", rng.integers(0, 1500, n).astype(str))}
-    rows["pred"][rng.random(n) < 0.02] = 1e-200
-    return rows
-
-
 def many_tags(rank: int, size: int) -> dict:
     """``wuauc`` and ``ranking`` over 1,500 tags, uneven shards: their pairs summed by the
     tags' owners over gloo (``metric.narrowed_sums``)."""
-    warnings.simplefilter("ignore")
-    rows = _part(many_tags_rows(), rank, size)
-    out = {}
-    for kind, metric in (("wuauc", WuaucMetric(comm=None)), ("ranking", RankingMetric(comm=None))):
-        metric.update(**rows)
-        out[kind] = metric.compute().to_dict()
-    return out
+    return many_tags_part(rank, size, None)
 
 
 def subgroup(rank: int, size: int) -> dict:
