@@ -1428,3 +1428,18 @@ def test_a_compared_block_of_tiny_preds_has_no_copc_difference_interval() -> Non
     assert tiny["copc_diff"] < -1e199 and tiny["copc_diff_ci95"] is None
     assert tiny["copc_diff_p"] is None and tiny["logloss_diff_ci95"] is not None
     assert usual["copc_diff_ci95"] is not None and usual["copc_diff_p"] is not None
+
+
+def test_weights_whose_total_passes_float64s_range_are_refused_at_compute() -> None:
+    """Two batches, each with a row of weight 1e308 (each batch's total fits, and is
+    taken): their total passes float64's range, so ``compute()`` refuses the weights (as
+    ``auc`` does) rather than give values from an infinite total (``actual_ctr`` 0)."""
+    rng = np.random.default_rng(4)
+    metric = WuaucMetric()
+    for _ in range(2):
+        weight = np.ones(50)
+        weight[0] = 1e308
+        metric.update(rng.integers(0, 10, 50), rng.random(50),
+                      (rng.random(50) < 0.4).astype(np.int64), weight=weight)
+    with pytest.raises(InputError, match="weights of every batch and rank sum past"):
+        metric.compute()

@@ -323,3 +323,19 @@ def test_many_tags_of_slices_summed_by_every_rank_give_the_bits_of_one_process(
     assert len(want["slices"]) == 3 and len(want["slices"]["site=a"]["tags"]) > 1000
     got = computed(comm, my_rows(rows, comm.rank, comm.size, rng, scatter=True))
     assert json.dumps(got) == json.dumps(want)
+
+
+def test_weights_whose_total_passes_float64s_range_fail_every_rank(comm: Comm) -> None:
+    """Each rank's two batches hold a row of weight 1e308 (each batch's total fits): the
+    job's total passes float64's range, and every rank's compute raises the same
+    :class:`InputError` of ``weight`` (the totals are the job's: no rank waits)."""
+    rng = np.random.default_rng(5 + comm.rank)
+    metric = WuaucMetric(comm=comm)
+    for _ in range(2):
+        weight = np.ones(40)
+        weight[0] = 1e308
+        metric.update(rng.integers(0, 10, 40), rng.random(40),
+                      (rng.random(40) < 0.4).astype(np.int64), weight=weight)
+    with pytest.raises(InputError, match="weights of every batch and rank sum past"):
+        metric.compute()
+    assert comm.allgather(True) == [True] * comm.size  # every rank got here

@@ -27,6 +27,7 @@ row of its heaviest user (24 for float64 preds)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -287,6 +288,7 @@ class WuaucMetric(UserRowsMetric):
             totals, metric._totals = metric._totals, {}
             rounded = [exact.rounded(totals.pop(name) if name in totals else parts.pop(name),
                                      first) for name, first in metric._first_digit.items()]
+            _check_weight_total(float(rounded[0][0, 0]))  # (part rows, block all: rows weighed)
             columns.append([column for part in rounded for column in part.T])
         # every block's values at once (many tags), each field's column as the part holds
         # it (one metric, a rank alone: contiguous, no copy); with compare, the
@@ -299,6 +301,18 @@ class WuaucMetric(UserRowsMetric):
                  f"{KIND.name}: " + held_reasons_text(held, one) if held else None)
                 for metric, one, (blocks, held)
                 in zip(chosen, names, blocks_of_many(names, joined, compare), strict=True)]
+
+def _check_weight_total(rows: float) -> None:
+    """The weighted rows of every batch and rank (a batch's own are checked as it comes)
+    fit in float64; else an :class:`InputError` of ``weight``, raised alike on every rank
+    (the total is the job's): an infinite total would give values such as ``actual_ctr``
+    0."""
+    if not math.isfinite(rows):
+        raise InputError("weight", "too large: the weights of every batch and rank sum past "
+                         "float64's range (1.8e308), so wuauc cannot be computed; scale the "
+                         "weights down (wuauc, the ctrs and copc do not change when every "
+                         "weight is multiplied by one number)")
+
 
 def _kept_tags(tags: tuple[list[Any], np.ndarray], keep: np.ndarray
                ) -> tuple[list[Any], np.ndarray]:
