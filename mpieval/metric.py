@@ -859,14 +859,15 @@ def _owners_summed(parts: dict[str, exact.Sums], names: list[str],
     sum: they are left in ``parts``); else the parts are taken out of ``parts`` before
     the floats are sent (many tags: the pairs freed first)."""
     rounded: dict[str, np.ndarray] = {}
-    shapes: dict[str, tuple[int, ...]] = {}
+    owned: dict[str, tuple[int, np.ndarray]] = {}  # each part's fields and owners' bounds
     overflow = False
     for name in names:
         part = parts[name]
         assert isinstance(part, exact.Pairs)
-        blocks, fields = shapes[name] = part.shape
+        blocks, fields = part.shape
         bounds = np.array([blocks * rank // comm.size for rank in range(comm.size + 1)],
                           dtype=np.int64)
+        owned[name] = fields, bounds
         table, counts, spills, spill_counts = part.sent(bounds)
         _, tables = comm.exchange_packed(table, counts)
         received_counts, received = comm.exchange_packed(spills, spill_counts)
@@ -881,13 +882,12 @@ def _owners_summed(parts: dict[str, exact.Sums], names: list[str],
         del parts[name]
     totals: dict[str, np.ndarray] = {}
     for name, mine in rounded.items():
-        blocks, fields = shapes[name]
-        edges = [blocks * rank // comm.size for rank in range(comm.size + 1)]
+        fields, bounds = owned[name]
         _, every = comm.exchange_packed(np.tile(mine.reshape(-1), comm.size),
                                         np.full(comm.size, mine.size, dtype=np.int64))
-        held = np.empty((fields, blocks), dtype=np.float64)
+        held = np.empty((fields, int(bounds[-1])), dtype=np.float64)
         at = 0
-        for lo, hi in pairwise(edges):
+        for lo, hi in pairwise(bounds.tolist()):
             held[:, lo:hi] = every[at: at + fields * (hi - lo)].reshape(fields, hi - lo)
             at += fields * (hi - lo)
         del every

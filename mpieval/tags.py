@@ -20,7 +20,7 @@ import numpy as np
 
 from mpieval.errors import InputError
 from mpieval.kernels import stats
-from mpieval.kernels.codes import TAG_DTYPE, TextCodes, remap, texted
+from mpieval.kernels.codes import TAG_DTYPE, TextCodes, remap
 from mpieval.validation import Coded, all_log_words, check_log_word, from_tensor, unmasked
 
 ALL = "all"
@@ -386,9 +386,7 @@ class TagCodes:
             if self._lookup is not None:
                 self._lookup.update(zip(new, range(start, start + len(new)), strict=True))
             if self._texts is not None:
-                at = [i for i, value in enumerate(new) if texted(value)]
-                self._texts.add(new if len(at) == len(new) else [new[i] for i in at],
-                                start + np.array(at, dtype=np.int64))
+                self._texts.add_texts(new, start)
             self._values += new
             self._type = type(new[-1])
 

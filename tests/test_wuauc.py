@@ -1434,12 +1434,17 @@ def test_weights_whose_total_passes_float64s_range_are_refused_at_compute() -> N
     """Two batches, each with a row of weight 1e308 (each batch's total fits, and is
     taken): their total passes float64's range, so ``compute()`` refuses the weights (as
     ``auc`` does) rather than give values from an infinite total (``actual_ctr`` 0)."""
-    rng = np.random.default_rng(4)
     metric = WuaucMetric()
-    for _ in range(2):
-        weight = np.ones(50)
-        weight[0] = 1e308
-        metric.update(rng.integers(0, 10, 50), rng.random(50),
-                      (rng.random(50) < 0.4).astype(np.int64), weight=weight)
+    with_heavy_batches(metric, np.random.default_rng(4), 50)
     with pytest.raises(InputError, match="weights of every batch and rank sum past"):
         metric.compute()
+
+
+def with_heavy_batches(metric: WuaucMetric, rng: np.random.Generator, rows: int) -> None:
+    """Two batches of ``rows`` rows given to ``metric``, each with a row of weight 1e308
+    (each batch's total fits float64, the two's does not)."""
+    for _ in range(2):
+        weight = np.ones(rows)
+        weight[0] = 1e308
+        metric.update(rng.integers(0, 10, rows), rng.random(rows),
+                      (rng.random(rows) < 0.4).astype(np.int64), weight=weight)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from sharding import my_rows
-from test_wuauc import assert_same, rows_for
+from test_wuauc import assert_same, rows_for, with_heavy_batches
 
 from mpieval import Evaluator
 from mpieval.comm import Comm, RemoteError
@@ -329,13 +329,8 @@ def test_weights_whose_total_passes_float64s_range_fail_every_rank(comm: Comm) -
     """Each rank's two batches hold a row of weight 1e308 (each batch's total fits): the
     job's total passes float64's range, and every rank's compute raises the same
     :class:`InputError` of ``weight`` (the totals are the job's: no rank waits)."""
-    rng = np.random.default_rng(5 + comm.rank)
     metric = WuaucMetric(comm=comm)
-    for _ in range(2):
-        weight = np.ones(40)
-        weight[0] = 1e308
-        metric.update(rng.integers(0, 10, 40), rng.random(40),
-                      (rng.random(40) < 0.4).astype(np.int64), weight=weight)
+    with_heavy_batches(metric, np.random.default_rng(5 + comm.rank), 40)
     with pytest.raises(InputError, match="weights of every batch and rank sum past"):
         metric.compute()
     assert comm.allgather(True) == [True] * comm.size  # every rank got here

@@ -67,15 +67,20 @@ class TextCodes:
         if present >= 0:
             raise ValueError(f"text value {values[present]!r} is already coded")
 
+    def add_texts(self, values: list[Any], first: int = 0) -> None:
+        """The text values among ``values`` (:func:`texted`), value ``i`` coded ``first +
+        i``, none of them here yet; the others are left to the caller."""
+        at = [i for i, value in enumerate(values) if texted(value)]
+        if at:
+            self.add(values if len(at) == len(values) else [values[i] for i in at],
+                     first + np.array(at, dtype=np.int64))
+
     @classmethod
     def of_values(cls, values: list[object]) -> TextCodes:
         """A table of the text values of ``values`` (``str``, with UTF-8), each coded by
         its index."""
         made = cls()
-        at = [i for i, value in enumerate(values) if texted(value)]
-        if at:
-            made.add(values if len(at) == len(values) else [values[i] for i in at],
-                     np.array(at, dtype=np.int64))
+        made.add_texts(values)
         return made
 
 

@@ -286,10 +286,11 @@ class WuaucMetric(UserRowsMetric):
             # rounded: freed then on a rank alone, whose parts are the sums themselves
             # (many tags)
             totals, metric._totals = metric._totals, {}
-            rounded = [exact.rounded(totals.pop(name) if name in totals else parts.pop(name),
-                                     first) for name, first in metric._first_digit.items()]
-            _check_weight_total(float(rounded[0][0, 0]))  # (part rows, block all: rows weighed)
-            columns.append([column for part in rounded for column in part.T])
+            rounded = {name: exact.rounded(totals.pop(name) if name in totals
+                                           else parts.pop(name), first)
+                       for name, first in metric._first_digit.items()}
+            _check_weight_total(float(rounded["rows"][0, 0]))  # block all's rows weighed
+            columns.append([column for part in rounded.values() for column in part.T])
         # every block's values at once (many tags), each field's column as the part holds
         # it (one metric, a rank alone: contiguous, no copy); with compare, the
         # comparisons' too
