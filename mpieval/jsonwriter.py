@@ -13,13 +13,17 @@ its indent), so errors and the text of odd values are the standard library's. Th
 top levels are handed on in pieces as they are made; from :data:`WHOLE_FROM` down
 (a tag's or a slice's block) each value's text is made whole in one compiled call
 (``_core.text.json``: plain dicts, lists, ASCII texts and numbers; the rest as above).
+A :class:`ChunkedDict` (a many-tag result's ``tags`` as the output writes them:
+:func:`mpieval.tags.dicts_as_written`) is written a chunk of members at a time, as it
+makes them, never every member at once.
 """
 from __future__ import annotations
 
 import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -27,6 +31,17 @@ from mpieval import _core
 
 INDENT = "  "
 PIECE = 1 << 20  # bytes of text handed to the file at a time
+
+
+class ChunkedDict(Mapping[str, Any]):
+    """A read-only mapping of string keys whose members are made when read and written
+    by :func:`pieces` and :func:`dumps` a chunk at a time (:meth:`chunks`), in the order
+    of its keys, as a dict of the same members would be: the output of many members
+    without holding them all."""
+
+    @abstractmethod
+    def chunks(self) -> Iterator[dict[str, Any]]:
+        """The members, in order, as plain dicts of a few thousand each."""
 
 
 def dumps(obj: Any) -> str:
@@ -81,8 +96,17 @@ def _rows(items: list[Any] | tuple[Any, ...]) -> int:
 
 
 def _fallback(obj: Any, level: int) -> str:
-    text = json.dumps(obj, indent=2, allow_nan=False)
+    text = json.dumps(obj, indent=2, allow_nan=False, default=_plain)
     return text.replace("\n", "\n" + INDENT * level) if level else text
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """``json.dumps``' ``default``: a :class:`ChunkedDict` as a dict of its members (one
+    inside a value that goes to the standard library); any other type refused as it
+    refuses it."""
+    if isinstance(obj, ChunkedDict):
+        return dict(itertools.chain.from_iterable(chunk.items() for chunk in obj.chunks()))
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _scalar(obj: Any) -> str | None:
@@ -110,6 +134,9 @@ of them in a run of many tags (a Python call a value cost more than the text).""
 
 def _encode(obj: Any, level: int) -> Iterator[str]:
     kind = type(obj)
+    if isinstance(obj, ChunkedDict):
+        yield from _chunked_members(obj.chunks(), level)
+        return
     if level >= WHOLE_FROM and (kind is dict or kind is list or kind is tuple):
         yield _text(obj, level)
         return
@@ -147,11 +174,23 @@ def _whole_members(obj: dict[str, Any], level: int) -> Iterator[str]:
     compiled call: the text of a dict of those members, its braces cut off (no Python
     step a member; the whole text is never held at once)."""
     items = list(obj.items())
+    yield from _chunked_members((dict(items[start : start + MEMBERS_AT_ONCE])
+                                 for start in range(0, len(items), MEMBERS_AT_ONCE)), level)
+
+
+def _chunked_members(chunks: Iterable[dict[str, Any]], level: int) -> Iterator[str]:
+    """The text of a dict at ``level`` whose members come in ``chunks`` (dicts of string
+    keys, in order), each chunk's members made whole in one compiled call: the text of
+    that chunk as a dict, its braces cut off."""
     closing = len("\n" + INDENT * level + "}")
-    for start in range(0, len(items), MEMBERS_AT_ONCE):
-        text = _text(dict(items[start : start + MEMBERS_AT_ONCE]), level)
-        yield ("{" if start == 0 else ",") + text[1:-closing]
-    yield "\n" + INDENT * level + "}"
+    first = True
+    for chunk in chunks:
+        if not chunk:
+            continue
+        text = _text(chunk, level)
+        yield ("{" if first else ",") + text[1:-closing]
+        first = False
+    yield "{}" if first else "\n" + INDENT * level + "}"
 
 
 def _numbers(obj: list[Any] | tuple[Any, ...], level: int) -> str | None:

@@ -34,7 +34,7 @@ from mpieval.kinds import kind_named
 from mpieval.metric import Evaluator, Metric, Result
 from mpieval.readers import Batch
 from mpieval.slices import SlicedMetric
-from mpieval.tags import gc_paused
+from mpieval.tags import dicts_as_written, gc_paused
 from mpieval.validation import check_log_word
 
 # File bytes a rank reads between two agreements with the others (see reading_rounds).
@@ -172,7 +172,11 @@ def _output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: 
         raise _stdout_failed(error) from None
     if not (json_path or report_path or gate):
         return True
-    data = Evaluator.to_dict(results)
+    if report_path or gate:  # read after it is made: every tag's dict
+        data = Evaluator.to_dict(results)
+    else:  # only written: many tags' dicts made as they are written
+        with dicts_as_written():
+            data = Evaluator.to_dict(results)
     if run is not None:
         data[RUN_KEY] = run()
     passed, bad_rule = True, None

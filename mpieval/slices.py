@@ -68,7 +68,7 @@ from mpieval.metric import (
     warnings_named,
 )
 from mpieval.state import Part, Stacked
-from mpieval.tags import TagCodes, distinct, gc_paused
+from mpieval.tags import TagCodes, dicts_made, distinct, gc_paused
 from mpieval.validation import Coded, all_log_words, check_log_word
 
 DEFAULT_MIN_ROWS = 100
@@ -184,7 +184,8 @@ class SlicedResult:
     def to_dict(self) -> dict[str, Any]:
         block = self.base.to_dict()
         blocks: dict[str, dict[str, Any]] = {}
-        with gc_paused():  # many slices (tags.gc_paused)
+        # many slices (tags.gc_paused); their blocks get q-values below (tags.dicts_made)
+        with gc_paused(), dicts_made():
             for one in self.slices:
                 if one.result is None:
                     blocks[one.name] = {"rows": one.rows, "too_small": True}

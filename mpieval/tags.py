@@ -8,6 +8,7 @@ block of every row; a string tag is one word of the log line.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import gc
 import itertools
@@ -19,6 +20,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 import numpy as np
 
 from mpieval.errors import InputError
+from mpieval.jsonwriter import ChunkedDict
 from mpieval.kernels import stats
 from mpieval.kernels.codes import TAG_DTYPE, TextCodes, remap
 from mpieval.validation import Coded, all_log_words, check_log_word, from_tensor, unmasked
@@ -232,12 +234,17 @@ class ColumnBlocks(Sequence[B]):
     def dicts(self) -> dict[str, dict[str, Any]]:
         """Each block's ``to_dict()`` by tag, a chunk at a time."""
         out: dict[str, dict[str, Any]] = {}
+        for chunk in self.dict_chunks():
+            out.update(chunk)
+        return out
+
+    def dict_chunks(self) -> Iterator[dict[str, dict[str, Any]]]:
+        """Each block's ``to_dict()`` by tag, :data:`CHUNK` blocks in a dict at a time."""
         for start in range(0, len(self), self.CHUNK):
             stop = min(start + self.CHUNK, len(self))
             made = (self._make_dicts(start, stop) if self._make_dicts is not None
                     else [block.to_dict() for block in self._make_blocks(start, stop)])
-            out.update(zip(self._block_tags[start:stop], made, strict=True))
-        return out
+            yield dict(zip(self._block_tags[start:stop], made, strict=True))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (tuple, ColumnBlocks)):
@@ -251,6 +258,58 @@ class ColumnBlocks(Sequence[B]):
         return f"ColumnBlocks({len(self)} blocks: {', '.join(self._block_tags[:3])}, ...)"
 
 
+class TagDicts(ChunkedDict):
+    """A many-tag result's ``tags`` as its JSON output writes them: each block's
+    ``to_dict()`` by tag, made from the result's columns a chunk at a time as they are
+    written (:class:`~mpieval.jsonwriter.ChunkedDict`), so that the output never holds
+    every tag's dicts (:func:`dicts_as_written`). Read-only; a member read by its tag
+    is made afresh."""
+
+    def __init__(self, blocks: ColumnBlocks[Any]) -> None:
+        self._blocks = blocks
+
+    def chunks(self) -> Iterator[dict[str, dict[str, Any]]]:
+        return self._blocks.dict_chunks()
+
+    def __getitem__(self, tag: str) -> dict[str, Any]:
+        made: dict[str, Any] = self._blocks[self._blocks.position(tag)].to_dict()
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blocks.tags)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+
+_AS_WRITTEN = contextvars.ContextVar("tags_as_written", default=False)
+
+
+@contextmanager
+def dicts_as_written() -> Iterator[None]:
+    """Within it, a result of many tags (its blocks kept as columns) gives its ``tags`` in
+    ``to_dict()`` as :class:`TagDicts`, made as the JSON writer reads them, not a dict of
+    every tag's dict: for an output that is only written (a run's ``--json``), whose
+    readers take a :class:`~mpieval.jsonwriter.ChunkedDict`."""
+    token = _AS_WRITTEN.set(True)
+    try:
+        yield
+    finally:
+        _AS_WRITTEN.reset(token)
+
+
+@contextmanager
+def dicts_made() -> Iterator[None]:
+    """Within it, ``to_dict()`` gives every tag's dict as ever (a part of an output that
+    is read or changed after it is made, as a slice's blocks: :func:`dicts_as_written`
+    off)."""
+    token = _AS_WRITTEN.set(False)
+    try:
+        yield
+    finally:
+        _AS_WRITTEN.reset(token)
+
+
 Blocks = TypeVar("Blocks", bound="TagBlocks[Any]")
 
 
@@ -262,11 +321,14 @@ class TagBlocks(Generic[B]):
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     blocks: Sequence[B]  # a tuple, or ColumnBlocks
 
-    def tags_dict(self) -> dict[str, dict[str, Any]]:
+    def tags_dict(self) -> dict[str, dict[str, Any]] | TagDicts:
         """Each block's ``to_dict()`` by tag (the JSON's ``tags``), made with the cyclic
-        garbage collector paused (many tags: :func:`gc_paused`)."""
+        garbage collector paused (many tags: :func:`gc_paused`); within
+        :func:`dicts_as_written`, many tags' as :class:`TagDicts`."""
         with gc_paused():
             if isinstance(self.blocks, ColumnBlocks):
+                if _AS_WRITTEN.get():
+                    return TagDicts(self.blocks)
                 return self.blocks.dicts()
             return {block.tag: block.to_dict() for block in self.blocks}
 

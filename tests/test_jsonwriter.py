@@ -1,6 +1,7 @@
 """The JSON writer: the same bytes as ``json.dumps(obj, indent=2, allow_nan=False)``."""
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -52,6 +53,64 @@ def test_many_tags_blocks_in_several_calls() -> None:
     obj = {"m": {"kind": "wuauc", "tags": tags}}
     assert jsonwriter.dumps(obj) == expected(obj)
     assert b"".join(jsonwriter.pieces(obj, size=1000)).decode() == expected(obj) + "\n"
+
+
+class Chunked(jsonwriter.ChunkedDict):
+    """The members of ``members`` in chunks of the sizes ``sizes`` (cycled; 0: an empty
+    chunk), each made when its chunk is asked for."""
+
+    def __init__(self, members: dict[str, object], sizes: list[int]) -> None:
+        self.members, self.sizes, self.walks, self.made = members, sizes, 0, 0
+
+    def chunks(self):
+        self.walks += 1
+        items, start = list(self.members.items()), 0
+        for size in itertools.cycle(self.sizes):
+            if start >= len(items):
+                return
+            self.made += 1
+            yield dict(items[start:start + size])
+            start += size
+
+    def __getitem__(self, key: str) -> object:
+        return self.members[key]
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+@given(st.dictionaries(st.text(max_size=6), values, max_size=8),
+       st.lists(st.integers(0, 4), min_size=1, max_size=4).filter(any))
+def test_a_chunked_dict_is_written_as_its_members_dict(members: dict[str, object],
+                                                       sizes: list[int]) -> None:
+    """A :class:`~mpieval.jsonwriter.ChunkedDict` at any depth (a run's tags at depth 2;
+    inside a value the standard library writes, or one made whole) gives the bytes of
+    the dict of its members, in pieces too; its members are walked once a write."""
+    def placed(chunked: object) -> list[object]:
+        return [chunked, {"m": {"kind": "k", "tags": chunked}}, [chunked, 1],
+                {"a": {"b": {"c": chunked}}}, {"a": {"b": {"c": {1: chunked}}}}]
+
+    for made, plain in zip(placed(Chunked(members, sizes)), placed(members), strict=True):
+        assert jsonwriter.dumps(made) == expected(plain)
+        assert b"".join(jsonwriter.pieces(made, size=5)).decode() == expected(plain) + "\n"
+    once = Chunked(members, sizes)
+    jsonwriter.dumps({"m": {"tags": once}})
+    assert once.walks == 1
+
+
+def test_a_chunked_dict_is_made_as_it_is_written() -> None:
+    """3,000 tag blocks in chunks of 100: the first piece of text is handed on after a few
+    chunks are made, not all 30 (the members are never all held at once)."""
+    tags = Chunked({f"t{i}": {"uauc": i / 7, "n": i, "ci95": {"uauc": None}}
+                    for i in range(3000)}, [100])
+    written = jsonwriter.pieces({"m": {"kind": "wuauc", "tags": tags}}, size=1000)
+    next(written)
+    assert 1 <= tags.made <= 2
+    rest = b"".join(written)
+    assert tags.made == 30 and rest.endswith(b"}\n")
 
 
 @pytest.mark.parametrize("obj", [

@@ -434,7 +434,8 @@ def _columns_read_as_their_blocks(columns: object, tags: list[str],
     its blocks: indexes, slices, lookups by tag, ``==``, and the JSON and log lines it
     writes from its columns are those of the blocks made one by one (chunks of 7 blocks:
     chunk edges everywhere). ``result_of``: the kind's result of blocks."""
-    from mpieval.tags import ColumnBlocks
+    from mpieval import jsonwriter
+    from mpieval.tags import ColumnBlocks, TagDicts, dicts_as_written
 
     assert isinstance(columns, ColumnBlocks)
     made = tuple(columns)
@@ -445,6 +446,14 @@ def _columns_read_as_their_blocks(columns: object, tags: list[str],
         assert same(tuple(columns)) == same(made)
         assert json.dumps(kept.to_dict()) == json.dumps(plain.to_dict())
         assert kept.to_log_line("m") == plain.to_log_line("m")
+        with dicts_as_written():  # (an output only written: each chunk made as written)
+            written, whole = kept.to_dict(), plain.to_dict()
+        assert isinstance(written["tags"], TagDicts) and type(whole["tags"]) is dict
+        assert jsonwriter.dumps({"m": written}) == json.dumps({"m": plain.to_dict()},
+                                                              indent=2, allow_nan=False)
+        tags_written = written["tags"]
+        assert len(tags_written) == len(tags) and list(tags_written) == list(tags)
+        assert json.dumps(tags_written[tags[9]]) == json.dumps(whole["tags"][tags[9]])
     assert len(columns) == len(tags) and kept.tags == tuple(tags)
     assert same(columns[-1]) == same(made[-1]) and same(columns[3:40:5]) == same(made[3:40:5])
     assert same(columns[10:20]) == same(made[10:20]) and columns[20:10] == ()
