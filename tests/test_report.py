@@ -861,6 +861,39 @@ def test_300_tags_fit_in_a_megabyte_and_12_figures(tmp_path, monkeypatch):
     assert rest == sorted(rest, reverse=True)
 
 
+def test_many_tags_list_the_largest_and_every_significant_one(tmp_path, monkeypatch):
+    """Past ``LISTED_TAGS`` tags, a metric's tables list the most rows first up to that
+    many (the drawn included), every tag where B differs at q < 0.05 wherever it comes,
+    and say how many are left out (a 60,000-tag page would be hundreds of MB)."""
+    from mpieval.report import tags as report_tags
+
+    path = eval_json(tmp_path, "tags300", ab_rows(30_000, 300, seed=4), "--metrics",
+                     "wuauc", "--tag", "tag", "--compare", "pred_b")
+    tags = json.load(open(path))["wuauc"]["tags"]
+    monkeypatch.setattr(report_tags, "LISTED_TAGS", 20)
+    monkeypatch.setattr(report_tags, "DRAWN_TAGS", 2)  # all and the most significant
+    page = report.render(report.load_runs([path]))
+    start = page.index('<section id="m-wuauc"')
+    opens = page.index("<details>", start)
+    cell = r'<td data-label="Tag" class=left>([^<]*)</td>'
+    drawn = re.findall(cell, page[start:opens])
+    others = re.findall(cell, page[opens:page.index("</details>", opens)])
+    by_rows = sorted(tags, key=lambda tag: (tag != "all", -tags[tag]["real_ins_num"], tag))
+    significant = {tag for tag, values in tags.items() if any(
+        (q := values["compare"].get(f"{field}_diff_q")) is not None and q < 0.05
+        for field in ("wuauc", "uauc", "logloss", "copc"))}
+    rest = [tag for tag in by_rows if tag not in drawn]
+    late = [tag for tag in rest[18:] if tag in significant]
+    assert len(drawn) == 2 and late  # (the data: a significant tag past the first 20)
+    assert others == rest[:18] + late
+    left = len(tags) - len(drawn) - len(others)
+    text = " ".join(section_text(page, "m-wuauc").split())
+    assert f"{left:,} more tags, none with more rows than these or a difference" in text
+    monkeypatch.setattr(report_tags, "LISTED_TAGS", 1000)
+    page = report.render(report.load_runs([path]))
+    assert "more tags, none" not in page
+
+
 def test_tables_stack_on_narrow_screens(compared_json):
     """Every table cell names its column (data-label), which the narrow-screen CSS shows
     beside the value when the table stacks; figures scale to the page's width."""

@@ -149,7 +149,10 @@ class Section:
                 raise ValueError(f"{where}: {field} is {value!r}, not a number or null")
         self._check_statistics(block, where)
 
-    def _check_statistics(self, block: dict[str, Any], where: str) -> None:
+    def _check_statistics(self, block: dict[str, Any], where: str, compared: bool = True
+                          ) -> None:
+        """The curves, intervals and, when ``compared``, the comparison of ``block``
+        (a location made only for the message: many tags)."""
         for field, what in self.curves.items():
             _check_points(block.get(field), what, f"{where}: {field}")
         intervals = block.get("ci95")
@@ -157,16 +160,16 @@ class Section:
             if not isinstance(intervals, dict):
                 raise ValueError(f"{where}: ci95 is not an object")
             for field, interval in intervals.items():
-                _check_pair(interval, f"{where}: ci95 of {field}")
-        compare = block.get("compare")
+                if not _is_pair(interval):
+                    raise _not_a_pair(interval, f"{where}: ci95 of {field}")
+        compare = block.get("compare") if compared else None
         if compare is not None:
             if not isinstance(compare, dict):
                 raise ValueError(f"{where}: compare is not an object")
             for field, value in compare.items():
-                if field.endswith("_ci95"):
-                    _check_pair(value, f"{where}: compare {field}")
-            self._check_statistics({k: v for k, v in compare.items() if k != "compare"},
-                                   f"{where}, compare")
+                if field.endswith("_ci95") and not _is_pair(value):
+                    raise _not_a_pair(value, f"{where}: compare {field}")
+            self._check_statistics(compare, f"{where}, compare", compared=False)
 
 
 def _check_points(points: Any, what: str, where: str) -> None:
@@ -180,7 +183,10 @@ def _check_points(points: Any, what: str, where: str) -> None:
         raise ValueError(f"{where} is not a list of {what}")
 
 
-def _check_pair(interval: Any, where: str) -> None:
-    if interval is not None and not (isinstance(interval, list) and len(interval) == 2
-                                     and all(v is None or is_number(v) for v in interval)):
-        raise ValueError(f"{where} is {interval!r}, not a [low, high] pair or null")
+def _is_pair(interval: Any) -> bool:
+    return interval is None or (isinstance(interval, list) and len(interval) == 2
+                                and all(v is None or is_number(v) for v in interval))
+
+
+def _not_a_pair(interval: Any, where: str) -> ValueError:
+    return ValueError(f"{where} is {interval!r}, not a [low, high] pair or null")

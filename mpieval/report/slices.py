@@ -29,7 +29,7 @@ from mpieval.report.html import (
 )
 from mpieval.report.runs import Run
 from mpieval.report.section import Section, SliceView
-from mpieval.report.tags import DRAWN_TAGS, differing, drawn_tags, tag_tables
+from mpieval.report.tags import DRAWN_TAGS, differing, drawn_tags, significant, tag_tables
 
 if TYPE_CHECKING:
     from mpieval.report.page import Model, Page
@@ -147,9 +147,12 @@ def section_html(page: Page, name: str, runs: Sequence[Run], section: Section) -
     for column, names in found.items():
         parts.append(f"<h4>By <code>{escape(column)}</code></h4>")
         parts.append(_figures(page, name, runs, section, view, column, names))
+        per_run = [{n: _values(view, block) for n, block in slices_of(run, name).items()}
+                   for run in runs]
         parts.append(tag_tables(names, names[:DRAWN_TAGS],
                                 lambda shown: _table(page, name, runs, section, view, shown),
-                                what="slices"))
+                                what="slices",
+                                kept=significant(per_run, [field for field, _ in view.fields])))
     parts.append("<p class=small>Each slice: the metric over the rows of that value (of that "
                  "pair of values for a cross), with its 95% interval; B \u2212 A: the paired "
                  "difference with its interval, p-value and q-value (Benjamini-Hochberg over "

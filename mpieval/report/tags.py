@@ -4,7 +4,7 @@ figure, every one in a table (those not drawn in one that opens on demand)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from mpieval.declaration import Kind
@@ -62,15 +62,46 @@ def best_q(tag: str, blocks: Sequence[Blocks], fields: Sequence[str]) -> float:
     return min([q for q in qs if is_number(q)], default=math.inf)
 
 
+def significant(blocks: Sequence[Blocks], fields: Iterable[str]) -> set[str]:
+    """The tags (or slices) of ``blocks`` (each a run's, by name) where B differs from A
+    at q < 0.05 in any of ``fields`` in some run: those the summary may name."""
+    names = [f"{field}_diff_q" for field in fields]
+    found = set()
+    for tags in blocks:
+        for tag, values in tags.items():
+            compare = values.get("compare")
+            if isinstance(compare, dict) and any(
+                    is_number(q := compare.get(name)) and q < Q_LEVEL for name in names):
+                found.add(tag)
+    return found
+
+
+LISTED_TAGS = 1000
+"""The tags (or slices) a metric's tables list at most, the drawn ones included, but for
+those where B differs at q < 0.05 (always listed): the most rows first. A run of 60,000
+tags would otherwise make a page of hundreds of MB that no browser opens; the others are
+in the run's JSON."""
+
+
 def tag_tables(tags: Sequence[str], drawn: Sequence[str],
-               table: Callable[[Sequence[str]], str], what: str = "tags") -> str:
+               table: Callable[[Sequence[str]], str], what: str = "tags",
+               kept: Collection[str] = ()) -> str:
     """The table of the drawn tags, and when there are more, the others in a table that
-    opens on demand. ``table(tags)`` makes one; ``what`` names them (tags, slices)."""
-    rest = [tag for tag in tags if tag not in drawn]
+    opens on demand: up to :data:`LISTED_TAGS` in all by rows (``tags``' order), and
+    ``kept`` (the significant ones: :func:`significant`) wherever they come; the count of
+    those left out. ``table(tags)`` makes one; ``what`` names them (tags, slices)."""
+    shown = set(drawn)
+    rest = [tag for tag in tags if tag not in shown]
     if not rest:
         return table(tags)
+    room = max(LISTED_TAGS - len(drawn), 0)
+    listed = rest[:room] + [tag for tag in rest[room:] if tag in kept]
+    left = len(rest) - len(listed)
+    more = (f"<p class=small>{left:,} more {what}, none with more rows than these or a "
+            f"difference at q &lt; {Q_LEVEL}, are not listed: they are in the JSON.</p>"
+            ) if left else ""
     return (table(drawn) + f"<details><summary>The other {len(rest):,} {what}, by rows"
-            f"</summary>{table(rest)}</details>")
+            f"</summary>{table(listed)}{more}</details>")
 
 
 def differing(label: str, blocks: dict[str, dict[str, Any]], fields: dict[str, str],

@@ -35,7 +35,14 @@ from mpieval.report.html import (
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
 from mpieval.report.section import Section, SliceView
-from mpieval.report.tags import DRAWN_TAGS, differing, drawn_tags, ordered_tags, tag_tables
+from mpieval.report.tags import (
+    DRAWN_TAGS,
+    differing,
+    drawn_tags,
+    ordered_tags,
+    significant,
+    tag_tables,
+)
 
 VALUES = ("ndcg", "recall", "mrr", "map", "hit_rate")
 NAMES = {"ndcg": "NDCG", "recall": "Recall", "mrr": "MRR", "map": "MAP", "hit_rate": "Hit rate"}
@@ -139,13 +146,15 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
                if not any("ci95" in values for values in block.get("tags", {}).values())]
     notes = [f"No intervals in {escape(', '.join(without))} {OLDER}."] if without else []
     tables = figures_html(page, name, runs, fields, tags)
+    kept = significant([block.get("tags", {}) for block in blocks], fields)
     tables += tag_tables(tags, tags[:DRAWN_TAGS],
-                         lambda shown: tag_table(page, name, runs, fields, shown))
+                         lambda shown: tag_table(page, name, runs, fields, shown), kept=kept)
     if any(isinstance(values.get("compare"), dict) for block in blocks
            for values in block.get("tags", {}).values()):
         tables += "<h3>B against A</h3>" + tag_tables(
             tags, tags[:DRAWN_TAGS],
-            lambda shown: difference_table(page, name, runs, fields, shown)) + COMPARED_NOTE
+            lambda shown: difference_table(page, name, runs, fields, shown),
+            kept=kept) + COMPARED_NOTE
     return tables + NOTE, notes
 
 

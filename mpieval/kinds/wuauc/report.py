@@ -29,7 +29,7 @@ from mpieval.report.html import (
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
 from mpieval.report.section import Flag, Section, SliceView
-from mpieval.report.tags import differing, drawn_tags, ordered_tags, tag_tables
+from mpieval.report.tags import differing, drawn_tags, ordered_tags, significant, tag_tables
 from mpieval.report.verdicts import Family
 
 TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
@@ -144,7 +144,8 @@ def section(page: Page, name: str, runs: Sequence[Run]) -> tuple[str, list[str]]
     parts = []
     if drawn:
         parts.append(_dots(page, name, models, tags, drawn, intervals=not without))
-    parts.append(tag_tables(tags, drawn, lambda shown: tag_table(page, name, shown, runs)))
+    parts.append(tag_tables(tags, drawn, lambda shown: tag_table(page, name, shown, runs),
+                            kept=significant(all_tags, NAMES)))
     if any(_too_few(values) for tb in all_tags for values in tb.values()):
         notes.append("Tags with too few valid users for an interval (fewer than the "
                      "statistics' minimum) are not drawn; the tables say so.")
