@@ -889,9 +889,10 @@ def test_many_tags_list_the_largest_and_every_significant_one(tmp_path, monkeypa
     left = len(tags) - len(drawn) - len(others)
     text = " ".join(section_text(page, "m-wuauc").split())
     assert f"{left:,} more tags, none with more rows than these or a difference" in text
+    assert "the tables list 20 of the 301, the largest, and every one where B" in text
     monkeypatch.setattr(report_tags, "LISTED_TAGS", 1000)
     page = report.render(report.load_runs([path]))
-    assert "more tags, none" not in page
+    assert "more tags, none" not in page and "every tag is in the tables" in page
 
 
 def test_tables_stack_on_narrow_screens(compared_json):

@@ -29,7 +29,14 @@ from mpieval.report.html import (
 )
 from mpieval.report.runs import Run
 from mpieval.report.section import Section, SliceView
-from mpieval.report.tags import DRAWN_TAGS, differing, drawn_tags, significant, tag_tables
+from mpieval.report.tags import (
+    DRAWN_TAGS,
+    differing,
+    drawn_tags,
+    significant,
+    tag_tables,
+    where_listed,
+)
 
 if TYPE_CHECKING:
     from mpieval.report.page import Model, Page
@@ -182,8 +189,8 @@ def _figures(page: Page, name: str, runs: Sequence[Run], section: Section, view:
                    "interval.")
         if len(drawn) < len(names) - len(small):
             caption += (f" {len(drawn)} of {len(names) - len(small)} measured slices drawn: "
-                        "the largest and the most significant differences; every slice is in "
-                        "the table.")
+                        "the largest and the most significant differences; "
+                        f"{where_listed(len(names), 'slices', 'the table')}.")
         if any(model.is_b for model, _ in models):
             caption += " Filled markers: model A; open markers: model B."
         out.append(page.figure(svg, caption + _small_text(small), wide=True))

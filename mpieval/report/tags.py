@@ -83,6 +83,21 @@ tags would otherwise make a page of hundreds of MB that no browser opens; the ot
 in the run's JSON."""
 
 
+def lists_all(count: int) -> bool:
+    """Whether a metric's tables list every one of ``count`` tags (:func:`tag_tables`)."""
+    return count <= LISTED_TAGS
+
+
+def where_listed(count: int, what: str = "tags", tables: str = "the tables") -> str:
+    """A caption's words for where ``count`` tags (or slices: ``what``) are listed: every
+    one, or past :data:`LISTED_TAGS` the largest and the significant ones
+    (:func:`tag_tables`)."""
+    if lists_all(count):
+        return f"every {what.removesuffix('s')} is in {tables}"
+    return (f"{tables} list {LISTED_TAGS:,} of the {count:,}, the largest, and every one "
+            "where B differs")
+
+
 def tag_tables(tags: Sequence[str], drawn: Sequence[str],
                table: Callable[[Sequence[str]], str], what: str = "tags",
                kept: Collection[str] = ()) -> str:

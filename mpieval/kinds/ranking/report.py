@@ -39,9 +39,11 @@ from mpieval.report.tags import (
     DRAWN_TAGS,
     differing,
     drawn_tags,
+    lists_all,
     ordered_tags,
     significant,
     tag_tables,
+    where_listed,
 )
 
 VALUES = ("ndcg", "recall", "mrr", "map", "hit_rate")
@@ -250,10 +252,11 @@ def figures_html(page: Page, name: str, runs: Sequence[Run], fields: Sequence[st
         if shares:
             caption += (f" Valid users of at most {recall.partition('@')[2]} rows, whose "
                         f"{_heading(recall)} is 1 whatever the ranking: " + ", ".join(shares)
-                        + " (every tag's share is in the table).")
+                        + (" (every tag's share is in the table)." if lists_all(len(tags))
+                           else " (each listed tag's share is in the table)."))
     if len(drawn) < len(tags):
         caption += (f" {len(drawn)} of {len(tags)} tags drawn: the largest by rows and "
-                    "the most significant differences; every tag is in the tables.")
+                    f"the most significant differences; {where_listed(len(tags))}.")
     if any(model.is_b for model in models):
         caption += " Filled markers: model A; open markers: model B, with its own interval."
     parts = [page.figure(svg, caption, wide=True)]

@@ -29,7 +29,14 @@ from mpieval.report.html import (
 from mpieval.report.page import Model, Page
 from mpieval.report.runs import Run
 from mpieval.report.section import Flag, Section, SliceView
-from mpieval.report.tags import differing, drawn_tags, ordered_tags, significant, tag_tables
+from mpieval.report.tags import (
+    differing,
+    drawn_tags,
+    ordered_tags,
+    significant,
+    tag_tables,
+    where_listed,
+)
 from mpieval.report.verdicts import Family
 
 TAG_FIELDS = ("wuauc", "uauc", "logloss", "copc")
@@ -179,7 +186,7 @@ def _dots(page: Page, name: str, models: Sequence[Model], tags: Sequence[str],
     caption += "; \"all\" covers every row."
     if len(drawn) < len(tags):
         caption += (f" {len(drawn)} of {len(tags)} tags drawn: the largest by rows and "
-                    "the most significant differences; every tag is in the tables.")
+                    f"the most significant differences; {where_listed(len(tags))}.")
     if any(m.is_b for m in models):
         caption += " Filled dots: model A; open diamonds: model B."
     return f"<div class=figures>{page.figure(svg, caption, wide=True)}</div>"
