@@ -359,6 +359,24 @@ def test_tags_keep_their_q_values_and_all_gains_one_over_slices() -> None:
             assert block["compare"]["wuauc_diff_q"] == alone_tags[tag]["compare"]["wuauc_diff_q"]
 
 
+def test_a_json_only_written_has_the_q_values_of_the_slices_tags() -> None:
+    """The command line's JSON made as it is written (``tags.dicts_as_written``: the
+    base's tags made a chunk at a time) keeps the slices' blocks whole, so that their
+    ``all`` tags gain their q-values over the slices: the bytes of the dicts made whole."""
+    from mpieval import jsonwriter
+    from mpieval.tags import TagDicts, dicts_as_written
+
+    rng = np.random.default_rng(5)
+    rows = data("wuauc", rng, 4000, compare=True)
+    result = silenced(sliced("wuauc", Comm.local(), [rows], compare=True, dims=("site",)))
+    whole = result.to_dict()
+    with dicts_as_written():
+        written = result.to_dict()
+    assert isinstance(written["tags"], TagDicts)
+    assert "wuauc_diff_q" in written["slices"]["site=0"]["tags"]["all"]["compare"]
+    assert jsonwriter.dumps(written) == json.dumps(whole, indent=2, allow_nan=False)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_small_slice_gives_its_rows_and_too_small(name: str) -> None:
     rng = np.random.default_rng(8)

@@ -1,5 +1,6 @@
 """The tags of a per-tag metric on a report page: sorted by rows, the few drawn in a
-figure, every one in a table (those not drawn in one that opens on demand)."""
+figure, the others in a table that opens on demand (past :data:`LISTED_TAGS`, the largest
+and every one where B differs, the rest counted: they are in the JSON)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def where_listed(count: int, what: str = "tags", tables: str = "the tables") -> 
     (:func:`tag_tables`)."""
     if lists_all(count):
         return f"every {what.removesuffix('s')} is in {tables}"
-    return (f"{tables} list {LISTED_TAGS:,} of the {count:,}, the largest, and every one "
+    verb = "list" if tables.endswith("s") else "lists"
+    return (f"{tables} {verb} {LISTED_TAGS:,} of the {count:,}, the largest, and every one "
             "where B differs")
 
 
