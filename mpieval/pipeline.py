@@ -172,9 +172,9 @@ def _output(specs: Sequence[MetricSpec], results: dict[str, Result], json_path: 
         raise _stdout_failed(error) from None
     if not (json_path or report_path or gate):
         return True
-    if report_path or gate:  # read after it is made: every tag's dict
+    if report_path:  # the report reads it as dicts: every tag's made
         data = Evaluator.to_dict(results)
-    else:  # only written: many tags' dicts made as they are written
+    else:  # written and gated: many tags' dicts made a chunk at a time as they are read
         with dicts_as_written():
             data = Evaluator.to_dict(results)
     if run is not None:

@@ -242,9 +242,16 @@ class ColumnBlocks(Sequence[B]):
         """Each block's ``to_dict()`` by tag, :data:`CHUNK` blocks in a dict at a time."""
         for start in range(0, len(self), self.CHUNK):
             stop = min(start + self.CHUNK, len(self))
-            made = (self._make_dicts(start, stop) if self._make_dicts is not None
-                    else [block.to_dict() for block in self._make_blocks(start, stop)])
-            yield dict(zip(self._block_tags[start:stop], made, strict=True))
+            yield dict(zip(self._block_tags[start:stop], self.chunk_dicts(start // self.CHUNK),
+                           strict=True))
+
+    def chunk_dicts(self, chunk: int) -> list[dict[str, Any]]:
+        """The ``to_dict()`` of the blocks of chunk ``chunk`` (:data:`CHUNK` blocks each)."""
+        start = chunk * self.CHUNK
+        stop = min(start + self.CHUNK, len(self))
+        if self._make_dicts is not None:
+            return self._make_dicts(start, stop)
+        return [block.to_dict() for block in self._make_blocks(start, stop)]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (tuple, ColumnBlocks)):
@@ -262,18 +269,29 @@ class TagDicts(ChunkedDict):
     """A many-tag result's ``tags`` as its JSON output writes them: each block's
     ``to_dict()`` by tag, made from the result's columns a chunk at a time as they are
     written (:class:`~mpieval.jsonwriter.ChunkedDict`), so that the output never holds
-    every tag's dicts (:func:`dicts_as_written`). Read-only; a member read by its tag
-    is made afresh."""
+    every tag's dicts (:func:`dicts_as_written`). Read-only: a member read by its tag
+    comes with the others of its chunk, the last chunk read held (a gate's walk over
+    every tag makes each chunk once)."""
 
     def __init__(self, blocks: ColumnBlocks[Any]) -> None:
         self._blocks = blocks
+        self._held: tuple[int, list[dict[str, Any]]] = (-1, [])  # the last chunk read
 
     def chunks(self) -> Iterator[dict[str, dict[str, Any]]]:
         return self._blocks.dict_chunks()
 
     def __getitem__(self, tag: str) -> dict[str, Any]:
-        made: dict[str, Any] = self._blocks[self._blocks.position(tag)].to_dict()
-        return made
+        chunk, offset = divmod(self._blocks.position(tag), self._blocks.CHUNK)
+        if self._held[0] != chunk:
+            self._held = (chunk, self._blocks.chunk_dicts(chunk))
+        return self._held[1][offset]
+
+    def __contains__(self, tag: object) -> bool:
+        try:
+            self._blocks.position(tag)  # type: ignore[arg-type]
+        except (KeyError, TypeError):
+            return False
+        return True
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._blocks.tags)
@@ -289,8 +307,9 @@ _AS_WRITTEN = contextvars.ContextVar("tags_as_written", default=False)
 def dicts_as_written() -> Iterator[None]:
     """Within it, a result of many tags (its blocks kept as columns) gives its ``tags`` in
     ``to_dict()`` as :class:`TagDicts`, made as the JSON writer reads them, not a dict of
-    every tag's dict: for an output that is only written (a run's ``--json``), whose
-    readers take a :class:`~mpieval.jsonwriter.ChunkedDict`."""
+    every tag's dict: for an output that is written and read but not changed (a run's
+    ``--json`` and ``--gate``), whose readers take a
+    :class:`~mpieval.jsonwriter.ChunkedDict` (any ``Mapping``)."""
     token = _AS_WRITTEN.set(True)
     try:
         yield

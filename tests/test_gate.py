@@ -4,6 +4,7 @@ rule form passing and failing, Benjamini-Hochberg across a ``*``, and bad rules.
 from __future__ import annotations
 
 import math
+import warnings
 from statistics import NormalDist
 
 import pytest
@@ -268,3 +269,47 @@ def test_gate_is_for_the_mpi_engine(tmp_path, capsys):
     status = cli.main(["eval", "--engine", "spark", "--gate", "r.toml", "x.tsv"])
     assert status == 2
     assert "mpieval: error: --gate: is for --engine mpi" in capsys.readouterr().err
+
+
+def test_a_many_tag_result_gated_as_it_is_written(tmp_path, monkeypatch):
+    """The command line gates a run whose tags are made a chunk at a time
+    (``tags.dicts_as_written``, chunks of 7 blocks here): the same checks, lines and
+    block as the dicts made whole, a walk over every tag making each chunk once, and a
+    path that misses named as ever."""
+    import numpy as np
+
+    from mpieval import Evaluator, UndefinedMetricWarning, WuaucMetric
+    from mpieval.tags import ColumnBlocks, TagDicts, dicts_as_written
+
+    monkeypatch.setattr(ColumnBlocks, "CHUNK", 7)
+    rng = np.random.default_rng(4)
+    n = 6000
+    pred = rng.beta(2, 8, n)
+    metric = WuaucMetric(compare="pred_b")
+    metric.update(rng.integers(0, 400, n), pred, (rng.random(n) < pred).astype(int),
+                  tag=rng.integers(0, 40, n), compare=np.clip(pred + rng.normal(0, .05, n),
+                                                              1e-6, 1 - 1e-6))
+    with warnings.catch_warnings():  # (tags of too few users: beside the point)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        results = {"user_ctr": metric.compute()}
+    whole = Evaluator.to_dict(results)
+    with dicts_as_written():
+        written = Evaluator.to_dict(results)
+    tags = written["user_ctr"]["tags"]
+    assert isinstance(tags, TagDicts) and "7" in tags and "no such tag" not in tags
+    made = []
+    real = ColumnBlocks.chunk_dicts
+    monkeypatch.setattr(ColumnBlocks, "chunk_dicts",
+                        lambda self, chunk: (made.append(chunk), real(self, chunk))[1])
+    text = ('[[rule]]\nvalue = "user_ctr.tags.*.wuauc"\nmin = 0.55\nundefined = "skip"\n'
+            '[[rule]]\nvalue = "user_ctr.tags.*.compare.wuauc_diff"\nmax_drop = 0.01\n'
+            'undefined = "skip"\n[[rule]]\nvalue = "user_ctr.tags.12.uauc"\nmin = 0.5\n')
+    got, want = verdict(text, written, tmp_path), verdict(text, whole, tmp_path)
+    assert got.lines() == want.lines() and got.to_dict() == want.to_dict()
+    chunks = -(-41 // 7)  # all and 40 tags, 7 a chunk
+    assert len(got.checks) == 1 + 2 * 41 and set(made) == set(range(chunks))
+    assert len(made) <= 2 * chunks + 1  # each chunk once a walk over every tag (2 walks)
+    missing = '[[rule]]\nvalue = "user_ctr.tags.nope.wuauc"\nmin = 0\n'
+    for results_given in (written, whole):
+        with pytest.raises(InputError, match=r"no key 'nope' in user_ctr\.tags; it has: all"):
+            verdict(missing, results_given, tmp_path)

@@ -157,3 +157,34 @@ def test_gate_of_a_file_that_is_not_a_run(tmp_path, ranks):
     assert f"mpieval: error: {bad}: is not an mpieval result" in proc.stderr
     proc, _ = launch(ranks, "gate", tmp_path / "missing.json", RULES)
     assert proc.returncode == 2 and "cannot read it" in proc.stderr
+
+
+@pytest.mark.parametrize("ranks", [ALONE, 2])
+def test_a_gate_over_every_tag_of_a_run_written_as_made(tmp_path, ranks):
+    """``eval --gate`` of a per-user run whose tags' JSON objects are made as they are
+    read (``tags.dicts_as_written``): the gate's lines and block are those of ``mpieval
+    gate`` over the saved JSON (its tags plain dicts)."""
+    rng = np.random.default_rng(9)
+    n = 20_000
+    pred = rng.beta(2, 8, n)
+    data = {"uid": rng.integers(0, 2_000, n), "tag": rng.integers(0, 60, n), "pred": pred,
+            "pred_b": np.clip(pred + rng.normal(0, 0.03, n), 1e-4, 1 - 1e-4),
+            "label": (rng.random(n) < pred).astype(np.int8)}
+    paths = shards(tmp_path, data, ["part-0.tsv", "part-1.parquet"])
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\nvalue = "user_ctr.tags.*.wuauc"\nmin = 0.6\n'
+                     'undefined = "skip"\n[[rule]]\nvalue = "user_ctr.tags.*.compare.'
+                     'wuauc_diff"\nmax_drop = 0.01\nundefined = "skip"\n')
+    config = tmp_path / "metrics.toml"
+    config.write_text('[metrics.user_ctr]\nkind = "wuauc"\nuid = "uid"\ntag = "tag"\n'
+                      'compare = "pred_b"\n')
+    out = tmp_path / "run.json"
+    proc, _ = launch(ranks, "eval", "--config", config, *paths, "--gate", rules, "--json",
+                     out, per_rank_status=True)
+    assert proc.returncode in (0, 3), proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("gate: ")]
+    saved = json.loads(out.read_text())
+    assert len(saved["gate"]["checks"]) == 2 * 61 and len(lines) == 2 * 61 + 1
+    again, _ = launch(ALONE, "gate", out, rules, per_rank_status=True)
+    assert again.returncode == proc.returncode
+    assert [line for line in again.stdout.splitlines() if line.startswith("gate: ")] == lines
