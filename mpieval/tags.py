@@ -410,6 +410,8 @@ class TagCodes:
         self._values: list[Any] = list(values)
         self._lookup: dict[Any, int] | None = None  # made when first asked (many tags)
         self._texts: TextCodes | None = None  # so too (text values)
+        self._ints: tuple[np.ndarray, np.ndarray] | None = None  # so too (int values)
+        self._not_ints = False  # a value not an integer of int64 seen: no _ints
         self._type: type | None = type(self._values[0]) if self._values else None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -427,18 +429,36 @@ class TagCodes:
             self._lookup = dict(zip(self._values, range(len(self._values)), strict=True))
         return self._lookup
 
-    def _looked_up(self, values: list[Any]) -> np.ndarray:
+    def _looked_up(self, values: list[Any] | np.ndarray) -> np.ndarray:
         """Each value's code (``int64``), -1 for one not seen: text values in the compiled
         table (:class:`~mpieval.kernels.codes.TextCodes`: many tags, a batch's values
-        without a dict look-up each), others in the dict."""
-        if values and self._type is not int:
+        without a dict look-up each), integers in the sorted values (:meth:`_int_index`:
+        16 bytes a value, not a dict's hundred), others in the dict."""
+        wanted = _int64s(values) if self._type is not str else None
+        if wanted is not None:
+            index = self._int_index()
+            if index is not None:
+                return _found(index, wanted)
+        if len(values) and self._type is not int:
             if self._texts is None:
                 self._texts = TextCodes.of_values(self._values)
-            codes = self._texts.codes(values)
+            codes = self._texts.codes(list(values))
             if codes is not None:
                 return codes
         return np.fromiter(map(self._index.get, values, itertools.repeat(-1)),
                            dtype=np.int64, count=len(values))
+
+    def _int_index(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The values sorted (``int64``) and each one's code, made when first asked and
+        kept as values are taken; None when some value is not an integer of int64."""
+        if self._ints is None:
+            values = None if self._type is str or self._not_ints else _int64s(self._values)
+            if values is None:  # (for good: values are only added)
+                self._not_ints = bool(self._values)
+                return None
+            order = np.argsort(values, kind="stable")
+            self._ints = values[order], order.astype(np.int64)
+        return self._ints
 
     @property
     def values(self) -> Sequence[Any]:
@@ -453,21 +473,44 @@ class TagCodes:
     def copy(self) -> TagCodes:
         return TagCodes(self._values)
 
+    def sent(self, start: int = 0) -> list[Any] | np.ndarray:
+        """The values from code ``start`` on as a collective sends them: integers as an
+        ``int64`` array (8 bytes a value rather than a Python int's 36, and pickled whole:
+        many tags), others as a list. :meth:`take` takes either."""
+        values = self._values[start:]
+        if self._type is int:
+            ints = _int64s(values)
+            if ints is not None:
+                return ints
+        return values
+
     def as_array(self) -> np.ndarray:
         """The values by code, as a state's array (int64 or str)."""
         return np.array(self._values, dtype=np.int64 if self._type is int else str)
 
-    def take(self, values: Iterable[Any]) -> None:
+    def take(self, values: Iterable[Any] | np.ndarray) -> None:
         """Give the values not seen yet the next codes, in order (many tags: no Python step
-        a value)."""
-        distinct = list(dict.fromkeys(values))
-        new = [distinct[i] for i in np.flatnonzero(self._looked_up(distinct) < 0).tolist()]
+        a value; integers, a list or an ``int64`` array, by numpy)."""
+        ints = _int64s(values) if self._type is not str and isinstance(
+            values, (list, tuple, np.ndarray)) else None
+        if ints is not None:
+            _, first = np.unique(ints, return_index=True)
+            distinct = ints[np.sort(first)]  # in order of first appearance
+            fresh = distinct[self._looked_up(distinct) < 0]
+            new = fresh.tolist()  # Python ints
+        else:
+            listed = list(dict.fromkeys(values))
+            new = [listed[i] for i in np.flatnonzero(self._looked_up(listed) < 0).tolist()]
         if new:
             start = len(self._values)
             if self._lookup is not None:
                 self._lookup.update(zip(new, range(start, start + len(new)), strict=True))
             if self._texts is not None:
                 self._texts.add_texts(new, start)
+            if self._ints is not None:
+                self._ints = _int_index_with(self._ints, fresh if ints is not None
+                                             else _int64s(new), start)
+                self._not_ints = self._ints is None
             self._values += new
             self._type = type(new[-1])
 
@@ -543,6 +586,51 @@ class TagCodes:
             return remap(inverse, lookup, out=out)
         coded: np.ndarray = lookup[inverse]
         return coded
+
+
+def _int64s(values: Any) -> np.ndarray | None:
+    """``values`` (a list of Python ints, or an integer array) as an ``int64`` array;
+    None for anything else (text, a bool, a float, an integer past int64)."""
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind == "i" or (values.dtype.kind == "u" and (
+                not len(values) or values.max() < 2**63)):
+            return values.astype(np.int64, copy=False).reshape(-1)
+        return None
+    if not len(values):
+        return np.empty(0, dtype=np.int64)
+    if type(values[0]) is not int:
+        return None
+    try:
+        array = np.asarray(values)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    # every element a Python int (not a bool, float or text), as numpy made an int array
+    if array.dtype.kind != "i" or array.ndim != 1 or set(map(type, values)) != {int}:
+        return None
+    return array.astype(np.int64, copy=False)
+
+
+def _found(index: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:
+    """The code of each of ``wanted`` among the sorted values of ``index`` (``int64``),
+    -1 for one not there."""
+    keys, codes = index
+    if not len(keys):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, codes[at], -1)
+
+
+def _int_index_with(index: tuple[np.ndarray, np.ndarray], new: np.ndarray | None,
+                    start: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``index`` with the values ``new`` (distinct, not in it) of codes ``start`` on, still
+    sorted (two sorted runs merged); None when they are not integers of int64."""
+    if new is None:
+        return None
+    order = np.argsort(new, kind="stable")
+    keys = np.concatenate((index[0], new[order]))
+    codes = np.concatenate((index[1], order.astype(np.int64) + start))
+    merged = np.argsort(keys, kind="stable")  # (timsort: two runs)
+    return keys[merged], codes[merged]
 
 
 def recoded(codes: np.ndarray, lookup: np.ndarray, no_tag: int = NO_TAG) -> np.ndarray:

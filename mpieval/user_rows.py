@@ -240,8 +240,7 @@ class UserRowsMetric(Metric):
             return
         tag_type = None if self._tags.type is None else self._tags.type.__name__
         dtypes = {name: dtype.str for name, dtype in rows.dtypes.items()}
-        views = comm.allgather((self._hashed, tag_type, dtypes,
-                                list(self._tags.values[moved.tags:])))
+        views = comm.allgather((self._hashed, tag_type, dtypes, self._tags.sent(moved.tags)))
         agreed = TagCodes(self._tags.values[: moved.tags])  # every rank's first tags, alike
         for view in views:  # then each rank's new values, in order
             agreed.take(view[3])
@@ -256,7 +255,9 @@ class UserRowsMetric(Metric):
             widest = np.result_type(*(np.dtype(view[2][name]) for view in views))
             if widest != rows.dtypes[name]:
                 rows.widen(name, widest)
-        recode = agreed.of(self._tags.values)
+        # the first moved.tags values are agreed's first, alike: only the new looked up
+        recode = np.concatenate((np.arange(moved.tags, dtype=TAG_DTYPE),
+                                 agreed.of(self._tags.values[moved.tags:])))
         hashed = any(view[0] for view in views) or bool(self.extra_keys)
         move_to_owners(comm, [rows, checks] if hashed else [rows], moved.count,
                        recode={"tag": (recode, NO_TAG)} if len(tags) > moved.tags else None,
@@ -327,7 +328,7 @@ class UserRowsMetric(Metric):
         dtypes = self._stored.dtypes
         pred32 = dtypes["pred"] == np.float32 and dtypes.get("compare", np.float32) == np.float32
         tag_type = None if self._tags.type is None else self._tags.type.__name__
-        views = comm.allgather((self._hashed, tag_type, pred32, self._tags.values))
+        views = comm.allgather((self._hashed, tag_type, pred32, self._tags.sent()))
         hashed = {v[0] for v in views if v[0] is not None}
         if len(hashed) > 1:
             raise InputError("uid", "integer uids on some ranks and strings on others")
@@ -336,8 +337,8 @@ class UserRowsMetric(Metric):
             raise InputError("tag", "integer tags on some ranks and strings on others")
         tags, local_to_global = _sorted_int_tags(
             [v[3] for v in views], self._tags.values) if tag_types == {"int"} else (None, None)
-        if tags is None:
-            tags = tuple(sorted({value for view in views for value in view[3]}))
+        if tags is None or local_to_global is None:
+            tags, local_to_global = _sorted_tags([_listed(v[3]) for v in views], comm.rank)
         if len(tags) > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")
         layout = UserLayout(
@@ -347,8 +348,6 @@ class UserRowsMetric(Metric):
         )
         # the agreed values' codes, kept for _global_tag_codes (many tags: made once)
         self._agreed_tags = TagCodes(tags)
-        if local_to_global is None:
-            local_to_global = self._agreed_tags.of(self._tags.values)
         return layout, local_to_global
 
     def _outgoing(
@@ -382,6 +381,32 @@ class UserRowsMetric(Metric):
         if len(codes) == 0 or codes.max() != NO_TAG:  # NO_TAG: the largest code
             return codes
         return np.where(codes == NO_TAG, TAG_DTYPE.type(len(layout.tags)), codes)
+
+
+def _listed(values: Sequence[Any] | np.ndarray) -> Sequence[Any]:
+    """A rank's tag values as sent (:meth:`~mpieval.tags.TagCodes.sent`) as Python values."""
+    listed: Sequence[Any] = values.tolist() if isinstance(values, np.ndarray) else values
+    return listed
+
+
+def _sorted_tags(every: Sequence[Sequence[Any]], mine: int
+                 ) -> tuple[tuple[Any, ...], np.ndarray]:
+    """The distinct tags of every rank (``every``: each rank's values, distinct on each)
+    sorted, and the index among them of each value of rank ``mine``: one stable sort of
+    every rank's values by position (many tags: no set, and no table of the sorted values
+    to look them up in), neighbours compared as arrays."""
+    joined = [value for values in every for value in values]
+    order = np.array(sorted(range(len(joined)), key=joined.__getitem__), dtype=np.int64)
+    ordered = np.empty(len(joined), dtype=object)
+    ordered[:] = joined
+    ordered = ordered[order]
+    first = np.ones(len(joined), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    index = np.empty(len(joined), dtype=np.int64)
+    index[order] = np.cumsum(first) - 1  # each value's place among the distinct ones
+    start = sum(len(values) for values in every[:mine])
+    return (tuple(ordered[first].tolist()),
+            index[start : start + len(every[mine])].astype(TAG_DTYPE))
 
 
 def _sorted_int_tags(every: Sequence[Sequence[int]], mine: Sequence[int]

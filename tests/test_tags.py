@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import mpieval
@@ -93,6 +93,36 @@ def test_tag_codes_number_values_in_order_of_arrival(batches, pickled):
         assert list(coding.values) == list(index)
     with pytest.raises(KeyError):
         coding.of(["never seen"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.tuples(
+    st.lists(st.one_of(st.integers(-5, 5), st.integers(-2**63, 2**63 - 1),
+                       st.sampled_from([2**63, -2**63 - 1, 2**70])), max_size=40),
+    st.booleans()), max_size=6), pickled=st.integers(0, 6))
+def test_integer_tags_coded_by_numpy_as_a_dict_numbers_them(batches, pickled):
+    """Integer values (kept sorted in arrays, not a dict: many tags) taken as lists or as
+    the ``int64`` arrays a collective sends (:meth:`TagCodes.sent`), values past int64
+    too (then the dict): coded in the order they first came, as a plain dict numbers
+    them; ``sent`` gives the values, an array while they fit int64."""
+    coding, index = TagCodes(), {}
+    for number, (batch, as_array) in enumerate(batches):
+        if number == pickled:
+            coding = pickle.loads(pickle.dumps(coding))
+        fits = all(-2**63 <= value < 2**63 for value in batch)
+        coding.take(np.array(batch, dtype=np.int64) if as_array and fits else batch)
+        for value in batch:
+            index.setdefault(value, len(index))
+        assert list(coding.values) == list(index)
+        assert all(type(value) is int for value in coding.values)
+        assert coding.of(batch).tolist() == [index[value] for value in batch]
+        sent, want = coding.sent(len(index) // 2), list(index)[len(index) // 2:]
+        assert list(sent) == want
+        assert isinstance(sent, np.ndarray) == (all(-2**63 <= v < 2**63 for v in want)
+                                                 and bool(want))
+    for unseen in (max(index, default=0) + 1, min(index, default=0) - 1, 2**80):
+        with pytest.raises(KeyError):
+            coding.of([unseen])
 
 
 def test_a_tag_coding_pickled_before_its_text_table_loads():
@@ -236,6 +266,25 @@ def test_integer_tags_agreed_by_numpy_are_the_sorted_set(ranks, mine) -> None:
     assert tags_ == tuple(sorted({value for rank in ranks for value in rank}))
     assert codes.dtype == TAG_DTYPE and codes.tolist() == TagCodes(tags_).of(own).tolist()
     assert _sorted_int_tags([*ranks, [2**64 - 1]], own) == (None, None)
+
+
+@given(st.lists(st.one_of(
+    st.lists(st.text(max_size=6), unique=True, max_size=30),
+    st.lists(st.integers(-2**70, 2**70), unique=True, max_size=30)),
+    min_size=1, max_size=4), st.integers(0, 3))
+def test_tags_agreed_by_one_sort_are_the_sorted_set(ranks, mine) -> None:
+    """Every rank's tags (text, or integers past int64: each rank's distinct, of one type)
+    sorted once by position (``_sorted_tags``) are the sorted set of them, and each of a
+    rank's values is coded by its index there, as ``TagCodes(tags).of`` codes it."""
+    from mpieval.user_rows import _sorted_tags
+
+    kinds = {type(rank[0]) for rank in ranks if rank}
+    assume(len(kinds) <= 1)
+    at = mine % len(ranks)
+    tags_, codes = _sorted_tags(ranks, at)
+    assert tags_ == tuple(sorted({value for rank in ranks for value in rank}))
+    assert codes.dtype == TAG_DTYPE
+    assert codes.tolist() == TagCodes(tags_).of(ranks[at]).tolist()
 
 
 @given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=12), max_size=5))
