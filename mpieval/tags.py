@@ -434,12 +434,14 @@ class TagCodes:
         table (:class:`~mpieval.kernels.codes.TextCodes`: many tags, a batch's values
         without a dict look-up each), integers in the sorted values (:meth:`_int_index`:
         16 bytes a value, not a dict's hundred), others in the dict."""
+        if not len(values):  # (no table made for none)
+            return np.empty(0, dtype=np.int64)
         wanted = _int64s(values) if self._type is not str else None
         if wanted is not None:
             index = self._int_index()
             if index is not None:
                 return _found(index, wanted)
-        if len(values) and self._type is not int:
+        if self._type is not int:
             if self._texts is None:
                 self._texts = TextCodes.of_values(self._values)
             codes = self._texts.codes(list(values))

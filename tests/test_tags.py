@@ -298,3 +298,16 @@ def test_codes_of_batches_take_the_new_values_as_take_then_of(batches) -> None:
         plain.take(batch)
         assert got.tolist() == plain.of(batch).tolist() and got.dtype == TAG_DTYPE
         assert list(fast.values) == list(plain.values)
+
+
+def test_looking_up_no_value_makes_no_table(monkeypatch) -> None:
+    """A move with no tag new here looks up none (``of([])``): no dict or table of the
+    run's values is made for it (many tags: each move would make one)."""
+    def made(self):
+        raise AssertionError("a table of the values made for no value")
+
+    monkeypatch.setattr(TagCodes, "_index", property(made))
+    monkeypatch.setattr(tags.TextCodes, "of_values", classmethod(made))
+    for values in (["a", "b"], [1, 2], [2**70]):
+        assert TagCodes(values).of([]).tolist() == []
+        TagCodes(values).take([])
