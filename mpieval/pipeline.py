@@ -560,9 +560,10 @@ def print_results(specs: Sequence[MetricSpec], results: dict[str, Result],
     """The Abacus log lines, one per metric (per tag for wuauc), on stdout."""
     out = stream or sys.stdout
     for spec in specs:
-        lines = results[spec.name].to_log_line(spec.log_prefix).splitlines()
-        if lines:  # one write (many tags: a line a tag)
-            out.write("\n".join(lines) + "\n")
+        text = results[spec.name].to_log_line(spec.log_prefix)
+        if text:  # its lines as made, in one write (many tags: no list of a line a tag)
+            out.write(text)
+            out.write("\n")
     out.flush()
 
 
