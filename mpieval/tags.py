@@ -310,11 +310,8 @@ def dicts_as_written() -> Iterator[None]:
     every tag's dict: for an output that is written and read but not changed (a run's
     ``--json`` and ``--gate``), whose readers take a
     :class:`~mpieval.jsonwriter.ChunkedDict` (any ``Mapping``)."""
-    token = _AS_WRITTEN.set(True)
-    try:
+    with _written_as(True):
         yield
-    finally:
-        _AS_WRITTEN.reset(token)
 
 
 @contextmanager
@@ -322,7 +319,13 @@ def dicts_made() -> Iterator[None]:
     """Within it, ``to_dict()`` gives every tag's dict as ever (a part of an output that
     is read or changed after it is made, as a slice's blocks: :func:`dicts_as_written`
     off)."""
-    token = _AS_WRITTEN.set(False)
+    with _written_as(False):
+        yield
+
+
+@contextmanager
+def _written_as(lazily: bool) -> Iterator[None]:
+    token = _AS_WRITTEN.set(lazily)
     try:
         yield
     finally:

@@ -338,7 +338,7 @@ class UserRowsMetric(Metric):
         tags, local_to_global = _sorted_int_tags(
             [v[3] for v in views], self._tags.values) if tag_types == {"int"} else (None, None)
         if (tags is None or local_to_global is None) and len(views) == 1:
-            tags, local_to_global = _sorted_tags([_listed(views[0][3])], 0)
+            tags, local_to_global = _sorted_alone(self._tags.values)
         elif tags is None or local_to_global is None:  # (the ranks' values overlap)
             tags = tuple(sorted({value for view in views for value in _listed(view[3])}))
         if len(tags) > MAX_TAGS:
@@ -393,26 +393,16 @@ def _listed(values: Sequence[Any] | np.ndarray) -> Sequence[Any]:
     return listed
 
 
-def _sorted_tags(every: Sequence[Sequence[Any]], mine: int
-                 ) -> tuple[tuple[Any, ...], np.ndarray]:
-    """The distinct tags of every rank (``every``: each rank's values, distinct on each)
-    sorted, and the index among them of each value of rank ``mine``: one stable sort of
-    every rank's values by position (many tags: no set, and no table of the sorted values
-    to look them up in), neighbours compared as arrays. A rank alone: where the ranks'
-    values overlap, a set of them and a sort of the distinct ones cost less (4 ranks'
-    million tags: the sort of every rank's values took a rank 1.8 s more CPU)."""
-    joined = [value for values in every for value in values]
-    order = np.array(sorted(range(len(joined)), key=joined.__getitem__), dtype=np.int64)
-    ordered = np.empty(len(joined), dtype=object)
-    ordered[:] = joined
-    ordered = ordered[order]
-    first = np.ones(len(joined), dtype=bool)
-    first[1:] = ordered[1:] != ordered[:-1]
-    index = np.empty(len(joined), dtype=np.int64)
-    index[order] = np.cumsum(first) - 1  # each value's place among the distinct ones
-    start = sum(len(values) for values in every[:mine])
-    return (tuple(ordered[first].tolist()),
-            index[start : start + len(every[mine])].astype(TAG_DTYPE))
+def _sorted_alone(values: Sequence[Any]) -> tuple[tuple[Any, ...], np.ndarray]:
+    """A rank alone's tags (``values``: distinct, by code) sorted, and each code's index
+    among them: one sort of their positions (many tags: no set, and no table of the sorted
+    values to look them up in). Several ranks, whose values overlap, take a set of them
+    and a sort of the distinct ones (4 ranks' million tags: one sort of every rank's
+    values took a rank 1.8 s more CPU)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    codes = np.empty(len(values), dtype=TAG_DTYPE)
+    codes[order] = np.arange(len(values), dtype=TAG_DTYPE)
+    return tuple(values[i] for i in order), codes
 
 
 def _sorted_int_tags(every: Sequence[Sequence[int]], mine: Sequence[int]

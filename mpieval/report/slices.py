@@ -32,6 +32,7 @@ from mpieval.report.section import Section, SliceView
 from mpieval.report.tags import (
     DRAWN_TAGS,
     differing,
+    differs,
     drawn_tags,
     significant,
     tag_tables,
@@ -130,9 +131,9 @@ def _count_differing(view: SliceView, slices: dict[str, dict[str, Any]]) -> str:
                 if isinstance(block.get("compare"), dict)]
     if not compared:
         return ""
-    differs = sum(1 for c in compared if any(
-        is_number(q := c.get(f"{field}_diff_q")) and q < Q_LEVEL for field, _ in view.fields))
-    return f"; B differs at q &lt; {Q_LEVEL} in {differs} of {len(compared)} measured"
+    fields = [field for field, _ in view.fields]
+    count = sum(1 for c in compared if differs(c, fields))
+    return f"; B differs at q &lt; {Q_LEVEL} in {count} of {len(compared)} measured"
 
 
 # -- the section -------------------------------------------------------------------------
@@ -151,15 +152,16 @@ def section_html(page: Page, name: str, runs: Sequence[Run], section: Section) -
                      "slices: " + ", ".join(escape(n) for names in found.values()
                                              for n in names) + ".</p>")
         return "".join(parts)
+    # each run's slices' value blocks, and those where B differs: read once for every column
+    per_run = [{n: _values(view, block) for n, block in slices_of(run, name).items()}
+               for run in runs]
+    kept = significant(per_run, [field for field, _ in view.fields])
     for column, names in found.items():
         parts.append(f"<h4>By <code>{escape(column)}</code></h4>")
-        parts.append(_figures(page, name, runs, section, view, column, names))
-        per_run = [{n: _values(view, block) for n, block in slices_of(run, name).items()}
-                   for run in runs]
+        parts.append(_figures(page, name, runs, section, view, column, names, per_run))
         parts.append(tag_tables(names, names[:DRAWN_TAGS],
                                 lambda shown: _table(page, name, runs, section, view, shown),
-                                what="slices",
-                                kept=significant(per_run, [field for field, _ in view.fields])))
+                                what="slices", kept=kept))
     parts.append("<p class=small>Each slice: the metric over the rows of that value (of that "
                  "pair of values for a cross), with its 95% interval; B \u2212 A: the paired "
                  "difference with its interval, p-value and q-value (Benjamini-Hochberg over "
@@ -168,12 +170,12 @@ def section_html(page: Page, name: str, runs: Sequence[Run], section: Section) -
 
 
 def _figures(page: Page, name: str, runs: Sequence[Run], section: Section, view: SliceView,
-             column: str, names: Sequence[str]) -> str:
+             column: str, names: Sequence[str], per_run: Sequence[dict[str, dict[str, Any]]]
+             ) -> str:
     """The dot plot of the headline value per slice (each model with its interval) and,
-    with --compare, the forest plot of B - A of it; too small slices named, not drawn."""
+    with --compare, the forest plot of B - A of it; too small slices named, not drawn.
+    ``per_run``: each run's slices' value blocks (:func:`_values`)."""
     field, what = view.fields[0]
-    per_run = [{n: _values(view, block) for n, block in slices_of(run, name).items()}
-               for run in runs]
     drawn = drawn_tags(names, per_run, [field], lambda values: field not in values)
     small = [n for n in names if all(too_small(slices_of(run, name).get(n))
                                      for run in runs if n in slices_of(run, name))]

@@ -63,16 +63,20 @@ def best_q(tag: str, blocks: Sequence[Blocks], fields: Sequence[str]) -> float:
     return min([q for q in qs if is_number(q)], default=math.inf)
 
 
-def significant(blocks: Sequence[Blocks], fields: Iterable[str]) -> set[str]:
+def differs(compare: dict[str, Any], fields: Iterable[str]) -> bool:
+    """Whether a compare block has a q-value below 0.05 for any of ``fields``."""
+    return any(is_number(q := compare.get(f"{field}_diff_q")) and q < Q_LEVEL
+               for field in fields)
+
+
+def significant(blocks: Sequence[Blocks], fields: Collection[str]) -> set[str]:
     """The tags (or slices) of ``blocks`` (each a run's, by name) where B differs from A
     at q < 0.05 in any of ``fields`` in some run: those the summary may name."""
-    names = [f"{field}_diff_q" for field in fields]
     found = set()
     for tags in blocks:
         for tag, values in tags.items():
             compare = values.get("compare")
-            if isinstance(compare, dict) and any(
-                    is_number(q := compare.get(name)) and q < Q_LEVEL for name in names):
+            if isinstance(compare, dict) and differs(compare, fields):
                 found.add(tag)
     return found
 

@@ -303,6 +303,7 @@ class WuaucMetric(UserRowsMetric):
                 for metric, one, (blocks, held)
                 in zip(chosen, names, blocks_of_many(names, joined, compare), strict=True)]
 
+
 def _check_weight_total(rows: float) -> None:
     """The weighted rows of every batch and rank (a batch's own are checked as it comes)
     fit in float64; else an :class:`InputError` of ``weight``, raised alike on every rank
