@@ -413,7 +413,8 @@ def run_merge(args: argparse.Namespace, comm: Comm,
 def _tune_memory(argv: Sequence[str] | None) -> None:
     """In the command's own process, before MPI starts: an ``eval`` of a per-user kind (its
     rows kept until compute) has glibc map large blocks and keep the smaller ones it frees
-    (:func:`mpieval.memory.map_large_blocks`). Before MPI's start, not after it: set after
+    (:func:`mpieval.memory.map_large_blocks`), and numpy ask for no transparent huge pages
+    (:func:`mpieval.memory.no_huge_pages`). Before MPI's start, not after it: set after
     it, the kept blocks left a 2-rank ``pn`` run nearly as slow as without them (the
     benchmarks page). The command line is read quietly here; its errors are reported once
     MPI has started, by rank 0."""
@@ -426,6 +427,7 @@ def _tune_memory(argv: Sequence[str] | None) -> None:
     if args.command == "eval" and args.engine != "spark" and any(
             KINDS[name].ids for name in kinds_asked(args) if name in KINDS):
         memory.map_large_blocks()  # a per-user kind keeps its rows until compute
+        memory.no_huge_pages()
 
 
 def _eval_in(args: argparse.Namespace, comm: Comm,

@@ -1,10 +1,13 @@
-"""glibc's allocator tuned for a run of the command: large blocks mapped on their own, the
-heap given back before compute. glibc only (found in the process through ``ctypes``);
-elsewhere every function here does nothing."""
+"""The memory of a run of the command tuned: glibc's allocator maps large blocks on their
+own and gives its heap back before compute (glibc only, found in the process through
+``ctypes``; elsewhere those functions do nothing), and numpy asks for no transparent huge
+pages (:func:`no_huge_pages`)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+from collections.abc import Callable, Mapping
 
 _M_TRIM_THRESHOLD = -1  # glibc's <malloc.h>
 _M_MMAP_THRESHOLD = -3
@@ -34,6 +37,41 @@ def map_large_blocks() -> None:
     otherwise map and zero anew each time (the benchmarks page has the figures)."""
     _glibc("mallopt", _M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     _glibc("mallopt", _M_TRIM_THRESHOLD, KEPT_FREE)
+
+
+def no_huge_pages(environ: Mapping[str, str] | None = None) -> bool:
+    """Have numpy no longer ask the kernel for transparent huge pages for its large arrays
+    (``madvise(MADV_HUGEPAGE)``, which numpy does for every array of 4 MiB or more where
+    the kernel leaves huge pages to the asking: ``madvise`` in
+    ``/sys/kernel/mm/transparent_hugepage/enabled``), unless ``NUMPY_MADVISE_HUGEPAGE``,
+    numpy's own setting, is set. Each huge page is zeroed whole at its first touch; a
+    per-user run touches fresh memory throughout (its kept rows, the moves' buffers, the
+    compute's arrays), and on the benchmark machine, a virtual one, that zeroing cost a
+    per-user run a fifth of its time (the benchmarks page has the figures). For the
+    command's own process (:func:`mpieval.cli.main`): a trainer's numpy is its own.
+    Returns whether numpy's setting was changed."""
+    names = os.environ if environ is None else environ
+    if "NUMPY_MADVISE_HUGEPAGE" in names:
+        return False
+    setter = _numpy_hugepage_setter()
+    if setter is None:
+        return False
+    setter(False)
+    return True
+
+
+def _numpy_hugepage_setter() -> Callable[[bool], bool] | None:
+    """numpy's ``_set_madvise_hugepage`` (``numpy._core.multiarray`` from numpy 2,
+    ``numpy.core.multiarray`` before), which returns the previous setting; None where
+    numpy has none."""
+    import numpy as np
+
+    for module in ("_core", "core"):
+        found = getattr(getattr(np, module, None), "multiarray", None)
+        setter = getattr(found, "_set_madvise_hugepage", None)
+        if setter is not None:
+            return setter  # type: ignore[no-any-return]
+    return None
 
 
 def trim_heap() -> None:

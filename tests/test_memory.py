@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,12 +111,14 @@ def test_map_large_blocks_keeps_freed_heap_memory_until_trim_heap():
 def test_the_command_tunes_glibc_before_mpi_starts_for_a_per_user_eval_only(
         monkeypatch, capsys):
     """The command reads its line quietly before MPI starts: an eval of a per-user kind
-    tunes glibc; an eval of auc alone, another command, a line that does not parse (its
-    error is reported later, by rank 0) and --help do not, and nothing is printed."""
+    tunes glibc and numpy's huge pages; an eval of auc alone, another command, a line
+    that does not parse (its error is reported later, by rank 0) and --help do not, and
+    nothing is printed."""
     from mpieval import cli
 
     calls: list[int] = []
     monkeypatch.setattr(memory, "map_large_blocks", lambda: calls.append(1))
+    monkeypatch.setattr(memory, "no_huge_pages", lambda: calls.append(2))
     for argv, tuned in [(["eval", "--metrics", "auc,pn", "--uid", "u", "f.tsv"], True),
                         (["eval", "--metrics", "wuauc", "--uid", "u", "f.tsv"], True),
                         (["eval", "--metrics", "auc", "f.tsv"], False),
@@ -124,5 +127,65 @@ def test_the_command_tunes_glibc_before_mpi_starts_for_a_per_user_eval_only(
                         (["eval", "--no-such-flag"], False), (["--help"], False)]:
         calls.clear()
         cli._tune_memory(argv)
-        assert calls == ([1] if tuned else []), argv
+        assert calls == ([1, 2] if tuned else []), argv
     assert capsys.readouterr() == ("", "")
+
+
+# In a fresh process: a 64 MiB array touched page by page, and the huge pages the kernel
+# gave the mappings that hold it (/proc/self/smaps' AnonHugePages, kB), with numpy's
+# default and after no_huge_pages(); and numpy's setting then (its setter returns it).
+_HUGE_PROBE = """
+import sys
+import numpy as np
+from mpieval import memory
+
+if sys.argv[1] == "tuned":
+    print(memory.no_huge_pages())
+array = np.empty(64 << 20, np.uint8)
+array[::4096] = 1
+first = array.__array_interface__["data"][0]
+end = first + array.nbytes
+huge = 0  # over every mapping of the array (numpy's advice splits its mapping)
+with open("/proc/self/smaps") as smaps:
+    for line in smaps:
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            low, high = (int(x, 16) for x in head.split("-"))
+            inside = low < end and first < high
+        elif inside and head == "AnonHugePages:":
+            huge += int(line.split()[1])
+print(huge)
+setter = memory._numpy_hugepage_setter()
+print(setter(False))
+"""
+
+
+def _thp_left_to_madvise() -> bool:
+    try:
+        return "[madvise]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return False
+
+
+def test_no_huge_pages_leaves_numpy_setting_alone_when_numpy_madvise_hugepage_is_set():
+    assert memory.no_huge_pages({"NUMPY_MADVISE_HUGEPAGE": "1"}) is False
+    run = subprocess.run([sys.executable, "-c", _HUGE_PROBE, "tuned"], check=True,
+                         capture_output=True, text=True,
+                         env={**os.environ, "NUMPY_MADVISE_HUGEPAGE": "1"})
+    tuned, _, setting = run.stdout.split()
+    assert (tuned, setting) == ("False", "True")
+
+
+@pytest.mark.skipif(not _thp_left_to_madvise(),
+                    reason="the kernel gives huge pages to every array, or none")
+def test_no_huge_pages_leaves_numpy_arrays_on_small_pages():
+    env = {name: value for name, value in os.environ.items()
+           if name != "NUMPY_MADVISE_HUGEPAGE"}
+    found = {how: subprocess.run([sys.executable, "-c", _HUGE_PROBE, how], check=True,
+                                 capture_output=True, text=True, env=env).stdout.split()
+             for how in ("default", "tuned")}
+    huge, setting = found["default"]
+    assert setting == "True"  # numpy asks for huge pages by default
+    if huge == "0":
+        pytest.skip("the kernel gave numpy's array no huge page (none free)")
+    assert found["tuned"] == ["True", "0", "False"]
