@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench_scale.py weak --repeats 5     # 2 ranks on 2x vs 2 runs of 1x
     .venv/bin/python scripts/bench_scale.py weak --metrics pn --builds OLD/mpieval NEW/mpieval
     .venv/bin/python scripts/bench_scale.py heavy --repeats 5    # one 10%-user vs 100 users
+    .venv/bin/python scripts/bench_scale.py pages --ranks 1 2    # numpy's huge pages or not
 
 Data (generated once under ``bench-data/scale/``, which git ignores): Parquet files of
 ``uid, pred, label, tag`` in row groups of 500,000 rows: many light users (uniform over
@@ -22,7 +23,11 @@ medians of ``--repeats``, alternating. ``heavy``: ``mpiexec -n 4`` on each, alte
 the wall time, and the CPU time of the busiest rank (user + system; a rank that waits
 for the others sleeps, so on a machine with a core a rank the job takes about as long
 as its busiest rank, while an oversubscribed machine lets the waiting ranks' cores work
-for the busy one and hides part of its wait from the wall time).
+for the busy one and hides part of its wait from the wall time). ``pages``: at each number
+of ranks (on as many files), the command as it runs (numpy asks for no transparent huge
+pages: ``mpieval.memory.no_huge_pages``) against the same with numpy's default
+(``NUMPY_MADVISE_HUGEPAGE=1``), alternating: the wall time and the CPU time of every rank
+(user and system apart), medians of ``--repeats`` and the ratio pair by pair.
 """
 
 from __future__ import annotations
@@ -120,6 +125,50 @@ def run_timed(ranks: int, path: Path, metrics: str
     return wall, peaks, cpu, data
 
 
+def run_with(ranks: int, paths: list[Path], metrics: str, environ: dict[str, str]
+             ) -> tuple[float, float, float]:
+    """Wall seconds, and the user and system CPU seconds of every rank summed, of one run
+    on ``paths`` with ``environ`` added to the environment."""
+    with tempfile.TemporaryDirectory() as scratch:
+        timed = 'exec /usr/bin/time -f "%U %S" -o "$0/cpu.${PMI_RANK:-0}" "$@"'
+        command = [MPIEXEC, "-n", str(ranks), "sh", "-c", timed, scratch, MPIEVAL, "eval",
+                   *metric_args(metrics), *map(str, paths)]
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, **environ})
+        wall = time.perf_counter() - start
+        user = system = 0.0
+        for rank in range(ranks):
+            with open(os.path.join(scratch, f"cpu.{rank}")) as figures:
+                one, two = figures.read().split()[-2:]
+            user, system = user + float(one), system + float(two)
+    return wall, user, system
+
+
+def pages(args: argparse.Namespace) -> None:
+    if os.environ.get("NUMPY_MADVISE_HUGEPAGE") is not None:
+        raise SystemExit("pages: run it with NUMPY_MADVISE_HUGEPAGE unset")
+    suffixes = ("", "b", "c", "d")[: max(args.ranks)]
+    files = [generate(DATA / f"rows{args.rows}{suffix}.parquet", args.rows, args.users, seed)
+             for seed, suffix in enumerate(suffixes, start=1)]
+    settings = {"no huge pages": {}, "numpy's default": {"NUMPY_MADVISE_HUGEPAGE": "1"}}
+    for ranks in args.ranks:
+        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in settings}
+        for _ in range(args.repeats):
+            for name, environ in settings.items():
+                runs[name].append(run_with(ranks, files[:ranks], args.metrics, environ))
+        print(f"{args.metrics}, {ranks} rank(s) on {ranks} file(s) of {args.rows:,} rows, "
+              f"medians of {args.repeats}; load {os.getloadavg()}")
+        for name, figures in runs.items():
+            wall, user, system = (statistics.median(column)
+                                  for column in zip(*figures, strict=True))
+            print(f"  {name:16s} wall {wall:6.2f} s  user {user:6.2f} s  system "
+                  f"{system:5.2f} s (every rank)")
+        ratios = [a[0] / b[0] for a, b in zip(*runs.values(), strict=True)]
+        print(f"  wall, no huge pages / numpy's default: median {statistics.median(ratios):.3f}"
+              f" (each {' '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+
+
 def memory(args: argparse.Namespace) -> None:
     path = generate(DATA / f"rows{args.rows}.parquet", args.rows, args.users, 1)
     print(f"{path}: {args.rows:,} rows; --metrics {args.metrics}; load {os.getloadavg()}")
@@ -190,7 +239,7 @@ def heavy(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["memory", "weak", "heavy"])
+    parser.add_argument("what", choices=["memory", "weak", "heavy", "pages"])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--users", type=int, default=2_000_000)
     parser.add_argument("--metrics", default="auc,wuauc")
@@ -200,7 +249,7 @@ def main() -> None:
     parser.add_argument("--builds", nargs="+", metavar="MPIEVAL",
                         help="weak: these mpieval commands in turn within each repeat")
     args = parser.parse_args()
-    {"memory": memory, "weak": weak, "heavy": heavy}[args.what](args)
+    {"memory": memory, "weak": weak, "heavy": heavy, "pages": pages}[args.what](args)
 
 
 if __name__ == "__main__":
