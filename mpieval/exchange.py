@@ -28,6 +28,7 @@ from mpieval.errors import UidCollisionError
 from mpieval.kernels.codes import remap
 from mpieval.kernels.keys import owner_of
 from mpieval.kernels.moves import MAX_RANKS, owners, split_columns
+from mpieval.kernels.sort import radix_sort
 from mpieval.keys import KEY_DTYPE
 from mpieval.rows import RowBuffer
 
@@ -131,11 +132,20 @@ def group_rows(
     *,
     checks: np.ndarray | None = None,
     field: str = "uid",
+    stable: bool = True,
 ) -> UserRows:
-    """Local: the rows sorted by key (stable). ``checks`` must be constant within each key,
-    else :class:`UidCollisionError`."""
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
+    """Local: the rows sorted by key (stable; ``stable=False``: the rows of a key in some
+    order, the same for the same input, by one radix sort of uint64 keys:
+    :func:`mpieval.kernels.sort.radix_sort`). ``checks`` must be constant within each
+    key, else :class:`UidCollisionError`."""
+    if stable or keys.dtype != np.uint64 or len(keys) >= 2**32:
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+    else:
+        sorted_keys = keys.copy()
+        order = np.arange(len(keys), dtype=np.uint32)
+        radix_sort(sorted_keys, order, np.empty_like(sorted_keys), np.empty_like(order),
+                   len(keys))
     if checks is not None:
         collision = _collision(field, sorted_keys, checks[order])
         if collision is not None:

@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sharding import my_rows
 
 from mpieval.comm import Comm
@@ -28,6 +30,27 @@ def test_group_rows_makes_users_contiguous_in_arrival_order() -> None:
     assert rows.counts.tolist() == [2, 3, 1]
     empty = group_rows(np.zeros(0, np.uint64), {"row": np.zeros(0)})
     assert empty.starts.tolist() == [0] and empty.n_users == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=300))
+def test_group_rows_unstable_holds_each_key_s_rows(keys) -> None:
+    """``stable=False`` (one radix sort): the keys sorted, each key's rows those of the
+    stable sort in some order, the checks' collisions found alike."""
+    keys = np.array(keys, dtype=np.uint64)
+    row = np.arange(len(keys))
+    stable = group_rows(keys, {"row": row}, checks=keys // 3)
+    found = group_rows(keys, {"row": row}, checks=keys // 3, stable=False)
+    assert np.array_equal(found.keys, stable.keys)
+    assert np.array_equal(found.starts, stable.starts)
+    for start, stop in zip(stable.starts[:-1], stable.starts[1:], strict=True):
+        assert sorted(found.columns["row"][start:stop]) == list(stable.columns["row"][start:stop])
+    if len(keys):
+        checks = keys // 3
+        checks[-1] += 1  # a key of several rows with another check: a collision
+        if (keys == keys[-1]).sum() > 1:
+            with pytest.raises(UidCollisionError):
+                group_rows(keys, {}, checks=checks, stable=False)
 
 
 def test_group_rows_detects_a_key_collision() -> None:

@@ -21,7 +21,7 @@ from test_cli import run, write
 from mpieval import RankingMetric
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
-from mpieval.kinds.ranking.kernels import group_values, value_names
+from mpieval.kinds.ranking.kernels import descending_index, group_values, ranked, value_names
 
 
 def computed(rows: dict[str, np.ndarray], k=(1, 2, 5), batches: int = 1,
@@ -97,7 +97,8 @@ def users(draw) -> dict[str, np.ndarray]:
                                                                        "exponential"]),
        st.booleans())
 def test_equals_the_oracle(rows, k, with_tags, batches, float32, gain, with_compare) -> None:
-    """float32 preds (kept so) are ranked by one integer sort, others by lexsort."""
+    """float32 preds (kept so) are ranked by their bits, others by their index among the
+    distinct preds (kernels.descending_index), each in one radix sort."""
     if not with_tags:
         del rows["tag"]
     if not with_compare:
@@ -105,6 +106,35 @@ def test_equals_the_oracle(rows, k, with_tags, batches, float32, gain, with_comp
     if float32:
         rows["pred"] = rows["pred"].astype(np.float32)
     assert_matches_oracle(computed(rows, k, batches, gain), rows, k, gain)
+
+
+_PREDS = st.floats(-1e30, 1e30) | st.sampled_from(
+    [0.0, -0.0, 0.5, 1.0, 5e-324, -5e-324, 0.1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PREDS, max_size=200))
+def test_descending_index_is_the_index_among_distinct_preds_largest_first(preds) -> None:
+    pred = np.array(preds, dtype=np.float64)
+    expected = np.unique(-pred, return_inverse=True)[1].reshape(-1)
+    assert np.array_equal(descending_index(pred), expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2), _PREDS, st.integers(0, 2)),
+                max_size=200), st.booleans())
+def test_ranked_orders_rows_as_lexsort_does(rows, float32) -> None:
+    """The rows by (key, block, -pred, label) as np.lexsort of the four: the same values
+    in each place (rows equal in all four are interchangeable)."""
+    rows.sort(key=lambda row: row[0])  # the exchange hands rows over sorted by key
+    keys = np.array([row[0] for row in rows], dtype=np.uint64)
+    block = np.array([row[1] for row in rows], dtype=np.intp)
+    pred = np.array([row[2] for row in rows], dtype=np.float32 if float32 else np.float64)
+    label = np.array([row[3] for row in rows], dtype=np.float64)
+    order = ranked(keys, block, pred, label)
+    expected = np.lexsort((label, -pred + 0.0, block, keys))
+    for column in (keys, block, pred + 0, label):
+        assert np.array_equal(column[order], column[expected])
 
 
 def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:

@@ -53,6 +53,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mpieval.kernels import exact
+from mpieval.kernels.sort import radix_sort
 
 COUNT_FIELDS = ("valid_users", "users", "rows")
 MAX_EXPONENTIAL_LABEL = 512.0
@@ -360,21 +361,21 @@ def _first_relevant_runs(run_group: np.ndarray, run_relevant: np.ndarray,
 def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
            label: np.ndarray) -> np.ndarray:
     """The row order by (key, block, -pred, label), as ``np.lexsort`` of the four but
-    faster: one sort of a uint64 per row (the group's index above the pred's descending
-    rank: the bits of a float32 pred, else its index among the distinct preds), then the
-    rows of equal group and pred sorted by label. Rows equal in all four are
-    interchangeable."""
+    faster: one radix sort of a uint64 per row (the group's index above the pred's
+    descending rank: the bits of a float32 pred, else its index among the distinct preds,
+    :func:`descending_index`), then the rows of equal group and pred sorted by label.
+    Rows equal in all four are interchangeable."""
     group = _group_index(keys, block)
+    if (len(group) and group.max() >= 2**32) or len(group) >= 2**32:
+        return np.lexsort((label, -pred, group))
     if pred.dtype == np.float32:
         bits = (pred + np.float32(0)).view(np.uint32)  # + 0: -0.0 is 0.0
         descending = ~np.where(bits >> 31 != 0, ~bits, bits | np.uint32(1 << 31))
     else:
-        _, descending = np.unique(-pred, return_inverse=True)  # -0.0 and 0.0 are one
-    if (len(group) and group.max() >= 2**32) or len(descending) >= 2**32:
-        return np.lexsort((label, -pred, group))
+        descending = descending_index(pred)
     rank = (group.astype(np.uint64) << np.uint64(32)) | descending.astype(np.uint64)
-    order = np.argsort(rank)
-    rank = rank[order]
+    del descending
+    order = _radix_order(rank)  # rank sorted in place
     same = rank[1:] == rank[:-1]
     if same.any():
         tied = np.zeros(len(rank), dtype=bool)
@@ -383,6 +384,34 @@ def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
         rows = np.flatnonzero(tied)
         tie = np.cumsum(np.concatenate(([True], ~same)))[rows]
         order[rows] = order[rows][np.lexsort((label[order[rows]], tie))]
+    return order
+
+
+def descending_index(pred: np.ndarray) -> np.ndarray:
+    """Each pred's index among the distinct preds, the largest first (-0.0 and 0.0 one),
+    as ``np.unique(-pred, return_inverse=True)[1]`` (int64): one radix sort of the preds'
+    bits in their order (:func:`mpieval.kernels.sort.radix_sort`), not a comparison sort.
+    Finite preds (the kind's update checks them)."""
+    bits = (np.asarray(pred, dtype=np.float64) + 0.0).view(np.uint64)  # + 0: -0.0 is 0.0
+    sign = np.uint64(1 << 63)
+    key = np.where(bits & sign != 0, bits, ~(bits | sign))  # ascending: the largest first
+    del bits
+    order = _radix_order(key)
+    index = np.empty(len(key), dtype=np.int64)
+    if len(key):
+        new = np.empty(len(key), dtype=np.int64)
+        new[0] = 0
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        index[order] = np.cumsum(new, out=new)
+    return index
+
+
+def _radix_order(key: np.ndarray) -> np.ndarray:
+    """Sort the uint64 ``key`` in place (fewer than 2**32 rows); returns each sorted row's
+    first place (uint32): rows of equal keys in some order."""
+    n = len(key)
+    order = np.arange(n, dtype=np.uint32)
+    radix_sort(key, order, np.empty_like(key), np.empty_like(order), n)
     return order
 
 

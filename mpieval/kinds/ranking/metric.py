@@ -654,7 +654,8 @@ class RankingMetric(UserRowsMetric):
         layout, local_to_global = self._gather(comm)
         self._layout = layout
         keys, columns, checks = self._outgoing(layout, local_to_global)
-        users = comm.agreed(partial(group_rows, keys, columns, checks=checks),
+        # a user's rows in any order: the kind's pass orders them (kernels.ranked)
+        users = comm.agreed(partial(group_rows, keys, columns, checks=checks, stable=False),
                             catch=UidCollisionError)
         del keys, columns, checks
         sums, first = user_sums_window(
