@@ -28,7 +28,7 @@ from mpieval.errors import UidCollisionError
 from mpieval.kernels.codes import remap
 from mpieval.kernels.keys import owner_of
 from mpieval.kernels.moves import MAX_RANKS, owners, split_columns
-from mpieval.kernels.sort import radix_sort
+from mpieval.kernels.sort import radix_order
 from mpieval.keys import KEY_DTYPE
 from mpieval.rows import RowBuffer
 
@@ -136,16 +136,14 @@ def group_rows(
 ) -> UserRows:
     """Local: the rows sorted by key (stable; ``stable=False``: the rows of a key in some
     order, the same for the same input, by one radix sort of uint64 keys:
-    :func:`mpieval.kernels.sort.radix_sort`). ``checks`` must be constant within each
+    :func:`mpieval.kernels.sort.radix_order`). ``checks`` must be constant within each
     key, else :class:`UidCollisionError`."""
     if stable or keys.dtype != np.uint64 or len(keys) >= 2**32:
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
     else:
         sorted_keys = keys.copy()
-        order = np.arange(len(keys), dtype=np.uint32)
-        radix_sort(sorted_keys, order, np.empty_like(sorted_keys), np.empty_like(order),
-                   len(keys))
+        order = radix_order(sorted_keys)
     if checks is not None:
         collision = _collision(field, sorted_keys, checks[order])
         if collision is not None:

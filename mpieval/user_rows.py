@@ -337,9 +337,9 @@ class UserRowsMetric(Metric):
             raise InputError("tag", "integer tags on some ranks and strings on others")
         tags, local_to_global = _sorted_int_tags(
             [v[3] for v in views], self._tags.values) if tag_types == {"int"} else (None, None)
-        if (tags is None or local_to_global is None) and len(views) == 1:
+        if tags is None and len(views) == 1:
             tags, local_to_global = _sorted_alone(self._tags.values)
-        elif tags is None or local_to_global is None:  # (the ranks' values overlap)
+        elif tags is None:  # (the ranks' values overlap)
             tags = tuple(sorted({value for view in views for value in _listed(view[3])}))
         if len(tags) > MAX_TAGS:
             raise InputError("tag", f"more than {MAX_TAGS} distinct tag values")

@@ -105,44 +105,48 @@ def run_ranks(ranks: int, path: Path, metrics: str) -> tuple[float, list[int], d
 def run_timed(ranks: int, path: Path, metrics: str
               ) -> tuple[float, list[int], list[float], dict]:
     """:func:`run_ranks` and the CPU seconds (user + system) of every rank."""
-    with tempfile.TemporaryDirectory() as scratch:
-        out = os.path.join(scratch, "out.json")
-        timed = 'exec /usr/bin/time -f "%M %U %S" -o "$0/rss.${PMI_RANK:-0}" "$@"'
-        command = [MPIEXEC, "-n", str(ranks), "sh", "-c", timed, scratch, MPIEVAL, "eval",
-                   *metric_args(metrics), "--json", out, str(path)]
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-        peaks, cpu = [], []
-        for rank in range(ranks):
-            with open(os.path.join(scratch, f"rss.{rank}")) as figures:
-                kilobytes, user, system = figures.read().split()[-3:]
-            peaks.append(int(kilobytes) // 1024)
-            cpu.append(float(user) + float(system))
-        with open(out) as text:
-            data = json.load(text)
-    data.pop("run", None)
-    return wall, peaks, cpu, data
+    wall, peaks, users, systems, data = run_measured(ranks, [path], metrics)
+    assert data is not None
+    return wall, peaks, [u + s for u, s in zip(users, systems, strict=True)], data
 
 
 def run_with(ranks: int, paths: list[Path], metrics: str, environ: dict[str, str]
              ) -> tuple[float, float, float]:
     """Wall seconds, and the user and system CPU seconds of every rank summed, of one run
-    on ``paths`` with ``environ`` added to the environment."""
+    on ``paths`` with ``environ`` added to the environment (no JSON written)."""
+    wall, _, users, systems, _ = run_measured(ranks, paths, metrics, environ, write=False)
+    return wall, sum(users), sum(systems)
+
+
+def run_measured(ranks: int, paths: list[Path], metrics: str,
+                 environ: dict[str, str] | None = None, write: bool = True
+                 ) -> tuple[float, list[int], list[float], list[float], dict | None]:
+    """One run on ``paths`` (``environ`` added to the environment), every rank under
+    ``/usr/bin/time``: wall seconds, and of every rank its peak RSS (MB), user and system
+    CPU seconds; with ``write``, the JSON (without ``run``)."""
     with tempfile.TemporaryDirectory() as scratch:
-        timed = 'exec /usr/bin/time -f "%U %S" -o "$0/cpu.${PMI_RANK:-0}" "$@"'
+        out = os.path.join(scratch, "out.json")
+        timed = 'exec /usr/bin/time -f "%M %U %S" -o "$0/rss.${PMI_RANK:-0}" "$@"'
         command = [MPIEXEC, "-n", str(ranks), "sh", "-c", timed, scratch, MPIEVAL, "eval",
-                   *metric_args(metrics), *map(str, paths)]
+                   *metric_args(metrics), *(["--json", out] if write else []),
+                   *map(str, paths)]
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
-                       env={**os.environ, **environ})
+                       env={**os.environ, **(environ or {})})
         wall = time.perf_counter() - start
-        user = system = 0.0
+        peaks, users, systems = [], [], []
         for rank in range(ranks):
-            with open(os.path.join(scratch, f"cpu.{rank}")) as figures:
-                one, two = figures.read().split()[-2:]
-            user, system = user + float(one), system + float(two)
-    return wall, user, system
+            with open(os.path.join(scratch, f"rss.{rank}")) as figures:
+                kilobytes, user, system = figures.read().split()[-3:]
+            peaks.append(int(kilobytes) // 1024)
+            users.append(float(user))
+            systems.append(float(system))
+        data = None
+        if write:
+            with open(out) as text:
+                data = json.load(text)
+            data.pop("run", None)
+    return wall, peaks, users, systems, data
 
 
 def pages(args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """The sorts of the compiled kernels (``pn``, ``wuauc``), in scratch the caller owns: a
 merge sort (stable, O(m log m) whatever the input's order) and a radix sort of uint64 keys
-(:func:`radix_sort`).
+(:func:`radix_sort`; :func:`radix_order` for the order it puts them in).
 
 Rows ``0 .. m - 1`` of ``first`` are sorted in place; given ``second`` (as long), the rows
 of both are sorted together by ``(first, second)``. Runs of ``RUN`` rows are sorted by
@@ -57,3 +57,12 @@ def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
     narrows the range by 8 bits or more (8 levels at most). Not stable: rows of one key
     end in some order, the same for the same input."""
     _core.sort.radix_sort(keys, payload, tmp_keys, tmp_payload, m)
+
+
+def radix_order(keys: np.ndarray) -> np.ndarray:
+    """Sort the uint64 ``keys`` in place (fewer than 2**32 of them) by :func:`radix_sort`
+    and return each sorted key's first place (uint32): keys that are equal in some order,
+    the same for the same input."""
+    order = np.arange(len(keys), dtype=np.uint32)
+    radix_sort(keys, order, np.empty_like(keys), np.empty_like(order), len(keys))
+    return order

@@ -27,7 +27,7 @@ from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import UidCollisionError
 from mpieval.exchange import group_rows, move_to_owners
-from mpieval.kernels.sort import radix_sort
+from mpieval.kernels.sort import radix_order
 from mpieval.keys import uid_keys_checked
 from mpieval.kinds.pn import KIND
 from mpieval.kinds.pn.kernels import grouped, pair_counts
@@ -214,7 +214,7 @@ def _grouped(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray,
     """``(starts, pred, label)``: the rows grouped by key for :func:`pair_counts`, each
     user's rows together (the users in key order, a user's rows in some order: the counts
     do not depend on it), by a radix sort of the keys carrying the row numbers
-    (:func:`mpieval.kernels.sort.radix_sort`; beside the rows, 24 bytes a row while it
+    (:func:`mpieval.kernels.sort.radix_order`; beside the rows, 24 bytes a row while it
     sorts), then one compiled pass for the users' first rows, the rows' preds and labels in
     that order and the checks (:func:`~mpieval.kinds.pn.kernels.grouped`). Two rows of one
     key with different ``checks`` raise the :class:`UidCollisionError` of
@@ -224,8 +224,7 @@ def _grouped(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray,
         users = group_rows(keys, {"pred": pred, "label": label}, checks=checks)
         return users.starts, users.columns["pred"], users.columns["label"]
     sorted_keys = np.array(keys, dtype=np.uint64, order="C")
-    order = np.arange(n, dtype=np.uint32)
-    radix_sort(sorted_keys, order, np.empty_like(sorted_keys), np.empty_like(order), n)
+    order = radix_order(sorted_keys)
     starts, pred, label, collision = grouped(sorted_keys, order, pred, label, checks)
     if collision:
         group_rows(keys, {}, checks=checks)  # raises the collision, named as always

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mpieval.kernels import exact
-from mpieval.kernels.sort import radix_sort
+from mpieval.kernels.sort import radix_order
 
 COUNT_FIELDS = ("valid_users", "users", "rows")
 MAX_EXPONENTIAL_LABEL = 512.0
@@ -375,7 +375,7 @@ def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
         descending = descending_index(pred)
     rank = (group.astype(np.uint64) << np.uint64(32)) | descending.astype(np.uint64)
     del descending
-    order = _radix_order(rank)  # rank sorted in place
+    order = radix_order(rank)  # rank sorted in place
     same = rank[1:] == rank[:-1]
     if same.any():
         tied = np.zeros(len(rank), dtype=bool)
@@ -390,13 +390,13 @@ def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
 def descending_index(pred: np.ndarray) -> np.ndarray:
     """Each pred's index among the distinct preds, the largest first (-0.0 and 0.0 one),
     as ``np.unique(-pred, return_inverse=True)[1]`` (int64): one radix sort of the preds'
-    bits in their order (:func:`mpieval.kernels.sort.radix_sort`), not a comparison sort.
+    bits in their order (:func:`mpieval.kernels.sort.radix_order`), not a comparison sort.
     Finite preds (the kind's update checks them)."""
     bits = (np.asarray(pred, dtype=np.float64) + 0.0).view(np.uint64)  # + 0: -0.0 is 0.0
     sign = np.uint64(1 << 63)
     key = np.where(bits & sign != 0, bits, ~(bits | sign))  # ascending: the largest first
     del bits
-    order = _radix_order(key)
+    order = radix_order(key)
     index = np.empty(len(key), dtype=np.int64)
     if len(key):
         new = np.empty(len(key), dtype=np.int64)
@@ -404,15 +404,6 @@ def descending_index(pred: np.ndarray) -> np.ndarray:
         np.not_equal(key[1:], key[:-1], out=new[1:])
         index[order] = np.cumsum(new, out=new)
     return index
-
-
-def _radix_order(key: np.ndarray) -> np.ndarray:
-    """Sort the uint64 ``key`` in place (fewer than 2**32 rows); returns each sorted row's
-    first place (uint32): rows of equal keys in some order."""
-    n = len(key)
-    order = np.arange(n, dtype=np.uint32)
-    radix_sort(key, order, np.empty_like(key), np.empty_like(order), n)
-    return order
 
 
 def _group_index(keys: np.ndarray, block: np.ndarray) -> np.ndarray:
