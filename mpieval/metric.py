@@ -52,7 +52,7 @@ from mpieval.window import RecentRows
 if TYPE_CHECKING:  # imported where rows move: a kind without rows never loads the exchange
     from mpieval.exchange import Moved
 
-STATE_FORMAT = 3
+STATE_FORMAT = 4
 """The layout of a metric's :meth:`~Metric.state_dict` (its keys and their meaning), saved
 in it as ``format``: raised when a change would make an older version misread a state
 (a part renamed, reshaped or meaning something else), so that such a state is refused by
@@ -60,7 +60,9 @@ name. States saved before the field existed are format 1. Format 2: the per-user
 tag codes are uint32, 2**32 - 1 the code of a row without a tag (format 1's were uint16,
 65,535 for no tag: read as such, ``mpieval.user_rows``). Format 3: a sliced metric's
 slices' own states are packed into a few entries (``mpieval.slices``: format 2's, one
-entry a slice and part, read as such). tests/data/states
+entry a slice and part, read as such). Format 4: ``pn`` keeps its rows as the other
+per-user kinds (``mpieval.user_rows``: the checks of string uids apart, ``checks.check``,
+their low 32 bits; format 3's ``rows.check`` beside every key, read as such). tests/data/states
 keeps a saved run of every format, which each version must still read."""
 
 

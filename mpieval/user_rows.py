@@ -1,5 +1,5 @@
-"""Rows kept per user until compute: the machinery of the per-user kinds with tags
-(``wuauc``, ``ranking``).
+"""Rows kept per user until compute: the machinery of the per-user kinds (``wuauc`` and
+``ranking``, with tags; ``pn``, without: :attr:`UserRowsMetric.tagged`).
 
 :class:`UserRowsMetric` keeps each row's user key (a uid, hashed when it is text, or the
 key of several columns: ``extra_keys``), pred, label and tag code in a
@@ -16,7 +16,8 @@ below it (:meth:`UserRowsMetric._shed`). A kind says what its
 update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 17 bytes (8 key, 4 pred while every pred is a float32 value,
-else 8, 1 label, 4 tag; a kind with float labels 8 for the label), 4 more for a string
+else 8, 1 label, 4 tag; a kind with float labels 8 for the label, or 4 while every label
+is a float32 value; a kind without tags none for the tag), 4 more for a string
 uid or a several-column key (the low 32 bits of the second hash, which detects
 collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
 nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
@@ -62,6 +63,7 @@ class UserRowsMetric(Metric):
     """
 
     label_dtype: ClassVar[type] = np.uint8  # how the kind keeps its labels
+    tagged: ClassVar[bool] = True  # the kind's rows have tags (a column of tag codes)
     compare: str | None = None
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
@@ -74,7 +76,9 @@ class UserRowsMetric(Metric):
 
     def state_layout(self) -> dict[str, Part]:
         columns: dict[str, DTypeLike] = {"key": np.uint64, "pred": np.float32,
-                                         "label": self.label_dtype, "tag": TAG_DTYPE}
+                                         "label": self.label_dtype}
+        if self.tagged:
+            columns["tag"] = TAG_DTYPE
         if self.compare is not None:
             columns["compare"] = np.float32
         return {"rows": Rows(columns), "checks": Rows({"check": CHECK_DTYPE})}
@@ -190,19 +194,23 @@ class UserRowsMetric(Metric):
         tags: tuple[list[Any], np.ndarray] | None,
         compare: np.ndarray | None = None,
         into: Mapping[str, np.ndarray] | None = None,
+        label_made: bool = True,
     ) -> None:
-        """Keep a checked batch: ``label`` in the kind's ``label_dtype``, ``tags`` as
-        :meth:`TagCodes.check` returned them (None: rows without a tag); the tag codes
-        computed in ``into``'s (:meth:`_free_rows`) when given."""
+        """Keep a checked batch: ``label`` in the kind's ``label_dtype`` (``label_made``:
+        an array made for this batch, kept as it is; else the caller's, copied), ``tags``
+        as :meth:`TagCodes.check` returned them (None: rows without a tag; a kind without
+        tags: always); the tag codes computed in ``into``'s (:meth:`_free_rows`) when
+        given."""
         rows = self._stored
-        codes = (np.full(len(user), NO_TAG, dtype=TAG_DTYPE) if tags is None
-                 else self._tags.codes(*tags, out=(into or {}).get("tag")))
-        columns = {"key": user, "pred": _narrow(rows, "pred", pred), "label": label,
-                   "tag": codes}
+        columns = {"key": user, "pred": narrowed(rows, "pred", pred), "label": label}
+        if self.tagged:
+            columns["tag"] = (np.full(len(user), NO_TAG, dtype=TAG_DTYPE) if tags is None
+                              else self._tags.codes(*tags, out=(into or {}).get("tag")))
         if compare is not None:
-            columns["compare"] = _narrow(rows, "compare", compare)
-        # made here for this batch: the label and tag codes always, hashed keys and checks
-        made = {"label", "tag"} | ({"key"} if check is not None else set())
+            columns["compare"] = narrowed(rows, "compare", compare)
+        # made here for this batch: the tag codes, the label as a rule, hashed keys and checks
+        made = ({"tag"} | ({"label"} if label_made else set())
+                | ({"key"} if check is not None else set()))
         rows.append(handed_over=made, **columns)
         if check is not None:
             self.state.rows("checks").append(handed_over={"check"}, check=_low_bits(check))
@@ -496,7 +504,7 @@ def _low_bits(check: np.ndarray) -> np.ndarray:
     return check.astype(CHECK_DTYPE, copy=False)
 
 
-def _narrow(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:
+def narrowed(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:
     """``values`` as the column ``name`` keeps them: float32 while every value is a
     float32 value, else the column is widened to float64 and they stay whole."""
     if rows.dtypes[name] != np.float32 or np.can_cast(values, np.float32, "safe"):

@@ -227,6 +227,93 @@ def test_string_uids_and_integer_inputs(comm: Comm) -> None:
     }
 
 
+def test_labels_and_preds_are_kept_as_narrow_as_their_values(comm: Comm) -> None:
+    """Labels and preds are kept as float32 while every value is a float32 value (graded
+    or click labels, a float32 model's preds), and widened to float64 by the first that is
+    not (a dwell time, a pred of a float64 model), the rows before it unchanged: the
+    counts are those of the values given."""
+    rng = np.random.default_rng(7)
+    metric = PnMetric(comm=comm)
+    stored = metric.state.rows("rows")
+    uid = rng.integers(0, 30, 400)
+    grades = rng.integers(0, 4, 400)
+    pred32 = rng.random(400).astype(np.float32)
+    metric.update(uid[:200], pred32[:200], grades[:200])
+    assert stored.dtypes["label"] == np.float32 and stored.dtypes["pred"] == np.float32
+    dwell = grades[200:] + rng.random(200) / 3  # no float32 value
+    pred64 = rng.random(200)
+    metric.update(uid[200:], pred64, dwell)
+    assert stored.dtypes["label"] == np.float64 and stored.dtypes["pred"] == np.float64
+    label = np.concatenate([grades[:200], dwell])
+    pred = np.concatenate([pred32[:200].astype(np.float64), pred64])
+    got = metric.compute().to_dict()
+    got.pop("ties")
+    assert got == as_json(pn_totals(uid, pred, label))
+    assert len(metric.state.rows("checks")) == 0  # integer uids: their keys are exact
+
+
+def test_a_label_float32_rounds_is_kept_whole(comm: Comm) -> None:
+    """A label that float32 would round to another's value (1 + 2**-30 against 1) widens
+    the column: the two still differ, so their pair counts."""
+    metric = PnMetric(comm=comm)
+    metric.update([1, 1], [0.2, 0.1], [1.0, 1.0 + 2.0**-30])
+    assert metric.state.rows("rows").dtypes["label"] == np.float64
+    assert metric.compute().to_dict()["negative_pairs"] == 1
+
+
+def old_state(uid: list, pred: np.ndarray, label: np.ndarray) -> dict:
+    """A pn state as format 3 saved it: each row's check beside its key (the key itself
+    for an integer uid), preds and labels float64."""
+    from mpieval.keys import uid_keys_checked
+
+    keys, checks = uid_keys_checked("uid", np.asarray(uid))
+    return {"kind": "pn", "format": np.int64(3), "options.ties": "negative",
+            "rows.key": keys, "rows.check": keys if checks is None else checks,
+            "rows.pred": np.asarray(pred, np.float64), "rows.label": np.asarray(label, np.float64)}
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["integer-uids", "string-uids"])
+def test_a_state_saved_with_checks_beside_the_keys_loads_as_kept_now(text: bool) -> None:
+    """A format-3 state (``rows.check``) loads into the rows as kept now: a string uid's
+    check apart (its low 32 bits), none for integer uids, labels and preds float32 when
+    their values are; it counts as the rows fed again, and merges with a new state."""
+    rng = np.random.default_rng(3)
+    uid = rng.integers(0, 40, 300)
+    uids = [f"u{u}" for u in uid] if text else uid.tolist()
+    pred = rng.integers(0, 20, 300) / 16  # float32 values
+    label = rng.integers(0, 3, 300).astype(np.float64)
+    saved = old_state(uids[:200], pred[:200], label[:200])
+    metric = PnMetric()
+    metric.load_state_dict(saved)
+    rows = metric.state.rows("rows")
+    assert rows.dtypes["pred"] == rows.dtypes["label"] == np.float32
+    checks = metric.state.rows("checks").columns()["check"]
+    assert checks.dtype == np.uint32 and len(checks) == (200 if text else 0)
+    if text:
+        np.testing.assert_array_equal(checks, saved["rows.check"].astype(np.uint32))
+    fresh = PnMetric()
+    fresh.update(uids[200:], pred[200:], label[200:])
+    metric.load_state_dicts([saved, fresh.state_dict()])
+    fed = PnMetric()
+    fed.update(uids, pred, label)
+    assert metric.compute().to_dict() == fed.compute().to_dict()
+    assert fed.compute().to_dict()["ins_number"] == 300
+    got = fed.compute().to_dict()
+    got.pop("ties")
+    assert got == as_json(pn_totals(uid, pred, label))
+
+
+def test_a_collision_in_a_state_saved_with_checks_beside_the_keys_is_named() -> None:
+    from mpieval.errors import UidCollisionError
+
+    saved = old_state(["a", "b"], np.array([0.1, 0.2]), np.array([0.0, 1.0]))
+    saved["rows.key"] = np.array([5, 5], dtype=np.uint64)  # two uids' keys made one
+    metric = PnMetric()
+    metric.load_state_dict(saved)
+    with pytest.raises(UidCollisionError, match="rows share the 64-bit key 0x0000000000000005"):
+        metric.compute()
+
+
 def test_seed_log_line_through_the_result_object() -> None:
     result = PnResult.from_counts(ins_number=7982670, positive=45945386, negative=8436670)
     assert result.to_log_line("res_one_click_join_pn") == SEED_LINE
@@ -330,34 +417,39 @@ def test_a_key_collision_is_named() -> None:
 
     metric = PnMetric()
     key = np.array([5, 9, 5, 7, 5], dtype=np.uint64)
-    metric.state.rows("rows").append(
-        key=key, check=np.array([1, 2, 1, 3, 4], dtype=np.uint64),
-        pred=np.linspace(0.1, 0.5, 5), label=np.array([0.0, 1, 1, 0, 1]))
+    metric.state.rows("rows").append(key=key, pred=np.linspace(0.1, 0.5, 5, dtype=np.float32),
+                                     label=np.array([0, 1, 1, 0, 1], dtype=np.float32))
+    metric.state.rows("checks").append(check=np.array([1, 2, 1, 3, 4], dtype=np.uint32))
     with pytest.raises(UidCollisionError, match="rows share the 64-bit key 0x0000000000000005"):
         metric.compute()
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 6), max_size=60), st.booleans(), st.integers(0, 2**32 - 1))
+@given(st.lists(st.integers(0, 6), max_size=60), st.booleans(), st.integers(0, 2**32 - 1),
+       st.sampled_from([np.float32, np.float64]), st.sampled_from([np.float32, np.float64]))
 def test_grouped_rows_are_numpys_gathers_and_boundaries(keys: list[int], clash: bool,
-                                                        seed: int) -> None:
+                                                        seed: int, pred_dtype: type,
+                                                        label_dtype: type) -> None:
     """The compiled grouping against numpy: the keys sorted with their rows' numbers give
-    each user's first row, the preds and labels gathered in that order, and a collision
-    exactly when two rows of one key have different checks."""
+    each user's first row, the preds and labels (float32 or float64, as kept) gathered in
+    that order as float64, and a collision exactly when two rows of one key have different
+    checks."""
     rng = np.random.default_rng(seed)
     raw = np.array(keys, dtype=np.uint64)
     n = len(raw)
     order = np.argsort(raw, kind="stable").astype(np.uint32)
     sorted_keys = raw[order]
-    pred, label = rng.random(n), rng.integers(0, 3, n).astype(np.float64)
-    checks = raw * np.uint64(7) + np.uint64(1)
+    pred = rng.random(n).astype(pred_dtype)
+    label = (rng.integers(0, 3, n) + rng.random(n)).astype(label_dtype)
+    checks = (raw * np.uint64(7) + np.uint64(1)).astype(np.uint32)
     if clash and n:
-        checks[rng.integers(0, n)] += np.uint64(1)
+        checks[rng.integers(0, n)] += np.uint32(1)
     for given_checks in (None, checks):
         starts, got_pred, got_label, collision = kernels.grouped(
             sorted_keys.copy(), order, pred, label, given_checks)  # the keys are consumed
         new = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if n else []
         assert starts.tolist() == [*np.asarray(new).tolist(), n]
+        assert got_pred.dtype == got_label.dtype == np.float64
         np.testing.assert_array_equal(got_pred, pred[order])
         np.testing.assert_array_equal(got_label, label[order])
         sorted_checks = checks[order]

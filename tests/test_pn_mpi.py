@@ -109,3 +109,36 @@ def test_a_heavy_user_gives_the_brute_force_counts(
     got = computed(metric)
     got.pop("ties")
     assert got == pn_totals(rows["uid"], rows["pred"], rows["label"], "half")
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_ranks_keeping_labels_and_preds_of_other_widths_agree(
+    comm: Comm, rng: np.random.Generator, scatter: bool
+) -> None:
+    """Graded labels and float32 preds (kept as float32) on some ranks, dwell times and
+    float64 preds (float64) on others, and string uids: each move and compute widen the
+    columns alike, the counts are brute force's, and moves after a compute too."""
+    rows = rows_for(rng, 1500, 60, 6)
+    real = rng.random(1500) < 0.5
+    rows["label"][real] += rng.random(int(real.sum())) / 3
+    rows["pred"] = rows["pred"].astype(np.float32).astype(np.float64)
+    rows["pred"][real] += 2.0**-40  # no float32 value
+    rows["uid"] = np.array([f"user-{u}" for u in rows["uid"]])
+    rows["real"] = real
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=scatter)
+    narrow = comm.rank != comm.size - 1  # this rank's rows: graded labels, float32 preds
+    keep = ~mine["real"] if narrow else np.ones(len(mine["uid"]), bool)
+    metric = PnMetric(comm=comm)
+    metric.update(mine["uid"][keep], mine["pred"][keep].astype(np.float32) if narrow
+                  else mine["pred"][keep], mine["label"][keep])
+    wide = np.float64 if any(comm.allgather(bool(mine["real"][keep].any()))) else np.float32
+    metric.move_rows(comm)
+    assert metric.state.rows("rows").dtypes["label"] == wide  # every rank's, once moved
+    taken = comm.allgather((mine["uid"][keep].tolist(), mine["pred"][keep].tolist(),
+                            mine["label"][keep].tolist()))
+    uid = [u for part in taken for u in part[0]]
+    pred = [p for part in taken for p in part[1]]
+    label = [y for part in taken for y in part[2]]
+    got = computed(metric)
+    got.pop("ties")
+    assert got == pn_totals(uid, pred, label)

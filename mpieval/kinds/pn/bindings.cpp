@@ -41,20 +41,20 @@ void bind_pn(nb::module_ m) {
                                   "more");
         uint64_t* k = as<uint64_t>(keys, "keys");
         const uint32_t* o = as<uint32_t>(order, "order");
-        const double* p = as<double>(pred, "pred");
-        const double* y = as<double>(label, "label");
-        const uint64_t* c = checks ? as<uint64_t>(*checks, "checks") : nullptr;
+        const uint32_t* c = checks ? as<uint32_t>(*checks, "checks") : nullptr;
         double* oy = as<double>(out_label, "out_label");
         int64_t* s = as<int64_t>(starts, "starts");
+        for (int64_t i = 0; i < n; ++i)
+            if (o[i] >= uint64_t(n))
+                throw std::out_of_range("mpieval._core.pn: grouped: a row number past the rows");
         bool collision = false;
-        int64_t users;
-        {
-            Release r;
-            for (int64_t i = 0; i < n; ++i)
-                if (o[i] >= uint64_t(n)) throw std::out_of_range("mpieval._core.pn: grouped: "
-                                                                 "a row number past the rows");
-            users = pn::grouped(k, o, n, p, y, c, oy, s, &collision);
-        }
+        int64_t users = 0;
+        dispatch(pred, [&](auto* p) {
+            dispatch(label, [&](auto* y) {
+                Release r;
+                users = pn::grouped(k, o, n, p, y, c, oy, s, &collision);
+            }, Floats{});
+        }, Floats{});
         return nb::make_tuple(users, collision);
     }, nb::arg("keys").noconvert(), nb::arg("order").noconvert(), nb::arg("pred").noconvert(),
        nb::arg("label").noconvert(), nb::arg("checks").noconvert().none(),

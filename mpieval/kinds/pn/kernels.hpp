@@ -177,13 +177,17 @@ inline void pair_counts_per_user(const int64_t* starts, int64_t users, const dou
 // order, and whether two rows of one key have different checks (a collision; `checks` null:
 // keys without checks). One pass, the three reads of a row at a random place issued
 // together and those of rows further on prefetched. The preds take the keys' place (their
-// bits, written through the keys' own type: each key is read before its place is written).
-inline int64_t grouped(uint64_t* keys, const uint32_t* order, int64_t n, const double* pred,
-                       const double* label, const uint64_t* checks, double* out_label,
-                       int64_t* starts, bool* collision) {
+// bits as a double, written through the keys' own type: each key is read before its place
+// is written); the labels are written as doubles. P and L: the kept preds' and labels' type
+// (float or double).
+template <class P, class L>
+int64_t grouped(uint64_t* keys, const uint32_t* order, int64_t n, const P* pred,
+                const L* label, const uint32_t* checks, double* out_label, int64_t* starts,
+                bool* collision) {
     constexpr int64_t AHEAD = 16;
     int64_t users = 0;
-    uint64_t last_key = 0, last_check = 0;
+    uint64_t last_key = 0;
+    uint32_t last_check = 0;
     bool clash = false;
     for (int64_t i = 0; i < n; ++i) {
         if (i + AHEAD < n) {
@@ -196,13 +200,14 @@ inline int64_t grouped(uint64_t* keys, const uint32_t* order, int64_t n, const d
         const uint64_t key = keys[i];
         const bool first = i == 0 || key != last_key;
         last_key = key;
+        const double value = double(pred[row]);
         uint64_t bits;
-        std::memcpy(&bits, pred + row, sizeof bits);
+        std::memcpy(&bits, &value, sizeof bits);
         keys[i] = bits;
-        out_label[i] = label[row];
+        out_label[i] = double(label[row]);
         if (first) starts[users++] = i;
         if (checks) {
-            const uint64_t check = checks[row];
+            const uint32_t check = checks[row];
             clash |= !first && check != last_check;
             last_check = check;
         }

@@ -79,10 +79,11 @@ def grouped(sorted_keys: np.ndarray, order: np.ndarray, pred: np.ndarray, label:
             checks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """``(starts, pred, label, collision)`` of rows grouped by user from their uint64 keys
     sorted with the rows' uint32 numbers (``order``): each user's first row and the rows'
-    count (int64), the rows' float64 ``pred`` and ``label`` in that order, and whether two
-    rows of one key have different uint64 ``checks`` (None: not compared). One compiled
-    pass (``kernels.hpp``). A writable contiguous uint64 ``sorted_keys`` is consumed: the
-    preds take its place (no more memory for them); another is copied first."""
+    count (int64), the rows' ``pred`` and ``label`` (each float32 or float64, else read as
+    float64) as float64 in that order, and whether two rows of one key have different
+    uint32 ``checks`` (None: not compared). One compiled pass (``kernels.hpp``). A writable
+    contiguous uint64 ``sorted_keys`` is consumed: the preds take its place (no more memory
+    for them); another is copied first."""
     n = len(sorted_keys)
     keys = sorted_keys
     if not (keys.dtype == np.uint64 and keys.flags.c_contiguous and keys.flags.writeable):
@@ -91,7 +92,13 @@ def grouped(sorted_keys: np.ndarray, order: np.ndarray, pred: np.ndarray, label:
     starts = np.empty(n + 1, dtype=np.int64)
     users, collision = _core.pn.grouped(
         keys, np.ascontiguousarray(order, dtype=np.uint32),
-        np.ascontiguousarray(pred, dtype=np.float64), np.ascontiguousarray(label, dtype=np.float64),
-        None if checks is None else np.ascontiguousarray(checks, dtype=np.uint64),
+        _floats(pred), _floats(label),
+        None if checks is None else np.ascontiguousarray(checks, dtype=np.uint32),
         out_label, starts)
     return starts[: users + 1], keys.view(np.float64), out_label, bool(collision)
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    """``values`` contiguous, as float32 or float64 (as they are when they are either)."""
+    dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
+    return np.ascontiguousarray(values, dtype=dtype)

@@ -18,6 +18,7 @@ counts are exact whatever the partitioning.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +27,12 @@ import numpy as np
 from mpieval import logline
 from mpieval.comm import Comm
 from mpieval.errors import UidCollisionError
-from mpieval.exchange import group_rows, move_to_owners
+from mpieval.exchange import group_rows
 from mpieval.kernels.sort import radix_order
-from mpieval.keys import uid_keys_checked
 from mpieval.kinds.pn import KIND
 from mpieval.kinds.pn.kernels import grouped, pair_counts
-from mpieval.metric import FieldsResult, Metric, warn_undefined
-from mpieval.state import Part, Rows
+from mpieval.metric import FieldsResult, warn_undefined
+from mpieval.user_rows import CHECK_DTYPE, UserRowsMetric, narrowed
 from mpieval.validation import as_vector, check_finite, check_lengths
 
 _WORD = 2**32
@@ -110,7 +110,7 @@ class PnResult(FieldsResult):
         )
 
 
-class PnMetric(Metric):
+class PnMetric(UserRowsMetric):
     """Order of preds against labels inside each uid (formulas: module doc).
 
     ``update(uid, pred, label)``: ``uid`` ints or strings; ``pred`` and ``label`` finite
@@ -118,9 +118,10 @@ class PnMetric(Metric):
     until :meth:`compute`, which moves each user's rows to one rank and counts there in
     O(n log n); no pair is enumerated.
 
-    State: ``rows`` (key, check, pred, label), merged by concatenation. ``check`` is the
-    second, independent hash of a string uid (the exchange detects key collisions with
-    it); for an integer uid, whose key is exact, it is the key itself.
+    State: the rows of :class:`~mpieval.user_rows.UserRowsMetric` without tags (key,
+    pred and label, each of these float32 while every value is a float32 value, else
+    float64) and, for string uids, their checks (the second hash, with which the
+    exchange detects key collisions), both merged by concatenation.
 
     Parameters
     ----------
@@ -149,49 +150,45 @@ class PnMetric(Metric):
     kind = KIND.name
     inputs = KIND.declared_inputs
     options = KIND.declared_options
+    label_dtype = np.float32
+    tagged = False
     ties: str
 
     def __init__(self, comm: Comm | Any | None = None, *, ties: str = "negative") -> None:
         super().__init__(comm, ties=ties)
 
-    def state_layout(self) -> dict[str, Part]:
-        return {"rows": Rows({"key": np.uint64, "check": np.uint64, "pred": np.float64,
-                              "label": np.float64})}
+    def _extra_state(self) -> dict[str, Any]:
+        return {}  # neither key columns nor tags
+
+    def _load_extra_state(self, state: Mapping[str, Any]) -> None:
+        pass
+
+    def _load_one(self, state: Mapping[str, Any]) -> None:
+        if "rows.check" in state:  # saved while pn kept a row's check beside its key
+            state = _with_checks_apart(state)
+        super()._load_one(state)
 
     def update(self, uid: Any, pred: Any, label: Any) -> None:
         """Add a batch of rows (local: no communication)."""
         with self._validating():
             p = as_vector("pred", pred)
             y = as_vector("label", label)
-            keys, checks = uid_keys_checked("uid", uid)
-            check_lengths(uid=keys, pred=p, label=y)
+            user, check = self._user_keys(uid, None)
+            check_lengths(uid=user, pred=p, label=y)
             check_finite("pred", p)
             check_finite("label", y)
-        self.state.rows("rows").append(
-            key=keys,
-            check=keys if checks is None else checks,
-            pred=p.astype(np.float64, copy=False),
-            label=y.astype(np.float64, copy=False),
-        )
-
-    def move_rows(self, comm: Comm) -> None:
-        """:meth:`Metric.move_rows`: every column of the rows kept since the last move
-        (:func:`mpieval.exchange.move_to_owners`)."""
-        if comm.size > 1:
-            rows = self.state.rows("rows")
-            moved = self._moved_rows(comm, rows)
-            move_to_owners(comm, [rows], moved.count)
-            moved.count = len(rows)
+        if len(p) == 0:
+            return
+        kept = narrowed(self._stored, "label", y)
+        self._store(user, check, p, kept, None, label_made=kept is not y)
 
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         """Collective: move the rows left to their users' owners, count the pairs there."""
-        self.move_rows(comm)
-        rows = self.state.rows("rows").columns()
-        # Checks are compared only when some uid was a string (hashed): every rank or none.
-        hashed = comm.any(bool(np.any(rows["check"] != rows["key"])))
+        layout, _ = self._gather(comm)
+        rows = self._stored.columns()
+        checks = self.state.rows("checks").columns()["check"] if layout.hashed else None
         starts, pred, label = comm.agreed(
-            lambda: _grouped(rows["key"], rows["check"] if hashed else None, rows["pred"],
-                             rows["label"]),
+            lambda: _grouped(rows["key"], checks, rows["pred"], rows["label"]),
             catch=UidCollisionError,
         )
         positive, negative, tie = pair_counts(starts, pred, label)
@@ -229,3 +226,20 @@ def _grouped(keys: np.ndarray, checks: np.ndarray | None, pred: np.ndarray,
     if collision:
         group_rows(keys, {}, checks=checks)  # raises the collision, named as always
     return starts, pred, label
+
+
+def _with_checks_apart(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A state saved while pn kept ``rows.check`` (a row's check, the key itself for an
+    integer uid) as the rows are kept now: the checks apart (their low 32 bits, for
+    string uids: some check not its key, as compute told them) and the label and pred
+    as narrow as their values allow."""
+    state = dict(state)
+    keys, checks = np.asarray(state["rows.key"]), np.asarray(state.pop("rows.check"))
+    hashed = bool(np.any(checks != keys))
+    state["checks.check"] = (checks if hashed else checks[:0]).astype(CHECK_DTYPE)
+    for name in ("rows.pred", "rows.label"):
+        values = np.asarray(state[name])
+        narrow = values.astype(np.float32)
+        if np.array_equal(narrow, values):
+            state[name] = narrow
+    return state
