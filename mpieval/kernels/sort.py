@@ -50,7 +50,7 @@ def radix_sort(keys: np.ndarray, payload: np.ndarray, tmp_keys: np.ndarray,
     long user's rows by pred so).
 
     A most significant digit radix sort on the keys' own range: a level cuts the range
-    from the smallest key to the largest into buckets by its top bits (256 to 65536 of
+    from the smallest key to the largest into buckets by its top bits (256 to 2048 of
     them, about 16 rows each), moves the rows into bucket order and sorts each bucket the
     same way on its own range; buckets of 48 rows or fewer are sorted by insertion. High
     bits that every key shares (a float's sign and exponent) so cost no pass, and a level
