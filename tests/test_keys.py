@@ -14,6 +14,7 @@ from mpieval.keys import (
     group_keys,
     group_keys_checked,
     hashed_ids,
+    text_buffers,
     uid_keys,
     uid_keys_checked,
 )
@@ -248,3 +249,29 @@ def test_hashed_ids_give_the_keys_and_checks_of_their_ids_whole_or_taken() -> No
                 np.testing.assert_array_equal(taken_checks, checks[rows])
     with pytest.raises(InputError, match="user"):
         hashed_ids("user", pa.array(["a", None]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=40),
+       st.sampled_from([np.int64, np.int32, np.int8, np.uint8, np.uint64]),
+       st.sampled_from([np.uint64, np.uint32]))
+def test_decimal_keys_are_those_of_the_integers_text(values: list[int], dtype: type,
+                                                     check_dtype: type) -> None:
+    """hash_decimals of integers of any width gives hash_texts of their ``str()``: the
+    uid 7 of a Parquet int column is the uid "7" of a text file (its extremes too)."""
+    import pyarrow as pa
+
+    info = np.iinfo(dtype)
+    ints = np.array([v for v in values if info.min <= v <= info.max]
+                    + [int(info.min), int(info.max), 0], dtype=dtype)
+    keys, checks = kernels.hash_decimals(ints, check_dtype)
+    text = pa.array([str(v) for v in ints.tolist()])
+    want_keys, want_checks = kernels.hash_texts(*text_buffers(text), check_dtype=check_dtype)
+    assert checks.dtype == np.dtype(check_dtype)
+    np.testing.assert_array_equal(keys, want_keys)
+    np.testing.assert_array_equal(checks, want_checks)
+
+
+def test_decimal_keys_take_integers_only() -> None:
+    with pytest.raises(TypeError, match="integers"):
+        kernels.hash_decimals(np.array([1.0]))

@@ -9,6 +9,7 @@ import itertools
 import os
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -343,17 +344,28 @@ def test_parquet_rows_know_their_numbers(tmp_path):
 
 
 def test_ids_are_text_whatever_the_format(tmp_path):
-    """A uid 7 in a Parquet int column is the uid 7 of a text file (one user)."""
+    """A uid 7 in a Parquet int column is the uid 7 of a text file (one user): the keys
+    and checks of its text, hashed from the integers (no text made), and ``-7`` that of
+    ``-7``."""
+    from mpieval.keys import HashedIds, uid_keys_checked
+
+    values = [7, 70, 123456789012, -7, 0]
     tsv, pqt = str(tmp_path / "a.tsv"), str(tmp_path / "b.parquet")
-    write_text(tsv, [7, 70, 123456789012])
-    write_parquet(pqt, [7, 70, 123456789012], 2)
+    write_text(tsv, values)
+    write_parquet(pqt, values, 2)
     keys = []
     for path in (tsv, pqt):
         file = inspect(path)
         stop = len(file.row_groups) if file.format == "parquet" else file.size
-        batches = readers.read_piece(file, split.Piece(0, 0, stop), {"id": "string"})
-        keys.append([k for b in batches for k in b.keys("id").to_pylist()])
-    assert keys[0] == keys[1] == ["7", "70", "123456789012"]
+        batches = list(readers.read_piece(file, split.Piece(0, 0, stop), {"id": "string"}))
+        ids = [b.keys("id") for b in batches]
+        assert all(isinstance(i, HashedIds) == (path == pqt) for i in ids)
+        hashed = [uid_keys_checked("id", i) for i in ids]
+        keys.append((np.concatenate([k for k, _ in hashed]).tolist(),
+                     np.concatenate([c for _, c in hashed]).tolist()))
+    assert keys[0] == keys[1]
+    assert keys[0] == tuple(a.tolist() for a in uid_keys_checked("id", np.array(
+        [str(v).encode() for v in values])))  # (the bytes of the text)
 
 
 # -- plain text in chunks, parsed with threads ----------------------------------------

@@ -75,4 +75,55 @@ void hash_texts(const O* offsets, int64_t n, const uint8_t* data, int64_t size,
     }
 }
 
+// The decimal text of v ('-' and the digits, as str(v) in Python) as the little-endian
+// words of its bytes (hash_texts' word_at; zero past the text); returns its length. A text
+// of 8 bytes or fewer (most uids) is made in a register, a digit at a time from the right
+// (bytes stored and then read as a word would stall the load); a longer one byte by byte.
+constexpr int64_t DECIMAL_WORDS = 3;  // 20 digits and a sign
+
+template <class T>
+int64_t decimal_text(T v, uint64_t* words) {
+    // the magnitude as unsigned (INT64_MIN's too)
+    uint64_t magnitude = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    int64_t digits = 1;
+    for (uint64_t bound = 10; digits < 20 && magnitude >= bound; bound *= 10) ++digits;
+    const int64_t sign = v < 0 ? 1 : 0;
+    const int64_t length = sign + digits;
+    words[0] = words[1] = words[2] = 0;
+    if (length <= 8) {
+        uint64_t word = sign ? uint64_t('-') : 0;
+        for (int64_t at = length - 1; at >= sign; --at) {
+            word |= uint64_t('0' + magnitude % 10) << (8 * at);
+            magnitude /= 10;
+        }
+        words[0] = word;
+        return length;
+    }
+    if (sign) words[0] = uint64_t('-');
+    for (int64_t at = length - 1; at >= sign; --at) {
+        words[at >> 3] |= uint64_t('0' + magnitude % 10) << (8 * (at & 7));
+        magnitude /= 10;
+    }
+    return length;
+}
+
+// The keys and checks of hash_texts of each value's decimal text (decimal_text), without
+// the text: constants and zero_terms as hash_texts', of width DECIMAL_WORDS or more.
+template <class T, class C>
+void hash_decimals(const T* values, int64_t n, const uint64_t* constants,
+                   const uint64_t* zero_terms, int64_t width, uint64_t* keys, C* checks) {
+    uint64_t words[DECIMAL_WORDS];
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t length = decimal_text(values[i], words);
+        uint64_t key = 0, check = 0;
+        for (int64_t j = 0; j * 8 < length; ++j) {
+            const uint64_t word = words[j];
+            key += mix64(word + constants[j]) - zero_terms[j];
+            check += mix64(word + constants[width + j]) - zero_terms[width + j];
+        }
+        keys[i] = mix64(key);
+        checks[i] = C(mix64(check));
+    }
+}
+
 }  // namespace mpieval::keys

@@ -382,6 +382,29 @@ void bind_keys(nb::module_ m) {
     }, nb::arg("offsets").noconvert(), nb::arg("data").noconvert(),
        nb::arg("constants").noconvert(), nb::arg("zero_terms").noconvert(),
        nb::arg("keys").noconvert(), nb::arg("checks").noconvert());
+    m.def("hash_decimals", [](In values, In constants, In zero_terms, Out keys_, Out checks) {
+        const uint64_t* c = as<uint64_t>(constants, "constants");
+        const uint64_t* z = as<uint64_t>(zero_terms, "zero_terms");
+        uint64_t* k = as<uint64_t>(keys_, "keys");
+        const int64_t n = length(keys_);
+        const int64_t width = constants.ndim() == 2 ? int64_t(constants.shape(1)) : 0;
+        if (length(values) != n || length(checks) != n || width < keys::DECIMAL_WORDS)
+            throw nb::value_error("mpieval._core: hash_decimals takes values, keys and checks "
+                                  "of one length and constants of 3 words or more");
+        dispatch(values, [&](auto* v) {
+            if (checks.dtype() == nb::dtype<uint32_t>()) {
+                uint32_t* ch = as<uint32_t>(checks, "checks");
+                Release r;
+                keys::hash_decimals(v, n, c, z, width, k, ch);
+            } else {
+                uint64_t* ch = as<uint64_t>(checks, "checks");
+                Release r;
+                keys::hash_decimals(v, n, c, z, width, k, ch);
+            }
+        }, Types<int64_t, uint64_t>{});
+    }, nb::arg("values").noconvert(), nb::arg("constants").noconvert(),
+       nb::arg("zero_terms").noconvert(), nb::arg("keys").noconvert(),
+       nb::arg("checks").noconvert());
 }
 
 void bind_labels(nb::module_ m) {

@@ -160,6 +160,33 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
     return keys, checks
 
 
+def hash_decimals(values: np.ndarray, check_dtype: type = np.uint64
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hash_texts` of each integer's decimal text (``str(v)``: a ``-`` and its
+    digits), computed from the integers in one compiled pass without making the text (a
+    Parquet integer uid column read as text: ``mpieval.readers.batches.Batch.keys``).
+    ``values``: any integer dtype (int64 or uint64 as they are)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"hash_decimals takes integers, got {values.dtype}")
+    if values.dtype not in (np.int64, np.uint64):
+        values = values.astype(np.int64)
+    values = np.ascontiguousarray(values)
+    n = len(values)
+    constants, zero_terms = _text_constants(3)  # 20 digits and a sign: 3 words
+    keys = np.empty(n, dtype=_U64)
+    checks: np.ndarray = np.empty(n, dtype=check_dtype)
+    slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
+
+    def hash_slice(rows: tuple[int, int]) -> None:
+        lo, hi = rows
+        _core.keys.hash_decimals(values[lo:hi], constants, zero_terms, keys[lo:hi],
+                                 checks[lo:hi])
+
+    on_threads(hash_slice, slices)
+    return keys, checks
+
+
 @functools.lru_cache(maxsize=64)
 def _text_constants(width: int) -> tuple[np.ndarray, np.ndarray]:
     """``(constants, zero_terms)`` of :func:`hash_texts` for strings of up to ``width``

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from mpieval.errors import DataError, InputError
-from mpieval.keys import text_buffers
+from mpieval.kernels.keys import hash_decimals
+from mpieval.keys import HashedIds, text_buffers
 from mpieval.validation import Coded, all_log_words, check_log_word
 
 # What a column is read as. "float": float64, the metrics' numeric inputs; "int": int64
@@ -67,14 +68,20 @@ class Batch:
             self._numbers[column] = array
         return array
 
-    def keys(self, column: str) -> pa.Array:
+    def keys(self, column: str) -> pa.Array | HashedIds:
         """An id column (uid) as its text, a pyarrow string array (hashed from its buffers:
-        :func:`mpieval.keys.uid_keys_checked`).
+        :func:`mpieval.keys.uid_keys_checked`); an integer column without nulls as the
+        keys and checks of its decimal text, hashed from the integers
+        (:func:`mpieval.kernels.keys.hash_decimals`: no text made), new arrays a call
+        (a metric may keep them as its own).
 
         Always text, whatever the file format: a uid ``7`` in a Parquet int column and
         ``7`` in a TSV file are one user, and ``007`` is another, on every rank.
         """
-        return as_text(self.columns[column])
+        array = self.columns[column]
+        if not pa.types.is_integer(array.type) or array.null_count:
+            return as_text(array)  # (nulls: the uid's check names the first)
+        return HashedIds(*hash_decimals(as_numpy(array)))
 
     def names(self, column: str) -> Coded:
         """A column of a few distinct values (a tag) as its text, coded
