@@ -16,8 +16,8 @@ below it (:meth:`UserRowsMetric._shed`). A kind says what its
 update checks and what its compute counts on the rows of whole users.
 
 Memory: a stored row costs 17 bytes (8 key, 4 pred while every pred is a float32 value,
-else 8, 1 label, 4 tag; a kind with float labels 8 for the label, or 4 while every label
-is a float32 value; a kind without tags none for the tag), 4 more for a string
+else 8, 1 label, 4 tag; ``ranking``'s float labels 8, ``pn``'s 4 while every label is
+a float32 value, else 8, and no tag), 4 more for a string
 uid or a several-column key (the low 32 bits of the second hash, which detects
 collisions: two uids whose 64-bit keys collide have the same 32 check bits once in 2**32),
 nothing spare. At compute the stored tag codes are recoded in place to the agreed tag
