@@ -170,36 +170,38 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                 cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
     """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from
     ``window_first`` on: :func:`mpieval.kernels.exact.add_at`); whether a value fell
-    outside them."""
+    outside them. One compiled pass a field, each over every group of the rows whatever
+    the number of blocks (tags), from one array of values at a time: no table of every
+    group's values and their squares (8M groups of 11 values: 2 GB)."""
     if len(keys) == 0:
         return False
-    values, valid, group_block, group_rows = group_values(keys, block, pred, label, cutoffs,
-                                                          gain)
-    # every group's counts, then its values (valid groups), each row of the tables to its
-    # block: one compiled pass a table, whatever the number of blocks (tags)
-    counts = np.stack([valid, np.ones(len(valid)), group_rows], axis=1).astype(np.float64)
-    outside = exact.add_at(sums, group_block, counts, 0, window_first)
-    kept = values[valid]
-    n_values = kept.shape[1]
-    squares = np.empty((len(kept), 2 * n_values))
-    squares[:, 0::2] = kept
-    squares[:, 1::2] = kept * kept
-    outside |= exact.add_at(sums, group_block[valid], squares, len(COUNT_FIELDS),
-                            window_first)
-    short = np.asarray(group_rows[valid])[:, None] <= np.asarray(cutoffs)[None, :]
-    outside |= exact.add_at(sums, group_block[valid], short.astype(np.float64),
-                            sums.shape[1] - len(cutoffs), window_first)
+    columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
+                                                            cutoffs, gain)
+    # every group's counts, then its values (valid groups), each to its group's block
+    outside = False
+    for field, count in enumerate((valid, np.ones(len(valid)), group_rows)):
+        outside |= exact.add_at(sums, group_block, count.astype(np.float64), field,
+                                window_first)
+    held = np.flatnonzero(valid)
+    held_block = group_block[held]
+    field = len(COUNT_FIELDS)
+    for column in columns:  # each value's sum, then its squares' sum
+        kept = column[held]
+        outside |= exact.add_at(sums, held_block, kept, field, window_first)
+        outside |= exact.add_at(sums, held_block, kept * kept, field + 1, window_first)
+        field += 2
+    rows = group_rows[held]
+    for number, cutoff in enumerate(cutoffs):  # the users of at most K rows
+        outside |= exact.add_at(sums, held_block, (rows <= cutoff).astype(np.float64),
+                                sums.shape[1] - len(cutoffs) + number, window_first)
     if compare is None:
         return outside
-    b_values = group_values(keys, block, compare, label, cutoffs, gain)[0]
-    b_kept, diff = b_values[valid], (b_values - values)[valid]
-    paired = np.empty((len(kept), 4 * n_values))
-    paired[:, 0::4] = b_kept
-    paired[:, 1::4] = b_kept * b_kept
-    paired[:, 2::4] = diff
-    paired[:, 3::4] = diff * diff
-    outside |= exact.add_at(sums, group_block[valid], paired, len(COUNT_FIELDS) + 2 * n_values,
-                            window_first)
+    b_columns = group_columns(keys, block, compare, label, cutoffs, gain)[0]
+    for column, b_column in zip(columns, b_columns, strict=True):
+        b_kept, diff = b_column[held], (b_column - column)[held]
+        for values in (b_kept, b_kept * b_kept, diff, diff * diff):
+            outside |= exact.add_at(sums, held_block, values, field, window_first)
+            field += 1
     return outside
 
 
@@ -209,7 +211,22 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
                                                 np.ndarray]:
     """Every group's values (module doc), one row a group in the order of (key, block):
     ``values`` (n_groups, len(value_names(cutoffs))), NaN where the group is not valid;
-    ``valid`` (it has a relevant row); the group's block; its rows."""
+    ``valid`` (it has a relevant row); the group's block; its rows
+    (:func:`group_columns` as a table)."""
+    columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
+                                                            cutoffs, gain)
+    values = np.stack(columns, axis=1)
+    values[~valid] = np.nan
+    return values, valid, group_block, group_rows
+
+
+def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
+                  cutoffs: Sequence[int], gain: str = "linear"
+                  ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Every group's values (module doc) as one array a value (in the order of
+    ``value_names(cutoffs)``; a group a row, in the order of (key, block); not a number
+    where the group is not valid), ``valid`` (the group has a relevant row), the group's
+    block and its rows."""
     label = np.asarray(label, dtype=np.float64)
     pred = np.asarray(pred)
     n = len(keys)
@@ -262,9 +279,7 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
                                      / np.minimum(cutoff, relevant_rows))
             hit_rate.append(first.hit_rate(cutoff, n_groups))
         mrr = [first.reciprocal_rank(n_groups)]
-    values = np.stack(ndcg + recall + mrr + average_precision + hit_rate, axis=1)
-    values[~valid] = np.nan
-    return values, valid, b[group_start], group_rows
+    return ndcg + recall + mrr + average_precision + hit_rate, valid, b[group_start], group_rows
 
 
 def _precision_terms(run: np.ndarray, run_group: np.ndarray, run_relevant: np.ndarray,
