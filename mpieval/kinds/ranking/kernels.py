@@ -230,17 +230,23 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
     label = np.asarray(label, dtype=np.float64)
     pred = np.asarray(pred)
     n = len(keys)
+    # each array a row of the rows is let go once used (20M rows: 160 MB each)
     order = ranked(keys, block, pred, label)
     k, b, p, y = keys[order], block[order], pred[order], label[order]
-    g = gains(y, gain)
+    del order
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = (k[1:] != k[:-1]) | (b[1:] != b[:-1])
+    del k
     new_run = new_group.copy()
     new_run[1:] |= p[1:] != p[:-1]
+    del p
     group = np.cumsum(new_group) - 1
     run = np.cumsum(new_run) - 1
     group_start = np.flatnonzero(new_group)
     run_start = np.flatnonzero(new_run)
+    del new_group, new_run
+    group_block = b[group_start]
+    del b
     n_groups, n_runs = len(group_start), len(run_start)
     group_rows = np.diff(np.append(group_start, n))
     position = np.arange(n) - group_start[group]
@@ -250,11 +256,15 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
     run_first = position[run_start]  # a: the run's first position in its group
     run_group = group[run_start]
     relevant = y > 0
+    g = gains(y, gain)
+    del y
     run_relevant = np.bincount(run, weights=relevant, minlength=n_runs)
-    mean_gain = (np.bincount(run, weights=g, minlength=n_runs) / run_rows)[run]
-    dcg_terms = mean_gain * discount
+    dcg_terms = (np.bincount(run, weights=g, minlength=n_runs) / run_rows)[run]  # mean gain
+    dcg_terms *= discount
     ideal = g[np.lexsort((-g, group))] * discount  # each group's gains, descending
+    del g, discount
     relevant_rows = np.bincount(group, weights=relevant, minlength=n_groups)
+    del relevant
     valid = relevant_rows > 0
 
     def per_group(weights: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -265,6 +275,7 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
     first = _first_relevant_runs(run_group, run_relevant, run_rows, run_first)
     precision_terms = _precision_terms(run, run_group, run_relevant, run_rows, run_first,
                                        position)
+    del run
     with np.errstate(invalid="ignore", divide="ignore"):  # invalid groups: NaN
         ndcg = [per_group(dcg_terms) / per_group(ideal)]
         recall, average_precision, hit_rate = [], [], []
@@ -279,7 +290,7 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
                                      / np.minimum(cutoff, relevant_rows))
             hit_rate.append(first.hit_rate(cutoff, n_groups))
         mrr = [first.reciprocal_rank(n_groups)]
-    return ndcg + recall + mrr + average_precision + hit_rate, valid, b[group_start], group_rows
+    return ndcg + recall + mrr + average_precision + hit_rate, valid, group_block, group_rows
 
 
 def _precision_terms(run: np.ndarray, run_group: np.ndarray, run_relevant: np.ndarray,
