@@ -267,10 +267,14 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
     del relevant
     valid = relevant_rows > 0
 
-    def per_group(weights: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    def per_group(weights: np.ndarray, rows: np.ndarray | None = None,
+                  groups: np.ndarray | None = None) -> np.ndarray:
+        """Each group's sum of ``weights`` (of the rows ``rows``, whose groups are
+        ``groups`` when given: ``group[rows]``, taken once a cutoff)."""
         if rows is None:
             return np.bincount(group, weights=weights, minlength=n_groups)
-        return np.bincount(group[rows], weights=weights[rows], minlength=n_groups)
+        return np.bincount(group[rows] if groups is None else groups, weights=weights[rows],
+                           minlength=n_groups)
 
     first = _first_relevant_runs(run_group, run_relevant, run_rows, run_first)
     precision_terms = _precision_terms(run, run_group, run_relevant, run_rows, run_first,
@@ -281,12 +285,14 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
         recall, average_precision, hit_rate = [], [], []
         for cutoff in cutoffs:
             top = position < min(cutoff, n)
-            ndcg.append(per_group(dcg_terms, top) / per_group(ideal, top))
+            top_group = group[top]
+            ndcg.append(per_group(dcg_terms, top, top_group)
+                        / per_group(ideal, top, top_group))
             in_top = np.clip(min(cutoff, n) - run_first, 0, run_rows)
             expected = np.bincount(run_group, weights=run_relevant * in_top / run_rows,
                                    minlength=n_groups)
             recall.append(expected / relevant_rows)
-            average_precision.append(per_group(precision_terms, top)
+            average_precision.append(per_group(precision_terms, top, top_group)
                                      / np.minimum(cutoff, relevant_rows))
             hit_rate.append(first.hit_rate(cutoff, n_groups))
         mrr = [first.reciprocal_rank(n_groups)]
