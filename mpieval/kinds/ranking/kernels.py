@@ -158,10 +158,14 @@ def _added_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                           label, cutoffs, gain, compare)
     if tag is not None and n_tags > 0:
         tagged = tag < n_tags
-        outside |= _add_groups(sums, window_first, keys[tagged],
-                               1 + tag[tagged].astype(np.intp), pred[tagged],
-                               label[tagged], cutoffs, gain,
-                               None if compare is None else compare[tagged])
+        if tagged.all():  # every row has a tag: the rows themselves, not a copy of them
+            outside |= _add_groups(sums, window_first, keys, 1 + tag.astype(np.intp), pred,
+                                   label, cutoffs, gain, compare)
+        else:
+            outside |= _add_groups(sums, window_first, keys[tagged],
+                                   1 + tag[tagged].astype(np.intp), pred[tagged],
+                                   label[tagged], cutoffs, gain,
+                                   None if compare is None else compare[tagged])
     return outside
 
 
