@@ -153,34 +153,39 @@ def _added_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                   pred: np.ndarray, label: np.ndarray, tag: np.ndarray | None, n_tags: int,
                   cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
     """Every block's groups added to ``sums`` (a window of digits from ``window_first``,
-    every digit, or pairs); whether a value fell outside the window."""
+    every digit, or pairs); whether a value fell outside the window. The preds' order
+    (:func:`pred_order`) is found once for the block ``all`` and the tags' blocks."""
+    order, b_order = pred_order(pred), None if compare is None else pred_order(compare)
     outside = _add_groups(sums, window_first, keys, np.zeros(len(keys), dtype=np.intp), pred,
-                          label, cutoffs, gain, compare)
+                          label, cutoffs, gain, compare, order, b_order)
     if tag is not None and n_tags > 0:
         tagged = tag < n_tags
         if tagged.all():  # every row has a tag: the rows themselves, not a copy of them
             outside |= _add_groups(sums, window_first, keys, 1 + tag.astype(np.intp), pred,
-                                   label, cutoffs, gain, compare)
+                                   label, cutoffs, gain, compare, order, b_order)
         else:
             outside |= _add_groups(sums, window_first, keys[tagged],
                                    1 + tag[tagged].astype(np.intp), pred[tagged],
                                    label[tagged], cutoffs, gain,
-                                   None if compare is None else compare[tagged])
+                                   None if compare is None else compare[tagged],
+                                   order[tagged], None if b_order is None else b_order[tagged])
     return outside
 
 
 def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                 block: np.ndarray, pred: np.ndarray, label: np.ndarray,
-                cutoffs: Sequence[int], gain: str, compare: np.ndarray | None) -> bool:
+                cutoffs: Sequence[int], gain: str, compare: np.ndarray | None,
+                order: np.ndarray | None = None, b_order: np.ndarray | None = None) -> bool:
     """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from
     ``window_first`` on: :func:`mpieval.kernels.exact.add_at`); whether a value fell
-    outside them. One compiled pass a field, each over every group of the rows whatever
+    outside them. ``order``, ``b_order``: :func:`pred_order` of ``pred`` and ``compare``
+    when known. One compiled pass a field, each over every group of the rows whatever
     the number of blocks (tags), from one array of values at a time: no table of every
     group's values and their squares (8M groups of 11 values: 2 GB)."""
     if len(keys) == 0:
         return False
     columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
-                                                            cutoffs, gain)
+                                                            cutoffs, gain, order)
     # every group's counts, then its values (valid groups), each to its group's block
     outside = False
     for field, count in enumerate((valid, np.ones(len(valid)), group_rows)):
@@ -200,7 +205,7 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
                                 sums.shape[1] - len(cutoffs) + number, window_first)
     if compare is None:
         return outside
-    b_columns = group_columns(keys, block, compare, label, cutoffs, gain)[0]
+    b_columns = group_columns(keys, block, compare, label, cutoffs, gain, b_order)[0]
     for column, b_column in zip(columns, b_columns, strict=True):
         b_kept, diff = b_column[held], (b_column - column)[held]
         for values in (b_kept, b_kept * b_kept, diff, diff * diff):
@@ -225,17 +230,18 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
 
 
 def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
-                  cutoffs: Sequence[int], gain: str = "linear"
+                  cutoffs: Sequence[int], gain: str = "linear",
+                  descending: np.ndarray | None = None
                   ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """Every group's values (module doc) as one array a value (in the order of
     ``value_names(cutoffs)``; a group a row, in the order of (key, block); not a number
     where the group is not valid), ``valid`` (the group has a relevant row), the group's
-    block and its rows."""
+    block and its rows. ``descending``: the preds' :func:`pred_order` when known."""
     label = np.asarray(label, dtype=np.float64)
     pred = np.asarray(pred)
     n = len(keys)
     # each array a row of the rows is let go once used (20M rows: 160 MB each)
-    order = ranked(keys, block, pred, label)
+    order = ranked(keys, block, pred, label, descending)
     k, b, p, y = keys[order], block[order], pred[order], label[order]
     del order
     new_group = np.ones(n, dtype=bool)
@@ -395,20 +401,16 @@ def _first_relevant_runs(run_group: np.ndarray, run_relevant: np.ndarray,
 
 
 def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
-           label: np.ndarray) -> np.ndarray:
+           label: np.ndarray, descending: np.ndarray | None = None) -> np.ndarray:
     """The row order by (key, block, -pred, label), as ``np.lexsort`` of the four but
     faster: one radix sort of a uint64 per row (the group's index above the pred's
-    descending rank: the bits of a float32 pred, else its index among the distinct preds,
-    :func:`descending_index`), then the rows of equal group and pred sorted by label.
-    Rows equal in all four are interchangeable."""
+    :func:`pred_order`, or ``descending`` when given), then the rows of equal group and
+    pred sorted by label. Rows equal in all four are interchangeable."""
     group = _group_index(keys, block)
     if (len(group) and group.max() >= 2**32) or len(group) >= 2**32:
         return np.lexsort((label, -pred, group))
-    if pred.dtype == np.float32:
-        bits = (pred + np.float32(0)).view(np.uint32)  # + 0: -0.0 is 0.0
-        descending = ~np.where(bits >> 31 != 0, ~bits, bits | np.uint32(1 << 31))
-    else:
-        descending = descending_index(pred)
+    if descending is None:
+        descending = pred_order(pred)
     rank = (group.astype(np.uint64) << np.uint64(32)) | descending.astype(np.uint64)
     del descending
     order = radix_order(rank)  # rank sorted in place
@@ -421,6 +423,19 @@ def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
         tie = np.cumsum(np.concatenate(([True], ~same)))[rows]
         order[rows] = order[rows][np.lexsort((label[order[rows]], tie))]
     return order
+
+
+def pred_order(pred: np.ndarray) -> np.ndarray:
+    """A uint32 a pred, larger for a smaller pred and equal for equal ones (-0.0 and 0.0
+    one): the bits of a float32 pred (reordered), else its index among the distinct preds
+    (:func:`descending_index`; fewer than 2**32 rows: :func:`ranked` sorts more with
+    ``np.lexsort``). Of a subset of the preds, its part is such a number too (the order of
+    :func:`ranked` the same)."""
+    if pred.dtype == np.float32:
+        bits = (pred + np.float32(0)).view(np.uint32)  # + 0: -0.0 is 0.0
+        result: np.ndarray = ~np.where(bits >> 31 != 0, ~bits, bits | np.uint32(1 << 31))
+        return result
+    return descending_index(pred).astype(np.uint32)
 
 
 def descending_index(pred: np.ndarray) -> np.ndarray:
