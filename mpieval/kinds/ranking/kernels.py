@@ -155,6 +155,7 @@ def _added_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
     """Every block's groups added to ``sums`` (a window of digits from ``window_first``,
     every digit, or pairs); whether a value fell outside the window. The preds' order
     (:func:`pred_order`) is found once for the block ``all`` and the tags' blocks."""
+    pred, compare = np.asarray(pred), None if compare is None else np.asarray(compare)
     order, b_order = pred_order(pred), None if compare is None else pred_order(compare)
     outside = _add_groups(sums, window_first, keys, np.zeros(len(keys), dtype=np.intp), pred,
                           label, cutoffs, gain, compare, order, b_order)
