@@ -64,6 +64,7 @@ class UserRowsMetric(Metric):
 
     label_dtype: ClassVar[type] = np.uint8  # how the kind keeps its labels
     tagged: ClassVar[bool] = True  # the kind's rows have tags (a column of tag codes)
+    sheds: ClassVar[bool] = True  # a rank far above the mean hands users over (_shed)
     compare: str | None = None
 
     def __init__(self, comm: Comm | Any | None = None, *, extra_keys: Sequence[str] = (),
@@ -236,7 +237,8 @@ class UserRowsMetric(Metric):
         then :meth:`_agree`."""
         if comm.size > 1:
             self._move(comm, final=True)
-            self._shed(comm)
+            if self.sheds:
+                self._shed(comm)
         return self._agree(comm)
 
     def _move(self, comm: Comm, final: bool) -> None:

@@ -142,3 +142,30 @@ def test_ranks_keeping_labels_and_preds_of_other_widths_agree(
     got = computed(metric)
     got.pop("ties")
     assert got == pn_totals(uid, pred, label)
+
+
+def test_a_heavy_users_owner_keeps_its_light_users(comm: Comm, rng: np.random.Generator) -> None:
+    """The owner of a user with most rows hands no user over at compute for ``pn`` (its
+    pass is cheap a row: handing users over made a heavy user's job slower), as it does
+    for ``wuauc`` (``user_rows._shed``): ``pn``'s rows stay with their users' owners, and
+    count as brute force does."""
+    from mpieval import WuaucMetric
+    from mpieval.kernels.keys import owner_of
+
+    rows = rows_for(rng, 3000, 200, 20)
+    rows["uid"][rng.random(3000) < 0.6] = 10**12
+    rows["label"] %= 2
+    mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
+    pairs = PnMetric(comm=comm)
+    pairs.update(mine["uid"], mine["pred"], mine["label"])
+    got = computed(pairs)
+    got.pop("ties")
+    assert got == pn_totals(rows["uid"], rows["pred"], rows["label"])
+    kept = pairs.state.rows("rows").columns()["key"]
+    assert (owner_of(kept, comm.size) == comm.rank).all()
+    users = WuaucMetric(comm=comm)
+    users.update(mine["uid"], mine["pred"], mine["label"])
+    users.compute()
+    held = users.state.rows("rows").columns()["key"]
+    away = comm.allgather(int((owner_of(held, comm.size) != comm.rank).sum()))
+    assert (sum(away) > 0) == (comm.size > 1)

@@ -152,6 +152,7 @@ class PnMetric(UserRowsMetric):
     options = KIND.declared_options
     label_dtype = np.float32
     tagged = False
+    sheds = False  # its pass is cheap a row: handing users over costs its owner more
     ties: str
 
     def __init__(self, comm: Comm | Any | None = None, *, ties: str = "negative") -> None:
