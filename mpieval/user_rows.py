@@ -511,8 +511,14 @@ def narrowed(rows: RowBuffer, name: str, values: np.ndarray) -> np.ndarray:
     float32 value, else the column is widened to float64 and they stay whole."""
     if rows.dtypes[name] != np.float32 or np.can_cast(values, np.float32, "safe"):
         return values
-    narrow = values.astype(np.float32)
-    if np.array_equal(narrow, values):
+    narrow = as_float32(values)
+    if narrow is not None:
         return narrow
     rows.widen(name, np.float64)
     return values
+
+
+def as_float32(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as float32 when every one is a float32 value, else None."""
+    narrow = values.astype(np.float32)
+    return narrow if np.array_equal(narrow, values) else None

@@ -14,6 +14,7 @@ same on every rank, host and run.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,7 +114,17 @@ def hash_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 SLICE_ROWS = 1 << 18
-"""Rows a thread hashes at a time (:func:`hash_texts`)."""
+"""Rows a thread hashes at a time (:func:`hash_texts`, :func:`hash_decimals`)."""
+DECIMAL_WORDS = 3
+"""The words of the longest decimal text of an int64 or uint64 (20 digits and a sign;
+``keys.hpp``'s ``DECIMAL_WORDS``)."""
+
+
+def _in_slices(n: int, hash_slice: Callable[[int, int], None]) -> None:
+    """``hash_slice(lo, hi)`` for the rows of ``n`` in slices of :data:`SLICE_ROWS`, on
+    :func:`~mpieval.kernels.parallel.threads` threads."""
+    slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
+    on_threads(lambda rows: hash_slice(*rows), slices)
 
 
 def text_lengths(offsets: np.ndarray) -> tuple[int, int]:
@@ -149,14 +160,8 @@ def hash_texts(offsets: np.ndarray, data: np.ndarray, longest: int | None = None
             raise ValueError("hash_texts: out must be uint64 keys and checks of the texts' length")
     else:
         keys, checks = np.empty(n, dtype=_U64), np.empty(n, dtype=check_dtype)
-    slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
-
-    def hash_slice(rows: tuple[int, int]) -> None:
-        lo, hi = rows
-        _core.keys.hash_texts(offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi],
-                         checks[lo:hi])
-
-    on_threads(hash_slice, slices)
+    _in_slices(n, lambda lo, hi: _core.keys.hash_texts(
+        offsets[lo : hi + 1], data, constants, zero_terms, keys[lo:hi], checks[lo:hi]))
     return keys, checks
 
 
@@ -173,17 +178,11 @@ def hash_decimals(values: np.ndarray, check_dtype: type = np.uint64
         values = values.astype(np.int64)
     values = np.ascontiguousarray(values)
     n = len(values)
-    constants, zero_terms = _text_constants(3)  # 20 digits and a sign: 3 words
+    constants, zero_terms = _text_constants(DECIMAL_WORDS)
     keys = np.empty(n, dtype=_U64)
     checks: np.ndarray = np.empty(n, dtype=check_dtype)
-    slices = [(start, min(start + SLICE_ROWS, n)) for start in range(0, n, SLICE_ROWS)]
-
-    def hash_slice(rows: tuple[int, int]) -> None:
-        lo, hi = rows
-        _core.keys.hash_decimals(values[lo:hi], constants, zero_terms, keys[lo:hi],
-                                 checks[lo:hi])
-
-    on_threads(hash_slice, slices)
+    _in_slices(n, lambda lo, hi: _core.keys.hash_decimals(
+        values[lo:hi], constants, zero_terms, keys[lo:hi], checks[lo:hi]))
     return keys, checks
 
 

@@ -32,7 +32,7 @@ from mpieval.kernels.sort import radix_order
 from mpieval.kinds.pn import KIND
 from mpieval.kinds.pn.kernels import grouped, pair_counts
 from mpieval.metric import FieldsResult, warn_undefined
-from mpieval.user_rows import CHECK_DTYPE, UserRowsMetric, narrowed
+from mpieval.user_rows import CHECK_DTYPE, UserRowsMetric, as_float32, narrowed
 from mpieval.validation import as_vector, check_finite, check_lengths
 
 _WORD = 2**32
@@ -239,8 +239,7 @@ def _with_checks_apart(state: Mapping[str, Any]) -> dict[str, Any]:
     hashed = bool(np.any(checks != keys))
     state["checks.check"] = (checks if hashed else checks[:0]).astype(CHECK_DTYPE)
     for name in ("rows.pred", "rows.label"):
-        values = np.asarray(state[name])
-        narrow = values.astype(np.float32)
-        if np.array_equal(narrow, values):
+        narrow = as_float32(np.asarray(state[name]))
+        if narrow is not None:
             state[name] = narrow
     return state
