@@ -44,14 +44,15 @@ void bind_pn(nb::module_ m) {
         const uint32_t* c = checks ? as<uint32_t>(*checks, "checks") : nullptr;
         double* oy = as<double>(out_label, "out_label");
         int64_t* s = as<int64_t>(starts, "starts");
-        for (int64_t i = 0; i < n; ++i)
-            if (o[i] >= uint64_t(n))
-                throw std::out_of_range("mpieval._core.pn: grouped: a row number past the rows");
         bool collision = false;
         int64_t users = 0;
         dispatch(pred, [&](auto* p) {
             dispatch(label, [&](auto* y) {
                 Release r;
+                for (int64_t i = 0; i < n; ++i)
+                    if (o[i] >= uint64_t(n))
+                        throw std::out_of_range("mpieval._core.pn: grouped: a row number "
+                                                "past the rows");
                 users = pn::grouped(k, o, n, p, y, c, oy, s, &collision);
             }, Floats{});
         }, Floats{});

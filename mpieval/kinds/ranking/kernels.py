@@ -190,8 +190,8 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
     # every group's counts, then its values (valid groups), each to its group's block
     outside = False
     for field, count in enumerate((valid, np.ones(len(valid)), group_rows)):
-        outside |= exact.add_at(sums, group_block, count.astype(np.float64), field,
-                                window_first)
+        outside |= exact.add_at(sums, group_block, count.astype(np.float64, copy=False),
+                                field, window_first)
     held = np.flatnonzero(valid)
     held_block = group_block[held]
     field = len(COUNT_FIELDS)
