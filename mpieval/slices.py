@@ -68,7 +68,7 @@ from mpieval.metric import (
     warnings_named,
 )
 from mpieval.state import Part, Stacked
-from mpieval.tags import TagCodes, dicts_made, distinct, gc_paused
+from mpieval.tags import TagCodes, dicts_made, distinct, gc_paused, without_gc
 from mpieval.validation import Coded, all_log_words, check_log_word
 
 DEFAULT_MIN_ROWS = 100
@@ -345,6 +345,7 @@ class SlicedMetric(Metric):
 
     # -- updates -----------------------------------------------------------------------
 
+    @without_gc
     def update(self, *args: Any, slices: Mapping[str, Any], **columns: Any) -> None:
         """Add a batch: the base's arguments, and each slice column's values."""
         rows = self._length(args, columns)
@@ -427,6 +428,7 @@ class SlicedMetric(Metric):
                 else:
                     self._update_slice(metric, args, columns, order[start:stop])
 
+    @without_gc
     def _flush(self, small: Callable[[int, list[Key]], np.ndarray] | None = None) -> None:
         """The rows that wait (:meth:`update`) given to their slices: the batches joined,
         each slice's rows in one ``update()``, in their order, its metric made first.
@@ -621,11 +623,12 @@ class SlicedMetric(Metric):
             ordered = _in_order(counts)
             if self._stacked is None:
                 for key, rows in ordered:
-                    if key not in metrics and rows >= self.min_rows:
+                    if rows >= self.min_rows and key not in metrics:  # (most are small)
                         metrics[key] = self._slice_metric()
             agreed.append(ordered)
         return agreed
 
+    @without_gc
     def local_sums(self, comm: Comm) -> dict[str, np.ndarray]:
         self._layout = self._agreed(comm)
         sums = {f"base.{name}": value for name, value in self.base.local_sums(comm).items()}
@@ -718,6 +721,7 @@ class SlicedMetric(Metric):
             result = compute_all({_WHOLE: metric}, local)[_WHOLE]
         return result, said
 
+    @without_gc
     def finish(self, sums: dict[str, np.ndarray], comm: Comm) -> SlicedResult:
         parts = _by_metric(sums)
         base = self.base.finish(parts.get("base.", {}), comm)
@@ -1139,14 +1143,14 @@ def _in_order(counts: Mapping[Key, int]) -> list[tuple[Key, int]]:
     """The slices of ``counts`` with their rows, sorted by their values (:func:`_sort_key`);
     those of one column of ASCII digits only (ids read as text) by arrays: their numbers,
     then their text (as the key compares them), not a key a slice."""
-    keys = list(counts)
-    if keys and all(len(key) == 1 for key in keys):
-        texts = [value for value, in keys]
+    items = list(counts.items())  # (in the dict's order: no key looked up again)
+    if items and all(len(key) == 1 for key, _ in items):
+        texts = [value for (value,), _ in items]
         if all(type(text) is str and text.isascii() and text.isdigit() for text in texts):
             numbers = np.fromiter(map(float, texts), dtype=np.float64, count=len(texts))
             order = np.lexsort((np.array(texts), numbers)).tolist()
-            return [(keys[at], counts[keys[at]]) for at in order]
-    return sorted(counts.items(), key=lambda item: _sort_key(item[0]))
+            return [items[at] for at in order]
+    return sorted(items, key=lambda item: _sort_key(item[0]))
 
 
 def _sort_key(key: Key) -> tuple[tuple[Any, ...], ...]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 import gc
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import Field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 
 import numpy as np
 
@@ -79,6 +80,7 @@ class ComparedBlock(Protocol):
 
 
 B = TypeVar("B", bound=_Block)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 Made = TypeVar("Made")
@@ -105,6 +107,19 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def without_gc(method: F) -> F:
+    """``method`` run with the cyclic garbage collector paused (:func:`gc_paused`): a call
+    that makes many objects a tag or slice. The wrapper is mpieval's own, so a warning
+    raised inside still names the caller's frame (``metric._warn_undefined``)."""
+
+    @functools.wraps(method)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        with gc_paused():
+            return method(*args, **kwargs)
+
+    return cast(F, paused)
 
 
 def whole_ints(x: np.ndarray) -> list[int]:

@@ -543,6 +543,41 @@ def test_a_bad_uid_of_a_sliced_per_user_kind_is_named_and_changes_nothing(name: 
         metric.compute()
 
 
+@pytest.mark.parametrize("name", ["wuauc", "auc"])
+def test_the_garbage_collector_runs_again_after_a_sliced_metrics_calls(name: str) -> None:
+    """Many slices' updates, compute and finish pause the cyclic collector (no cycles
+    among their objects): it runs again after each, after one that raised too, and
+    stays off where the caller had turned it off; the slices' warnings still name the
+    caller's line."""
+    import gc
+
+    rng = np.random.default_rng(6)
+    rows = data(name, rng, 60)
+    rows["site"] = np.arange(60)  # more slices than WAIT_FROM: the waiting path too
+    inputs = {k: v for k, v in rows.items() if k not in ("country", "site")}
+    metric = sliced(name, Comm.local(), [], dims=("site",))
+    assert gc.isenabled()
+    metric.update(**inputs, slices={"site": rows["site"]})
+    assert gc.isenabled()
+    with pytest.warns(UndefinedMetricWarning) as caught:  # (slices of a few rows)
+        metric.compute()
+    assert gc.isenabled()
+    assert {warning.filename for warning in caught} == {__file__}  # the caller's line
+    gc.disable()
+    try:
+        with pytest.warns(UndefinedMetricWarning):
+            metric.compute()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(InputError):
+        metric.update(**inputs, slices={"site": rows["site"][:-1]})
+    assert gc.isenabled()
+    with pytest.raises(InputError):  # (the failed update fails the compute)
+        metric.compute()
+    assert gc.isenabled()
+
+
 def test_bad_slice_values_name_the_column() -> None:
     metric = SlicedMetric(make("auc", Comm.local(), fast=True), ["country"])
     pred, label = np.array([0.2, 0.4]), np.array([0, 1])
