@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_scale.py memory --metrics pn --ranks 1 2 4
     .venv/bin/python scripts/bench_scale.py weak --repeats 5     # 2 ranks on 2x vs 2 runs of 1x
     .venv/bin/python scripts/bench_scale.py weak --metrics pn --builds OLD/mpieval NEW/mpieval
+    .venv/bin/python scripts/bench_scale.py floor --metrics pn   # weak scaling with free moves
     .venv/bin/python scripts/bench_scale.py heavy --repeats 5    # one 10%-user vs 100 users
     .venv/bin/python scripts/bench_scale.py pages --ranks 1 2    # numpy's huge pages or not
 
@@ -19,7 +20,8 @@ spread over 100 users.
 ``/usr/bin/time`` (its peak RSS); the largest peak per rank against the one-rank peak, and
 the JSON outputs compared byte for byte (the ``run`` object left out). ``weak``:
 ``mpiexec -n 2`` on two files against two one-rank runs, one file each, started together;
-medians of ``--repeats``, alternating. ``heavy``: ``mpiexec -n 4`` on each, alternating:
+medians of ``--repeats``, alternating. ``floor``: the weak-scaling ratio the job would have
+if its moves cost nothing (:func:`floor`). ``heavy``: ``mpiexec -n 4`` on each, alternating:
 the wall time, and the CPU time of the busiest rank (user + system; a rank that waits
 for the others sleeps, so on a machine with a core a rank the job takes about as long
 as its busiest rank, while an oversubscribed machine lets the waiting ranks' cores work
@@ -45,6 +47,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from mpieval.kernels.keys import hash_decimals, owner_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data" / "scale"
@@ -217,6 +221,75 @@ def weak(args: argparse.Namespace) -> None:
               f"{' '.join(f'{r:.2f}' for r in ratios)}); load {os.getloadavg()}")
 
 
+def owned(paths: list[Path], ranks: int) -> list[Path]:
+    """The rows of ``paths`` rewritten as one file a rank, each holding exactly the rows of
+    the users that rank owns at ``ranks`` ranks (written once, row groups as generated):
+    what each rank of a job on ``paths`` computes on once every row has moved."""
+    names = [DATA / f"{paths[0].stem}-owned{rank}of{ranks}.parquet" for rank in range(ranks)]
+    if all(name.exists() for name in names):
+        return names
+    writers: list[pq.ParquetWriter | None] = [None] * ranks
+    for path in paths:
+        for group in pq.ParquetFile(path).iter_batches(batch_size=GROUP):
+            table = pa.Table.from_batches([group])
+            uid = table["uid"].combine_chunks()
+            # the command's keys: an integer uid hashed as its decimal text (Batch.keys)
+            owner = owner_of(hash_decimals(uid.to_numpy())[0], ranks)
+            for rank in range(ranks):
+                part = table.filter(pa.array(owner == rank))
+                if writers[rank] is None:
+                    writers[rank] = pq.ParquetWriter(names[rank].with_suffix(".part"),
+                                                     part.schema)
+                writers[rank].write_table(part, row_group_size=GROUP)  # type: ignore[union-attr]
+    for rank, writer in enumerate(writers):
+        assert writer is not None
+        writer.close()
+        names[rank].with_suffix(".part").rename(names[rank])
+    return names
+
+
+def floor(args: argparse.Namespace) -> None:
+    """Weak scaling's floor on this data: what a 2-rank job would take if its moves cost
+    nothing. Each rank of ``mpiexec -n 2`` on two files ends up with the rows of the users
+    it owns, and users of both files meet there (the Zipf head's users are in both); two
+    one-rank runs on those rows (one file a rank's users) take what the job's ranks do
+    less the moves. Against two one-rank runs on the files as they are (the weak-scaling
+    baseline) that is the floor of the weak-scaling ratio; the job itself beside them."""
+    files = [generate(DATA / f"rows{args.rows}.parquet", args.rows, args.users, 1),
+             generate(DATA / f"rows{args.rows}b.parquet", args.rows, args.users, 2)]
+    parts = owned(files, 2)
+    rows = [pq.ParquetFile(part).metadata.num_rows for part in parts]
+    print(f"rows a rank owns at 2 ranks: {rows} ({max(rows) / (sum(rows) / 2):.3f}x the mean)")
+    times: dict[str, list[float]] = {"apart": [], "owned": [], "job": []}
+
+    def together(paths: list[Path]) -> float:
+        alone = [[MPIEXEC, "-n", "1", MPIEVAL, "eval", *metric_args(args.metrics), str(p)]
+                 for p in paths]
+        start = time.perf_counter()
+        running = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in alone]
+        for process in running:
+            assert process.wait() == 0
+        return time.perf_counter() - start
+
+    for _ in range(args.repeats):
+        times["apart"].append(together(files))
+        times["owned"].append(together(parts))
+        start = time.perf_counter()
+        subprocess.run([MPIEXEC, "-n", "2", MPIEVAL, "eval", *metric_args(args.metrics),
+                        *map(str, files)], check=True, stdout=subprocess.DEVNULL)
+        times["job"].append(time.perf_counter() - start)
+    apart = times["apart"]
+    floors = [o / a for o, a in zip(times["owned"], apart, strict=True)]
+    ratios = [j / a for j, a in zip(times["job"], apart, strict=True)]
+    print(f"{args.metrics}, medians of {args.repeats}: two 1-rank runs on the files "
+          f"{statistics.median(apart):.2f} s; on each rank's owned rows "
+          f"{statistics.median(times['owned']):.2f} s: floor {statistics.median(floors):.3f} "
+          f"(each {' '.join(f'{r:.3f}' for r in floors)}); the 2-rank job "
+          f"{statistics.median(times['job']):.2f} s: weak scaling "
+          f"{statistics.median(ratios):.3f} (each {' '.join(f'{r:.3f}' for r in ratios)}); "
+          f"load {os.getloadavg()}")
+
+
 def heavy(args: argparse.Namespace) -> None:
     one = generate(DATA / f"heavy{args.rows}.parquet", args.rows, args.users, 3, heavy=0.1)
     spread = generate(DATA / f"heavy{args.rows}split.parquet", args.rows, args.users, 3,
@@ -243,7 +316,7 @@ def heavy(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["memory", "weak", "heavy", "pages"])
+    parser.add_argument("what", choices=["memory", "weak", "floor", "heavy", "pages"])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--users", type=int, default=2_000_000)
     parser.add_argument("--metrics", default="auc,wuauc")
@@ -253,7 +326,8 @@ def main() -> None:
     parser.add_argument("--builds", nargs="+", metavar="MPIEVAL",
                         help="weak: these mpieval commands in turn within each repeat")
     args = parser.parse_args()
-    {"memory": memory, "weak": weak, "heavy": heavy, "pages": pages}[args.what](args)
+    modes = {"memory": memory, "weak": weak, "floor": floor, "heavy": heavy, "pages": pages}
+    modes[args.what](args)
 
 
 if __name__ == "__main__":
