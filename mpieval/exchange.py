@@ -174,10 +174,12 @@ class Moved:
 
 def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
                    recode: Mapping[str, tuple[np.ndarray, int]] | None = None,
-                   aligned: Sequence[RowBuffer] = ()) -> None:
+                   aligned: Sequence[RowBuffer] = (), dest: np.ndarray | None = None) -> None:
     """Collective: every row of ``buffers`` from ``start`` on, moved to the rank that owns
     its key (the first buffer's ``key`` column), where it is appended; the rows before
-    ``start`` stay (they are at their owner already).
+    ``start`` stay (they are at their owner already). ``dest``: each of those rows' rank
+    instead (uint16, one a row from ``start`` on; a hand-over of whole users), the same
+    for every rank (given on every rank or on none).
 
     ``buffers`` are row-aligned (one row of each makes a row), and every rank passes the
     same columns of the same dtypes (the caller has agreed on them): every column a kind
@@ -197,6 +199,9 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     rows that stay never travel, and where the buffers' reserved room holds the move's
     rows (:meth:`RowBuffer.free_rows`) every received column is copied once, into it.
     """
+    if dest is not None and len(dest) != max(len(buffers[0]) - start, 0):
+        raise ValueError(f"move_to_owners: {len(dest)} ranks for "
+                         f"{max(len(buffers[0]) - start, 0)} rows")  # (none moved)
     buffers = [*buffers, *aligned]
     tails = [buffer.split_off(start) for buffer in buffers]
     for name, (lookup, none) in (recode or {}).items():
@@ -204,26 +209,32 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
         tails[0][name] = remap(codes, lookup, out=codes if codes.flags.writeable else None,
                                none=(none, none))
     if 1 < comm.size <= MAX_RANKS:
-        _move_packed(comm, buffers, tails)
+        _move_packed(comm, buffers, tails, dest)
         return
     local = {f"{index}.{name}": values for index, tail in enumerate(tails)
              for name, values in tail.items()}
     if comm.size > 1:
-        local = comm.exchange(owner_of(tails[0]["key"], comm.size), local)
+        local = comm.exchange(owner_of(tails[0]["key"], comm.size) if dest is None else dest,
+                              local)
     del tails
     for index, buffer in enumerate(buffers):
         buffer.append(handed_over=set(buffer.dtypes) if comm.size > 1 else (),
                       **{name: local.pop(f"{index}.{name}") for name in buffer.dtypes})
 
 
-def _move_packed(comm: Comm, buffers: list[RowBuffer],
-                 tails: list[dict[str, np.ndarray]]) -> None:
-    """:func:`move_to_owners`' move of the rows ``tails`` (split off ``buffers``): the
-    leaving rows packed (:func:`mpieval.kernels.moves.split_columns`), sent in one
-    ``Alltoallv``, and every buffer given its rows (source rank order: the staying rows
-    between the ranks' below and above)."""
+def _move_packed(comm: Comm, buffers: list[RowBuffer], tails: list[dict[str, np.ndarray]],
+                 dest: np.ndarray | None = None) -> None:
+    """:func:`move_to_owners`' move of the rows ``tails`` (split off ``buffers``) to their
+    owners (``dest``: to those ranks): the leaving rows packed
+    (:func:`mpieval.kernels.moves.split_columns`), sent in one ``Alltoallv``, and every
+    buffer given its rows (source rank order: the staying rows between the ranks' below
+    and above)."""
     rank = comm.rank
-    dest, counts = owners(tails[0]["key"], comm.size)
+    if dest is None:
+        dest, counts = owners(tails[0]["key"], comm.size)
+    else:
+        dest = np.ascontiguousarray(dest, dtype=np.uint16)
+        counts = np.bincount(dest, minlength=comm.size).astype(np.int64)
     columns = []  # (index, name, writable contiguous column), in the records' order
     for index, tail in enumerate(tails):
         for name, column in tail.items():

@@ -38,6 +38,7 @@ from mpieval.errors import InputError
 from mpieval.exchange import move_to_owners
 from mpieval.kernels.codes import TAG_DTYPE
 from mpieval.kernels.keys import mix64
+from mpieval.kernels.moves import MAX_RANKS
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
 from mpieval.rows import RowBuffer
@@ -287,8 +288,12 @@ class UserRowsMetric(Metric):
         bucket never fits and stays. A user's sums do not depend on the rank that owns
         it, so the results keep their bits. The received rows count as not moved (the
         next move, after more updates, takes them back to their owners, where the rest
-        of those users' rows go). Memory: the shedding rank's rows, one column's staying
-        rows beside them at a time, and the rows leaving it."""
+        of those users' rows go). How: a move (:func:`~mpieval.exchange.move_to_owners`
+        with each row's rank given): one compiled pass a column splits the shedding
+        rank's rows into the staying ones, compacted in place, and the leaving ones,
+        packed by receiver for one ``Alltoallv``. Memory: the shedding rank's rows, the
+        leaving ones packed, and its staying rows copied into new columns (its rows are
+        in no reserved room by then)."""
         rows = self._stored
         views = comm.allgather((len(rows), len(self.state.rows("checks")) > 0))
         counts = np.array([view[0] for view in views], dtype=np.int64)
@@ -297,36 +302,18 @@ class UserRowsMetric(Metric):
             return
         buffers = [rows, self.state.rows("checks")] if (
             any(view[1] for view in views) or self.extra_keys) else [rows]
-        buffers += self._aligned(comm)
-        local: dict[str, np.ndarray] = {}
-        dest = np.zeros(0, dtype=np.int64)
-        if plan[comm.rank].any():
+        ranks = np.uint16 if comm.size <= MAX_RANKS else np.int64  # (as the moves take them)
+        start, dest = len(rows), np.zeros(0, dtype=ranks)  # a receiver keeps its rows
+        shedding = bool(plan[comm.rank].any())
+        if shedding:  # every row split by its rank: staying, or packed for its receiver
             to, bucket = _shed_destinations(rows.columns()["key"], plan[comm.rank], comm.rank)
-            leaving = (to != comm.rank)[bucket]
-            dest = to[bucket[leaving]]
-            del bucket
-            stays = ~leaving
-            for index, buffer in enumerate(buffers):
-                columns = buffer.columns()
-                buffer.clear()  # one column at a time: its rows, then its staying rows
-                staying = {}
-                for name in list(columns):
-                    values = columns.pop(name)
-                    local[f"{index}.{name}"] = values[leaving]
-                    staying[name] = values[stays]
-                    del values
-                buffer.append(handed_over=set(buffer.dtypes), **staying)
-                del staying
-            del leaving, stays
+            start, dest = 0, to.astype(ranks)[bucket]
+            del to, bucket
+        move_to_owners(comm, buffers[:1], start, aligned=[*buffers[1:], *self._aligned(comm)],
+                       dest=dest)
+        del dest
+        if shedding:
             self._moved_rows(comm, rows).count = len(rows)  # its users' rows all here
-        else:
-            local = {f"{index}.{name}": np.empty(0, dtype) for index, buffer
-                     in enumerate(buffers) for name, dtype in buffer.dtypes.items()}
-        received = comm.exchange(dest, local)
-        del local
-        for index, buffer in enumerate(buffers):
-            buffer.append(handed_over=set(buffer.dtypes),
-                          **{name: received.pop(f"{index}.{name}") for name in buffer.dtypes})
 
     # -- compute -----------------------------------------------------------------------
 

@@ -124,3 +124,46 @@ def test_move_to_owners_moves_each_row_to_its_owner_in_order(
         tags[recoded] = 4 - tags[recoded]  # the code of no value kept as it is
         assert np.array_equal(got["tag"], tags)
         assert np.array_equal(checks.columns()["check"], (ids_now * 3).astype(np.uint32))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("reserved", [0, 10_000])
+def test_move_to_owners_with_ranks_given_sends_each_row_there(
+        comm: Comm, reserved: int, rng: np.random.Generator) -> None:
+    """``dest`` given (a heavy user's owner handing users over): every row from ``start``
+    on goes to its named rank, whatever its key's owner; the rows before ``start`` stay
+    where they are; each rank ends with its rows before ``start``, then the received ones
+    by source rank, each source's in order (its own where its rank comes); a rank that
+    sends nothing passes ``start`` at its end and an empty ``dest``. A ``dest`` of another
+    length is refused."""
+    seed = np.random.default_rng(comm.allgather(int(rng.integers(1 << 30)))[0])
+    sizes = seed.integers(0, 400, size=comm.size)
+    sizes[-1] = 0  # a rank without rows
+    senders = [r for r in range(comm.size) if r % 2 == 0]  # the others keep theirs
+    firsts = np.cumsum(sizes) - sizes
+    ids_of = [int(firsts[r]) + np.arange(int(sizes[r])) for r in range(comm.size)]
+    kept_of = [ids[: len(ids) // 3] if r in senders else ids for r, ids in enumerate(ids_of)]
+    dests = [(ids * 7 % comm.size).astype(np.uint16) for ids in ids_of]
+    rows = RowBuffer({"key": np.uint64, "pred": np.float64})
+    weights = RowBuffer({"weight": np.float32})
+    rows.reserve(reserved)
+    ids = ids_of[comm.rank]
+    rows.append(key=np.full(len(ids), 5, dtype=np.uint64), pred=ids.astype(np.float64))
+    weights.append(weight=(ids * 2).astype(np.float32))
+    start = len(kept_of[comm.rank]) if comm.rank in senders else len(ids)
+    dest = dests[comm.rank][start:] if comm.rank in senders else np.zeros(0, np.uint16)
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="ranks for"):
+            move_to_owners(comm, [rows], start, aligned=[weights], dest=dest[:-1]) \
+                if len(dest) else move_to_owners(comm, [rows], start, aligned=[weights],
+                                                 dest=np.zeros(1, np.uint16))
+    move_to_owners(comm, [rows], start, aligned=[weights], dest=dest)
+    expected = kept_of[comm.rank].tolist()
+    for source in range(comm.size):
+        if source in senders:
+            leaving = ids_of[source][len(kept_of[source]):]
+            to = dests[source][len(kept_of[source]):]
+            expected += leaving[to == comm.rank].tolist()
+    got = rows.columns()["pred"].astype(np.int64)
+    assert got.tolist() == expected
+    assert np.array_equal(weights.columns()["weight"], (got * 2).astype(np.float32))

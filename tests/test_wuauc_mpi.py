@@ -211,35 +211,45 @@ def test_a_heavy_user_in_several_tags_matches_pair_counting(
     assert got == one_process(rows)
 
 
+@pytest.mark.parametrize("uid_kind", ["int", "str"])
+@pytest.mark.parametrize("weighted", [False, True])
 def test_the_owner_of_a_heavy_user_hands_light_users_to_the_others(
-    comm: Comm, rng: np.random.Generator
+    comm: Comm, rng: np.random.Generator, uid_kind: str, weighted: bool
 ) -> None:
     """At compute the rank that owns a user with half the rows holds fewer rows than the
     owners' split gives it (it handed light users to the ranks below the mean), and the
-    result keeps one process's bits; a second compute after more rows too."""
+    result keeps one process's bits; a second compute after more rows too. String uids
+    (their checks travel with the rows) and weights (a buffer of their own) go alike."""
     from mpieval.kernels.keys import owner_of
+    from mpieval.keys import uid_keys
 
     n = 4000
-    rows = {"uid": np.where(rng.random(n) < 0.5, 10**12, rng.integers(0, 3000, n)),
+    uid = np.where(rng.random(n) < 0.5, 10**12, rng.integers(0, 3000, n))
+    rows = {"uid": uid if uid_kind == "int" else np.array([f"u{u}" for u in uid]),
             "pred": rng.integers(0, 60, n) / 60, "label": rng.integers(0, 2, n),
-            "tag": np.array(["feed", "home", "search"])[rng.integers(0, 3, n)]}
+            "tag": np.array(["feed", "home", "search"])[rng.integers(0, 3, n)],
+            "weight": rng.integers(1, 4, n).astype(np.float64) if weighted else np.ones(n)}
     mine = my_rows(rows, comm.rank, comm.size, rng, scatter=True)
     metric = WuaucMetric(comm=comm)
     half = len(mine["uid"]) // 2
-    metric.update(mine["uid"][:half], mine["pred"][:half], mine["label"][:half],
-                  mine["tag"][:half])
+
+    def fed(metric: WuaucMetric, part: dict[str, np.ndarray]) -> WuaucMetric:
+        metric.update(part["uid"], part["pred"], part["label"], part["tag"],
+                      weight=part["weight"] if weighted else None)
+        return metric
+
+    fed(metric, {k: v[:half] for k, v in mine.items()})
     got = quiet(metric).to_dict()
     seen = {k: np.concatenate(comm.allgather(v[:half])) for k, v in mine.items()}
-    assert got == one_process(seen)
+    assert got == quiet(fed(WuaucMetric(comm=Comm.local()), seen)).to_dict()
     held = comm.allgather(metric.rows)
-    by_owner = np.bincount(owner_of(seen["uid"].astype(np.uint64), comm.size),
+    by_owner = np.bincount(owner_of(uid_keys("uid", seen["uid"]), comm.size),
                            minlength=comm.size)
     assert sum(held) == len(seen["uid"])
     if comm.size > 1:
         assert max(held) < by_owner.max()
-    metric.update(mine["uid"][half:], mine["pred"][half:], mine["label"][half:],
-                  mine["tag"][half:])
-    assert quiet(metric).to_dict() == one_process(rows)
+    fed(metric, {k: v[half:] for k, v in mine.items()})
+    assert quiet(metric).to_dict() == quiet(fed(WuaucMetric(comm=Comm.local()), rows)).to_dict()
 
 
 def test_more_tags_than_uint16_codes_across_ranks(comm: Comm, rng: np.random.Generator) -> None:
