@@ -37,8 +37,7 @@ from mpieval.comm import Comm
 from mpieval.errors import InputError
 from mpieval.exchange import move_to_owners
 from mpieval.kernels.codes import TAG_DTYPE
-from mpieval.kernels.keys import mix64
-from mpieval.kernels.moves import MAX_RANKS
+from mpieval.kernels.moves import MAX_RANKS, buckets
 from mpieval.keys import group_keys_checked, uid_keys_checked
 from mpieval.metric import Metric
 from mpieval.rows import RowBuffer
@@ -470,9 +469,7 @@ def _shed_destinations(keys: np.ndarray, wanted: np.ndarray, rank: int
     row's bucket (the top bits of ``mix64(key)``, so a user's rows share one). Whole
     buckets go to the ranks that ``wanted`` (rows per rank) names, each to the first
     receiver it fits in; the rest stay at ``rank``."""
-    bucket = (mix64(np.ascontiguousarray(keys, np.uint64))
-              >> np.uint64(64 - SHED_BUCKET_BITS)).astype(np.intp)
-    sizes = np.bincount(bucket, minlength=1 << SHED_BUCKET_BITS)
+    bucket, sizes = buckets(keys, SHED_BUCKET_BITS)
     to = np.full(len(sizes), rank, dtype=np.int64)
     need = {int(d): int(n) for d, n in enumerate(wanted) if n > 0}
     for b in np.flatnonzero(sizes).tolist():

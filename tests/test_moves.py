@@ -9,8 +9,8 @@ import pytest
 
 from mpieval.comm import Comm
 from mpieval.exchange import move_to_owners
-from mpieval.kernels.keys import owner_of
-from mpieval.kernels.moves import owners, split_columns
+from mpieval.kernels.keys import mix64, owner_of
+from mpieval.kernels.moves import buckets, owners, split_columns
 from mpieval.rows import RowBuffer
 
 DTYPES = {"key": np.uint64, "pred": np.float32, "wide": np.float64, "label": np.uint8,
@@ -28,6 +28,23 @@ def test_owners_are_owner_of_and_their_counts(size: int, rng: np.random.Generato
     assert dest.dtype == np.uint16
     assert np.array_equal(dest, owner_of(keys, size))
     assert counts.tolist() == np.bincount(dest, minlength=size).tolist()
+
+
+@pytest.mark.parametrize("bits", [1, 7, 10, 16])
+def test_buckets_are_the_top_bits_of_mix64_and_their_counts(
+        bits: int, rng: np.random.Generator) -> None:
+    """The compiled buckets (a heavy user's owner handing users over) are numpy's
+    ``mix64(key) >> (64 - bits)`` for every key, the extremes too; out-of-range bits are
+    refused."""
+    keys = rng.integers(0, 2**64, size=100_003, dtype=np.uint64)
+    keys[:5] = [0, 1, 2**63, 2**64 - 2, 2**64 - 1]
+    bucket, counts = buckets(keys, bits)
+    assert bucket.dtype == np.uint16
+    assert np.array_equal(bucket, mix64(keys) >> np.uint64(64 - bits))
+    assert counts.tolist() == np.bincount(bucket, minlength=1 << bits).tolist()
+    for wrong in (0, 17):
+        with pytest.raises(ValueError):
+            buckets(keys, wrong)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5])

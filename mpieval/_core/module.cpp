@@ -552,6 +552,19 @@ void bind_moves(nb::module_ m) {
         moves::owners(k, n, uint64_t(size), d, c);
     }, nb::arg("keys").noconvert(), nb::arg("size"), nb::arg("dest").noconvert(),
        nb::arg("counts").noconvert());
+    m.def("buckets", [](In keys_, int bits, Out bucket, Out counts) {
+        const uint64_t* k = as<uint64_t>(keys_, "keys");
+        uint16_t* b = as<uint16_t>(bucket, "bucket");
+        int64_t* c = as<int64_t>(counts, "counts");
+        const int64_t n = length(keys_);
+        if (bits < 1 || bits > 16 || length(counts) != (int64_t(1) << bits) ||
+            length(bucket) != n)
+            throw nb::value_error("mpieval._core: buckets takes 1 to 16 bits, bucket as long "
+                                  "as keys and counts of one entry a bucket");
+        Release r;
+        moves::buckets(k, n, bits, b, c);
+    }, nb::arg("keys").noconvert(), nb::arg("bits"), nb::arg("bucket").noconvert(),
+       nb::arg("counts").noconvert());
     m.def("split_columns", [](In dest, int64_t rank, std::vector<Out> columns, Out out,
                               In firsts, Out counts) {
         const uint16_t* d = as<uint16_t>(dest, "dest");

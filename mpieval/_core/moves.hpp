@@ -62,6 +62,16 @@ inline void owners(const uint64_t* keys, int64_t n, uint64_t size, uint16_t* des
     for (int64_t i = 0; i < n; ++i) ++counts[dest[i]];
 }
 
+// bucket[i] = the top `bits` bits of mix64(keys[i]) (1 <= bits <= 16), and counts[b] the
+// keys of bucket b (2^bits of them, zeroed first): a user's rows all in one bucket.
+inline void buckets(const uint64_t* keys, int64_t n, int bits, uint16_t* bucket,
+                    int64_t* counts) {
+    const int shift = 64 - bits;
+    for (int64_t i = 0; i < n; ++i) bucket[i] = uint16_t(keys::mix64(keys[i]) >> shift);
+    for (int64_t b = 0; b < (int64_t(1) << bits); ++b) counts[b] = 0;
+    for (int64_t i = 0; i < n; ++i) ++counts[bucket[i]];
+}
+
 // Each row's place among its owner's rows: place[i], the rows of dest[i] before row i.
 inline void places(const uint16_t* dest, int64_t n, int64_t size, uint32_t* place) {
     std::vector<uint32_t> placed(static_cast<size_t>(size), 0);

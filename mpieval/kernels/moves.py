@@ -29,6 +29,19 @@ def owners(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return dest, counts
 
 
+def buckets(keys: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(bucket, counts)``: the top ``bits`` bits (1 to 16) of each uint64 key's
+    ``mix64`` (:func:`mpieval.kernels.keys.mix64`), uint16, so that the rows of a key
+    share a bucket; and the keys of each of the ``2**bits`` buckets (int64)."""
+    if not 1 <= bits <= 16:
+        raise ValueError(f"buckets: bits must be in [1, 16], got {bits}")
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    bucket = np.empty(len(keys), dtype=np.uint16)
+    counts = np.empty(1 << bits, dtype=np.int64)
+    _core.moves.buckets(keys, bits, bucket, counts)
+    return bucket, counts
+
+
 def split_columns(dest: np.ndarray, rank: int, columns: list[np.ndarray], out: np.ndarray,
                   firsts: np.ndarray) -> int:
     """Split every column (contiguous, writable, one row a value of uint16 ``dest``, the
