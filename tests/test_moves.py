@@ -170,10 +170,9 @@ def test_move_to_owners_with_ranks_given_sends_each_row_there(
     start = len(kept_of[comm.rank]) if comm.rank in senders else len(ids)
     dest = dests[comm.rank][start:] if comm.rank in senders else np.zeros(0, np.uint16)
     if comm.size > 1:
+        wrong = dest[:-1] if len(dest) else np.zeros(1, np.uint16)  # one rank too few or many
         with pytest.raises(ValueError, match="ranks for"):
-            move_to_owners(comm, [rows], start, aligned=[weights], dest=dest[:-1]) \
-                if len(dest) else move_to_owners(comm, [rows], start, aligned=[weights],
-                                                 dest=np.zeros(1, np.uint16))
+            move_to_owners(comm, [rows], start, aligned=[weights], dest=wrong)
     move_to_owners(comm, [rows], start, aligned=[weights], dest=dest)
     expected = kept_of[comm.rank].tolist()
     for source in range(comm.size):
