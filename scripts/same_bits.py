@@ -7,7 +7,7 @@ eval`` runs, each run's ``--json`` bytes stored in a folder outside the reposito
     .venv/bin/python scripts/same_bits.py compare /tmp/same-bits-before /tmp/same-bits-after
 
 The corpus (data written to ``--data``, default ``/tmp/same-bits-data``, the same bytes
-every time): every kind (auc, wuauc, pn, pairwise), weights, soft labels, ``--compare``,
+every time): every kind (auc, wuauc, pn, pairwise, ranking), weights, soft labels, ``--compare``,
 tags, slices, the three pn ties modes, small tables, string and integer uids, a file of a
 few rows, and the files of ``mpieval demo --dir`` with their ``demo.toml``; each run at 1, 2 and 3
 ranks (``mpiexec`` beside this Python). ``compare`` lists every JSON whose results (all
@@ -127,6 +127,13 @@ def corpus(data: Path) -> list[tuple[str, list[str]]]:
                                "tag*left_label", main]),
         ("all-kinds-slice", ["--metrics", "auc,wuauc,pn,pairwise", "--tag", "tag",
                              "--slice", "grade,tag*grade", main, tiny]),
+        ("ranking", ["--metrics", "ranking", "--tag", "tag", main]),
+        ("ranking-grade-exp", ["--metrics", "ranking", "--label", "grade", "--gain",
+                               "exponential", "--k", "1,3,100", "--uid", "suid", main]),
+        ("ranking-ties-compare", ["--metrics", "ranking", "--pred", "pred_b", "--compare",
+                                  "pred", "--tag", "tag", main, heavy]),
+        ("ranking-slice", ["--metrics", "ranking", "--label", "grade", "--slice", "tag",
+                           main, small]),
     ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 from test_cli import run, write
 
-from mpieval import RankingMetric
+from mpieval import RankingMetric, _core
 from mpieval.comm import Comm
 from mpieval.errors import InputError, UndefinedMetricWarning
 from mpieval.kinds.ranking.kernels import descending_index, group_values, ranked, value_names
@@ -135,6 +136,57 @@ def test_ranked_orders_rows_as_lexsort_does(rows, float32) -> None:
     expected = np.lexsort((label, -pred + 0.0, block, keys))
     for column in (keys, block, pred + 0, label):
         assert np.array_equal(column[order], column[expected])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=100))
+def test_group_starts_are_where_the_key_or_the_block_changes(rows) -> None:
+    rows.sort()
+    keys = np.array([row[0] for row in rows], dtype=np.uint64)
+    block = np.array([row[1] for row in rows], dtype=np.int64)
+    starts = np.full(len(rows) + 1, -1, dtype=np.int64)
+    groups = _core.ranking.group_starts(keys, block, starts)
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (keys[1:] != keys[:-1]) | (block[1:] != block[:-1])
+    assert groups == new.sum()
+    assert np.array_equal(starts[: groups + 1], np.append(np.flatnonzero(new), len(rows)))
+
+
+def _group_values_inputs(starts: list[int], discounts: int, groups: int) -> dict:
+    """Arguments of the compiled ``group_values`` for rows in groups at ``starts``, its
+    outputs sized for ``groups`` groups and two cutoffs."""
+    n = starts[-1]
+    label = np.arange(n, dtype=np.float64) % 2
+    return {"starts": np.array(starts, dtype=np.int64), "pred": -np.arange(n, dtype=np.float64),
+            "gain": label.copy(), "label": label,
+            "discount": 1.0 / np.log2(np.arange(discounts) + 2.0),
+            "cutoffs": np.array([1, 5], dtype=np.int64),
+            **{name: np.empty(groups) for name in ("ndcg", "relevant_rows", "first_relevant")},
+            **{name: np.empty((2, groups)) for name in ("ndcg_at", "recall_at", "ap_at")},
+            **{name: np.empty(groups, dtype=np.int64)
+               for name in ("first_group", "first_at", "first_rows")}}
+
+
+@pytest.mark.parametrize(("starts", "discounts", "groups", "problem"), [
+    ([0, 3, 5], 3, 2, None),
+    ([0, 3, 5], 2, 2, "a group's rows or discounts"),  # a group past the discounts
+    ([0, 3, 3, 5], 3, 3, "a group's rows or discounts"),  # a group of no rows
+    ([0, 4, 3, 5], 4, 3, "a group's rows or discounts"),  # starts going back
+    ([1, 3, 5], 3, 2, "the groups of n rows"),  # rows before the first group
+    ([0, 3, 5], 3, 1, "one a group"),
+])
+def test_group_values_refuses_groups_it_cannot_read(starts, discounts, groups,
+                                                     problem) -> None:
+    """The compiled per-group pass checks its groups before it reads a row: each group
+    of rows, inside the discounts, together covering every row, and its outputs one a
+    group; ``problem`` None: the same arguments made right are taken."""
+    inputs = _group_values_inputs(starts, discounts, groups)
+    if problem is None:
+        assert _core.ranking.group_values(**inputs) == 2  # each group has a relevant row
+        assert np.array_equal(inputs["relevant_rows"], [1.0, 1.0])
+        return
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        _core.ranking.group_values(**inputs)
 
 
 def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:

@@ -1,5 +1,5 @@
 """Per-user sums of the ``ranking`` kind: NDCG, NDCG@K, Recall@K, MRR, MAP@K, hit rate@K
-(whole-array numpy).
+(a compiled pass over each group's rows).
 
 A group is a user (block ``all``) or a user's rows of one tag (the block of that tag).
 Within a group the rows are ranked by pred, highest first, position ``p = 0, 1, ...``
@@ -40,7 +40,7 @@ differences B - A and of their squares, each in an exact accumulator
 (:mod:`mpieval.kernels.exact`). The rows are ordered by (key, block, -pred, label)
 (:func:`ranked`), so every group's values are computed from its rows in one order
 whatever order they arrived in (rows equal in all four are interchangeable), and each
-per-group sum is a sequential ``bincount`` (or product) in that order: the values' bits
+per-group sum is added row after row (or run after run) in that order: the values' bits
 do not depend on the arrival order or on which rank owns the user. O(n log n) for the
 sorts, then O(n * (1 + len(cutoffs))).
 """
@@ -52,6 +52,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mpieval import _core
 from mpieval.kernels import exact
 from mpieval.kernels.sort import radix_order
 
@@ -180,39 +181,47 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
     """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from
     ``window_first`` on: :func:`mpieval.kernels.exact.add_at`); whether a value fell
     outside them. ``order``, ``b_order``: :func:`pred_order` of ``pred`` and ``compare``
-    when known. One compiled pass a field, each over every group of the rows whatever
-    the number of blocks (tags), from one array of values at a time: no table of every
-    group's values and their squares (8M groups of 11 values: 2 GB)."""
+    when known. The counts of every group in one compiled pass, then the valid groups'
+    fields (each value, its square, B's and the differences, the users of at most K rows)
+    :data:`GROUPS_AT_ONCE` groups at a time, each group's fields added to its block's
+    row in one pass whatever the number of blocks (tags): no table of every group's
+    fields (8M groups of 37: 2.4 GB), and one visit of a block's sums a group rather than
+    one a field (60,000 tags: 37 passes over their sums at random)."""
     if len(keys) == 0:
         return False
     columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
                                                             cutoffs, gain, order)
-    # every group's counts, then its values (valid groups), each to its group's block
-    outside = False
-    for field, count in enumerate((valid, np.ones(len(valid)), group_rows)):
-        outside |= exact.add_at(sums, group_block, count.astype(np.float64, copy=False),
-                                field, window_first)
+    b_columns = None if compare is None else group_columns(keys, block, compare, label,
+                                                           cutoffs, gain, b_order)[0]
+    counts = np.empty((len(valid), len(COUNT_FIELDS)))
+    counts[:, 0], counts[:, 1], counts[:, 2] = valid, 1.0, group_rows
+    outside = exact.add_at(sums, group_block, counts, 0, window_first)
+    del counts
     held = np.flatnonzero(valid)
-    held_block = group_block[held]
-    field = len(COUNT_FIELDS)
-    for column in columns:  # each value's sum, then its squares' sum
-        kept = column[held]
-        outside |= exact.add_at(sums, held_block, kept, field, window_first)
-        outside |= exact.add_at(sums, held_block, kept * kept, field + 1, window_first)
-        field += 2
-    rows = group_rows[held]
-    for number, cutoff in enumerate(cutoffs):  # the users of at most K rows
-        outside |= exact.add_at(sums, held_block, (rows <= cutoff).astype(np.float64),
-                                sums.shape[1] - len(cutoffs) + number, window_first)
-    if compare is None:
-        return outside
-    b_columns = group_columns(keys, block, compare, label, cutoffs, gain, b_order)[0]
-    for column, b_column in zip(columns, b_columns, strict=True):
-        b_kept, diff = b_column[held], (b_column - column)[held]
-        for values in (b_kept, b_kept * b_kept, diff, diff * diff):
-            outside |= exact.add_at(sums, held_block, values, field, window_first)
-            field += 1
+    width = sums.shape[1] - len(COUNT_FIELDS)
+    for start in range(0, len(held), GROUPS_AT_ONCE):
+        these = held[start:start + GROUPS_AT_ONCE]
+        fields = np.empty((len(these), width))
+        for number, column in enumerate(columns):  # each value's sum, then its squares'
+            kept = column[these]
+            fields[:, 2 * number], fields[:, 2 * number + 1] = kept, kept * kept
+        field = 2 * len(columns)
+        for column, b_column in zip(columns, b_columns, strict=True) if b_columns else ():
+            b_kept = b_column[these]
+            diff = b_kept - column[these]
+            for values in (b_kept, b_kept * b_kept, diff, diff * diff):
+                fields[:, field] = values
+                field += 1
+        rows = group_rows[these]
+        for number, cutoff in enumerate(cutoffs):  # the users of at most K rows
+            fields[:, width - len(cutoffs) + number] = rows <= cutoff
+        outside |= exact.add_at(sums, group_block[these], fields, len(COUNT_FIELDS),
+                                window_first)
     return outside
+
+
+GROUPS_AT_ONCE = 1 << 16
+"""The valid groups whose fields :func:`_add_groups` adds in one pass."""
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
@@ -237,94 +246,51 @@ def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: 
     """Every group's values (module doc) as one array a value (in the order of
     ``value_names(cutoffs)``; a group a row, in the order of (key, block); not a number
     where the group is not valid), ``valid`` (the group has a relevant row), the group's
-    block and its rows. ``descending``: the preds' :func:`pred_order` when known."""
+    block and its rows. ``descending``: the preds' :func:`pred_order` when known.
+
+    The rows put in :func:`ranked` order, then one compiled pass over each group
+    (``mpieval/kinds/ranking/kernels.hpp``: its runs of tied preds, the gains sorted for
+    the ideal order, every sum added row after row in that order as ``np.bincount`` adds
+    them), with the discounts ``1 / log2(p + 2)`` and the gains made by numpy: a group's
+    values depend only on its rows, and no array of a row is made beyond the rows in
+    that order. MRR and the hit rates from each valid group's first run with a relevant
+    row (:class:`_FirstRelevant`)."""
     label = np.asarray(label, dtype=np.float64)
     pred = np.asarray(pred)
     n = len(keys)
-    # each array a row of the rows is let go once used (20M rows: 160 MB each)
     order = ranked(keys, block, pred, label, descending)
-    k, b, p, y = keys[order], block[order], pred[order], label[order]
-    del order
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = (k[1:] != k[:-1]) | (b[1:] != b[:-1])
+    k = np.ascontiguousarray(keys[order], dtype=np.uint64)
+    b = np.ascontiguousarray(block[order], dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    n_groups = _core.ranking.group_starts(k, b, starts)
     del k
-    new_run = new_group.copy()
-    new_run[1:] |= p[1:] != p[:-1]
-    del p
-    group = np.cumsum(new_group) - 1
-    run = np.cumsum(new_run) - 1
-    group_start = np.flatnonzero(new_group)
-    run_start = np.flatnonzero(new_run)
-    del new_group, new_run
-    group_block = b[group_start]
+    starts = starts[: n_groups + 1]
+    group_block = b[starts[:-1]]
     del b
-    n_groups, n_runs = len(group_start), len(run_start)
-    group_rows = np.diff(np.append(group_start, n))
-    position = np.arange(n) - group_start[group]
-    discount = 1.0 / np.log2(position + 2.0)
-
-    run_rows = np.diff(np.append(run_start, n))
-    run_first = position[run_start]  # a: the run's first position in its group
-    run_group = group[run_start]
-    relevant = y > 0
-    g = gains(y, gain)
-    del y
-    run_relevant = np.bincount(run, weights=relevant, minlength=n_runs)
-    dcg_terms = (np.bincount(run, weights=g, minlength=n_runs) / run_rows)[run]  # mean gain
-    dcg_terms *= discount
-    ideal = g[np.lexsort((-g, group))] * discount  # each group's gains, descending
-    del g, discount
-    relevant_rows = np.bincount(group, weights=relevant, minlength=n_groups)
-    del relevant
+    group_rows = np.diff(starts)
+    p = np.ascontiguousarray(pred[order])
+    if p.dtype not in (np.float32, np.float64):
+        p = p.astype(np.float64)
+    y = label[order]
+    del order
+    g = np.ascontiguousarray(gains(y, gain), dtype=np.float64)
+    discount = 1.0 / np.log2(np.arange(int(group_rows.max(initial=0))) + 2.0)
+    cuts = np.array(cutoffs, dtype=np.int64)
+    ndcg = np.empty(n_groups)
+    ndcg_at, recall_at, ap_at = (np.empty((len(cuts), n_groups)) for _ in range(3))
+    relevant_rows = np.empty(n_groups)
+    first_group, first_at, first_rows = (np.empty(n_groups, dtype=np.int64) for _ in range(3))
+    first_relevant = np.empty(n_groups)
+    with_relevant = _core.ranking.group_values(
+        starts, p, g, y, discount, cuts, ndcg, ndcg_at, recall_at, ap_at, relevant_rows,
+        first_group, first_at, first_rows, first_relevant)
+    del p, g, y
+    first = _FirstRelevant(first_group[:with_relevant], first_at[:with_relevant],
+                           first_rows[:with_relevant], first_relevant[:with_relevant])
     valid = relevant_rows > 0
-
-    def per_group(weights: np.ndarray, rows: np.ndarray | None = None,
-                  groups: np.ndarray | None = None) -> np.ndarray:
-        """Each group's sum of ``weights`` (of the rows ``rows``, whose groups are
-        ``groups`` when given: ``group[rows]``, taken once a cutoff)."""
-        if rows is None:
-            return np.bincount(group, weights=weights, minlength=n_groups)
-        return np.bincount(group[rows] if groups is None else groups, weights=weights[rows],
-                           minlength=n_groups)
-
-    first = _first_relevant_runs(run_group, run_relevant, run_rows, run_first)
-    precision_terms = _precision_terms(run, run_group, run_relevant, run_rows, run_first,
-                                       position)
-    del run
-    with np.errstate(invalid="ignore", divide="ignore"):  # invalid groups: NaN
-        ndcg = [per_group(dcg_terms) / per_group(ideal)]
-        recall, average_precision, hit_rate = [], [], []
-        for cutoff in cutoffs:
-            top = position < min(cutoff, n)
-            top_group = group[top]
-            ndcg.append(per_group(dcg_terms, top, top_group)
-                        / per_group(ideal, top, top_group))
-            in_top = np.clip(min(cutoff, n) - run_first, 0, run_rows)
-            expected = np.bincount(run_group, weights=run_relevant * in_top / run_rows,
-                                   minlength=n_groups)
-            recall.append(expected / relevant_rows)
-            average_precision.append(per_group(precision_terms, top, top_group)
-                                     / np.minimum(cutoff, relevant_rows))
-            hit_rate.append(first.hit_rate(cutoff, n_groups))
-        mrr = [first.reciprocal_rank(n_groups)]
-    return ndcg + recall + mrr + average_precision + hit_rate, valid, group_block, group_rows
-
-
-def _precision_terms(run: np.ndarray, run_group: np.ndarray, run_relevant: np.ndarray,
-                     run_rows: np.ndarray, run_first: np.ndarray,
-                     position: np.ndarray) -> np.ndarray:
-    """Each row position's expected ``rel_p * (relevant rows at positions <= p) / (p + 1)``
-    over the orders of its run (module doc: AP@K)."""
-    # relevant rows in the runs before, from a running count: whole numbers, exact
-    before = np.cumsum(run_relevant) - run_relevant
-    group_first_run = np.flatnonzero(np.r_[True, run_group[1:] != run_group[:-1]])
-    before -= before[group_first_run][run_group]
-    r, m = run_relevant[run], run_rows[run].astype(np.float64)
-    offset = position - run_first[run]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        both = np.where(m > 1, r * (r - 1) / (m * (m - 1)), 0.0)
-    terms: np.ndarray = (r / m * (1.0 + before[run]) + offset * both) / (position + 1.0)
-    return terms
+    hit_rate = [first.hit_rate(cutoff, n_groups) for cutoff in cutoffs]
+    return ([ndcg, *ndcg_at, *recall_at, first.reciprocal_rank(n_groups), *ap_at, *hit_rate],
+            valid, group_block, group_rows)
 
 
 class _FirstRelevant:
@@ -388,17 +354,6 @@ class _FirstRelevant:
 _LEVELS = 64
 """Segments of :meth:`_FirstRelevant.none_before` longer than this take one ``cumprod``
 each; the shorter ones go step by step together."""
-
-
-def _first_relevant_runs(run_group: np.ndarray, run_relevant: np.ndarray,
-                         run_rows: np.ndarray, run_first: np.ndarray) -> _FirstRelevant:
-    """Each valid group's first run with a relevant row."""
-    with_relevant = np.flatnonzero(run_relevant > 0)
-    groups = run_group[with_relevant]
-    first = with_relevant[np.r_[True, groups[1:] != groups[:-1]]] if len(groups) else \
-        with_relevant
-    return _FirstRelevant(run_group[first], run_first[first], run_rows[first],
-                          run_relevant[first])
 
 
 def ranked(keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
