@@ -189,6 +189,30 @@ def test_group_values_refuses_groups_it_cannot_read(starts, discounts, groups,
         _core.ranking.group_values(**inputs)
 
 
+@pytest.mark.parametrize("with_compare", [False, True])
+def test_groups_taken_a_few_at_a_time_give_the_same_sums(rng, monkeypatch,
+                                                         with_compare) -> None:
+    """The groups' values and fields found and added ``GROUPS_AT_ONCE`` groups at a time
+    (here 1, 7 and 64: runs that end inside a user's tags, a run of one group): the same
+    exact sums as every group at once, for the block ``all`` and each tag, A and B."""
+    from mpieval.kinds.ranking import kernels
+    n = 600
+    keys = rng.integers(0, 40, n).astype(np.uint64)
+    pred = rng.integers(0, 6, n) / 5.0  # ties
+    label = np.where(rng.random(n) < 0.7, 0.0, rng.integers(1, 4, n).astype(np.float64))
+    tag = rng.integers(0, 4, n)  # 3: no tag
+    compare = rng.random(n) if with_compare else None
+
+    def sums() -> np.ndarray:
+        return kernels.user_sums(keys, pred, label, tag, 3, (1, 3, 10), "exponential",
+                                 compare)
+
+    whole = sums()
+    for at_once in (1, 7, 64):
+        monkeypatch.setattr(kernels, "GROUPS_AT_ONCE", at_once)
+        assert np.array_equal(sums(), whole)
+
+
 def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:
     """Users past the oracle's enumeration (its direct expectation), ties across every
     cutoff, real-valued gains."""

@@ -181,47 +181,55 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
     """Add the groups (key, block) of these rows to ``sums[block]`` (the digits from
     ``window_first`` on: :func:`mpieval.kernels.exact.add_at`); whether a value fell
     outside them. ``order``, ``b_order``: :func:`pred_order` of ``pred`` and ``compare``
-    when known. The counts of every group in one compiled pass, then the valid groups'
-    fields (each value, its square, B's and the differences, the users of at most K rows)
-    :data:`GROUPS_AT_ONCE` groups at a time, each group's fields added to its block's
-    row in one pass whatever the number of blocks (tags): no table of every group's
-    fields (8M groups of 37: 2.4 GB), and one visit of a block's sums a group rather than
-    one a field (60,000 tags: 37 passes over their sums at random)."""
+    when known. The rows put in ranked order once (:class:`_RankedRows`), then
+    :data:`GROUPS_AT_ONCE` groups at a time: their values (and B's), their counts, then
+    every field of a valid group (each value, its square, B's and the differences, the
+    users of at most K rows) added to its block's row in one pass whatever the number of
+    blocks (tags). The groups' values and fields live in arrays of a run's size, reused:
+    nothing is kept a group beyond its start, block and rows (8M groups: no 1.7 GB of
+    values), and a block's sums are visited once a group rather than once a field
+    (60,000 tags: 37 passes over their sums at random)."""
     if len(keys) == 0:
         return False
-    columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
-                                                            cutoffs, gain, order)
-    b_columns = None if compare is None else group_columns(keys, block, compare, label,
-                                                           cutoffs, gain, b_order)[0]
-    counts = np.empty((len(valid), len(COUNT_FIELDS)))
-    counts[:, 0], counts[:, 1], counts[:, 2] = valid, 1.0, group_rows
-    outside = exact.add_at(sums, group_block, counts, 0, window_first)
-    del counts
-    held = np.flatnonzero(valid)
-    width = sums.shape[1] - len(COUNT_FIELDS)
-    for start in range(0, len(held), GROUPS_AT_ONCE):
-        these = held[start:start + GROUPS_AT_ONCE]
-        fields = np.empty((len(these), width))
-        for number, column in enumerate(columns):  # each value's sum, then its squares'
-            kept = column[these]
-            fields[:, 2 * number], fields[:, 2 * number + 1] = kept, kept * kept
-        field = 2 * len(columns)
-        for column, b_column in zip(columns, b_columns, strict=True) if b_columns else ():
-            b_kept = b_column[these]
-            diff = b_kept - column[these]
-            for values in (b_kept, b_kept * b_kept, diff, diff * diff):
-                fields[:, field] = values
-                field += 1
-        rows = group_rows[these]
-        for number, cutoff in enumerate(cutoffs):  # the users of at most K rows
-            fields[:, width - len(cutoffs) + number] = rows <= cutoff
-        outside |= exact.add_at(sums, group_block[these], fields, len(COUNT_FIELDS),
-                                window_first)
+    a = _RankedRows(keys, block, pred, label, gain, order)
+    b = None if compare is None else _RankedRows(keys, block, compare, label, gain, b_order,
+                                                  a.starts)
+    size = min(a.groups, GROUPS_AT_ONCE)
+    counts = np.empty((size, len(COUNT_FIELDS)))  # reused: their pages touched once
+    room = np.empty((size, sums.shape[1] - len(COUNT_FIELDS)))
+    a_out = _Outputs(size, len(cutoffs))
+    b_out = None if b is None else _Outputs(size, len(cutoffs))
+    outside = False
+    for lo in range(0, a.groups, GROUPS_AT_ONCE):
+        hi = min(lo + GROUPS_AT_ONCE, a.groups)
+        columns, valid = a.values(lo, hi, cutoffs, a_out)
+        rows, blocks = a.group_rows[lo:hi], a.group_block[lo:hi]
+        counts[: hi - lo, 0], counts[: hi - lo, 1], counts[: hi - lo, 2] = valid, 1.0, rows
+        outside |= exact.add_at(sums, blocks, counts[: hi - lo], 0, window_first)
+        held = np.flatnonzero(valid)
+        fields = room[: len(held)]
+        kept = [column[held] for column in columns]
+        for number, value in enumerate(kept):  # each value's sum, then its squares'
+            fields[:, 2 * number], fields[:, 2 * number + 1] = value, value * value
+        field = 2 * len(kept)
+        if b is not None and b_out is not None:
+            for value, b_column in zip(kept, b.values(lo, hi, cutoffs, b_out)[0],
+                                       strict=True):
+                b_value = b_column[held]
+                diff = b_value - value
+                for values in (b_value, b_value * b_value, diff, diff * diff):
+                    fields[:, field] = values
+                    field += 1
+        held_rows = rows[held]
+        for cutoff in cutoffs:  # the users of at most K rows
+            fields[:, field] = held_rows <= cutoff
+            field += 1
+        outside |= exact.add_at(sums, blocks[held], fields, len(COUNT_FIELDS), window_first)
     return outside
 
 
 GROUPS_AT_ONCE = 1 << 16
-"""The valid groups whose fields :func:`_add_groups` adds in one pass."""
+"""The groups whose values :func:`_add_groups` finds and adds in one pass."""
 
 
 def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
@@ -231,66 +239,90 @@ def group_values(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: n
     """Every group's values (module doc), one row a group in the order of (key, block):
     ``values`` (n_groups, len(value_names(cutoffs))), NaN where the group is not valid;
     ``valid`` (it has a relevant row); the group's block; its rows
-    (:func:`group_columns` as a table)."""
-    columns, valid, group_block, group_rows = group_columns(keys, block, pred, label,
-                                                            cutoffs, gain)
+    (:class:`_RankedRows` over every group at once)."""
+    rows = _RankedRows(keys, block, pred, label, gain)
+    columns, valid = rows.values(0, rows.groups, cutoffs,
+                                 _Outputs(rows.groups, len(cutoffs)))
     values = np.stack(columns, axis=1)
     values[~valid] = np.nan
-    return values, valid, group_block, group_rows
+    return values, valid, rows.group_block, rows.group_rows
 
 
-def group_columns(keys: np.ndarray, block: np.ndarray, pred: np.ndarray, label: np.ndarray,
-                  cutoffs: Sequence[int], gain: str = "linear",
-                  descending: np.ndarray | None = None
-                  ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """Every group's values (module doc) as one array a value (in the order of
-    ``value_names(cutoffs)``; a group a row, in the order of (key, block); not a number
-    where the group is not valid), ``valid`` (the group has a relevant row), the group's
-    block and its rows. ``descending``: the preds' :func:`pred_order` when known.
+class _Outputs:
+    """Where the compiled ``group_values`` writes the values of up to ``size`` groups
+    (``cuts`` cutoffs): reused from one run of groups to the next."""
 
-    The rows put in :func:`ranked` order, then one compiled pass over each group
+    def __init__(self, size: int, cuts: int) -> None:
+        self.size, self.cuts = size, cuts
+        self.ndcg, self.relevant_rows, self.first_relevant = (np.empty(size) for _ in range(3))
+        self.ndcg_at, self.recall_at, self.ap_at = (np.empty(cuts * size) for _ in range(3))
+        self.first_group, self.first_at, self.first_rows = (
+            np.empty(size, dtype=np.int64) for _ in range(3))
+
+    def of(self, groups: int) -> list[np.ndarray]:
+        """The arrays for ``groups`` groups, in ``group_values``' order of outputs."""
+        at = self.cuts * groups
+        return [self.ndcg[:groups], self.ndcg_at[:at], self.recall_at[:at], self.ap_at[:at],
+                self.relevant_rows[:groups], self.first_group[:groups], self.first_at[:groups],
+                self.first_rows[:groups], self.first_relevant[:groups]]
+
+
+class _RankedRows:
+    """The rows in :func:`ranked` order, ready for the values of any run of their groups.
+
+    ``starts``: where each group (key, block) starts and, last, the rows (``group_block``
+    and ``group_rows`` beside them); given, the groups of an earlier :class:`_RankedRows`
+    of the same keys and blocks (B's preds: the same groups, its own order within each).
+    ``values`` runs one compiled pass over each group of a run
     (``mpieval/kinds/ranking/kernels.hpp``: its runs of tied preds, the gains sorted for
     the ideal order, every sum added row after row in that order as ``np.bincount`` adds
     them), with the discounts ``1 / log2(p + 2)`` and the gains made by numpy: a group's
-    values depend only on its rows, and no array of a row is made beyond the rows in
-    that order. MRR and the hit rates from each valid group's first run with a relevant
-    row (:class:`_FirstRelevant`)."""
-    label = np.asarray(label, dtype=np.float64)
-    pred = np.asarray(pred)
-    n = len(keys)
-    order = ranked(keys, block, pred, label, descending)
-    k = np.ascontiguousarray(keys[order], dtype=np.uint64)
-    b = np.ascontiguousarray(block[order], dtype=np.int64)
-    starts = np.empty(n + 1, dtype=np.int64)
-    n_groups = _core.ranking.group_starts(k, b, starts)
-    del k
-    starts = starts[: n_groups + 1]
-    group_block = b[starts[:-1]]
-    del b
-    group_rows = np.diff(starts)
-    p = np.ascontiguousarray(pred[order])
-    if p.dtype not in (np.float32, np.float64):
-        p = p.astype(np.float64)
-    y = label[order]
-    del order
-    g = np.ascontiguousarray(gains(y, gain), dtype=np.float64)
-    discount = 1.0 / np.log2(np.arange(int(group_rows.max(initial=0))) + 2.0)
-    cuts = np.array(cutoffs, dtype=np.int64)
-    ndcg = np.empty(n_groups)
-    ndcg_at, recall_at, ap_at = (np.empty((len(cuts), n_groups)) for _ in range(3))
-    relevant_rows = np.empty(n_groups)
-    first_group, first_at, first_rows = (np.empty(n_groups, dtype=np.int64) for _ in range(3))
-    first_relevant = np.empty(n_groups)
-    with_relevant = _core.ranking.group_values(
-        starts, p, g, y, discount, cuts, ndcg, ndcg_at, recall_at, ap_at, relevant_rows,
-        first_group, first_at, first_rows, first_relevant)
-    del p, g, y
-    first = _FirstRelevant(first_group[:with_relevant], first_at[:with_relevant],
-                           first_rows[:with_relevant], first_relevant[:with_relevant])
-    valid = relevant_rows > 0
-    hit_rate = [first.hit_rate(cutoff, n_groups) for cutoff in cutoffs]
-    return ([ndcg, *ndcg_at, *recall_at, first.reciprocal_rank(n_groups), *ap_at, *hit_rate],
-            valid, group_block, group_rows)
+    values depend only on its rows. MRR and the hit rates from each valid group's first
+    run with a relevant row (:class:`_FirstRelevant`)."""
+
+    def __init__(self, keys: np.ndarray, block: np.ndarray, pred: np.ndarray,
+                 label: np.ndarray, gain: str, descending: np.ndarray | None = None,
+                 starts: np.ndarray | None = None) -> None:
+        label = np.asarray(label, dtype=np.float64)
+        pred = np.asarray(pred)
+        order = ranked(keys, block, pred, label, descending)
+        if starts is None:
+            k = np.ascontiguousarray(keys[order], dtype=np.uint64)
+            b = np.ascontiguousarray(block[order], dtype=np.int64)
+            starts = np.empty(len(keys) + 1, dtype=np.int64)
+            groups = _core.ranking.group_starts(k, b, starts)
+            del k
+            starts = starts[: groups + 1]
+            self.group_block = b[starts[:-1]]
+            del b
+        self.starts = starts
+        self.groups = len(starts) - 1
+        self.group_rows = np.diff(starts)
+        p = np.ascontiguousarray(pred[order])
+        self.pred = p if p.dtype in (np.float32, np.float64) else p.astype(np.float64)
+        self.label = label[order]
+        del order
+        self.gain = np.ascontiguousarray(gains(self.label, gain), dtype=np.float64)
+        self.discount = 1.0 / np.log2(np.arange(int(self.group_rows.max(initial=0))) + 2.0)
+
+    def values(self, lo: int, hi: int, cutoffs: Sequence[int],
+               out: _Outputs) -> tuple[list[np.ndarray], np.ndarray]:
+        """The values of groups ``lo .. hi - 1`` (module doc), one array a value in the
+        order of ``value_names(cutoffs)`` (not a number where the group is not valid),
+        and ``valid``; in ``out``'s arrays (the next call's values overwrite them)."""
+        first_row, last_row = int(self.starts[lo]), int(self.starts[hi])
+        groups = hi - lo
+        outputs = out.of(groups)
+        ndcg, ndcg_at, recall_at, ap_at, relevant_rows = outputs[:5]
+        with_relevant = _core.ranking.group_values(
+            self.starts[lo:hi + 1] - first_row, self.pred[first_row:last_row],
+            self.gain[first_row:last_row], self.label[first_row:last_row], self.discount,
+            np.array(cutoffs, dtype=np.int64), *outputs)
+        first = _FirstRelevant(*(column[:with_relevant] for column in outputs[5:]))
+        hit_rate = [first.hit_rate(cutoff, groups) for cutoff in cutoffs]
+        return ([ndcg, *ndcg_at.reshape(-1, groups), *recall_at.reshape(-1, groups),
+                 first.reciprocal_rank(groups), *ap_at.reshape(-1, groups), *hit_rate],
+                relevant_rows > 0)
 
 
 class _FirstRelevant:
