@@ -213,6 +213,14 @@ def test_groups_taken_a_few_at_a_time_give_the_same_sums(rng, monkeypatch,
         assert np.array_equal(sums(), whole)
 
 
+def test_no_rows_are_no_groups() -> None:
+    empty = np.zeros(0)
+    values, valid, block, rows = group_values(empty.astype(np.uint64), empty.astype(np.intp),
+                                              empty, empty, (1, 5))
+    assert values.shape == (0, len(value_names((1, 5))))
+    assert len(valid) == len(block) == len(rows) == 0
+
+
 def test_a_large_user_with_long_ties_equals_the_oracle(rng) -> None:
     """Users past the oracle's enumeration (its direct expectation), ties across every
     cutoff, real-valued gains."""

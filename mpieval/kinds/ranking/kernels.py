@@ -253,7 +253,7 @@ class _Outputs:
     (``cuts`` cutoffs): reused from one run of groups to the next."""
 
     def __init__(self, size: int, cuts: int) -> None:
-        self.size, self.cuts = size, cuts
+        self.cuts = cuts
         self.ndcg, self.relevant_rows, self.first_relevant = (np.empty(size) for _ in range(3))
         self.ndcg_at, self.recall_at, self.ap_at = (np.empty(cuts * size) for _ in range(3))
         self.first_group, self.first_at, self.first_rows = (
@@ -270,9 +270,10 @@ class _Outputs:
 class _RankedRows:
     """The rows in :func:`ranked` order, ready for the values of any run of their groups.
 
-    ``starts``: where each group (key, block) starts and, last, the rows (``group_block``
-    and ``group_rows`` beside them); given, the groups of an earlier :class:`_RankedRows`
-    of the same keys and blocks (B's preds: the same groups, its own order within each).
+    ``starts``: where each group (key, block) starts and, last, the rows (``group_rows``
+    beside them, and ``group_block`` when they are found here); given, the groups of an
+    earlier :class:`_RankedRows` of the same keys and blocks (B's preds: the same groups,
+    its own order within each).
     ``values`` runs one compiled pass over each group of a run
     (``mpieval/kinds/ranking/kernels.hpp``: its runs of tied preds, the gains sorted for
     the ideal order, every sum added row after row in that order as ``np.bincount`` adds
@@ -320,8 +321,9 @@ class _RankedRows:
             np.array(cutoffs, dtype=np.int64), *outputs)
         first = _FirstRelevant(*(column[:with_relevant] for column in outputs[5:]))
         hit_rate = [first.hit_rate(cutoff, groups) for cutoff in cutoffs]
-        return ([ndcg, *ndcg_at.reshape(-1, groups), *recall_at.reshape(-1, groups),
-                 first.reciprocal_rank(groups), *ap_at.reshape(-1, groups), *hit_rate],
+        cuts = (len(cutoffs), groups)
+        return ([ndcg, *ndcg_at.reshape(cuts), *recall_at.reshape(cuts),
+                 first.reciprocal_rank(groups), *ap_at.reshape(cuts), *hit_rate],
                 relevant_rows > 0)
 
 
