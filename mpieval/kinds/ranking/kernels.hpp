@@ -82,9 +82,6 @@ int64_t group_values(const int64_t* starts, int64_t groups, const P* pred, const
     int64_t valid = 0;
     for (int64_t g = 0; g < groups; ++g) {
         const int64_t s = starts[g], e = starts[g + 1];
-        double relevant_rows = 0.0;
-        for (int64_t i = s; i < e; ++i) relevant_rows += label[i] > 0 ? 1.0 : 0.0;
-        out.relevant_rows[g] = relevant_rows;
         // the ideal order: the gains descending, each at its position's discount
         std::copy(gain + s, gain + e, sorted.begin());
         std::sort(sorted.begin(), sorted.begin() + (e - s), std::greater<double>());
@@ -136,6 +133,8 @@ int64_t group_values(const int64_t* starts, int64_t groups, const P* pred, const
             before += r;
             a = b;
         }
+        const double relevant_rows = before;  // whole numbers: exact, in any order
+        out.relevant_rows[g] = relevant_rows;
         out.ndcg[g] = dcg / ideal;
         for (int64_t c = 0; c < cuts; ++c) {
             const size_t at = size_t(c * groups + g);

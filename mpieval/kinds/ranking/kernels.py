@@ -203,9 +203,9 @@ def _add_groups(sums: exact.Sums, window_first: int | None, keys: np.ndarray,
     for lo in range(0, a.groups, GROUPS_AT_ONCE):
         hi = min(lo + GROUPS_AT_ONCE, a.groups)
         columns, valid = a.values(lo, hi, cutoffs, a_out)
-        rows, blocks = a.group_rows[lo:hi], a.group_block[lo:hi]
-        counts[: hi - lo, 0], counts[: hi - lo, 1], counts[: hi - lo, 2] = valid, 1.0, rows
-        outside |= exact.add_at(sums, blocks, counts[: hi - lo], 0, window_first)
+        rows, blocks, run_counts = a.group_rows[lo:hi], a.group_block[lo:hi], counts[: hi - lo]
+        run_counts[:, 0], run_counts[:, 1], run_counts[:, 2] = valid, 1.0, rows
+        outside |= exact.add_at(sums, blocks, run_counts, 0, window_first)
         held = np.flatnonzero(valid)
         fields = room[: len(held)]
         kept = [column[held] for column in columns]
