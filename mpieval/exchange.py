@@ -199,9 +199,9 @@ def move_to_owners(comm: Comm, buffers: Sequence[RowBuffer], start: int,
     rows that stay never travel, and where the buffers' reserved room holds the move's
     rows (:meth:`RowBuffer.free_rows`) every received column is copied once, into it.
     """
-    if dest is not None and len(dest) != max(len(buffers[0]) - start, 0):
-        raise ValueError(f"move_to_owners: {len(dest)} ranks for "
-                         f"{max(len(buffers[0]) - start, 0)} rows")  # (none moved)
+    moving = max(len(buffers[0]) - start, 0)
+    if dest is not None and len(dest) != moving:
+        raise ValueError(f"move_to_owners: {len(dest)} ranks for {moving} rows")  # none moved
     buffers = [*buffers, *aligned]
     tails = [buffer.split_off(start) for buffer in buffers]
     for name, (lookup, none) in (recode or {}).items():
